@@ -1,0 +1,22 @@
+// @minimesh/config: the typed mesh configuration and the parsers behind it.
+export { ConfigError, type ConfigErrorCode } from './errors.js';
+export {
+  parsePort,
+  parsePortRanges,
+  foldRanges,
+  formatPortRanges,
+  portInRanges,
+  parseCidr,
+  parseCidrList,
+  parseDuration,
+  parseBoolean,
+  parseLogLevel,
+  parseLogFormat,
+  type PortRange,
+  type Cidr,
+  type LogLevel,
+  type LogFormat,
+} from './parse.js';
+export { meshConfigSchema, parseMeshConfig, defaultMeshConfig, MINIMESH_VERSION, type MeshConfig } from './mesh-config.js';
+export { toIdentityName, fromIdentityName, type IdentityParts } from './identity-name.js';
+export { ANNOTATIONS, LABELS, CONTAINER_NAMES, DEFAULT_PORTS, PROXY_ENV } from './names.js';

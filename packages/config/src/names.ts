@@ -1,0 +1,62 @@
+// Names every component agrees on: annotations, labels, container names, ports, proxy environment.
+export const ANNOTATIONS = {
+  inject: 'minimesh.io/inject',
+  proxyVersion: 'minimesh.io/proxy-version',
+  createdBy: 'minimesh.io/created-by',
+  trustRootSha256: 'minimesh.io/trust-root-sha256',
+  /** Prefix of the per-pod/namespace overrides, e.g. config.minimesh.io/skip-outbound-ports. */
+  configPrefix: 'config.minimesh.io/',
+  opaquePorts: 'config.minimesh.io/opaque-ports',
+} as const;
+
+export const LABELS = {
+  controlPlaneNs: 'minimesh.io/control-plane-ns',
+  workloadNs: 'minimesh.io/workload-ns',
+  controlPlaneComponent: 'minimesh.io/control-plane-component',
+  isControlPlane: 'minimesh.io/is-control-plane',
+} as const;
+
+export const CONTAINER_NAMES = {
+  init: 'minimesh-init',
+  proxy: 'minimesh-proxy',
+} as const;
+
+export const DEFAULT_PORTS = {
+  inbound: 4143,
+  outbound: 4140,
+  admin: 4191,
+  control: 4190,
+  destination: 8086,
+  destinationAdmin: 9996,
+  identity: 8080,
+  identityAdmin: 9990,
+  injector: 8443,
+  injectorAdmin: 9995,
+  proxyUid: 2102,
+} as const;
+
+/** Environment variables the proxy reads (Linkerd's LINKERD2_PROXY_* with our prefix). */
+export const PROXY_ENV = {
+  logLevel: 'MINIMESH_PROXY_LOG',
+  logFormat: 'MINIMESH_PROXY_LOG_FORMAT',
+  inboundListenAddr: 'MINIMESH_PROXY_INBOUND_LISTEN_ADDR',
+  outboundListenAddr: 'MINIMESH_PROXY_OUTBOUND_LISTEN_ADDR',
+  adminListenAddr: 'MINIMESH_PROXY_ADMIN_LISTEN_ADDR',
+  controlListenAddr: 'MINIMESH_PROXY_CONTROL_LISTEN_ADDR',
+  destinationSvcAddr: 'MINIMESH_PROXY_DESTINATION_SVC_ADDR',
+  destinationSvcName: 'MINIMESH_PROXY_DESTINATION_SVC_NAME',
+  destinationContext: 'MINIMESH_PROXY_DESTINATION_CONTEXT',
+  identitySvcAddr: 'MINIMESH_PROXY_IDENTITY_SVC_ADDR',
+  identitySvcName: 'MINIMESH_PROXY_IDENTITY_SVC_NAME',
+  identityLocalName: 'MINIMESH_PROXY_IDENTITY_LOCAL_NAME',
+  identityTokenFile: 'MINIMESH_PROXY_IDENTITY_TOKEN_FILE',
+  identityDir: 'MINIMESH_PROXY_IDENTITY_DIR',
+  trustAnchors: 'MINIMESH_PROXY_IDENTITY_TRUST_ANCHORS',
+  inboundPorts: 'MINIMESH_PROXY_INBOUND_PORTS',
+  opaquePorts: 'MINIMESH_PROXY_INBOUND_PORTS_DISABLE_PROTOCOL_DETECTION',
+  outboundConnectTimeout: 'MINIMESH_PROXY_OUTBOUND_CONNECT_TIMEOUT',
+  inboundConnectTimeout: 'MINIMESH_PROXY_INBOUND_CONNECT_TIMEOUT',
+  detectTimeout: 'MINIMESH_PROXY_DETECT_TIMEOUT',
+  shutdownEndpointEnabled: 'MINIMESH_PROXY_SHUTDOWN_ENDPOINT_ENABLED',
+  shutdownGracePeriod: 'MINIMESH_PROXY_SHUTDOWN_GRACE_PERIOD',
+} as const;

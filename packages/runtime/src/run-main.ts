@@ -1,0 +1,13 @@
+// Every program's entry point: runs main, turns errors into one clear line and an exit code
+// (2 for bad input, 1 otherwise), and never lets a stack trace be the only message.
+export async function runMain(name: string, main: (argv: string[]) => Promise<void | number>): Promise<void> {
+  try {
+    const code = await main(process.argv.slice(2));
+    if (typeof code === 'number') process.exitCode = code;
+  } catch (err) {
+    const e = err as Error & { exitCode?: number; code?: string };
+    process.stderr.write(`${name}: ${e.message}\n`);
+    if (process.env.MINIMESH_DEBUG && e.stack) process.stderr.write(`${e.stack}\n`);
+    process.exitCode = typeof e.exitCode === 'number' ? e.exitCode : 1;
+  }
+}

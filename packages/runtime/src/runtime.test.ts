@@ -1,0 +1,66 @@
+import { PassThrough } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { createLogger, parseFlags, parseListenAddr, startAdminServer, UsageError } from './index.js';
+
+describe('parseListenAddr', () => {
+  it.each([
+    ['0.0.0.0:8080', { host: '0.0.0.0', port: 8080 }],
+    ['[::]:4143', { host: '::', port: 4143 }],
+    [':8086', { host: '0.0.0.0', port: 8086 }],
+  ])('%s', (input, want) => expect(parseListenAddr('--addr', input)).toEqual(want));
+  it('names the flag and the expected form', () => {
+    expect(() => parseListenAddr('--addr', 'eight-thousand')).toThrow('--addr: "eight-thousand" is not valid: expected host:port');
+  });
+});
+
+describe('parseFlags', () => {
+  const info = { name: 'prog', summary: 'does things' };
+  const specs = { addr: { type: 'string', default: '0.0.0.0:1', description: 'listen address' }, verbose: { type: 'boolean', description: 'more' } } as const;
+  it('fills defaults', () => {
+    const r = parseFlags(info, specs, ['--verbose']);
+    expect('values' in r && r.values).toEqual({ addr: '0.0.0.0:1', verbose: true });
+  });
+  it('renders help', () => {
+    const r = parseFlags(info, specs, ['--help']);
+    expect('help' in r && r.help).toContain('--addr <value>');
+  });
+  it('refuses unknown flags with exit code 2', () => {
+    try {
+      parseFlags(info, specs, ['--nope']);
+      expect.unreachable();
+    } catch (err) {
+      expect(err).toBeInstanceOf(UsageError);
+      expect((err as UsageError).exitCode).toBe(2);
+      expect((err as Error).message).toContain("Unknown option '--nope'");
+    }
+  });
+});
+
+describe('logger', () => {
+  it('never prints a token', () => {
+    const out = new PassThrough();
+    let text = '';
+    out.on('data', (d) => (text += String(d)));
+    const log = createLogger({ name: 't', format: 'json', destination: out });
+    log.info({ token: 'eyJsecret', req: { token: 'x2' } }, 'hello');
+    expect(text).toContain('hello');
+    expect(text).not.toContain('eyJsecret');
+    expect(text).not.toContain('x2');
+  });
+});
+
+describe('admin server', () => {
+  it('serves /live, /ready (latched by the callback) and /metrics', async () => {
+    let ready: boolean | string = 'no certificate yet';
+    const admin = await startAdminServer({ addr: '127.0.0.1:0', logger: createLogger({ name: 't', level: 'silent' }), ready: () => ready });
+    const get = (p: string) => fetch(`http://127.0.0.1:${admin.port}${p}`);
+    expect((await get('/live')).status).toBe(200);
+    const notReady = await get('/ready');
+    expect(notReady.status).toBe(503);
+    expect(await notReady.text()).toContain('no certificate yet');
+    ready = true;
+    expect((await get('/ready')).status).toBe(200);
+    expect(await (await get('/metrics')).text()).toContain('process_cpu_user_seconds_total');
+    await admin.close();
+  });
+});

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Installs everything minimesh needs on a fresh Debian machine, and nothing twice:
+#   Debian packages (iptables with both backends, iproute2, openssl, curl, util-linux), npm packages,
+#   and the native SO_ORIGINAL_DST addon (npm 11 blocks dependency install scripts, so we build it here).
+# Safe to run repeatedly; every step checks before it acts.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+log() { printf '[setup] %s\n' "$*"; }
+
+need_apt=()
+have() { command -v "$1" >/dev/null 2>&1; }
+have iptables-legacy || need_apt+=(iptables)
+have ip || need_apt+=(iproute2)
+have openssl || need_apt+=(openssl)
+have curl || need_apt+=(curl)
+have setpriv || need_apt+=(util-linux)
+have nsenter || need_apt+=(util-linux)
+have make || need_apt+=(make)
+have g++ || need_apt+=(g++)
+have python3 || need_apt+=(python3)
+if [ "${#need_apt[@]}" -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "[setup] missing Debian packages: ${need_apt[*]} (run as root, or: sudo apt-get install ${need_apt[*]})" >&2
+    exit 1
+  fi
+  log "installing Debian packages: ${need_apt[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+fi
+
+# npm packages: install when node_modules is missing or older than the lock file.
+if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  log "installing npm packages"
+  npm ci --no-audit --no-fund --loglevel=error
+fi
+
+# The SO_ORIGINAL_DST addon (packages/proxy/native), built once per source change.
+if [ -f packages/proxy/native/binding.gyp ]; then
+  addon=packages/proxy/native/build/Release/original_dst.node
+  if [ ! -f "$addon" ] || [ -n "$(find packages/proxy/native -maxdepth 1 -newer "$addon" -name '*.c*' -o -maxdepth 1 -newer "$addon" -name 'binding.gyp')" ]; then
+    log "building the SO_ORIGINAL_DST addon"
+    (cd packages/proxy/native && node ../../../node_modules/node-gyp/bin/node-gyp.js rebuild --loglevel=warn)
+  fi
+fi
+log "ready"

@@ -1,0 +1,18 @@
+// Sums the vitest JSON reports of every workspace into one closing line: "N passed, N failed".
+// Exits non-zero when any test failed or when no test ran at all.
+import { readFileSync, existsSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+
+const dirs = [...readdirSync('packages').map((d) => join('packages', d)), 'e2e'];
+let passed = 0, failed = 0, skipped = 0;
+const rows = [];
+for (const dir of dirs) {
+  const file = join(dir, '.vitest-report.json');
+  if (!existsSync(file)) continue;
+  const r = JSON.parse(readFileSync(file, 'utf8'));
+  passed += r.numPassedTests; failed += r.numFailedTests; skipped += r.numPendingTests + (r.numTodoTests ?? 0);
+  rows.push(`${dir.padEnd(28)} ${String(r.numPassedTests).padStart(4)} passed ${String(r.numFailedTests).padStart(3)} failed`);
+}
+console.log('\n' + rows.join('\n'));
+console.log(`${passed} passed, ${failed} failed` + (skipped ? `, ${skipped} skipped` : ''));
+process.exit(failed > 0 || passed === 0 ? 1 : 0);
