@@ -41,7 +41,11 @@ if [ -f packages/proxy/native/binding.gyp ]; then
   addon=packages/proxy/native/build/Release/original_dst.node
   if [ ! -f "$addon" ] || [ -n "$(find packages/proxy/native -maxdepth 1 -newer "$addon" -name '*.c*' -o -maxdepth 1 -newer "$addon" -name 'binding.gyp')" ]; then
     log "building the SO_ORIGINAL_DST addon"
-    (cd packages/proxy/native && node ../../../node_modules/node-gyp/bin/node-gyp.js rebuild --loglevel=warn)
+    # Use the headers that came with this node when it has them (no download needed, works offline).
+    gyp_args=()
+    node_prefix="$(dirname "$(dirname "$(readlink -f "$(command -v node)")")")"
+    [ -f "$node_prefix/include/node/node_api.h" ] && gyp_args+=(--nodedir="$node_prefix")
+    (cd packages/proxy/native && node ../../../node_modules/node-gyp/bin/node-gyp.js rebuild --loglevel=warn "${gyp_args[@]}")
   fi
 fi
 log "ready"

@@ -1,0 +1,84 @@
+// SO_ORIGINAL_DST reader: the address a connection was sent to before iptables REDIRECTed it.
+// Node has no getsockopt, so the proxy calls this with the socket's fd (socket._handle.fd).
+//
+//   getOriginalDst(fd) -> { address, port, family }   (throws an Error whose .code is the errno name)
+//
+// IPv4 sockets are asked at SOL_IP/SO_ORIGINAL_DST, IPv6 sockets at SOL_IPV6/IP6T_SO_ORIGINAL_DST
+// (both option number 80); an IPv6 socket carrying an IPv4-mapped connection is asked the IPv4 way.
+#include <napi.h>
+
+#include <arpa/inet.h>
+#include <cerrno>
+#include <cstring>
+#include <linux/netfilter_ipv4.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#ifndef IP6T_SO_ORIGINAL_DST
+#define IP6T_SO_ORIGINAL_DST 80
+#endif
+
+namespace {
+
+Napi::Value Fail(Napi::Env env, const char* what, int err) {
+  Napi::Error e = Napi::Error::New(env, std::string(what) + ": " + strerror(err));
+  const char* name = err == ENOENT ? "ENOENT" : err == EBADF ? "EBADF" : err == ENOTSOCK ? "ENOTSOCK"
+                     : err == ENOPROTOOPT ? "ENOPROTOOPT" : err == EINVAL ? "EINVAL" : "EUNKNOWN";
+  e.Set("code", Napi::String::New(env, name));
+  e.Set("errno", Napi::Number::New(env, err));
+  e.ThrowAsJavaScriptException();
+  return env.Undefined();
+}
+
+Napi::Value GetOriginalDst(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsNumber()) {
+    Napi::TypeError::New(env, "getOriginalDst(fd): fd must be a number").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  int fd = info[0].As<Napi::Number>().Int32Value();
+
+  // Which family is the socket, and is an IPv6 socket carrying an IPv4-mapped connection?
+  sockaddr_storage local{};
+  socklen_t len = sizeof(local);
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) != 0) return Fail(env, "getsockname", errno);
+  bool v4 = local.ss_family == AF_INET;
+  if (local.ss_family == AF_INET6) {
+    v4 = IN6_IS_ADDR_V4MAPPED(&reinterpret_cast<sockaddr_in6*>(&local)->sin6_addr);
+  } else if (!v4) {
+    return Fail(env, "getsockname", EINVAL);
+  }
+
+  sockaddr_storage dst{};
+  len = sizeof(dst);
+  int rc = v4 ? getsockopt(fd, SOL_IP, SO_ORIGINAL_DST, &dst, &len)
+              : getsockopt(fd, SOL_IPV6, IP6T_SO_ORIGINAL_DST, &dst, &len);
+  if (rc != 0) return Fail(env, v4 ? "getsockopt(SOL_IP, SO_ORIGINAL_DST)" : "getsockopt(SOL_IPV6, IP6T_SO_ORIGINAL_DST)", errno);
+
+  char text[INET6_ADDRSTRLEN] = {0};
+  Napi::Object out = Napi::Object::New(env);
+  if (dst.ss_family == AF_INET) {
+    auto* sin = reinterpret_cast<sockaddr_in*>(&dst);
+    inet_ntop(AF_INET, &sin->sin_addr, text, sizeof(text));
+    out.Set("port", Napi::Number::New(env, ntohs(sin->sin_port)));
+    out.Set("family", Napi::Number::New(env, 4));
+  } else if (dst.ss_family == AF_INET6) {
+    auto* sin6 = reinterpret_cast<sockaddr_in6*>(&dst);
+    inet_ntop(AF_INET6, &sin6->sin6_addr, text, sizeof(text));
+    out.Set("port", Napi::Number::New(env, ntohs(sin6->sin6_port)));
+    out.Set("family", Napi::Number::New(env, 6));
+  } else {
+    return Fail(env, "getsockopt returned an unknown address family", EINVAL);
+  }
+  out.Set("address", Napi::String::New(env, text));
+  return out;
+}
+
+Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  exports.Set("getOriginalDst", Napi::Function::New(env, GetOriginalDst, "getOriginalDst"));
+  return exports;
+}
+
+}  // namespace
+
+NODE_API_MODULE(original_dst, Init)

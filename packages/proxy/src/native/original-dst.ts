@@ -1,0 +1,76 @@
+// getOriginalDst(socket): where a connection was going before iptables REDIRECTed it to the proxy.
+// Reads SO_ORIGINAL_DST (IPv4) or IP6T_SO_ORIGINAL_DST (IPv6) through our N-API addon
+// (packages/proxy/native, built by `npm run setup`) from the socket's file descriptor.
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+import type { Socket } from 'node:net';
+import { AddonMissingError, NotRedirectedError, OriginalDstError } from './errors.js';
+
+export interface OriginalDst {
+  address: string;
+  port: number;
+  family: 4 | 6;
+}
+
+interface Addon {
+  getOriginalDst(fd: number): OriginalDst;
+}
+
+/** Environment variable that points at a prebuilt original_dst.node (e.g. inside an image). */
+export const ADDON_PATH_ENV = 'MINIMESH_ORIGINAL_DST_ADDON';
+
+// Same relative path from src/native/ (tsx, vitest) and dist/native/ (built).
+const DEFAULT_ADDON_PATH = fileURLToPath(new URL('../../native/build/Release/original_dst.node', import.meta.url));
+
+let addon: Addon | undefined;
+
+export function addonPath(): string {
+  return process.env[ADDON_PATH_ENV] || DEFAULT_ADDON_PATH;
+}
+
+function loadAddon(): Addon {
+  if (addon) return addon;
+  const path = addonPath();
+  try {
+    addon = createRequire(import.meta.url)(path) as Addon;
+  } catch (err) {
+    throw new AddonMissingError(
+      `original destination: the SO_ORIGINAL_DST addon could not be loaded from ${path}; run \`npm run setup\` to build it`,
+      { cause: err },
+    );
+  }
+  return addon;
+}
+
+function unmap(address: string): string {
+  return address.startsWith('::ffff:') && address.includes('.') ? address.slice(7) : address;
+}
+
+/**
+ * The destination the peer dialed, for a socket accepted from a REDIRECTed connection.
+ * Throws NotRedirectedError when the connection reached us directly, AddonMissingError when the addon
+ * is not built, OriginalDstError for anything else (closed socket, not TCP).
+ */
+export function getOriginalDst(socket: Socket): OriginalDst {
+  const lib = loadAddon();
+  const context = `original destination of ${socket.remoteAddress ?? '?'}:${socket.remotePort ?? '?'} → ${socket.localAddress ?? '?'}:${socket.localPort ?? '?'}`;
+  const fd = (socket as unknown as { _handle?: { fd?: unknown } })._handle?.fd;
+  if (typeof fd !== 'number' || fd < 0) {
+    throw new OriginalDstError('MINIMESH_PROXY_ORIGINAL_DST_FAILED', `${context}: the socket has no file descriptor (closed, or not a TCP socket)`);
+  }
+  let dst: OriginalDst;
+  try {
+    dst = lib.getOriginalDst(fd);
+  } catch (err) {
+    if ((err as { code?: string }).code === 'ENOENT') {
+      throw new NotRedirectedError(`${context}: the connection was not redirected by iptables (no NAT entry for it)`, { cause: err });
+    }
+    throw new OriginalDstError('MINIMESH_PROXY_ORIGINAL_DST_FAILED', `${context}: ${(err as Error).message}`, { cause: err });
+  }
+  // With conntrack active, a connection that was never NATed still has an entry whose original
+  // destination is simply our own address: that is "not redirected" too.
+  if (dst.port === socket.localPort && unmap(dst.address) === unmap(socket.localAddress ?? '')) {
+    throw new NotRedirectedError(`${context}: the connection was not redirected by iptables (it was sent to this address directly)`);
+  }
+  return { address: unmap(dst.address), port: dst.port, family: unmap(dst.address).includes(':') ? 6 : 4 };
+}
