@@ -1,0 +1,12 @@
+// @minimesh/injector: the pure patch (shared with `minimesh inject`), the webhook plugin and the
+// namespace watch.
+export { createPatch, trustRootSha256, CREATED_BY, type CreatePatchOptions } from './patch/create-patch.js';
+export { decideInjection, isInjected, isControlPlanePod, type InjectDecision } from './patch/decide.js';
+export { OVERRIDE_NAMES, parseOverride, resolveSettings, type OverrideName, type InjectSettings } from './patch/overrides.js';
+export { toProxyInitArgs, buildProxyInitContainer } from './patch/proxy-init-container.js';
+export { buildProxyContainer, buildProxyEnv, CONTROL_PLANE_SERVICE_ACCOUNTS } from './patch/proxy-container.js';
+export { buildVolumes, VOLUME_NAMES, IDENTITY_DIR, TOKEN_FILE } from './patch/volumes.js';
+export { escapePointerToken, pointer, prefixPatch } from './patch/json-pointer.js';
+export { uninjectPod } from './patch/uninject.js';
+export type { PodLike, PodSpec, Container, Volume, PatchOperation, PatchResult, SkipReason, StringMap } from './patch/types.js';
+export { InjectorError, type InjectorErrorCode } from './errors.js';
