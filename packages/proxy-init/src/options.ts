@@ -1,0 +1,122 @@
+// Flags → a validated command. Linkerd-compatible names (REFERENCE §1); every bad value becomes a
+// ConfigError naming the flag, the value and what was expected, before anything is applied.
+import { existsSync } from 'node:fs';
+import {
+  ConfigError,
+  DEFAULT_PORTS,
+  parseBoolean,
+  parseCidrList,
+  parseLogFormat,
+  parseLogLevel,
+  parsePort,
+  parsePortRanges,
+  type LogFormat,
+  type LogLevel,
+} from '@minimesh/config';
+import type { FlagSpecs, FlagValues, ProgramInfo } from '@minimesh/runtime';
+import { parseMode, type IptablesMode } from './binaries.js';
+import type { ProxyInitOptions } from './plan.js';
+
+export const PROGRAM: ProgramInfo = {
+  name: 'minimesh-proxy-init',
+  summary: "writes the iptables nat rules that send a pod's TCP through the minimesh proxy (atomic, idempotent)",
+  usage: 'minimesh-proxy-init [flags]   e.g. --incoming-proxy-port 4143 --outgoing-proxy-port 4140 --proxy-uid 2102',
+};
+
+export const FLAGS = {
+  'incoming-proxy-port': { type: 'string', short: 'p', default: String(DEFAULT_PORTS.inbound), description: 'port inbound TCP is redirected to (the proxy inbound listener)' },
+  'outgoing-proxy-port': { type: 'string', short: 'o', default: String(DEFAULT_PORTS.outbound), description: 'port outbound TCP is redirected to (the proxy outbound listener)' },
+  'proxy-uid': { type: 'string', short: 'u', default: '-1', description: "traffic from this uid is not redirected (the proxy's own); -1: none" },
+  'proxy-gid': { type: 'string', short: 'g', default: '-1', description: 'traffic from this gid is not redirected; -1: none' },
+  'ports-to-redirect': { type: 'string', short: 'r', multiple: true, description: 'redirect only these inbound ports (comma separated); default: all' },
+  'inbound-ports-to-ignore': { type: 'string', multiple: true, description: 'inbound ports not redirected: N or lo-hi, comma separated' },
+  'outbound-ports-to-ignore': { type: 'string', multiple: true, description: 'outbound ports not redirected: N or lo-hi, comma separated' },
+  'subnets-to-ignore': { type: 'string', multiple: true, description: 'inbound connections from these CIDRs are not redirected' },
+  'iptables-mode': { type: 'string', default: '', description: 'legacy, nft or plain (overrides --firewall-bin-path); default legacy' },
+  'firewall-bin-path': { type: 'string', default: '', description: 'older form of --iptables-mode: iptables-legacy, iptables-nft or iptables' },
+  'firewall-save-bin-path': { type: 'string', default: '', description: 'older form of --iptables-mode: the matching *-save binary' },
+  ipv6: { type: 'string', default: 'true', description: 'also configure ip6tables (--ipv6=false to skip)' },
+  simulate: { type: 'string', default: 'false', description: 'print the rules and commands; change nothing' },
+  cleanup: { type: 'string', default: 'false', description: 'remove the chains and jumps proxy-init added, then exit' },
+  netns: { type: 'string', default: '', description: 'run the commands in this network namespace (nsenter --net=PATH)' },
+  'use-wait-flag': { type: 'string', short: 'w', default: 'false', description: 'pass --wait to iptables-restore (wait for the xtables lock)' },
+  'timeout-close-wait-secs': { type: 'string', default: '0', description: 'if > 0, set net.netfilter.nf_conntrack_tcp_timeout_close_wait first' },
+  'log-format': { type: 'string', default: 'plain', description: 'plain or json' },
+  'log-level': { type: 'string', default: 'info', description: 'trace, debug, info, warn, error' },
+} as const satisfies FlagSpecs;
+
+/** Go-style booleans: `--ipv6`, `--ipv6=false`, `-w`. Bare forms become `=true` for the string-typed specs. */
+const BOOLEAN_FLAGS = new Map([
+  ['--ipv6', '--ipv6'],
+  ['--simulate', '--simulate'],
+  ['--cleanup', '--cleanup'],
+  ['--use-wait-flag', '--use-wait-flag'],
+  ['-w', '--use-wait-flag'],
+]);
+
+export function normalizeArgv(argv: readonly string[]): string[] {
+  return argv.map((arg) => {
+    const long = BOOLEAN_FLAGS.get(arg);
+    return long ? `${long}=true` : arg;
+  });
+}
+
+export interface ProxyInitCommand {
+  options: ProxyInitOptions;
+  mode: IptablesMode;
+  simulate: boolean;
+  cleanup: boolean;
+  netns: string | undefined;
+  wait: boolean;
+  closeWaitTimeoutSecs: number;
+  logFormat: LogFormat;
+  logLevel: LogLevel;
+}
+
+function parseId(field: string, value: string): number | undefined {
+  const text = value.trim();
+  if (text === '-1') return undefined;
+  const n = Number(text);
+  if (!/^\d+$/.test(text) || n > 4294967294) throw new ConfigError(field, value, 'a numeric id 0-4294967294, or -1 for none');
+  return n;
+}
+
+function parseSeconds(field: string, value: string): number {
+  const text = value.trim();
+  if (!/^\d+$/.test(text) || Number(text) > 2_147_483_647) throw new ConfigError(field, value, 'a whole number of seconds (0 to leave the setting alone)');
+  return Number(text);
+}
+
+function parsePortList(field: string, values: readonly string[]): number[] {
+  const items = values.flatMap((v) => v.split(',')).map((s) => s.trim()).filter(Boolean);
+  return [...new Set(items.map((item) => parsePort(field, item)))].sort((a, b) => a - b);
+}
+
+/** Validates every flag; throws ConfigError on the first bad one. */
+export function parseCommand(values: FlagValues<typeof FLAGS>): ProxyInitCommand {
+  const netns = values.netns.trim();
+  if (netns !== '' && !existsSync(netns)) {
+    throw new ConfigError('--netns', values.netns, 'the path of an existing network namespace file, e.g. /var/run/netns/<name>');
+  }
+  return {
+    options: {
+      incomingProxyPort: parsePort('--incoming-proxy-port', values['incoming-proxy-port']),
+      outgoingProxyPort: parsePort('--outgoing-proxy-port', values['outgoing-proxy-port']),
+      proxyUid: parseId('--proxy-uid', values['proxy-uid']),
+      proxyGid: parseId('--proxy-gid', values['proxy-gid']),
+      inboundPortsToIgnore: parsePortRanges('--inbound-ports-to-ignore', values['inbound-ports-to-ignore']),
+      outboundPortsToIgnore: parsePortRanges('--outbound-ports-to-ignore', values['outbound-ports-to-ignore']),
+      portsToRedirect: parsePortList('--ports-to-redirect', values['ports-to-redirect']),
+      subnetsToIgnore: parseCidrList('--subnets-to-ignore', values['subnets-to-ignore']),
+      ipv6: parseBoolean('--ipv6', values.ipv6),
+    },
+    mode: parseMode({ iptablesMode: values['iptables-mode'], firewallBinPath: values['firewall-bin-path'], firewallSavePath: values['firewall-save-bin-path'] }),
+    simulate: parseBoolean('--simulate', values.simulate),
+    cleanup: parseBoolean('--cleanup', values.cleanup),
+    netns: netns === '' ? undefined : netns,
+    wait: parseBoolean('--use-wait-flag', values['use-wait-flag']),
+    closeWaitTimeoutSecs: parseSeconds('--timeout-close-wait-secs', values['timeout-close-wait-secs']),
+    logFormat: parseLogFormat('--log-format', values['log-format']),
+    logLevel: parseLogLevel('--log-level', values['log-level']),
+  };
+}
