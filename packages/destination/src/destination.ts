@@ -1,0 +1,154 @@
+// Composition of the destination program: informers → index → gRPC server, the leader elector with
+// its ExternalWorkload mirror, and the admin server. main.ts parses flags and calls startDestination;
+// tests and benchmarks call it directly.
+import { Server, ServerCredentials } from '@grpc/grpc-js';
+import type { PortRange } from '@minimesh/config';
+import { destination } from '@minimesh/proto';
+import { createRegistry, parseListenAddr, startAdminServer, type AdminServer, type Logger } from '@minimesh/runtime';
+import type { Registry } from 'prom-client';
+import { EndpointIndex } from './index/endpoint-index.js';
+import type { ApiClient } from './k8s/api-client.js';
+import { createResourceInformers, type ResourceInformers } from './k8s/resource-informers.js';
+import { ExternalWorkloadMirror } from './leader/external-workload-mirror.js';
+import { LeaseElector } from './leader/lease-elector.js';
+import { createDestinationMetrics, type DestinationMetrics } from './metrics.js';
+import { createDestinationHandlers } from './server/destination-server.js';
+
+export interface DestinationOptions {
+  api: ApiClient;
+  logger: Logger;
+  /** gRPC listen address, e.g. "0.0.0.0:8086" (port 0 picks one). */
+  addr: string;
+  /** Admin listen address; omit to run without the admin server. */
+  adminAddr?: string;
+  controllerNamespace: string;
+  clusterDomain: string;
+  identityTrustDomain: string;
+  defaultOpaquePorts: readonly PortRange[];
+  enableH2Upgrade: boolean;
+  streamQueueCapacity: number;
+  lease: {
+    name: string;
+    identity: string;
+    durationMs: number;
+    renewDeadlineMs: number;
+    retryPeriodMs: number;
+  };
+  /** Server-side watch timeout (default: random 300-600 s). */
+  watchTimeoutSeconds?: number;
+  registry?: Registry;
+}
+
+export interface Destination {
+  grpcPort: number;
+  admin: AdminServer | undefined;
+  index: EndpointIndex;
+  informers: ResourceInformers;
+  elector: LeaseElector;
+  mirror: ExternalWorkloadMirror;
+  metrics: DestinationMetrics;
+  /** True once every informer has listed its resource. */
+  ready(): boolean;
+  /** Resolves once every informer has listed its resource. */
+  synced(): Promise<void>;
+  /** Stops serving; release=false simulates a crash (the lease is left to expire). */
+  close(opts?: { release?: boolean }): Promise<void>;
+}
+
+export async function startDestination(opts: DestinationOptions): Promise<Destination> {
+  const log = opts.logger;
+  const registry = opts.registry ?? createRegistry();
+  const metrics = createDestinationMetrics(registry);
+  const index = new EndpointIndex();
+  const informers = createResourceInformers({
+    api: opts.api,
+    index,
+    logger: log,
+    metrics,
+    ...(opts.watchTimeoutSeconds !== undefined ? { watchTimeoutSeconds: opts.watchTimeoutSeconds } : {}),
+  });
+  const all = Object.values(informers);
+  const ready = (): boolean => all.every((i) => i.synced);
+  const synced = async (): Promise<void> => {
+    await Promise.all(all.map((i) => i.waitForSync()));
+  };
+
+  const admin = opts.adminAddr
+    ? await startAdminServer({
+        addr: opts.adminAddr,
+        logger: log,
+        registry,
+        ready: () => ready() || `waiting for caches: ${Object.entries(informers).filter(([, i]) => !i.synced).map(([k]) => k).join(', ')}`,
+      })
+    : undefined;
+
+  for (const informer of all) informer.start();
+
+  const server = new Server({ 'grpc.keepalive_time_ms': 30_000, 'grpc.keepalive_permit_without_calls': 1 });
+  server.addService(
+    destination.DestinationService,
+    createDestinationHandlers({
+      index,
+      metrics,
+      logger: log.child({ component: 'server' }),
+      streamQueueCapacity: opts.streamQueueCapacity,
+      translator: {
+        controllerNamespace: opts.controllerNamespace,
+        clusterDomain: opts.clusterDomain,
+        identityTrustDomain: opts.identityTrustDomain,
+        defaultOpaquePorts: opts.defaultOpaquePorts,
+        enableH2Upgrade: opts.enableH2Upgrade,
+      },
+    }),
+  );
+  const { host, port } = parseListenAddr('--addr', opts.addr);
+  const bindHost = host.includes(':') ? `[${host}]` : host;
+  const grpcPort = await new Promise<number>((resolve, reject) =>
+    server.bindAsync(`${bindHost}:${port}`, ServerCredentials.createInsecure(), (err, bound) => (err ? reject(err) : resolve(bound))),
+  );
+  log.info({ addr: `${host}:${grpcPort}` }, 'gRPC server listening');
+
+  const mirror = new ExternalWorkloadMirror({ api: opts.api, index, logger: log, metrics });
+  const elector = new LeaseElector({
+    api: opts.api,
+    namespace: opts.controllerNamespace,
+    name: opts.lease.name,
+    identity: opts.lease.identity,
+    leaseDurationMs: opts.lease.durationMs,
+    renewDeadlineMs: opts.lease.renewDeadlineMs,
+    retryPeriodMs: opts.lease.retryPeriodMs,
+    logger: log,
+    onStartedLeading: () => {
+      metrics.leader.set(1);
+      // The mirror compares against the caches, so it waits for them.
+      void synced().then(() => {
+        if (elector.isLeader) mirror.start();
+      });
+    },
+    onStoppedLeading: () => {
+      metrics.leader.set(0);
+      void mirror.stop();
+    },
+  });
+  elector.start();
+
+  return {
+    grpcPort,
+    admin,
+    index,
+    informers,
+    elector,
+    mirror,
+    metrics,
+    ready,
+    synced,
+    async close(closeOpts = {}) {
+      await mirror.stop();
+      await elector.stop({ release: closeOpts.release ?? true });
+      await Promise.all(all.map((i) => i.stop()));
+      // Get streams never end on their own: cancel them (proxies reconnect to another replica).
+      server.forceShutdown();
+      await admin?.close();
+    },
+  };
+}

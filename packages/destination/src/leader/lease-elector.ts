@@ -1,0 +1,195 @@
+// Leader election with a coordination.k8s.io/v1 Lease, the way client-go's leaderelection does it:
+// candidates try every retryPeriod; a lease is taken over only after its holder has not renewed it
+// for leaseDuration (measured on our own clock from when we last saw it change); the leader renews
+// every retryPeriod and steps down when it could not renew within renewDeadline; stop() releases it.
+import type { Logger } from '@minimesh/runtime';
+import type { ApiClient } from '../k8s/api-client.js';
+
+export interface LeaseElectorOptions {
+  api: ApiClient;
+  namespace: string;
+  name: string;
+  /** The holder identity: the pod name. */
+  identity: string;
+  leaseDurationMs: number;
+  renewDeadlineMs: number;
+  retryPeriodMs: number;
+  logger: Logger;
+  onStartedLeading: () => void;
+  onStoppedLeading: () => void;
+  onNewLeader?: (identity: string) => void;
+}
+
+interface LeaseSpec {
+  holderIdentity?: string;
+  leaseDurationSeconds?: number;
+  acquireTime?: string;
+  renewTime?: string;
+  leaseTransitions?: number;
+}
+
+interface Lease {
+  apiVersion?: string;
+  kind?: string;
+  metadata: { name: string; namespace: string; resourceVersion?: string };
+  spec?: LeaseSpec;
+}
+
+/** Kubernetes MicroTime: RFC 3339 with exactly six fractional digits. */
+export function toMicroTime(d: Date): string {
+  return d.toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
+}
+
+export class LeaseElector {
+  private readonly log: Logger;
+  private leading = false;
+  private stopped = false;
+  private timer: NodeJS.Timeout | undefined;
+  private observed: { holder: string; renewTime: string; at: number } | undefined;
+  private lastRenew = 0;
+  private lastLeader = '';
+  private running: Promise<void> = Promise.resolve();
+
+  constructor(private readonly opts: LeaseElectorOptions) {
+    this.log = opts.logger.child({ component: 'leader', lease: `${opts.namespace}/${opts.name}`, identity: opts.identity });
+  }
+
+  get isLeader(): boolean {
+    return this.leading;
+  }
+
+  private get path(): string {
+    return `/apis/coordination.k8s.io/v1/namespaces/${this.opts.namespace}/leases`;
+  }
+
+  start(): void {
+    this.log.info('leader election started');
+    this.tick();
+  }
+
+  /** Stops competing; the leader releases the lease so another replica takes over at once. */
+  async stop(opts: { release?: boolean } = {}): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.running;
+    if (this.leading && (opts.release ?? true)) await this.release();
+    this.setLeading(false);
+  }
+
+  private tick(): void {
+    if (this.stopped) return;
+    this.running = this.round().finally(() => {
+      if (!this.stopped) this.timer = setTimeout(() => this.tick(), this.opts.retryPeriodMs);
+    });
+  }
+
+  private async round(): Promise<void> {
+    let ok = false;
+    try {
+      ok = await this.tryAcquireOrRenew();
+    } catch (err) {
+      this.log.warn({ err: (err as Error).message }, 'lease request failed');
+    }
+    if (this.stopped) return;
+    if (ok) {
+      this.lastRenew = Date.now();
+      this.setLeading(true);
+    } else if (this.leading && Date.now() - this.lastRenew > this.opts.renewDeadlineMs) {
+      this.log.warn({ renewDeadlineMs: this.opts.renewDeadlineMs }, 'could not renew the lease in time: stepping down');
+      this.setLeading(false);
+    }
+  }
+
+  private setLeading(leading: boolean): void {
+    if (leading === this.leading) return;
+    this.leading = leading;
+    if (leading) {
+      this.log.info('became leader');
+      this.opts.onStartedLeading();
+    } else {
+      this.log.info('stopped leading');
+      this.opts.onStoppedLeading();
+    }
+  }
+
+  private async tryAcquireOrRenew(): Promise<boolean> {
+    const { api, name, identity } = this.opts;
+    const now = new Date();
+    const durationSeconds = Math.max(1, Math.round(this.opts.leaseDurationMs / 1000));
+    const timeoutMs = Math.max(1000, Math.min(this.opts.renewDeadlineMs, 10_000));
+    const got = await api.request<Lease>('GET', `${this.path}/${name}`, undefined, { timeoutMs });
+    if (got.status === 404) {
+      const lease: Lease = {
+        apiVersion: 'coordination.k8s.io/v1',
+        kind: 'Lease',
+        metadata: { name, namespace: this.opts.namespace },
+        spec: { holderIdentity: identity, leaseDurationSeconds: durationSeconds, acquireTime: toMicroTime(now), renewTime: toMicroTime(now), leaseTransitions: 0 },
+      };
+      const created = await api.request('POST', this.path, lease, { timeoutMs });
+      if (created.status === 201 || created.status === 200) {
+        this.noteLeader(identity);
+        return true;
+      }
+      if (created.status !== 409) this.log.warn({ status: created.status }, 'could not create the lease');
+      return false;
+    }
+    if (got.status !== 200) {
+      this.log.warn({ status: got.status, message: (got.body as { message?: string } | undefined)?.message }, 'could not read the lease');
+      return false;
+    }
+    const lease = got.body;
+    const spec = lease.spec ?? {};
+    const holder = spec.holderIdentity ?? '';
+    const renewTime = spec.renewTime ?? '';
+    if (!this.observed || this.observed.holder !== holder || this.observed.renewTime !== renewTime) {
+      this.observed = { holder, renewTime, at: Date.now() };
+    }
+    this.noteLeader(holder);
+    const heldByOther = holder !== '' && holder !== identity;
+    const leaseMs = (spec.leaseDurationSeconds ?? durationSeconds) * 1000;
+    if (heldByOther && this.observed.at + leaseMs > Date.now()) return false;
+    const next: Lease = {
+      ...lease,
+      spec: {
+        holderIdentity: identity,
+        leaseDurationSeconds: durationSeconds,
+        acquireTime: holder === identity && spec.acquireTime ? spec.acquireTime : toMicroTime(now),
+        renewTime: toMicroTime(now),
+        leaseTransitions: (spec.leaseTransitions ?? 0) + (holder === identity ? 0 : 1),
+      },
+    };
+    const put = await api.request<Lease>('PUT', `${this.path}/${name}`, next, { timeoutMs });
+    if (put.status === 200) {
+      this.observed = { holder: identity, renewTime: next.spec?.renewTime ?? '', at: Date.now() };
+      if (heldByOther) this.log.info({ previous: holder }, 'took over the lease');
+      this.noteLeader(identity);
+      return true;
+    }
+    if (put.status !== 409) this.log.warn({ status: put.status, message: (put.body as { message?: string } | undefined)?.message }, 'could not update the lease');
+    return false;
+  }
+
+  private noteLeader(holder: string): void {
+    if (holder === this.lastLeader) return;
+    this.lastLeader = holder;
+    if (holder !== '') {
+      this.log.info({ leader: holder }, 'new leader observed');
+      this.opts.onNewLeader?.(holder);
+    }
+  }
+
+  private async release(): Promise<void> {
+    try {
+      const got = await this.opts.api.request<Lease>('GET', `${this.path}/${this.opts.name}`);
+      if (got.status !== 200 || got.body.spec?.holderIdentity !== this.opts.identity) return;
+      const now = toMicroTime(new Date());
+      const spec = got.body.spec;
+      const released: Lease = { ...got.body, spec: { ...spec, holderIdentity: '', leaseDurationSeconds: 1, renewTime: now, acquireTime: now } };
+      const put = await this.opts.api.request('PUT', `${this.path}/${this.opts.name}`, released);
+      if (put.status === 200) this.log.info('released the lease');
+      else this.log.warn({ status: put.status }, 'could not release the lease');
+    } catch (err) {
+      this.log.warn({ err: (err as Error).message }, 'could not release the lease');
+    }
+  }
+}

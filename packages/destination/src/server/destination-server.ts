@@ -1,0 +1,157 @@
+// The gRPC Destination service: Get and GetProfile handlers. The only module that knows gRPC status codes.
+import { status, type ServerWritableStream, type StatusObject } from '@grpc/grpc-js';
+import { destination } from '@minimesh/proto';
+import type { Logger } from '@minimesh/runtime';
+import { DestinationError } from '../errors.js';
+import type { EndpointIndex, EndpointListener } from '../index/endpoint-index.js';
+import type { DestinationMetrics } from '../metrics.js';
+import { parseAuthority, parseContextToken, parseServiceAuthority } from './authority.js';
+import { toAddUpdate, toNoEndpointsUpdate, toRemoveUpdate, type TranslatorOptions } from './endpoint-translator.js';
+import { toProfile } from './profile-translator.js';
+import { UpdateQueue } from './update-queue.js';
+
+export interface DestinationServerOptions {
+  index: EndpointIndex;
+  translator: TranslatorOptions;
+  streamQueueCapacity: number;
+  logger: Logger;
+  metrics: DestinationMetrics;
+}
+
+/** Domain errors → gRPC status. */
+export function toGrpcStatus(err: unknown): Partial<StatusObject> {
+  if (err instanceof DestinationError) {
+    switch (err.code) {
+      case 'MINIMESH_DESTINATION_INVALID_AUTHORITY':
+      case 'MINIMESH_DESTINATION_IP_QUERY':
+      case 'MINIMESH_DESTINATION_EXTERNAL_NAME':
+        return { code: status.INVALID_ARGUMENT, details: err.message };
+      case 'MINIMESH_DESTINATION_QUEUE_OVERFLOW':
+        return { code: status.RESOURCE_EXHAUSTED, details: err.message };
+      default:
+        return { code: status.UNAVAILABLE, details: err.message };
+    }
+  }
+  return { code: status.INTERNAL, details: err instanceof Error ? err.message : String(err) };
+}
+
+function fail(call: ServerWritableStream<unknown, unknown>, err: unknown): void {
+  call.emit('error', toGrpcStatus(err));
+}
+
+/** Runs `fn` once, when the call is cancelled, closes or fails. */
+function onStreamEnd(call: ServerWritableStream<unknown, unknown>, fn: () => void): () => void {
+  let done = false;
+  const once = () => {
+    if (done) return;
+    done = true;
+    fn();
+  };
+  call.on('cancelled', once);
+  call.on('close', once);
+  call.on('error', once);
+  return once;
+}
+
+export function createDestinationHandlers(opts: DestinationServerOptions): destination.DestinationServer {
+  const { index, translator, metrics } = opts;
+  const log = opts.logger;
+  const domain = translator.clusterDomain;
+
+  return {
+    get(call: ServerWritableStream<destination.GetDestination, destination.Update>): void {
+      const { path, contextToken } = call.request;
+      const context = parseContextToken(contextToken);
+      let target;
+      try {
+        target = parseServiceAuthority(path, domain);
+        const service = index.getService(target.namespace, target.service);
+        if (service?.type === 'ExternalName') {
+          throw new DestinationError(
+            'MINIMESH_DESTINATION_EXTERNAL_NAME',
+            `authority "${path}": service ${target.namespace}/${target.service} is of type ExternalName (${service.externalName ?? ''}); resolve it with DNS`,
+          );
+        }
+      } catch (err) {
+        log.debug({ path, context, err: (err as Error).message }, 'Get rejected');
+        fail(call, err);
+        return;
+      }
+      const serviceLabel = `${target.namespace}/${target.service}`;
+      const streamLog = log.child({ method: 'Get', path, context });
+      streamLog.debug('Get stream opened');
+      metrics.openStreams.inc({ method: 'Get' });
+      let unsubscribe = (): void => {};
+      const queue = new UpdateQueue<destination.Update>(call, opts.streamQueueCapacity, {
+        onSent: () => metrics.updatesSent.inc({ method: 'Get' }),
+        onOverflow: () => {
+          metrics.queueOverflows.inc({ service: serviceLabel });
+          streamLog.warn({ capacity: opts.streamQueueCapacity }, 'client fell behind: closing the stream');
+          release();
+          fail(
+            call,
+            new DestinationError(
+              'MINIMESH_DESTINATION_QUEUE_OVERFLOW',
+              `authority "${path}": more than ${opts.streamQueueCapacity} updates queued for this stream; it was closed, subscribe again`,
+            ),
+          );
+        },
+      });
+      const release = onStreamEnd(call, () => {
+        unsubscribe();
+        queue.close();
+        metrics.openStreams.dec({ method: 'Get' });
+        streamLog.debug('Get stream closed');
+      });
+      const listener: EndpointListener = {
+        add: (service, endpoints) => queue.push(toAddUpdate(service, endpoints, target.port, translator)),
+        remove: (addresses) => queue.push(toRemoveUpdate(addresses)),
+        noEndpoints: (exists) => queue.push(toNoEndpointsUpdate(exists)),
+      };
+      unsubscribe = index.subscribe(target, listener);
+      if (queue.isClosed) unsubscribe();
+    },
+
+    getProfile(call: ServerWritableStream<destination.GetDestination, destination.DestinationProfile>): void {
+      const { path, contextToken } = call.request;
+      const context = parseContextToken(contextToken);
+      let target;
+      try {
+        target = parseAuthority(path, domain);
+      } catch (err) {
+        log.debug({ path, context, err: (err as Error).message }, 'GetProfile rejected');
+        fail(call, err);
+        return;
+      }
+      const streamLog = log.child({ method: 'GetProfile', path, context });
+      streamLog.debug('GetProfile stream opened');
+      metrics.openStreams.inc({ method: 'GetProfile' });
+      let last: Buffer | undefined;
+      let stopWatching = (): void => {};
+      const queue = new UpdateQueue<destination.DestinationProfile>(call, opts.streamQueueCapacity, {
+        onSent: () => metrics.updatesSent.inc({ method: 'GetProfile' }),
+        onOverflow: () => {
+          metrics.queueOverflows.inc({ service: path });
+          streamLog.warn({ capacity: opts.streamQueueCapacity }, 'client fell behind: closing the stream');
+          release();
+          fail(call, new DestinationError('MINIMESH_DESTINATION_QUEUE_OVERFLOW', `authority "${path}": more than ${opts.streamQueueCapacity} profiles queued; subscribe again`));
+        },
+      });
+      const release = onStreamEnd(call, () => {
+        stopWatching();
+        queue.close();
+        metrics.openStreams.dec({ method: 'GetProfile' });
+        streamLog.debug('GetProfile stream closed');
+      });
+      const send = (): void => {
+        const profile = toProfile(index, target, translator);
+        const bytes = Buffer.from(destination.DestinationProfile.encode(profile).finish());
+        if (last && last.equals(bytes)) return; // duplicates are suppressed
+        last = bytes;
+        queue.push(profile);
+      };
+      send();
+      if (!queue.isClosed) stopWatching = index.onChange(send);
+    },
+  };
+}
