@@ -10,3 +10,9 @@ export { escapePointerToken, pointer, prefixPatch } from './patch/json-pointer.j
 export { uninjectPod } from './patch/uninject.js';
 export type { PodLike, PodSpec, Container, Volume, PatchOperation, PatchResult, SkipReason, StringMap } from './patch/types.js';
 export { InjectorError, type InjectorErrorCode } from './errors.js';
+export { webhookPlugin, WEBHOOK_BODY_LIMIT, type WebhookPluginOptions } from './webhook/webhook-plugin.js';
+export { createWebhookServer, type WebhookServer, type WebhookServerOptions } from './webhook/webhook-server.js';
+export { createWebhookMetrics, type WebhookMetrics, type AdmissionResult } from './webhook/webhook-metrics.js';
+export { parseAdmissionReview, toAdmissionReview, BadReviewError, type AdmissionRequest, type AdmissionReview, type AdmissionResponse } from './webhook/admission-review.js';
+export { createNamespaceWatcher, type NamespaceWatcher, type NamespaceWatcherOptions } from './k8s/namespace-watcher.js';
+export { loadMeshConfig } from './load-config.js';
