@@ -1,0 +1,118 @@
+// The gRPC edge: io.linkerd.proxy.identity.Identity/Certify, server reflection and grpc.health.v1.
+// The only module that knows gRPC status codes.
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+import { ReflectionService } from '@grpc/reflection';
+import { HealthImplementation, protoPath as healthProtoPath } from 'grpc-health-check';
+import { identity, protoDir } from '@minimesh/proto';
+import type { Logger } from '@minimesh/runtime';
+import type { Certifier } from '../certifier.js';
+import { isIdentityError, type IdentityErrorCode } from '../errors.js';
+import type { CertifyResult, IdentityMetrics } from '../metrics.js';
+
+export const IDENTITY_SERVICE_NAME = 'io.linkerd.proxy.identity.Identity';
+
+const STATUS: Record<IdentityErrorCode, [grpc.status, CertifyResult]> = {
+  MINIMESH_IDENTITY_ISSUER_UNAVAILABLE: [grpc.status.UNAVAILABLE, 'unavailable'],
+  MINIMESH_IDENTITY_ISSUER_INVALID: [grpc.status.UNAVAILABLE, 'unavailable'],
+  MINIMESH_IDENTITY_TRUST_ANCHORS_INVALID: [grpc.status.UNAVAILABLE, 'unavailable'],
+  MINIMESH_IDENTITY_REQUEST_INCOMPLETE: [grpc.status.INVALID_ARGUMENT, 'invalid_argument'],
+  MINIMESH_IDENTITY_CSR_INVALID: [grpc.status.INVALID_ARGUMENT, 'invalid_argument'],
+  MINIMESH_IDENTITY_TOKEN_UNAUTHENTICATED: [grpc.status.UNAUTHENTICATED, 'unauthenticated'],
+  MINIMESH_IDENTITY_IDENTITY_MISMATCH: [grpc.status.PERMISSION_DENIED, 'permission_denied'],
+  // The API server could not be asked: the caller should retry later.
+  MINIMESH_IDENTITY_TOKEN_REVIEW_FAILED: [grpc.status.UNAVAILABLE, 'unavailable'],
+  MINIMESH_IDENTITY_SIGN_FAILED: [grpc.status.INTERNAL, 'internal'],
+};
+
+/** The gRPC status and metric label for an error thrown by the certifier. */
+export function toGrpcStatus(err: unknown): { code: grpc.status; result: CertifyResult; message: string } {
+  if (isIdentityError(err)) {
+    const [code, result] = STATUS[err.code];
+    return { code, result, message: err.message };
+  }
+  return { code: grpc.status.INTERNAL, result: 'internal', message: 'internal error' };
+}
+
+export interface IdentityServerOptions {
+  certifier: Certifier;
+  logger: Logger;
+  metrics?: IdentityMetrics;
+  /** Whether Certify can currently succeed (an issuer is loaded); drives grpc.health.v1. */
+  serving?: () => boolean;
+}
+
+export interface IdentityServer {
+  server: grpc.Server;
+  /** Bound port. */
+  port: number;
+  /** Re-reads serving() into the health service. */
+  refreshHealth(): void;
+  close(): Promise<void>;
+}
+
+function createCertifyHandler(opts: IdentityServerOptions): grpc.handleUnaryCall<identity.CertifyRequest, identity.CertifyResponse> {
+  const log = opts.logger;
+  return (call, callback) => {
+    const started = process.hrtime.bigint();
+    const req = call.request;
+    const done = (result: CertifyResult): void => {
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      opts.metrics?.certifyRequests.inc({ result });
+      opts.metrics?.certifyDuration.observe({ result }, seconds);
+    };
+    opts.certifier.certify({ identity: req.identity, token: req.token, csr: req.certificateSigningRequest }).then(
+      (out) => {
+        done('ok');
+        log.debug({ identity: req.identity, serial: out.serial.toString('hex'), validUntil: out.validUntil.toISOString() }, 'certified');
+        callback(null, { leafCertificate: out.leaf, intermediateCertificates: out.chain, validUntil: out.validUntil });
+      },
+      (err: unknown) => {
+        const { code, result, message } = toGrpcStatus(err);
+        done(result);
+        // Refusals are the caller's problem (debug); failures on our side are warnings.
+        const level = result === 'internal' || result === 'unavailable' ? 'warn' : 'debug';
+        log[level]({ identity: req.identity, code: isIdentityError(err) ? err.code : undefined, err: isIdentityError(err) ? undefined : err }, `certify refused: ${message}`);
+        callback({ code, details: message });
+      },
+    );
+  };
+}
+
+/** Loads the reflection descriptors: identity.proto from @minimesh/proto and the health service. */
+function createReflection(): ReflectionService {
+  const pkg = protoLoader.loadSync(['identity.proto', healthProtoPath], { includeDirs: [protoDir], keepCase: true });
+  return new ReflectionService(pkg, { services: [IDENTITY_SERVICE_NAME, 'grpc.health.v1.Health'] });
+}
+
+/** Builds the gRPC server and binds it (insecure: the identity pod's own proxy terminates TLS, as in Linkerd). */
+export async function startIdentityServer(opts: IdentityServerOptions & { addr: string }): Promise<IdentityServer> {
+  const server = new grpc.Server();
+  server.addService(identity.IdentityService, { certify: createCertifyHandler(opts) });
+  createReflection().addToServer(server);
+  const health = new HealthImplementation({ '': 'NOT_SERVING', [IDENTITY_SERVICE_NAME]: 'NOT_SERVING' });
+  health.addToServer(server);
+  const refreshHealth = (): void => {
+    const s = (opts.serving?.() ?? true) ? 'SERVING' : 'NOT_SERVING';
+    health.setStatus('', s);
+    health.setStatus(IDENTITY_SERVICE_NAME, s);
+  };
+  refreshHealth();
+  const port = await new Promise<number>((resolve, reject) => {
+    server.bindAsync(opts.addr, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p)));
+  });
+  opts.logger.info({ addr: opts.addr, port }, 'identity gRPC server listening');
+  return {
+    server,
+    port,
+    refreshHealth,
+    close: () =>
+      new Promise<void>((resolve) => {
+        const timer = setTimeout(() => server.forceShutdown(), 2000);
+        server.tryShutdown(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      }),
+  };
+}
