@@ -1,0 +1,67 @@
+// Every object the chart renders, sent to the local cluster's real kube-apiserver with a server-side
+// dry-run: schema, defaulting and admission run, nothing is stored. An invalid manifest fails here
+// even when helm renders it happily.
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
+import { adminClient, createNamespace, ensureCluster, type ClusterInfo } from '@minimesh/local-cluster';
+import { createTestCerts, type CertFiles } from '../src/certs.js';
+import { certArgs, helmTemplate, parseManifests, seedInstallArgs, type K8sObject } from '../src/chart.js';
+import { chartDir, run, type RunResult } from '../src/tools.js';
+
+const ns = `mm-chart-${randomBytes(3).toString('hex')}`;
+let cluster: ClusterInfo;
+let tmp: string;
+let certs: CertFiles;
+
+beforeAll(async () => {
+  cluster = await ensureCluster();
+  await createNamespace(ns);
+  tmp = mkdtempSync(join(tmpdir(), 'mm-dry-run-'));
+  certs = await createTestCerts(tmp);
+});
+afterAll(async () => {
+  if (tmp) rmSync(tmp, { recursive: true, force: true });
+  if (cluster) await adminClient().request('DELETE', `/api/v1/namespaces/${ns}`).catch(() => undefined);
+});
+
+function dryRun(objects: readonly K8sObject[]): Promise<RunResult> {
+  const text = objects.map((o) => `---\n${stringify(o)}`).join('');
+  return run(cluster.kubectlPath, ['--kubeconfig', cluster.kubeconfigPath, 'apply', '--dry-run=server', '-f', '-'], { input: text });
+}
+
+async function renderFor(args: string[]): Promise<K8sObject[]> {
+  const r = await helmTemplate(ns, args, { includeCrds: true });
+  expect(r.code, r.stderr).toBe(0);
+  return parseManifests(r.stdout);
+}
+
+describe('server-side dry-run on the local cluster', () => {
+  it.each([
+    ['default values', () => certArgs(certs)],
+    ['HA values', () => [...certArgs(certs), '-f', join(chartDir, 'values-ha.yaml')]],
+    ['the seed\'s command', () => seedInstallArgs(certs)],
+  ])('accepts every object rendered with %s', async (_name, args) => {
+    const objects = await renderFor(args());
+    const r = await dryRun(objects);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    // kubectl prints one line per object: "<kind>/<name> created (server dry run)".
+    const lines = r.stdout.trim().split('\n');
+    expect(lines).toHaveLength(objects.length);
+    for (const line of lines) expect(line).toMatch(/(created|configured|unchanged) \(server dry run\)$/);
+  });
+
+  it('rejects a manifest the API server finds invalid (the check can fail)', async () => {
+    const objects = await renderFor(certArgs(certs));
+    const broken = structuredClone(objects);
+    const mwc = broken.find((o) => o.kind === 'MutatingWebhookConfiguration') as unknown as { webhooks: { sideEffects: string }[] };
+    (mwc.webhooks[0] as { sideEffects: string }).sideEffects = 'Sometimes';
+    const r = await dryRun(broken);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain('sideEffects');
+  });
+});
