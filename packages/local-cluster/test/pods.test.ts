@@ -1,0 +1,139 @@
+// Done-when 2: a bare Pod of an e2e fixture and a Service: the pod runs and gets Ready with an IP,
+// the real endpointslice controller lists it, and another pod's network namespace reaches it.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { adminClient, createNamespace, ensureCluster, execInPod, forwardToNode, type KubeObject } from '../src/index.js';
+import { eventually, uniqueName } from './helpers.js';
+
+const ns = uniqueName('lc-pods');
+const admin = () => adminClient();
+
+function pod(name: string, spec: KubeObject, labels: Record<string, string> = {}): KubeObject {
+  return { apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: ns, labels }, spec };
+}
+
+async function runningPod(name: string): Promise<KubeObject> {
+  return eventually(`pod ${name} Running and Ready`, async () => {
+    const p = await admin().request('GET', `/api/v1/namespaces/${ns}/pods/${name}`);
+    const ready = p.status?.conditions?.find((c: { type: string }) => c.type === 'Ready')?.status === 'True';
+    return p.status?.phase === 'Running' && ready && p.status.podIP ? p : undefined;
+  });
+}
+
+beforeAll(async () => {
+  await ensureCluster();
+  await createNamespace(ns);
+});
+
+afterAll(async () => {
+  await admin().request('DELETE', `/api/v1/namespaces/${ns}`).catch(() => undefined);
+});
+
+describe('pods on the local cluster', () => {
+  it('runs a fixture pod behind a Service: Ready with an IP, in an EndpointSlice, reachable from another pod', async () => {
+    await admin().request('POST', `/api/v1/namespaces/${ns}/pods`, pod('echo', {
+      containers: [{
+        name: 'app',
+        image: 'minimesh.test/http-echo:v1',
+        env: [{ name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } }],
+        ports: [{ name: 'http', containerPort: 8080 }],
+        readinessProbe: { httpGet: { path: '/healthz', port: 'http' }, periodSeconds: 2 },
+      }],
+    }, { app: 'echo' }));
+    await admin().request('POST', `/api/v1/namespaces/${ns}/services`, {
+      apiVersion: 'v1', kind: 'Service', metadata: { name: 'echo', namespace: ns },
+      spec: { selector: { app: 'echo' }, ports: [{ name: 'http', port: 80, targetPort: 'http' }] },
+    });
+    await admin().request('POST', `/api/v1/namespaces/${ns}/pods`, pod('client', { containers: [{ name: 'sh', image: 'busybox', command: ['sleep', '3600'] }] }));
+
+    const echo = await runningPod('echo');
+    expect(echo.status.podIP).toMatch(/^10\.23\.\d+\.\d+$/);
+    expect(echo.spec.nodeName).toBe('mm-node');
+    expect(echo.status.containerStatuses[0].state.running).toBeTruthy();
+
+    const slice = await eventually('EndpointSlice listing the pod', async () => {
+      const list = await admin().request('GET', `/apis/discovery.k8s.io/v1/namespaces/${ns}/endpointslices?labelSelector=kubernetes.io/service-name=echo`);
+      return list.items.find((s: KubeObject) => s.endpoints?.some((e: KubeObject) => e.addresses.includes(echo.status.podIP) && e.conditions.ready));
+    });
+    expect(slice.metadata.labels['endpointslice.kubernetes.io/managed-by']).toBe('endpointslice-controller.k8s.io');
+    expect(slice.ports[0].port).toBe(8080);
+
+    await runningPod('client');
+    const r = await execInPod(ns, 'client', ['curl', '-sS', '--max-time', '5', `http://${echo.status.podIP}:8080/hello`]);
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ pod: 'echo', path: '/hello' });
+
+    // The host reaches the pod through the node namespace too.
+    const fwd = await forwardToNode(`${echo.status.podIP}:8080`);
+    try {
+      const res = await fetch(`http://127.0.0.1:${fwd.port}/from-host`);
+      expect(((await res.json()) as { pod: string }).pod).toBe('echo');
+    } finally {
+      await fwd.close();
+    }
+  });
+
+  it('runs init containers to completion first, then the containers, with volumes, env and the service account', async () => {
+    await admin().request('POST', `/api/v1/namespaces/${ns}/configmaps`, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'cfg' }, data: { greeting: 'hi' } });
+    await admin().request('POST', `/api/v1/namespaces/${ns}/pods`, pod('init', {
+      restartPolicy: 'Never',
+      volumes: [
+        { name: 'work', emptyDir: {} },
+        { name: 'mem', emptyDir: { medium: 'Memory' } },
+        { name: 'cfg', configMap: { name: 'cfg' } },
+        { name: 'tok', projected: { sources: [{ serviceAccountToken: { path: 'token', audience: 'identity.minimesh.io', expirationSeconds: 600 } }] } },
+      ],
+      initContainers: [{ name: 'first', image: 'busybox', command: ['sh', '-c', 'echo from-init > /mm-test/work/init.txt'], volumeMounts: [{ name: 'work', mountPath: '/mm-test/work' }], workingDir: '/mm-test' }],
+      containers: [{
+        name: 'main',
+        image: 'busybox',
+        command: ['sh', '-c', 'cat /mm-test/work/init.txt /mm-test/cfg/greeting; echo; echo $GREETING $MY_NS; id -u; test -s /mm-test/tok/token && echo token-ok; echo x > /mm-test/mem/f && grep -q "/mm-test/mem tmpfs" /proc/mounts && echo tmpfs-ok; test -s /var/run/secrets/kubernetes.io/serviceaccount/token && echo sa-ok'],
+        env: [
+          { name: 'GREETING', valueFrom: { configMapKeyRef: { name: 'cfg', key: 'greeting' } } },
+          { name: 'MY_NS', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
+        ],
+        securityContext: { runAsUser: 2102, runAsGroup: 2102 },
+        volumeMounts: [
+          { name: 'work', mountPath: '/mm-test/work' },
+          { name: 'mem', mountPath: '/mm-test/mem' },
+          { name: 'cfg', mountPath: '/mm-test/cfg', readOnly: true },
+          { name: 'tok', mountPath: '/mm-test/tok' },
+        ],
+      }],
+    }));
+    const done = await eventually('pod init Succeeded', async () => {
+      const p = await admin().request('GET', `/api/v1/namespaces/${ns}/pods/init`);
+      return p.status?.phase === 'Succeeded' || p.status?.phase === 'Failed' ? p : undefined;
+    });
+    expect(done.status.phase).toBe('Succeeded');
+    expect(done.status.initContainerStatuses[0].state.terminated).toMatchObject({ exitCode: 0, reason: 'Completed' });
+    expect(done.status.containerStatuses[0].state.terminated).toMatchObject({ exitCode: 0, reason: 'Completed' });
+    const { execFileSync } = await import('node:child_process');
+    const logs = execFileSync('bash', ['../../scripts/cluster.sh', 'logs', `${ns}/init`, '-c', 'main'], { encoding: 'utf8' });
+    expect(logs).toContain('from-init');
+    expect(logs).toContain(`hi ${ns}`);
+    expect(logs).toContain('2102');
+    expect(logs).toContain('token-ok');
+    expect(logs).toContain('tmpfs-ok');
+    expect(logs).toContain('sa-ok');
+  });
+
+  it('fails a pod whose image is not in the table, naming the image', async () => {
+    await admin().request('POST', `/api/v1/namespaces/${ns}/pods`, pod('unknown', { containers: [{ name: 'c', image: 'docker.io/library/nginx:1.27' }] }));
+    const p = await eventually('pod unknown Failed', async () => {
+      const x = await admin().request('GET', `/api/v1/namespaces/${ns}/pods/unknown`);
+      return x.status?.phase === 'Failed' ? x : undefined;
+    });
+    expect(p.status.containerStatuses[0].state.waiting.reason).toBe('ErrImageNeverPull');
+    expect(p.status.message).toContain('docker.io/library/nginx:1.27');
+  });
+
+  it('stops a deleted pod and removes it', async () => {
+    const before = await runningPod('client');
+    await admin().request('DELETE', `/api/v1/namespaces/${ns}/pods/client`, { apiVersion: 'v1', kind: 'DeleteOptions', gracePeriodSeconds: 2 });
+    await eventually('pod client gone', async () => !(await admin().get(`/api/v1/namespaces/${ns}/pods/client`)), 20_000);
+    const { execFileSync } = await import('node:child_process');
+    const { podNetnsName } = await import('../src/index.js');
+    const netns = execFileSync('ip', ['netns', 'list'], { encoding: 'utf8' });
+    expect(netns).not.toContain(podNetnsName(before.metadata.uid));
+  });
+});

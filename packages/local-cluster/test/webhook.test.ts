@@ -1,0 +1,97 @@
+// Done-when 5: a MutatingWebhookConfiguration whose clientConfig.url is a test HTTPS server on the
+// host (https://127.0.0.1:<port>, certificate with IP SAN 127.0.0.1, caBundle set) is called by the
+// API server on pod CREATE, and its patch lands in the stored pod and in the audit log.
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { adminClient, createNamespace, ensureCluster, exposeHostPort, readAuditEvents, type Exposure, type KubeObject } from '../src/index.js';
+import { eventually, uniqueName } from './helpers.js';
+
+const ns = uniqueName('lc-webhook');
+const webhookName = `${ns}.minimesh.io`;
+let server: Server;
+let exposure: Exposure | undefined;
+let dir: string;
+let caPem: string;
+const reviews: KubeObject[] = [];
+
+function makeCert(): { key: string; cert: string; ca: string } {
+  dir = mkdtempSync(join(tmpdir(), 'mm-lc-webhook-'));
+  const run = (args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'ignore' });
+  run(['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', 'ca.key', '-out', 'ca.crt', '-subj', '/CN=webhook-test-ca', '-days', '1', '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign']);
+  run(['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', 'srv.key', '-out', 'srv.csr', '-subj', '/CN=webhook']);
+  writeFileSync(join(dir, 'ext'), 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n');
+  run(['x509', '-req', '-in', 'srv.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '1', '-extfile', 'ext', '-out', 'srv.crt']);
+  return { key: readFileSync(join(dir, 'srv.key'), 'utf8'), cert: readFileSync(join(dir, 'srv.crt'), 'utf8'), ca: readFileSync(join(dir, 'ca.crt'), 'utf8') };
+}
+
+beforeAll(async () => {
+  await ensureCluster();
+  await createNamespace(ns);
+  const tls = makeCert();
+  caPem = tls.ca;
+  server = createServer({ key: tls.key, cert: tls.cert }, (req, res) => {
+    let body = '';
+    req.on('data', (c) => (body += c));
+    req.on('end', () => {
+      const review = JSON.parse(body) as KubeObject;
+      reviews.push(review);
+      const patch = [{ op: 'add', path: '/metadata/annotations', value: { 'webhook.minimesh.io/seen': 'yes' } }];
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify({
+        apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview',
+        response: { uid: review.request.uid, allowed: true, patchType: 'JSONPatch', patch: Buffer.from(JSON.stringify(patch)).toString('base64') },
+      }));
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as { port: number }).port;
+  exposure = await exposeHostPort(port);
+  await adminClient().request('POST', '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations', {
+    apiVersion: 'admissionregistration.k8s.io/v1', kind: 'MutatingWebhookConfiguration', metadata: { name: webhookName },
+    webhooks: [{
+      name: webhookName,
+      clientConfig: { url: `https://127.0.0.1:${port}/mutate`, caBundle: Buffer.from(caPem).toString('base64') },
+      rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['pods'] }],
+      namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': ns } },
+      sideEffects: 'None', admissionReviewVersions: ['v1'], failurePolicy: 'Fail', timeoutSeconds: 5,
+    }],
+  });
+});
+
+afterAll(async () => {
+  await adminClient().request('DELETE', `/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/${webhookName}`).catch(() => undefined);
+  await adminClient().request('DELETE', `/api/v1/namespaces/${ns}`).catch(() => undefined);
+  await exposure?.close();
+  server?.close();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+describe('admission webhook by url', () => {
+  it('is called on pod CREATE and its patch lands in the stored pod and the audit log', async () => {
+    // The API server learns about new webhook configurations through an informer: retry with fresh pods.
+    const stored = await eventually('a pod mutated by the webhook', async () => {
+      const name = `p-${Date.now()}`;
+      const pod = await adminClient().request('POST', `/api/v1/namespaces/${ns}/pods`, {
+        apiVersion: 'v1', kind: 'Pod', metadata: { name },
+        spec: { containers: [{ name: 'sh', image: 'busybox', command: ['sleep', '60'] }] },
+      });
+      return pod.metadata.annotations?.['webhook.minimesh.io/seen'] === 'yes' ? pod : undefined;
+    }, 20_000);
+    const again = await adminClient().request('GET', `/api/v1/namespaces/${ns}/pods/${stored.metadata.name}`);
+    expect(again.metadata.annotations['webhook.minimesh.io/seen']).toBe('yes');
+    const call = reviews.find((r) => r.request.name === stored.metadata.name || r.request.object?.metadata?.name === stored.metadata.name);
+    expect(call?.request.operation).toBe('CREATE');
+    const events = await eventually('the pod create event with the patch annotation', () => {
+      const evs = readAuditEvents((e) => e.verb === 'create' && e.objectRef?.resource === 'pods' && e.objectRef.namespace === ns && e.objectRef.name === stored.metadata.name && e.stage === 'ResponseComplete');
+      return evs.length ? evs : undefined;
+    }, 10_000);
+    const annotations = events[0]!.annotations ?? {};
+    const patchKey = Object.keys(annotations).find((k) => k.startsWith('patch.webhook.admission.k8s.io/'));
+    expect(patchKey).toBeDefined();
+    expect(annotations[patchKey!]).toContain('webhook.minimesh.io/seen');
+  });
+});
