@@ -1,0 +1,139 @@
+// minimesh inject [FILE|-]: adds proxy-init and the proxy to every workload in a manifest, with the
+// same patch function the webhook uses, applied at the pod template's path.
+import { readFileSync } from 'node:fs';
+import jsonpatch from 'fast-json-patch';
+import { ANNOTATIONS, ConfigError, type MeshConfig } from '@minimesh/config';
+import {
+  OVERRIDE_NAMES,
+  createPatch,
+  loadMeshConfig,
+  parseOverride,
+  pointer,
+  prefixPatch,
+  type OverrideName,
+  type PatchOperation,
+  type PodLike,
+} from '@minimesh/injector';
+import { parseFlags, UsageError, type FlagSpecs } from '@minimesh/runtime';
+import type { CommandIO } from '../io.js';
+import { readInput } from '../io.js';
+import { TEMPLATE_PATHS, describeObject, formatManifests, getAt, mapObjects, parseManifests, type KubeObject } from '../manifest.js';
+
+const info = {
+  name: 'minimesh inject',
+  summary: 'add the minimesh proxy to the workloads of a YAML manifest (Pod, Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob)',
+  usage: 'minimesh inject [flags] [FILE|-]   (reads stdin when FILE is "-" or absent; writes stdout)',
+};
+
+const OVERRIDE_HELP: Record<OverrideName, string> = {
+  'proxy-image': 'proxy image name, without tag',
+  'proxy-version': 'proxy image tag',
+  'skip-inbound-ports': 'inbound ports the proxy never sees, e.g. 8081,9000-9010',
+  'skip-outbound-ports': 'outbound ports the proxy never sees, e.g. 25,3306',
+  'skip-subnets': 'outbound CIDRs the proxy never sees, e.g. 10.96.0.0/12',
+  'proxy-uid': 'user id of the proxy (proxy-init skips its traffic)',
+  'proxy-log-level': 'trace, debug, info, warn, error',
+  'opaque-ports': 'ports never protocol-detected (numbers, ranges or container port names)',
+  'proxy-cpu-request': 'e.g. 100m',
+  'proxy-cpu-limit': 'e.g. 1',
+  'proxy-memory-request': 'e.g. 20Mi',
+  'proxy-memory-limit': 'e.g. 250Mi',
+  'proxy-enable-native-sidecar': 'true (init container with restartPolicy Always) or false (classic sidecar)',
+};
+
+export const injectFlags = {
+  config: { type: 'string', description: 'mesh configuration file (JSON or YAML), as the chart renders it' },
+  'trust-anchors': { type: 'string', description: 'PEM file of the trust anchors (e.g. ca.crt from `minimesh certs create`)' },
+  ...Object.fromEntries(OVERRIDE_NAMES.map((n) => [n, { type: 'string', description: `${OVERRIDE_HELP[n]} (config.minimesh.io/${n})` }])),
+} as FlagSpecs;
+
+/** Validates the override flags as strictly as the CLI should: a bad value exits 2. */
+export function toOverrides(values: Record<string, unknown>): Partial<Record<OverrideName, string>> {
+  const out: Partial<Record<OverrideName, string>> = {};
+  for (const name of OVERRIDE_NAMES) {
+    const v = values[name];
+    if (typeof v !== 'string' || v === '') continue;
+    try {
+      // Port names in opaque-ports resolve per pod; accept them here, check the rest.
+      const checkable = name === 'opaque-ports' ? v.split(',').filter((s) => !/^[a-z][a-z0-9-]*$/.test(s.trim())).join(',') : v;
+      if (checkable !== '' || name !== 'opaque-ports') parseOverride(name, checkable);
+    } catch (err) {
+      if (err instanceof ConfigError) throw new UsageError(`--${name}: ${JSON.stringify(v)} is not valid: expected ${err.expected}`, { cause: err });
+      throw err;
+    }
+    out[name] = v;
+  }
+  return out;
+}
+
+export function loadInjectConfig(configFile: string, anchorsFile: string): MeshConfig {
+  let config: MeshConfig;
+  try {
+    config = loadMeshConfig(configFile);
+  } catch (err) {
+    throw new UsageError(`--config: ${(err as Error).message}`, { cause: err });
+  }
+  if (anchorsFile) {
+    let pem: string;
+    try {
+      pem = readFileSync(anchorsFile, 'utf8');
+    } catch (err) {
+      throw new UsageError(`--trust-anchors: cannot read ${anchorsFile}: ${(err as Error).message}`, { cause: err });
+    }
+    if (!pem.includes('-----BEGIN CERTIFICATE-----')) throw new UsageError(`--trust-anchors: ${anchorsFile} has no PEM certificate`);
+    config = { ...config, identityTrustAnchorsPEM: pem };
+  }
+  return config;
+}
+
+export interface InjectReport {
+  lines: string[];
+}
+
+/** Injects one object (pure apart from the report). Exported for tests and other commands. */
+export function injectObject(obj: KubeObject, config: MeshConfig, overrides: Partial<Record<OverrideName, string>>, report: InjectReport): KubeObject {
+  const path = TEMPLATE_PATHS[obj.kind ?? ''];
+  const what = describeObject(obj);
+  if (!path) return obj;
+  const template = getAt(obj, path) as PodLike | undefined;
+  if (typeof template !== 'object' || template === null) {
+    report.lines.push(`${what} skipped: it has no pod template at ${pointer(...path) || '/'}`);
+    return obj;
+  }
+  const prefix = path.length > 0 ? pointer(...path) : '';
+  // Mark the template as opted in (unless it says disabled), then run the webhook's patch on it.
+  const mark: PatchOperation[] = [];
+  const annotations = template.metadata?.annotations;
+  if (annotations?.[ANNOTATIONS.inject] !== 'disabled') {
+    if (template.metadata === undefined) mark.push({ op: 'add', path: '/metadata', value: {} });
+    if (annotations === undefined) mark.push({ op: 'add', path: '/metadata/annotations', value: {} });
+    mark.push({ op: 'add', path: pointer('metadata', 'annotations', ANNOTATIONS.inject), value: 'enabled' });
+  }
+  const marked = jsonpatch.applyPatch(structuredClone(obj), prefixPatch(mark, prefix), true, false).newDocument;
+  const result = createPatch(getAt(marked, path) as PodLike, { config, namespace: obj.metadata?.namespace, overrides });
+  for (const w of result.warnings) report.lines.push(`warning: ${what}: ${w}`);
+  if (result.skipped) {
+    report.lines.push(`${what} skipped: ${result.skipped.message}`);
+    return obj;
+  }
+  report.lines.push(`${what} injected`);
+  return jsonpatch.applyPatch(marked, prefixPatch(result.patch, prefix), true, false).newDocument;
+}
+
+export async function injectCommand(argv: string[], io: CommandIO): Promise<number> {
+  const parsed = parseFlags(info, injectFlags, argv);
+  if ('help' in parsed) {
+    io.stdout.write(parsed.help);
+    return 0;
+  }
+  const values = parsed.values as Record<string, string>;
+  const overrides = toOverrides(values);
+  const config = loadInjectConfig(values.config ?? '', values['trust-anchors'] ?? '');
+  const { text, source } = await readInput(parsed.positionals, io, 'minimesh inject');
+  const objects = parseManifests(text, source);
+  const report: InjectReport = { lines: [] };
+  const out = mapObjects(objects, (o) => injectObject(o, config, overrides, report));
+  io.stdout.write(formatManifests(out));
+  if (report.lines.length > 0) io.stderr.write(`${report.lines.join('\n')}\n`);
+  return 0;
+}

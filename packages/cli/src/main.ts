@@ -1,0 +1,31 @@
+#!/usr/bin/env node
+// minimesh: the user's front door. One file per command under commands/; this only dispatches.
+import { runMain, UsageError } from '@minimesh/runtime';
+import { certsCommand } from './commands/certs.js';
+import { injectCommand } from './commands/inject.js';
+import { uninjectCommand } from './commands/uninject.js';
+import type { Command } from './io.js';
+
+const COMMANDS: Record<string, { run: Command; summary: string }> = {
+  inject: { run: injectCommand, summary: 'add the proxy to the workloads of a YAML manifest' },
+  uninject: { run: uninjectCommand, summary: 'remove what inject added' },
+  certs: { run: certsCommand, summary: 'create the trust anchor and issuer certificates (certs create)' },
+};
+
+function help(): string {
+  const rows = Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(10)} ${c.summary}`);
+  return `minimesh — the minimesh command line\n\nUsage: minimesh <command> [flags]   (minimesh <command> --help for its flags)\n\nCommands:\n${rows.join('\n')}\n`;
+}
+
+async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
+    process.stdout.write(help());
+    return name === undefined ? 2 : 0;
+  }
+  const command = COMMANDS[name];
+  if (!command) throw new UsageError(`unknown command "${name}": expected one of ${Object.keys(COMMANDS).join(', ')} (see minimesh --help)`);
+  return command.run(rest, { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr });
+}
+
+void runMain('minimesh', main);

@@ -1,0 +1,197 @@
+// The built `minimesh` binary, spawned as a user runs it: inject from stdin, uninject round trip,
+// override flags, bad input (exit 2), certs create checked with openssl.
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+import { parseAllDocuments } from 'yaml';
+
+const bin = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'main.js');
+const work = mkdtempSync(join(tmpdir(), 'mm-cli-'));
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+function run(args: string[], input = ''): { code: number; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, [bin, ...args], { input, encoding: 'utf8', timeout: 30_000 });
+  return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- YAML documents are walked freely in assertions
+const docs = (text: string): Record<string, any>[] => parseAllDocuments(text).map((d) => d.toJS());
+
+const MANIFEST = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: shop
+spec:
+  replicas: 2
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      initContainers:
+        - name: migrate
+          image: example/migrate:1
+      containers:
+        - name: web
+          image: nginx:1.27
+          ports: [{containerPort: 8080, name: http}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: shop}
+spec:
+  selector: {app: web}
+  ports: [{port: 80, targetPort: http}]
+---
+apiVersion: batch/v1
+kind: CronJob
+metadata: {name: nightly}
+spec:
+  schedule: "0 0 * * *"
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          restartPolicy: Never
+          containers: [{name: job, image: busybox}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: node-agent}
+spec:
+  hostNetwork: true
+  containers: [{name: agent, image: example/agent:1}]
+`;
+
+describe('minimesh inject', () => {
+  it('injects a Deployment read from stdin, leaves other kinds alone, and reports per workload', () => {
+    const r = run(['inject', '-'], MANIFEST);
+    expect(r.stderr).toMatch(/deployment "web" injected/);
+    expect(r.code).toBe(0);
+    const [deploy, svc, cron, pod] = docs(r.stdout);
+    const tmpl = deploy!.spec.template;
+    expect(tmpl.metadata.annotations['minimesh.io/inject']).toBe('enabled');
+    expect(tmpl.metadata.annotations['minimesh.io/created-by']).toBe('minimesh/injector 0.1.0');
+    expect(tmpl.metadata.labels).toEqual({ app: 'web', 'minimesh.io/control-plane-ns': 'minimesh', 'minimesh.io/workload-ns': 'shop' });
+    expect(tmpl.spec.initContainers.map((c: { name: string }) => c.name)).toEqual(['minimesh-init', 'minimesh-proxy', 'migrate']);
+    expect(tmpl.spec.initContainers[0].args.join(' ')).toBe(
+      '--ipv6=false --incoming-proxy-port 4143 --outgoing-proxy-port 4140 --proxy-uid 2102 --inbound-ports-to-ignore 4190,4191,4567,4568 --outbound-ports-to-ignore 443,6443 --iptables-mode nft',
+    );
+    expect(tmpl.spec.initContainers[1].restartPolicy).toBe('Always');
+    expect(tmpl.spec.volumes.map((v: { name: string }) => v.name)).toEqual([
+      'minimesh-proxy-init-xtables-lock', 'minimesh-identity-end-entity', 'minimesh-identity-token',
+    ]);
+    expect(svc).toEqual(docs(MANIFEST)[1]);
+    expect(cron!.spec.jobTemplate.spec.template.spec.initContainers[1].name).toBe('minimesh-proxy');
+    expect(r.stderr).toMatch(/cronjob "nightly" injected/);
+    expect(pod).toEqual(docs(MANIFEST)[3]);
+    expect(r.stderr).toMatch(/pod "node-agent" skipped: the pod uses hostNetwork/);
+  });
+
+  it('uninject removes exactly what inject added', () => {
+    const injected = run(['inject'], MANIFEST);
+    const file = join(work, 'injected.yaml');
+    writeFileSync(file, injected.stdout);
+    const back = run(['uninject', file]);
+    expect(back.code).toBe(0);
+    expect(docs(back.stdout)).toEqual(docs(MANIFEST));
+    expect(back.stderr).toMatch(/deployment "web" uninjected/);
+  });
+
+  it('applies the override flags and the trust anchors', () => {
+    const anchors = join(work, 'anchors.pem');
+    writeFileSync(anchors, '-----BEGIN CERTIFICATE-----\nMIIBtest\n-----END CERTIFICATE-----\n');
+    const r = run(
+      ['inject', '--proxy-log-level', 'debug', '--skip-outbound-ports', '3306', '--proxy-image', 'registry.local/proxy', '--proxy-version', 'dev',
+        '--proxy-enable-native-sidecar', 'false', '--trust-anchors', anchors, '-'],
+      MANIFEST,
+    );
+    expect(r.code).toBe(0);
+    expect(r.stderr).not.toMatch(/warning/);
+    const spec = docs(r.stdout)[0]!.spec.template.spec;
+    expect(spec.initContainers.map((c: { name: string }) => c.name)).toEqual(['minimesh-init', 'migrate']);
+    const proxy = spec.containers[0];
+    expect(proxy.name).toBe('minimesh-proxy');
+    expect(proxy.image).toBe('registry.local/proxy:dev');
+    expect(proxy.restartPolicy).toBeUndefined();
+    expect(proxy.startupProbe).toBeUndefined();
+    const env = Object.fromEntries(proxy.env.map((e: { name: string; value?: string }) => [e.name, e.value]));
+    expect(env.MINIMESH_PROXY_LOG).toBe('debug');
+    expect(env.MINIMESH_PROXY_IDENTITY_TRUST_ANCHORS).toContain('MIIBtest');
+    expect(spec.initContainers[0].args).toContain('443,3306,6443');
+  });
+
+  it.each([
+    [['inject', '--proxy-uid', 'root', '-'], /--proxy-uid: "root" is not valid: expected a non-root user id/],
+    [['inject', '--skip-outbound-ports', '70000', '-'], /--skip-outbound-ports: "70000" is not valid/],
+    [['inject', '--no-such-flag', '-'], /no-such-flag/],
+    [['inject', join(work, 'missing.yaml')], /cannot read .*missing\.yaml/],
+    [['inject', '--trust-anchors', join(work, 'missing.pem'), '-'], /--trust-anchors: cannot read/],
+    [['nosuchcommand'], /unknown command "nosuchcommand"/],
+  ])('exits 2 with one line for bad input: %j', (args, message) => {
+    const r = run(args, MANIFEST);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(message);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+  });
+
+  it('exits 2 on YAML that does not parse', () => {
+    const r = run(['inject', '-'], 'kind: Pod\n  metadata: [\n');
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/stdin: document 1 is not valid YAML/);
+  });
+
+  it('--help everywhere', () => {
+    for (const args of [['--help'], ['inject', '--help'], ['uninject', '--help'], ['certs', '--help'], ['certs', 'create', '--help']]) {
+      const r = run(args);
+      expect(r.code, args.join(' ')).toBe(0);
+      expect(r.stdout).toMatch(/Usage: minimesh/);
+    }
+  });
+});
+
+describe('minimesh certs create', () => {
+  it('writes a root and an issuer that openssl verifies, with the seed\'s profiles', () => {
+    const dir = join(work, 'certs');
+    const r = run(['certs', 'create', '--dir', dir]);
+    expect(r.code).toBe(0);
+    expect(execFileSync('openssl', ['verify', '-CAfile', join(dir, 'ca.crt'), join(dir, 'issuer.crt')], { encoding: 'utf8' })).toMatch(/issuer\.crt: OK/);
+    const root = execFileSync('openssl', ['x509', '-in', join(dir, 'ca.crt'), '-noout', '-text'], { encoding: 'utf8' });
+    expect(root).toMatch(/Subject: CN ?= ?root\.minimesh\.cluster\.local/);
+    expect(root).toMatch(/CA:TRUE, pathlen:1/);
+    expect(root).toMatch(/ASN1 OID: prime256v1/);
+    expect(root).toMatch(/ecdsa-with-SHA256/);
+    const issuer = execFileSync('openssl', ['x509', '-in', join(dir, 'issuer.crt'), '-noout', '-text'], { encoding: 'utf8' });
+    expect(issuer).toMatch(/Subject: CN ?= ?identity\.minimesh\.cluster\.local/);
+    expect(issuer).toMatch(/Issuer: CN ?= ?root\.minimesh\.cluster\.local/);
+    expect(issuer).toMatch(/CA:TRUE, pathlen:0/);
+    expect(issuer).toMatch(/Certificate Sign, CRL Sign/);
+    const endDate = execFileSync('openssl', ['x509', '-in', join(dir, 'issuer.crt'), '-noout', '-enddate'], { encoding: 'utf8' });
+    const days = (Date.parse(endDate.replace('notAfter=', '').trim()) - Date.now()) / 86_400_000;
+    expect(days).toBeGreaterThan(364);
+    expect(days).toBeLessThan(366);
+    // The keys are PKCS#8, private to the owner, and match their certificates.
+    expect(readFileSync(join(dir, 'issuer.key'), 'utf8')).toMatch(/^-----BEGIN PRIVATE KEY-----/);
+    expect(statSync(join(dir, 'issuer.key')).mode & 0o777).toBe(0o600);
+    const pub = (args: string[]): string => execFileSync('openssl', args, { encoding: 'utf8' });
+    expect(pub(['pkey', '-in', join(dir, 'issuer.key'), '-pubout'])).toBe(pub(['x509', '-in', join(dir, 'issuer.crt'), '-noout', '-pubkey']));
+    expect(pub(['pkey', '-in', join(dir, 'ca.key'), '-pubout'])).toBe(pub(['x509', '-in', join(dir, 'ca.crt'), '-noout', '-pubkey']));
+  });
+
+  it('refuses to overwrite without --force', () => {
+    const dir = join(work, 'certs-twice');
+    expect(run(['certs', 'create', '--dir', dir]).code).toBe(0);
+    const before = readFileSync(join(dir, 'ca.crt'), 'utf8');
+    const again = run(['certs', 'create', '--dir', dir]);
+    expect(again.code).toBe(2);
+    expect(again.stderr).toMatch(/already exist.*--force/);
+    expect(readFileSync(join(dir, 'ca.crt'), 'utf8')).toBe(before);
+    expect(run(['certs', 'create', '--dir', dir, '--force']).code).toBe(0);
+    expect(readFileSync(join(dir, 'ca.crt'), 'utf8')).not.toBe(before);
+  });
+});
