@@ -40,14 +40,14 @@ interface Snapshot {
 
 async function readSnapshot(dir: string, scheme: IssuerScheme): Promise<Snapshot> {
   const { certFile, keyFile } = issuerFiles(dir, scheme);
-  const read = async (file: string): Promise<string> => {
+  const read = async (file: string, what: string): Promise<string> => {
     try {
       return await readFile(file, 'utf8');
     } catch (err) {
-      throw new IdentityError('MINIMESH_IDENTITY_ISSUER_INVALID', `${file}: cannot read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`, { cause: err });
+      throw new IdentityError('MINIMESH_IDENTITY_ISSUER_INVALID', `${file}: cannot read the ${what} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`, { cause: err });
     }
   };
-  const [certPem, keyPem] = await Promise.all([read(certFile), read(keyFile)]);
+  const [certPem, keyPem] = await Promise.all([read(certFile, 'issuer certificate'), read(keyFile, 'issuer key')]);
   const digest = createHash('sha256').update(certPem).update('\0').update(keyPem).digest('hex');
   return { certPem, keyPem, digest };
 }

@@ -27,7 +27,14 @@ export function loadKubeConfig(file: string | undefined): KubeConfig {
 // Never let a response body (a TokenReview echoes the token in spec.token) or a header reach a message.
 function describeFailure(err: unknown): { text: string; cause: Error } {
   if (err instanceof ApiException) {
-    const body = err.body as { reason?: unknown; message?: unknown } | undefined;
+    let body = err.body as { reason?: unknown; message?: unknown } | string | undefined;
+    if (typeof body === 'string') {
+      try {
+        body = JSON.parse(body) as { reason?: unknown; message?: unknown };
+      } catch {
+        body = undefined;
+      }
+    }
     const reason = body && typeof body === 'object' && typeof body.reason === 'string' ? ` ${body.reason}` : '';
     const message = body && typeof body === 'object' && typeof body.message === 'string' ? `: ${body.message}` : '';
     const text = `API server answered HTTP ${err.code}${reason}${message}`;
