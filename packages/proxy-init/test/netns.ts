@@ -2,6 +2,7 @@
 // private addresses that exist only inside them. Everything is named mm-pi-<random> and deleted by destroy().
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 
@@ -57,6 +58,7 @@ export interface Pair {
 }
 
 export async function createPair(): Promise<Pair> {
+  if (!existsSync(BIN)) throw new Error(`${BIN} is missing: build proxy-init first (npx tsc -p tsconfig.build.json, or npm run build)`);
   const id = randomBytes(3).toString('hex');
   const pod = `mm-pi-${id}-pod`;
   const peer = `mm-pi-${id}-peer`;
