@@ -62,6 +62,24 @@ describe('pods on the local cluster', () => {
     expect(r.code).toBe(0);
     expect(JSON.parse(r.stdout)).toMatchObject({ pod: 'echo', path: '/hello' });
 
+    // Through the Service: its ClusterIP (the agent's iptables DNAT in the node namespace), and its
+    // name from a container (the agent's /etc/hosts).
+    const svc = await admin().request('GET', `/api/v1/namespaces/${ns}/services/echo`);
+    const viaService = await eventually('the Service ClusterIP answers', async () => {
+      const x = await execInPod(ns, 'client', ['curl', '-sS', '--max-time', '3', `http://${svc.spec.clusterIP}/svc`]);
+      return x.code === 0 ? x : undefined;
+    }, 15_000);
+    expect(JSON.parse(viaService.stdout)).toMatchObject({ pod: 'echo', path: '/svc' });
+    await admin().request('POST', `/api/v1/namespaces/${ns}/pods`, pod('by-name', {
+      restartPolicy: 'Never',
+      containers: [{ name: 'c', image: 'minimesh.test/http-client:v1', args: [`http://echo.${ns}.svc.cluster.local/by-name`, '--count', '1'] }],
+    }));
+    const byName = await eventually('pod by-name finished', async () => {
+      const x = await admin().request('GET', `/api/v1/namespaces/${ns}/pods/by-name`);
+      return ['Succeeded', 'Failed'].includes(x.status?.phase) ? x : undefined;
+    });
+    expect(byName.status.phase).toBe('Succeeded');
+
     // The host reaches the pod through the node namespace too.
     const fwd = await forwardToNode(`${echo.status.podIP}:8080`);
     try {

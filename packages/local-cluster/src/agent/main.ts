@@ -13,6 +13,7 @@ import { renderHosts } from './hosts.js';
 import { createAgentLog } from './log.js';
 import { IpAllocator } from './network.js';
 import { PodRunner } from './pod-runner.js';
+import { ServiceProxy } from './service-proxy.js';
 
 const log = createAgentLog({ component: 'node-agent' });
 const paths = statePaths(stateDir());
@@ -21,6 +22,7 @@ const ips = new IpAllocator();
 const runners = new Map<string, PodRunner>();
 const services = new Map<string, KubeObject>();
 const finishing = new Set<string>();
+const serviceProxy = new ServiceProxy(log.child({ component: 'service-proxy' }));
 
 async function registerNode(): Promise<void> {
   const body = {
@@ -170,13 +172,20 @@ async function main(): Promise<void> {
       const key = `${ev.object.metadata.namespace}/${ev.object.metadata.name}`;
       if (ev.type === 'DELETED') services.delete(key);
       else services.set(key, ev.object);
+      serviceProxy.setService(key, ev.type === 'DELETED' ? undefined : ev.object);
       refreshAllHosts();
     },
     (items) => {
       services.clear();
       for (const s of items) services.set(`${s.metadata.namespace}/${s.metadata.name}`, s);
+      serviceProxy.resetServices(items);
       refreshAllHosts();
     },
+  );
+  client.watch(
+    '/apis/discovery.k8s.io/v1/endpointslices',
+    (ev) => serviceProxy.setSlice(`${ev.object.metadata.namespace}/${ev.object.metadata.name}`, ev.type === 'DELETED' ? undefined : ev.object),
+    (items) => serviceProxy.resetSlices(items),
   );
   client.watch(
     '/api/v1/pods',
