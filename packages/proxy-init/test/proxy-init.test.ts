@@ -121,7 +121,8 @@ describe('proxy-init with --ipv6=true (nft)', () => {
   let pair: Pair;
   beforeAll(async () => {
     pair = await createPair();
-    await pair.listen(pair.pod, ['0.0.0.0:4143', '[::]:4143', '0.0.0.0:4140', '[::]:4140']);
+    // one dual-stack inbound socket, so IPv4 connections arrive IPv4-mapped on an IPv6 socket
+    await pair.listen(pair.pod, ['dual:[::]:4143', '0.0.0.0:4140', '[::]:4140']);
     await pair.listen(pair.peer, ['[::]:9000']);
   });
   afterAll(async () => {
@@ -133,11 +134,11 @@ describe('proxy-init with --ipv6=true (nft)', () => {
     expect(r.code).toBe(0);
     const save6 = await pair.save(pair.pod, 'ip6tables-nft-save');
     for (const [chain, lines] of Object.entries(SEED_CHAINS)) expect(chainLines(save6, chain), chain).toEqual(lines);
-    expect(await pair.connect(pair.peer, pair.podIp6, 8080)).toMatchObject({ listener: '[::]:4143', originalDst: { address: pair.podIp6, port: 8080, family: 6 } });
+    expect(await pair.connect(pair.peer, pair.podIp6, 8080)).toMatchObject({ listener: 'dual:[::]:4143', originalDst: { address: pair.podIp6, port: 8080, family: 6 } });
     expect(await pair.connect(pair.pod, pair.peerIp6, 9000)).toMatchObject({ listener: '[::]:4140', originalDst: { address: pair.peerIp6, port: 9000, family: 6 } });
     expect(await pair.connect(pair.pod, pair.peerIp6, 9000, { uid: 2102 })).toMatchObject({ listener: '[::]:9000' });
-    // IPv4 got its rules too
-    expect(await pair.connect(pair.peer, pair.podIp, 8080)).toMatchObject({ listener: '0.0.0.0:4143', originalDst: { address: pair.podIp, port: 8080 } });
+    // IPv4 got its rules too; on the dual-stack socket the addon asks the IPv4 way and answers plain IPv4
+    expect(await pair.connect(pair.peer, pair.podIp, 8080)).toMatchObject({ listener: 'dual:[::]:4143', originalDst: { address: pair.podIp, port: 8080, family: 4 } });
     const cleanup = await pair.proxyInit(['--iptables-mode', 'nft', '--cleanup']);
     expect(cleanup.code).toBe(0);
     expect(normalizeSave(await pair.save(pair.pod, 'ip6tables-nft-save'))).toBe(EMPTY_NAT);
