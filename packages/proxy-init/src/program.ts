@@ -36,9 +36,9 @@ function parse(argv: string[]): ProxyInitCommand | { help: string } {
 }
 
 function simulate(cmd: ProxyInitCommand, plan: FirewallPlan, binaries: ResolvedBinaries, runner: CommandRunner, log: Logger): void {
-  log.info({ simulate: true }, 'simulate: printing what would run; nothing is changed');
+  log.info('simulate: printing what would run; nothing is changed');
   if (cmd.closeWaitTimeoutSecs > 0 && !cmd.cleanup) {
-    log.info({ simulate: true }, `would run: ${runner.describe(['sysctl', '-w', `net.netfilter.nf_conntrack_tcp_timeout_close_wait=${cmd.closeWaitTimeoutSecs}`]).join(' ')}`);
+    log.info(`would run: ${runner.describe(['sysctl', '-w', `net.netfilter.nf_conntrack_tcp_timeout_close_wait=${cmd.closeWaitTimeoutSecs}`]).join(' ')}`);
   }
   for (const family of plan.families) {
     const b = binaries.byFamily.get(family.family);
@@ -48,7 +48,7 @@ function simulate(cmd: ProxyInitCommand, plan: FirewallPlan, binaries: ResolvedB
     const payload = cmd.cleanup
       ? renderCleanupPayload(family, parseNatSave(['*nat', ...family.chains.flatMap((c) => [`:${c.name} - [0:0]`, `-A ${c.hook} -j ${c.name}`]), 'COMMIT'].join('\n')))
       : renderApplyPayload(family, parseNatSave(''));
-    log.info({ simulate: true, family: family.family }, `IPv${family.family}: would run ${runner.describe([b.save, '-t', 'nat']).join(' ')}, then ${restore} with:\n${(payload ?? '').trimEnd()}`);
+    log.info({ family: family.family }, `IPv${family.family}: would run ${runner.describe([b.save, '-t', 'nat']).join(' ')}, then ${restore} with:\n${(payload ?? '').trimEnd()}`);
   }
 }
 
