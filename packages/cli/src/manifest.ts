@@ -20,7 +20,7 @@ export function parseManifests(text: string, source: string): unknown[] {
   const out: unknown[] = [];
   for (const [i, doc] of docs.entries()) {
     if (doc.errors.length > 0) {
-      throw new UsageError(`${source}: document ${i + 1} is not valid YAML: ${doc.errors[0]?.message ?? 'parse error'}`);
+      throw new UsageError(`${source}: document ${i + 1} is not valid YAML: ${(doc.errors[0]?.message ?? 'parse error').split('\n')[0]}`);
     }
     const value: unknown = doc.toJS();
     if (value !== null && value !== undefined) out.push(value);

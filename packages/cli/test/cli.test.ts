@@ -144,6 +144,7 @@ describe('minimesh inject', () => {
     const r = run(['inject', '-'], 'kind: Pod\n  metadata: [\n');
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/stdin: document 1 is not valid YAML/);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
   });
 
   it('--help everywhere', () => {

@@ -16,7 +16,7 @@ export function loadMeshConfig(file: string): MeshConfig {
   try {
     data = parse(text); // YAML is a superset of JSON
   } catch (err) {
-    throw new InjectorError('MINIMESH_INJECTOR_CONFIG', `config ${file}: not valid JSON or YAML: ${(err as Error).message}`, { cause: err });
+    throw new InjectorError('MINIMESH_INJECTOR_CONFIG', `config ${file}: not valid JSON or YAML: ${(err as Error).message.split('\n')[0]}`, { cause: err });
   }
   try {
     return parseMeshConfig(data ?? {});
