@@ -1,6 +1,6 @@
 // Done-when 1 (second half): `npm run cluster -- down` leaves no process, network namespace, mount
-// or file behind. Runs last in this package (file order), then brings the cluster back for the
-// packages that test after this one.
+// or file behind. It brings the cluster back afterwards, so it may run in any order with the other
+// test files (vitest does not order files by name).
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { connect } from 'node:net';
