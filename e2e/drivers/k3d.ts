@@ -1,0 +1,78 @@
+// The k3d driver: the seed's cluster (k3d/cluster.yaml) made by `npm run k3d -- up`, which also built
+// and imported the images. kubectl and helm use the k3d-<cluster> context; the audit log is read from
+// the server node's container, as the seed does.
+import { randomBytes } from 'node:crypto';
+import { ensureHelm, run, type RunResult } from '../src/tools.js';
+import type { AuditEvent, Driver } from './types.js';
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+export function createK3dDriver(): Driver {
+  const clusterName = process.env.MINIMESH_K3D_CLUSTER ?? 'cluster';
+  const context = process.env.MINIMESH_K3D_CONTEXT ?? `k3d-${clusterName}`;
+  const kubectlBin = process.env.KUBECTL ?? 'kubectl';
+  const helmBin = (): string => process.env.HELM ?? ensureHelm();
+  const kubectl = (args: readonly string[], input?: string): Promise<RunResult> =>
+    run(kubectlBin, ['--context', context, ...args], input === undefined ? {} : { input });
+  const version = process.env.MINIMESH_VERSION ?? '0.1.0';
+
+  /** Runs a command in an ephemeral debug container that shares the pod's network namespace. */
+  async function debug(namespace: string, pod: string, command: readonly string[]): Promise<RunResult> {
+    const name = `mm-debug-${randomBytes(3).toString('hex')}`;
+    const started = await kubectl([
+      'debug', '-n', namespace, pod, `--container=${name}`, '--profile=netadmin', '--quiet',
+      `--image=ghcr.io/minimesh/proxy-init:${version}`, '--image-pull-policy=IfNotPresent', '--', ...command,
+    ]);
+    if (started.code !== 0) return started;
+    for (let i = 0; i < 60; i++) {
+      const st = await kubectl(['get', 'pod', '-n', namespace, pod, '-o', `jsonpath={.status.ephemeralContainerStatuses[?(@.name=="${name}")].state.terminated.exitCode}`]);
+      if (st.stdout.trim() !== '') {
+        const logs = await kubectl(['logs', '-n', namespace, pod, '-c', name]);
+        return { code: Number(st.stdout.trim()), stdout: logs.stdout, stderr: logs.stderr };
+      }
+      await sleep(1000);
+    }
+    return { code: 1, stdout: '', stderr: `debug container ${name} in ${namespace}/${pod} did not finish in 60s` };
+  }
+
+  return {
+    name: 'k3d',
+    async setup() {
+      const r = await kubectl(['version', '-o', 'json']);
+      if (r.code !== 0) throw new Error(`k3d driver: the cluster (context ${context}) does not answer: run \`npm run k3d -- up\` first (${r.stderr.trim()})`);
+      return `k3d cluster ${clusterName} (context ${context})`;
+    },
+    kubeArgs: () => ['--context', context],
+    kubectl,
+    helm: (args) => run(helmBin(), [...args, '--kube-context', context], { timeoutMs: 600_000 }),
+    fixtureImage: (name) => `minimesh.test/${name}:e2e`,
+    execInPod: (namespace, pod, command) => debug(namespace, pod, command),
+    async natRules(namespace, pod) {
+      const out: string[] = [];
+      for (const bin of ['iptables-nft-save', 'iptables-legacy-save']) {
+        const r = await debug(namespace, pod, [bin, '-t', 'nat']);
+        if (r.code === 0) out.push(r.stdout);
+      }
+      return out.join('\n');
+    },
+    async logs(namespace, pod, container) {
+      const r = await kubectl(['logs', '-n', namespace, pod, '-c', container]);
+      return r.code === 0 ? r.stdout : '';
+    },
+    async auditEvents() {
+      const r = await run('docker', ['exec', `k3d-${clusterName}-server-0`, 'cat', '/var/log/kubernetes/audit/audit.log']);
+      if (r.code !== 0) throw new Error(`k3d driver: cannot read the audit log: ${r.stderr.trim()}`);
+      const events: AuditEvent[] = [];
+      for (const line of r.stdout.split('\n')) {
+        if (!line.trim()) continue;
+        try {
+          events.push(JSON.parse(line) as AuditEvent);
+        } catch {
+          /* a line being written */
+        }
+      }
+      return events;
+    },
+    kubeconfigHint: () => `kubectl config use-context ${context}`,
+  };
+}

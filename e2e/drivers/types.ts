@@ -1,0 +1,42 @@
+// What the e2e specs (and the demo) need from a cluster. Two implementations: local (the local cluster
+// of packages/local-cluster, here and in CI) and k3d (the seed's k3d cluster, on machines with Docker).
+import type { RunResult } from '../src/tools.js';
+
+/** One audit.k8s.io/v1 Event, the fields the specs read. */
+export interface AuditEvent {
+  stage: string;
+  verb: string;
+  requestURI: string;
+  user: { username: string };
+  objectRef?: { resource?: string; namespace?: string; name?: string; apiGroup?: string; subresource?: string };
+  responseStatus?: { code?: number };
+  annotations?: Record<string, string>;
+  requestReceivedTimestamp?: string;
+  stageTimestamp?: string;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  requestObject?: any;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  responseObject?: any;
+}
+
+export interface Driver {
+  readonly name: 'local' | 'k3d';
+  /** Makes sure the cluster runs and answers; returns a line describing it. */
+  setup(): Promise<string>;
+  /** Flags that point kubectl and helm at the cluster. */
+  kubeArgs(): string[];
+  kubectl(args: readonly string[], input?: string): Promise<RunResult>;
+  helm(args: readonly string[]): Promise<RunResult>;
+  /** The image of an e2e fixture (e2e/fixtures/<name>.mjs). */
+  fixtureImage(name: string): string;
+  /** Runs a host-side command in a pod's network namespace (local) or a debug container (k3d). */
+  execInPod(namespace: string, pod: string, command: readonly string[]): Promise<RunResult>;
+  /** `iptables-save -t nat` of the pod's network namespace. */
+  natRules(namespace: string, pod: string): Promise<string>;
+  /** A container's output so far. */
+  logs(namespace: string, pod: string, container: string): Promise<string>;
+  /** Every event of the API server's audit log so far. */
+  auditEvents(): Promise<AuditEvent[]>;
+  /** Where the kubeconfig is, for a human (demo --keep). */
+  kubeconfigHint(): string;
+}

@@ -1,0 +1,74 @@
+// Reading the API server's audit log the way the seed does, per minimesh service account: what each
+// control-plane component did, and whether anything of theirs was refused.
+import type { AuditEvent } from '../drivers/types.js';
+
+export const sa = (cpNs: string, name: string): string => `system:serviceaccount:${cpNs}:${name}`;
+
+export interface AuditReport {
+  /** Resources destination opened watch=true streams on. */
+  destinationWatches: string[];
+  /** Times (ms since epoch) of destination's successful Lease updates. */
+  leaseRenewals: number[];
+  /** Median interval between Lease renewals, ms (NaN with fewer than two). */
+  leaseRenewMedianMs: number;
+  /** TokenReviews identity created, with the user each one authenticated. */
+  tokenReviews: { user: string; authenticated: boolean }[];
+  /** Pod CREATEs in the watched namespaces that the injector's webhook mutated (name, namespace). */
+  mutatedPods: { namespace: string; name: string; annotation: string }[];
+  /** Requests by minimesh service accounts that RBAC refused. */
+  denied: { user: string; verb: string; uri: string; code: number }[];
+}
+
+function median(xs: number[]): number {
+  if (xs.length === 0) return Number.NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 === 1 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
+}
+
+/** Summarises the audit events of the control plane in cpNs; appNamespaces are where the apps' pods are created. */
+export function summarizeAudit(events: readonly AuditEvent[], cpNs: string, appNamespaces: readonly string[], leaseName = 'minimesh-destination-endpoint-write'): AuditReport {
+  const dst = sa(cpNs, 'minimesh-destination');
+  const identity = sa(cpNs, 'minimesh-identity');
+  const mine = new Set([dst, identity, sa(cpNs, 'minimesh-injector')]);
+
+  const watches = new Set<string>();
+  const renewals: number[] = [];
+  const reviews: AuditReport['tokenReviews'] = [];
+  const mutated: AuditReport['mutatedPods'] = [];
+  const denied: AuditReport['denied'] = [];
+
+  for (const e of events) {
+    const user = e.user?.username ?? '';
+    if (user === dst && e.verb === 'watch' && /[?&]watch=(true|1)/.test(e.requestURI) && e.objectRef?.resource) {
+      watches.add(e.objectRef.resource);
+    }
+    if (
+      user === dst && e.stage === 'ResponseComplete' && e.objectRef?.resource === 'leases' && e.objectRef.name === leaseName &&
+      (e.verb === 'update' || e.verb === 'patch') && (e.responseStatus?.code ?? 0) < 300
+    ) {
+      renewals.push(Date.parse(e.stageTimestamp ?? e.requestReceivedTimestamp ?? ''));
+    }
+    if (user === identity && e.stage === 'ResponseComplete' && e.verb === 'create' && e.objectRef?.resource === 'tokenreviews') {
+      const status = e.responseObject?.status ?? {};
+      reviews.push({ user: String(status.user?.username ?? '?'), authenticated: status.authenticated === true });
+    }
+    if (e.stage === 'ResponseComplete' && e.verb === 'create' && e.objectRef?.resource === 'pods' && !e.objectRef.subresource && appNamespaces.includes(e.objectRef.namespace ?? '')) {
+      const ann = Object.entries(e.annotations ?? {}).find(([k, v]) => k.startsWith('mutation.webhook.admission.k8s.io/') && v.includes('minimesh-injector.minimesh.io') && v.includes('"mutated":true'));
+      if (ann) mutated.push({ namespace: e.objectRef.namespace ?? '', name: String(e.responseObject?.metadata?.name ?? e.objectRef.name ?? '?'), annotation: `${ann[0]}: ${ann[1]}` });
+    }
+    if (mine.has(user) && e.stage === 'ResponseComplete' && (e.responseStatus?.code === 403 || e.annotations?.['authorization.k8s.io/decision'] === 'forbid')) {
+      denied.push({ user, verb: e.verb, uri: e.requestURI, code: e.responseStatus?.code ?? 0 });
+    }
+  }
+  renewals.sort((a, b) => a - b);
+  const gaps = renewals.slice(1).map((t, i) => t - (renewals[i] as number));
+  return {
+    destinationWatches: [...watches].sort(),
+    leaseRenewals: renewals,
+    leaseRenewMedianMs: median(gaps),
+    tokenReviews: reviews,
+    mutatedPods: mutated,
+    denied,
+  };
+}

@@ -1,0 +1,245 @@
+// The flows the e2e specs and the demo share: certificates, the chart install (the seed's command),
+// the two test apps, waiting, and reading pods and proxy metrics through the driver.
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { stringify } from 'yaml';
+import type { Driver } from '../drivers/types.js';
+import { certFiles, type CertFiles } from './certs.js';
+import { seedInstallArgs, type K8sObject } from './chart.js';
+import { chartDir, repoRoot, runOk } from './tools.js';
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Label the e2e puts on its app namespaces; the webhook of an e2e install only sees those. */
+export const E2E_SCOPE_LABEL = 'mm-e2e-mesh';
+
+export interface MeshSetup {
+  driver: Driver;
+  /** Control-plane namespace (and helm release namespace). */
+  cpNs: string;
+  /** Namespace of the client and server apps. */
+  appNs: string;
+  release: string;
+  /** Scope the webhook to namespaces labelled mm-e2e-mesh=<cpNs> (shared clusters). */
+  scopeWebhook: boolean;
+  log?: (line: string) => void;
+}
+
+/** Polls `check` until it returns a value other than undefined/false, or throws after timeoutMs. */
+export async function eventually<T>(what: string, timeoutMs: number, check: () => Promise<T | undefined | false>, everyMs = 500): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await check();
+      if (v !== undefined && v !== false) return v;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`${what}: not true after ${Math.round(timeoutMs / 1000)}s${last ? ` (last error: ${(last as Error).message})` : ''}`);
+    }
+    await sleep(everyMs);
+  }
+}
+
+/** `minimesh certs create` into dir (ca.crt, ca.key, issuer.crt, issuer.key). */
+export async function createMeshCerts(dir: string): Promise<CertFiles> {
+  mkdirSync(dir, { recursive: true });
+  await runOk(process.execPath, [join(repoRoot, 'packages', 'cli', 'dist', 'main.js'), 'certs', 'create', '--dir', dir, '--force']);
+  return certFiles(dir);
+}
+
+/** helm upgrade --install with the seed's command (plus, on shared clusters, the webhook scope). */
+export async function installChart(m: MeshSetup, certs: CertFiles): Promise<string> {
+  const args = [
+    'upgrade', '--install', m.release, chartDir, '-n', m.cpNs, '--create-namespace',
+    ...seedInstallArgs(certs),
+  ];
+  if (m.scopeWebhook) args.push('--set', `proxyInjector.namespaceSelector.matchLabels.${E2E_SCOPE_LABEL}=${m.cpNs}`);
+  const r = await m.driver.helm(args);
+  if (r.code !== 0) throw new Error(`helm ${args.join(' ')} failed: ${r.stderr.trim()}`);
+  return `helm ${args.map((a) => (a.includes(' ') ? `'${a}'` : a)).join(' ')}`;
+}
+
+export async function uninstallChart(m: MeshSetup): Promise<void> {
+  await m.driver.helm(['uninstall', m.release, '-n', m.cpNs, '--wait', '--timeout', '60s']);
+  await m.driver.kubectl(['delete', 'namespace', m.cpNs, '--wait=false', '--ignore-not-found']);
+}
+
+export async function kubectlJson<T = K8sObject>(driver: Driver, args: readonly string[]): Promise<T> {
+  const r = await driver.kubectl([...args, '-o', 'json']);
+  if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')}: ${r.stderr.trim()}`);
+  return JSON.parse(r.stdout) as T;
+}
+
+export async function applyObjects(driver: Driver, objects: readonly K8sObject[]): Promise<void> {
+  const text = objects.map((o) => `---\n${stringify(o)}`).join('');
+  const r = await driver.kubectl(['apply', '-f', '-'], text);
+  if (r.code !== 0) throw new Error(`kubectl apply: ${r.stderr.trim()}`);
+}
+
+export interface Pod {
+  metadata: { name: string; namespace: string; uid: string; labels?: Record<string, string>; annotations?: Record<string, string> };
+  spec: { initContainers?: PodContainer[]; containers: PodContainer[]; serviceAccountName?: string };
+  status: {
+    phase?: string;
+    podIP?: string;
+    conditions?: { type: string; status: string }[];
+    initContainerStatuses?: { name: string; ready: boolean; started?: boolean; state?: Record<string, unknown> }[];
+    containerStatuses?: { name: string; ready: boolean }[];
+  };
+}
+export interface PodContainer {
+  name: string;
+  image: string;
+  args?: string[];
+  command?: string[];
+  restartPolicy?: string;
+  startupProbe?: unknown;
+  env?: { name: string; value?: string }[];
+  securityContext?: Record<string, unknown>;
+}
+
+export function isReady(p: Pod): boolean {
+  return p.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
+}
+
+export async function listPods(driver: Driver, ns: string, selector: string): Promise<Pod[]> {
+  const list = await kubectlJson<{ items: Pod[] }>(driver, ['get', 'pods', '-n', ns, '-l', selector]);
+  return list.items;
+}
+
+/** Waits until the Deployment has `replicas` ready pods and no others; returns them. */
+export async function waitForReadyPods(driver: Driver, ns: string, app: string, replicas: number, timeoutMs: number, selectorKey = 'app'): Promise<Pod[]> {
+  return eventually(`${ns}/${app}: ${replicas} ready pod(s)`, timeoutMs, async () => {
+    const pods = (await listPods(driver, ns, `${selectorKey}=${app}`)).filter((p) => p.status.phase !== 'Succeeded' && p.status.phase !== 'Failed');
+    const ready = pods.filter(isReady);
+    return ready.length === replicas && pods.length === replicas ? ready : undefined;
+  }, 1000);
+}
+
+/** Explains why a component is not ready (for failure messages): pod phases and container states. */
+export async function describePods(driver: Driver, ns: string): Promise<string> {
+  const r = await driver.kubectl(['get', 'pods', '-n', ns, '-o', 'wide']);
+  const events = await driver.kubectl(['get', 'events', '-n', ns, '--sort-by=.lastTimestamp']);
+  return `${r.stdout}\n${events.stdout.split('\n').slice(-15).join('\n')}`;
+}
+
+/** The proxy's Prometheus text from its admin port, through the API server's pod proxy. */
+export async function proxyMetrics(driver: Driver, ns: string, pod: string, adminPort = 4191): Promise<string> {
+  const r = await driver.kubectl(['get', '--raw', `/api/v1/namespaces/${ns}/pods/${pod}:${adminPort}/proxy/metrics`]);
+  if (r.code !== 0) throw new Error(`metrics of ${ns}/${pod}: ${r.stderr.trim()}`);
+  return r.stdout;
+}
+
+/** Metric lines (not comments) of one metric name whose labels contain every given label. */
+export function metricLines(text: string, name: string, labels: Record<string, string> = {}): string[] {
+  return text.split('\n').filter((l) => {
+    if (!l.startsWith(`${name}{`) && !l.startsWith(`${name} `)) return false;
+    return Object.entries(labels).every(([k, v]) => l.includes(`${k}="${v}"`));
+  });
+}
+
+/** Sum of the values of matching metric lines. */
+export function metricSum(text: string, name: string, labels: Record<string, string> = {}): number {
+  return metricLines(text, name, labels).reduce((sum, l) => sum + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+}
+
+export const SERVER_HTTP_PORT = 8080;
+export const SERVER_GRPC_PORT = 9090;
+
+/** The identity a workload's proxy gets: <sa>.<ns>.serviceaccount.identity.<cpNs>.<trust domain>. */
+export function identityOf(sa: string, ns: string, cpNs: string, trustDomain = 'cluster.local'): string {
+  return `${sa}.${ns}.serviceaccount.identity.${cpNs}.${trustDomain}`;
+}
+
+/** The client and server apps, in a namespace annotated minimesh.io/inject: enabled. */
+export function appObjects(m: Pick<MeshSetup, 'appNs' | 'cpNs' | 'scopeWebhook' | 'driver'>, serverReplicas = 1): K8sObject[] {
+  const ns = m.appNs;
+  const podName = { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } };
+  const host = `server.${ns}.svc.cluster.local`;
+  const labels: Record<string, string> = m.scopeWebhook ? { [E2E_SCOPE_LABEL]: m.cpNs } : {};
+  const deployment = (name: string, replicas: number, containers: unknown[]): K8sObject => ({
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name, namespace: ns, labels: { app: name } },
+    spec: {
+      replicas,
+      selector: { matchLabels: { app: name } },
+      template: {
+        metadata: { labels: { app: name } },
+        spec: { serviceAccountName: name, terminationGracePeriodSeconds: 5, containers },
+      },
+    },
+  });
+  return [
+    { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns, labels, annotations: { 'minimesh.io/inject': 'enabled' } } },
+    { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'server', namespace: ns } },
+    { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'client', namespace: ns } },
+    {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: 'server', namespace: ns },
+      spec: {
+        selector: { app: 'server' },
+        ports: [
+          { name: 'http', port: SERVER_HTTP_PORT, targetPort: SERVER_HTTP_PORT },
+          { name: 'grpc', port: SERVER_GRPC_PORT, targetPort: SERVER_GRPC_PORT, appProtocol: 'kubernetes.io/h2c' },
+        ],
+      },
+    },
+    deployment('server', serverReplicas, [
+      {
+        name: 'http',
+        image: m.driver.fixtureImage('http-echo'),
+        env: [podName, { name: 'PORT', value: String(SERVER_HTTP_PORT) }],
+        ports: [{ name: 'http', containerPort: SERVER_HTTP_PORT }],
+        readinessProbe: { httpGet: { path: '/healthz', port: SERVER_HTTP_PORT }, periodSeconds: 2 },
+      },
+      {
+        name: 'grpc',
+        image: m.driver.fixtureImage('grpc-echo'),
+        env: [podName, { name: 'PORT', value: String(SERVER_GRPC_PORT) }],
+        ports: [{ name: 'grpc', containerPort: SERVER_GRPC_PORT }],
+      },
+    ]),
+    deployment('client', 1, [
+      {
+        name: 'http',
+        image: m.driver.fixtureImage('http-client'),
+        args: [`http://${host}:${SERVER_HTTP_PORT}/`, '--forever', '--interval-ms', '500'],
+        env: [podName],
+      },
+      {
+        name: 'grpc',
+        image: m.driver.fixtureImage('http-client'),
+        command: ['node', 'e2e/scripts/grpc-client.mjs'],
+        args: [`${host}:${SERVER_GRPC_PORT}`, '--forever', '--interval-ms', '500'],
+        env: [podName],
+      },
+    ]),
+  ];
+}
+
+/** JSON lines a client container printed ({ n, status|ok, pod, ms } or { n, error }). */
+export interface ClientLine {
+  n: number;
+  status?: number;
+  ok?: boolean;
+  pod?: string;
+  ms?: number;
+  error?: string;
+}
+export function parseClientLines(text: string): ClientLine[] {
+  const out: ClientLine[] = [];
+  for (const line of text.split('\n')) {
+    if (!line.startsWith('{')) continue;
+    try {
+      out.push(JSON.parse(line) as ClientLine);
+    } catch {
+      /* partial line */
+    }
+  }
+  return out;
+}
