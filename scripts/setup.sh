@@ -33,7 +33,11 @@ fi
 # npm packages: install when node_modules is missing or older than the lock file.
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   log "installing npm packages"
-  npm ci --no-audit --no-fund --loglevel=error
+  # `npm install`, not `npm ci`: the registry mirror this project's machines reach serves only the
+  # linux-x64 builds of some platform packages (buf, turbo, rollup), so the lock cannot list the other
+  # platforms and `npm ci` refuses it as "out of sync". `npm install` still follows the lock's versions;
+  # --no-save keeps the clone clean.
+  npm install --no-save --no-audit --no-fund --loglevel=error
 fi
 
 # The SO_ORIGINAL_DST addon (packages/proxy/native), built once per source change.
