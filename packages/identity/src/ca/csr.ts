@@ -146,6 +146,22 @@ export function parseCsr(der: Buffer): ParsedCsr {
   }
 }
 
+/**
+ * Imports a P-256 SubjectPublicKeyInfo. An uncompressed point goes in as a JWK, which OpenSSL 3 imports in
+ * about half the time of the DER decoder (measured by bench/identity: ~55 µs against ~105 µs, the biggest
+ * single cost of a Certify); anything else takes the DER path.
+ */
+function importP256(spki: Buffer): KeyObject {
+  const bits = readOne(spki, 0x30).value;
+  const point = spki.subarray(spki.length - 65);
+  if (spki.length === 91 && bits.length === 89 && spki[spki.length - 66] === 0 && point[0] === 0x04) {
+    const x = point.subarray(1, 33).toString('base64url');
+    const y = point.subarray(33, 65).toString('base64url');
+    return createPublicKey({ key: { kty: 'EC', crv: 'P-256', x, y }, format: 'jwk' });
+  }
+  return createPublicKey({ key: spki, format: 'der', type: 'spki' });
+}
+
 export interface ValidCsr {
   /** The CSR's public key (ECDSA P-256) as SubjectPublicKeyInfo DER, ready to put into the leaf. */
   publicKeyInfo: Buffer;
@@ -164,7 +180,7 @@ export function validateCsr(der: Buffer, identity: string): ValidCsr {
   if (!hash) fail(`signature algorithm ${csr.signatureAlgorithm} is not ECDSA with SHA-256/384/512`);
   let publicKey: KeyObject;
   try {
-    publicKey = createPublicKey({ key: csr.publicKeyInfo, format: 'der', type: 'spki' });
+    publicKey = importP256(csr.publicKeyInfo);
   } catch (err) {
     fail('public key does not decode as an ECDSA P-256 point', err);
   }
