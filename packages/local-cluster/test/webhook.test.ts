@@ -70,6 +70,62 @@ afterAll(async () => {
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
+describe('admission webhook by service reference', () => {
+  it('reaches a webhook pod through its Service (aggregator routing to the EndpointSlice address)', async () => {
+    const admin = adminClient();
+    const svcNs = `${ns}-svc`;
+    await createNamespace(svcNs);
+    try {
+      const run = (args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'ignore' });
+      run(['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', 'svc.key', '-out', 'svc.csr', '-subj', '/CN=webhook']);
+      writeFileSync(join(dir, 'svc-ext'), `subjectAltName=DNS:webhook.${svcNs}.svc\nextendedKeyUsage=serverAuth\n`);
+      run(['x509', '-req', '-in', 'svc.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '1', '-extfile', 'svc-ext', '-out', 'svc.crt']);
+      await admin.request('POST', `/api/v1/namespaces/${svcNs}/secrets`, {
+        apiVersion: 'v1', kind: 'Secret', metadata: { name: 'webhook-tls' }, type: 'kubernetes.io/tls',
+        data: { 'tls.crt': readFileSync(join(dir, 'svc.crt')).toString('base64'), 'tls.key': readFileSync(join(dir, 'svc.key')).toString('base64') },
+      });
+      await admin.request('POST', `/api/v1/namespaces/${svcNs}/pods`, {
+        apiVersion: 'v1', kind: 'Pod', metadata: { name: 'webhook', labels: { app: 'webhook' } },
+        spec: {
+          volumes: [{ name: 'tls', secret: { secretName: 'webhook-tls' } }],
+          containers: [{
+            name: 'webhook', image: 'minimesh.test/admission-annotate:v1',
+            env: [{ name: 'TLS_CERT_FILE', value: '/etc/webhook/tls.crt' }, { name: 'TLS_KEY_FILE', value: '/etc/webhook/tls.key' }, { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } }],
+            ports: [{ name: 'https', containerPort: 8443 }],
+            volumeMounts: [{ name: 'tls', mountPath: '/etc/webhook', readOnly: true }],
+            readinessProbe: { httpGet: { path: '/healthz', port: 'https', scheme: 'HTTPS' }, periodSeconds: 2 },
+          }],
+        },
+      });
+      await admin.request('POST', `/api/v1/namespaces/${svcNs}/services`, {
+        apiVersion: 'v1', kind: 'Service', metadata: { name: 'webhook' }, spec: { selector: { app: 'webhook' }, ports: [{ name: 'https', port: 443, targetPort: 'https' }] },
+      });
+      await eventually('webhook endpoint ready', async () => {
+        const list = await admin.request('GET', `/apis/discovery.k8s.io/v1/namespaces/${svcNs}/endpointslices?labelSelector=kubernetes.io/service-name=webhook`);
+        return list.items.some((s: KubeObject) => s.endpoints?.some((e: KubeObject) => e.conditions.ready));
+      });
+      await admin.request('POST', '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations', {
+        apiVersion: 'admissionregistration.k8s.io/v1', kind: 'MutatingWebhookConfiguration', metadata: { name: `svc.${webhookName}` },
+        webhooks: [{
+          name: `svc.${webhookName}`,
+          clientConfig: { service: { namespace: svcNs, name: 'webhook', path: '/mutate', port: 443 }, caBundle: Buffer.from(caPem).toString('base64') },
+          rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }],
+          namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': svcNs } },
+          sideEffects: 'None', admissionReviewVersions: ['v1'], failurePolicy: 'Fail', timeoutSeconds: 5,
+        }],
+      });
+      const cm = await eventually('a ConfigMap admitted through the Service', async () => {
+        const c = await admin.request('POST', `/api/v1/namespaces/${svcNs}/configmaps`, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { generateName: 'probe-' } });
+        return c.metadata.annotations?.['fixtures.minimesh.io/admitted-by'] ? c : undefined;
+      }, 20_000);
+      expect(cm.metadata.annotations['fixtures.minimesh.io/admitted-by']).toBe('webhook');
+    } finally {
+      await admin.request('DELETE', `/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/svc.${webhookName}`).catch(() => undefined);
+      await admin.request('DELETE', `/api/v1/namespaces/${svcNs}`).catch(() => undefined);
+    }
+  });
+});
+
 describe('admission webhook by url', () => {
   it('is called on pod CREATE and its patch lands in the stored pod and the audit log', async () => {
     // The API server learns about new webhook configurations through an informer: retry with fresh pods.
