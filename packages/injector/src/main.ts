@@ -58,7 +58,7 @@ async function main(argv: string[]): Promise<void> {
   if (f.kubeconfig) kubeConfig.loadFromFile(f.kubeconfig);
   else kubeConfig.loadFromDefault();
 
-  const namespaces = createNamespaceWatcher({ kubeConfig, logger: logger.child({ component: 'namespace-watch' }) });
+  const namespaces = await createNamespaceWatcher({ kubeConfig, logger: logger.child({ component: 'namespace-watch' }) });
   void namespaces.start();
 
   const registry = createRegistry();

@@ -1,7 +1,7 @@
 // Namespace annotations, which an AdmissionReview does not carry: a list+watch (client-node's
 // informer) keeps them in memory; a cache miss (a namespace created a moment ago) falls back to a GET.
 // The informer restarts with backoff after an error and re-lists, so every restart is a reset.
-import { CoreV1Api, type KubeConfig, type V1Namespace, makeInformer } from '@kubernetes/client-node';
+import type { KubeConfig, V1Namespace } from '@kubernetes/client-node';
 import type { Logger } from '@minimesh/runtime';
 import { InjectorError } from '../errors.js';
 import type { StringMap } from '../patch/types.js';
@@ -24,7 +24,9 @@ export interface NamespaceWatcherOptions {
   lookupTimeoutMs?: number;
 }
 
-export function createNamespaceWatcher(opts: NamespaceWatcherOptions): NamespaceWatcher {
+export async function createNamespaceWatcher(opts: NamespaceWatcherOptions): Promise<NamespaceWatcher> {
+  // Loaded here, not at the top: the package index is also imported by the CLI, which never watches.
+  const { CoreV1Api, makeInformer } = await import('@kubernetes/client-node');
   const log = opts.logger;
   const core = opts.kubeConfig.makeApiClient(CoreV1Api);
   const informer = makeInformer<V1Namespace>(opts.kubeConfig, '/api/v1/namespaces', () => core.listNamespace());

@@ -3,7 +3,7 @@
 import { readFileSync, unwatchFile, watchFile } from 'node:fs';
 import { createSecureContext } from 'node:tls';
 import type { Server as HttpsServer } from 'node:https';
-import Fastify, { type FastifyInstance } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import type { Logger } from '@minimesh/runtime';
 import { InjectorError } from '../errors.js';
 import { webhookPlugin, type WebhookPluginOptions } from './webhook-plugin.js';
@@ -36,6 +36,8 @@ function readTls(certFile: string, keyFile: string): { cert: Buffer; key: Buffer
 export async function createWebhookServer(opts: WebhookServerOptions): Promise<WebhookServer> {
   const log: Logger = opts.logger;
   const tls = readTls(opts.certFile, opts.keyFile);
+  // Loaded here, not at the top: the package index is also imported by the CLI, which serves nothing.
+  const { default: Fastify } = await import('fastify');
   const app = Fastify({
     https: { ...tls, minVersion: 'TLSv1.2' },
     // The plugin logs each admission itself (pino child loggers), so fastify's own logger stays off.
