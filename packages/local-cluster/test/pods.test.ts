@@ -145,6 +145,16 @@ describe('pods on the local cluster', () => {
     expect(p.status.message).toContain('docker.io/library/nginx:1.27');
   });
 
+  it('leaves a pod that names another scheduler Pending and untouched', async () => {
+    await admin().request('POST', `/api/v1/namespaces/${ns}/pods`, pod('elsewhere', { schedulerName: 'none', containers: [{ name: 'c', image: 'minimesh.test/none:v1' }] }));
+    // The agent sees pods within milliseconds; give it well over that.
+    await new Promise((r) => setTimeout(r, 1500));
+    const p = await admin().request('GET', `/api/v1/namespaces/${ns}/pods/elsewhere`);
+    expect(p.spec.nodeName).toBeUndefined();
+    expect(p.status.phase).toBe('Pending');
+    expect(p.status.containerStatuses).toBeUndefined();
+  });
+
   it('stops a deleted pod and removes it', async () => {
     const before = await runningPod('client');
     await admin().request('DELETE', `/api/v1/namespaces/${ns}/pods/client`, { apiVersion: 'v1', kind: 'DeleteOptions', gracePeriodSeconds: 2 });

@@ -129,7 +129,10 @@ function onPod(type: string, pod: KubeObject): void {
     return;
   }
   if (!pod.spec.nodeName) {
-    if (!pod.metadata.deletionTimestamp) void bind(pod);
+    // Like a real cluster, a pod that names another scheduler stays Pending: tests that want a pod
+    // object the agent never runs set spec.schedulerName (e.g. "none").
+    const scheduler = pod.spec.schedulerName ?? 'default-scheduler';
+    if (!pod.metadata.deletionTimestamp && scheduler === 'default-scheduler') void bind(pod);
     return;
   }
   if (pod.spec.nodeName !== NODE_NAME) return;

@@ -2,7 +2,7 @@
 // must pass their startup probe before the next one), then its containers; probes; restarts per
 // restartPolicy; graceful termination; and its status, written through the status subresource.
 import type { ChildProcess } from 'node:child_process';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { KubeClient, KubeObject } from '../kube-client.js';
 import { KubeApiError } from '../kube-client.js';
@@ -204,6 +204,14 @@ export class PodRunner {
       c.state = { waiting: { reason: 'CreateContainerConfigError', message: (err as Error).message } };
       this.syncStatus();
       await sleep(2000);
+      return this.startContainer(c);
+    }
+    // A minimesh program that is not built yet: say so, and retry (as an image pull would).
+    const program = c.argv[0] === process.execPath ? c.argv[1] : undefined;
+    if (program && !existsSync(program)) {
+      c.state = { waiting: { reason: 'CreateContainerError', message: `${program} does not exist: build it (npm run build)` } };
+      this.syncStatus();
+      await sleep(5000);
       return this.startContainer(c);
     }
     const startedAt = now();
