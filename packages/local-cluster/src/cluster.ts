@@ -264,9 +264,21 @@ export function componentStatus(dir = stateDir()): ComponentStatus[] {
 export async function ensureCluster(): Promise<ClusterInfo> {
   const dir = stateDir();
   if (await isHealthy(dir)) return clusterInfo(dir);
+  await runLocked('up');
+  return clusterInfo(dir);
+}
+
+/** `npm run cluster -- down`, under the same lock as ensureCluster(). */
+export async function stopCluster(): Promise<void> {
+  await runLocked('down');
+}
+
+/** Runs `main.js <command>` under flock(1) on `<dir>.lock` (the CLI's up and down take the same lock). */
+function runLocked(command: 'up' | 'down'): Promise<void> {
+  const dir = stateDir();
   const p = statePaths(dir);
-  await new Promise<void>((resolve, reject) => {
-    const child = spawn('flock', [p.lock, node, distFile('main.js'), 'up'], {
+  return new Promise<void>((resolve, reject) => {
+    const child = spawn('flock', [p.lock, node, distFile('main.js'), command], {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, MINIMESH_CLUSTER_DIR: dir },
     });
@@ -274,9 +286,8 @@ export async function ensureCluster(): Promise<ClusterInfo> {
     child.stdout.on('data', (c: Buffer) => (output += c.toString()));
     child.stderr.on('data', (c: Buffer) => (output += c.toString()));
     child.on('error', reject);
-    child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`local cluster: up failed (exit ${code}):\n${output.slice(-4000)}`))));
+    child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`local cluster: ${command} failed (exit ${code}):\n${output.slice(-4000)}`))));
   });
-  return clusterInfo(dir);
 }
 
 /** Stops every process, removes every network namespace, mount and file the cluster made. */

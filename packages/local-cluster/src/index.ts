@@ -1,7 +1,7 @@
 // @minimesh/local-cluster: a real Kubernetes API on this machine (kube-apiserver, etcd and
 // kube-controller-manager built from the Go module proxy, in a node network namespace) and a node
 // agent that runs pods as processes in network namespaces.
-export { ensureCluster, up as startCluster, down as stopCluster, isHealthy, componentStatus, clusterInfo, adminClient, type ClusterInfo, type ComponentStatus } from './cluster.js';
+export { ensureCluster, stopCluster, up as startCluster, isHealthy, componentStatus, clusterInfo, adminClient, type ClusterInfo, type ComponentStatus } from './cluster.js';
 export { createServiceAccountToken, kubeconfigForServiceAccount, type TokenOptions, type ServiceAccountRef } from './tokens.js';
 export { readAuditEvents, type AuditEvent } from './audit.js';
 export { forwardToNode, exposeHostPort, execInPod, podNetnsName, dialNode, type Forward, type Exposure, type ExecResult } from './forward.js';
