@@ -15,16 +15,19 @@ import { findObject, renderObjects, seedInstallArgs, type K8sObject } from '../s
 let tmp: string;
 let certs: CertFiles;
 let objects: K8sObject[];
+let classic: K8sObject[];
 
 beforeAll(async () => {
   tmp = mkdtempSync(join(tmpdir(), 'mm-parity-'));
   certs = await createTestCerts(tmp);
   objects = await renderObjects('minimesh', seedInstallArgs(certs));
+  classic = await renderObjects('minimesh', [...seedInstallArgs(certs), '--set', 'proxy.nativeSidecar=false']);
 });
 afterAll(() => {
   if (tmp) rmSync(tmp, { recursive: true, force: true });
 });
 
+const objectsNative = (): K8sObject[] => objects;
 type Named = { name: string; [k: string]: unknown };
 interface Template {
   metadata: { labels: Record<string, string>; annotations: Record<string, string> };
@@ -35,7 +38,11 @@ const MESH_CONTAINERS = new Set(['minimesh-init', 'minimesh-proxy']);
 const MESH_VOLUMES = new Set(['minimesh-proxy-init-xtables-lock', 'minimesh-identity-end-entity', 'minimesh-identity-token']);
 
 describe('the chart\'s control-plane proxies equal what the injector adds', () => {
-  it.each(['minimesh-destination', 'minimesh-injector', 'minimesh-identity'])('%s', (name) => {
+  it.each([
+    ['minimesh-destination', 'native'], ['minimesh-injector', 'native'], ['minimesh-identity', 'native'],
+    ['minimesh-destination', 'classic'], ['minimesh-identity', 'classic'],
+  ] as const)('%s (%s sidecar)', (name, mode) => {
+    const objects = mode === 'native' ? objectsNative() : classic;
     const cm = findObject(objects, 'ConfigMap', 'minimesh-config') as unknown as { data: Record<string, string> };
     const config = parseMeshConfig(JSON.parse(cm.data['config.json'] ?? ''));
     const template = structuredClone((findObject(objects, 'Deployment', name) as unknown as { spec: { template: Template } }).spec.template);
@@ -48,6 +55,7 @@ describe('the chart\'s control-plane proxies equal what the injector adds', () =
       spec: {
         ...template.spec,
         initContainers: template.spec.initContainers.filter((c) => !MESH_CONTAINERS.has(c.name)),
+        containers: template.spec.containers.filter((c) => !MESH_CONTAINERS.has(c.name)),
         volumes: template.spec.volumes.filter((v) => !MESH_VOLUMES.has(v.name)),
       },
     };
@@ -56,12 +64,16 @@ describe('the chart\'s control-plane proxies equal what the injector adds', () =
     expect(patch.length).toBeGreaterThan(0);
     const injected = jsonpatch.applyPatch(structuredClone(pod), patch as jsonpatch.Operation[]).newDocument as unknown as Template;
 
-    const chartMesh = template.spec.initContainers.filter((c) => MESH_CONTAINERS.has(c.name));
-    const injectorMesh = injected.spec.initContainers.filter((c) => MESH_CONTAINERS.has(c.name));
+    const meshOf = (t: Template): Named[] => [...t.spec.initContainers, ...t.spec.containers].filter((c) => MESH_CONTAINERS.has(c.name));
+    const chartMesh = meshOf(template);
+    const injectorMesh = meshOf(injected);
+    // Same places too: native → initContainers[0..1]; classic → init first, proxy first of the containers.
+    expect(template.spec.containers.map((c) => c.name)).toEqual(injected.spec.containers.map((c) => c.name));
+    expect(template.spec.initContainers.map((c) => c.name)).toEqual(injected.spec.initContainers.map((c) => c.name));
     if (name === 'minimesh-identity') {
       // The one intended difference: identity's proxy asks its own identity over loopback, and cannot
       // wait for readiness before the identity container starts.
-      const proxy = injectorMesh[1] as unknown as { env: { name: string; value?: string }[]; startupProbe?: unknown };
+      const proxy = injectorMesh.find((c) => c.name === 'minimesh-proxy') as unknown as { env: { name: string; value?: string }[]; startupProbe?: unknown };
       proxy.env = proxy.env.map((e) => (e.name === 'MINIMESH_PROXY_IDENTITY_SVC_ADDR' ? { ...e, value: 'localhost:8080' } : e));
       delete proxy.startupProbe;
     }
