@@ -2,7 +2,10 @@
 // before the next init container), liveness restarts, capabilities for non-root users, and
 // Deployments through the real deployment and replicaset controllers.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { adminClient, createNamespace, ensureCluster, type KubeObject } from '../src/index.js';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { adminClient, createNamespace, ensureCluster, podNetnsName, type KubeObject } from '../src/index.js';
 import { eventually, uniqueName } from './helpers.js';
 
 const ns = uniqueName('lc-life');
@@ -104,5 +107,30 @@ describe('pod lifecycle', () => {
       const ready = list.items.flatMap((s: KubeObject) => s.endpoints ?? []).filter((e: KubeObject) => e.conditions.ready);
       return ready.length === 2;
     });
+  });
+  it('a restarted node agent cleans what it left and runs the node\'s pods again', async () => {
+    await admin().request('POST', `/api/v1/namespaces/${ns}/pods`, {
+      apiVersion: 'v1', kind: 'Pod', metadata: { name: 'survivor' },
+      spec: { containers: [{ name: 'app', image: 'minimesh.test/http-echo:v1', readinessProbe: { httpGet: { path: '/healthz', port: 8080 }, periodSeconds: 1 } }] },
+    });
+    const ready = async () => {
+      const x = await getPod('survivor');
+      return x.status?.conditions?.find((c: KubeObject) => c.type === 'Ready')?.status === 'True' ? x : undefined;
+    };
+    const before = await eventually('survivor Ready', ready);
+    const info = await ensureCluster();
+    const oldPids = execFileSync('ip', ['netns', 'pids', podNetnsName(before.metadata.uid)], { encoding: 'utf8' }).split('\n').filter(Boolean);
+    expect(oldPids.length).toBeGreaterThan(0);
+    const agentPid = Number(readFileSync(join(info.dir, 'pids', 'node-agent.pid'), 'utf8'));
+    process.kill(agentPid, 'SIGKILL');
+    await eventually('agent gone', () => !existsSync(`/proc/${agentPid}`) || /^\d+ \(.*\) Z/.test(readFileSync(`/proc/${agentPid}/stat`, 'utf8')));
+    await ensureCluster();
+    const after = await eventually('survivor Ready again with a new container', async () => {
+      const x = await ready();
+      return x && x.status.containerStatuses[0].state.running.startedAt !== before.status.containerStatuses[0].state.running.startedAt ? x : undefined;
+    }, 30_000);
+    expect(after.status.podIP).toMatch(/^10\.23\./);
+    // The old container processes are gone (the new agent destroyed the old namespace first).
+    expect(oldPids.filter((pid) => existsSync(`/proc/${pid}`))).toEqual([]);
   });
 });
