@@ -19,7 +19,9 @@ describe('summarizeAudit', () => {
       ev({ user: { username: 'system:serviceaccount:minimesh:minimesh-identity' }, verb: 'create', objectRef: { resource: 'tokenreviews' }, responseObject: { status: { authenticated: true, user: { username: 'system:serviceaccount:app:client' } } } }),
       ev({ user: { username: 'system:serviceaccount:kube-system:replicaset-controller' }, verb: 'create', objectRef: { resource: 'pods', namespace: 'app' }, responseObject: { metadata: { name: 'client-1' } }, annotations: { 'mutation.webhook.admission.k8s.io/round_0_index_0': '{"configuration":"c","webhook":"minimesh-injector.minimesh.io","mutated":true}' } }),
       ev({ user: { username: 'system:serviceaccount:kube-system:replicaset-controller' }, verb: 'create', objectRef: { resource: 'pods', namespace: 'other' }, annotations: { 'mutation.webhook.admission.k8s.io/round_0_index_0': '{"webhook":"minimesh-injector.minimesh.io","mutated":true}' } }),
-      ev({ user: { username: 'system:serviceaccount:minimesh:minimesh-injector' }, verb: 'list', requestURI: '/api/v1/secrets', responseStatus: { code: 403 } }),
+      ev({ user: { username: 'system:serviceaccount:minimesh:minimesh-injector' }, verb: 'list', requestURI: '/api/v1/secrets', responseStatus: { code: 403 }, annotations: { 'authorization.k8s.io/decision': 'forbid' } }),
+      // A 403 RBAC allowed (namespace terminating) is not a denial.
+      ev({ user: { username: DST }, verb: 'create', requestURI: '/apis/discovery.k8s.io/v1/namespaces/gone/endpointslices', responseStatus: { code: 403 }, annotations: { 'authorization.k8s.io/decision': 'allow' } }),
     ], 'minimesh', ['app']);
     expect(r.destinationWatches).toEqual(['services']);
     expect(r.leaseRenewals).toHaveLength(4);

@@ -15,7 +15,7 @@ export interface AuditReport {
   tokenReviews: { user: string; authenticated: boolean }[];
   /** Pod CREATEs in the watched namespaces that the injector's webhook mutated (name, namespace). */
   mutatedPods: { namespace: string; name: string; annotation: string }[];
-  /** Requests by minimesh service accounts that RBAC refused. */
+  /** Requests by minimesh service accounts that RBAC refused (authorization.k8s.io/decision: forbid). */
   denied: { user: string; verb: string; uri: string; code: number }[];
 }
 
@@ -57,7 +57,8 @@ export function summarizeAudit(events: readonly AuditEvent[], cpNs: string, appN
       const ann = Object.entries(e.annotations ?? {}).find(([k, v]) => k.startsWith('mutation.webhook.admission.k8s.io/') && v.includes('minimesh-injector.minimesh.io') && v.includes('"mutated":true'));
       if (ann) mutated.push({ namespace: e.objectRef.namespace ?? '', name: String(e.responseObject?.metadata?.name ?? e.objectRef.name ?? '?'), annotation: `${ann[0]}: ${ann[1]}` });
     }
-    if (mine.has(user) && e.stage === 'ResponseComplete' && (e.responseStatus?.code === 403 || e.annotations?.['authorization.k8s.io/decision'] === 'forbid')) {
+    // RBAC's verdict, not any 403 (a write into a terminating namespace is a 403 that RBAC allowed).
+    if (mine.has(user) && e.annotations?.['authorization.k8s.io/decision'] === 'forbid') {
       denied.push({ user, verb: e.verb, uri: e.requestURI, code: e.responseStatus?.code ?? 0 });
     }
   }
