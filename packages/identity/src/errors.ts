@@ -7,6 +7,8 @@ export type IdentityErrorCode =
   | 'MINIMESH_IDENTITY_ISSUER_INVALID'
   /** The trust-anchor bundle is missing or holds no usable certificate. */
   | 'MINIMESH_IDENTITY_TRUST_ANCHORS_INVALID'
+  /** The kubeconfig cannot be loaded, or there is none and we are not in a cluster. */
+  | 'MINIMESH_IDENTITY_KUBECONFIG_INVALID'
   /** The request lacks identity, token or CSR. */
   | 'MINIMESH_IDENTITY_REQUEST_INCOMPLETE'
   /** The CSR does not parse or asks for something other than exactly the requested identity. */

@@ -3,7 +3,7 @@ import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runBinary } from './helpers/binary.js';
+import { runBinary, runBinaryEnv } from './helpers/binary.js';
 import { makeRoot, makeSeedPki, makeSigned } from './helpers/openssl-pki.js';
 
 let dir: string;
@@ -26,7 +26,8 @@ function issuerDir(name: string, cert: string, key: string, scheme: 'minimesh.io
   return d;
 }
 
-const run = (d: string, extra: string[] = []) => runBinary(['--issuer-dir', d, '--trust-anchors', join(dir, 'ca.crt'), '--addr', '127.0.0.1:0', '--admin-addr', '127.0.0.1:0', ...extra]);
+const baseArgs = (d: string): string[] => ['--issuer-dir', d, '--trust-anchors', join(dir, 'ca.crt'), '--addr', '127.0.0.1:0', '--admin-addr', '127.0.0.1:0'];
+const run = (d: string, extra: string[] = []) => runBinary([...baseArgs(d), ...extra]);
 
 describe('minimesh-identity start-up', () => {
   it.each([
@@ -52,6 +53,16 @@ describe('minimesh-identity start-up', () => {
     const r = await runBinary(['--issuer-dir', issuerDir('ok', 'issuer.crt', 'issuer.key'), '--trust-anchors', join(dir, 'empty.pem')]);
     expect(r.code).toBe(1);
     expect(r.stderr).toBe(`minimesh-identity: ${join(dir, 'empty.pem')}: holds no PEM certificate\n`);
+  });
+
+  it('refuses to start without a kubeconfig outside a cluster, and with an unreadable one, naming it', async () => {
+    const ok = issuerDir('ok-kube', 'issuer.crt', 'issuer.key');
+    const outside = await runBinaryEnv([...baseArgs(ok)], { KUBERNETES_SERVICE_HOST: '' });
+    expect(outside.code).toBe(1);
+    expect(outside.stderr).toBe('minimesh-identity: --kubeconfig: not given, and not running in a cluster (KUBERNETES_SERVICE_HOST is unset)\n');
+    const missing = await runBinaryEnv([...baseArgs(ok), '--kubeconfig', join(dir, 'nope.kubeconfig')], {});
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toBe(`minimesh-identity: ${join(dir, 'nope.kubeconfig')}: cannot load the kubeconfig (ENOENT)\n`);
   });
 
   it.each([

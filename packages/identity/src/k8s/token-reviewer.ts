@@ -17,10 +17,21 @@ export interface KubeTokenReviewer extends TokenReviewer {
 }
 
 /** --kubeconfig FILE, or the in-cluster service-account config when absent. */
-export function loadKubeConfig(file: string | undefined): KubeConfig {
+export function loadKubeConfig(file: string | undefined, env: NodeJS.ProcessEnv = process.env): KubeConfig {
   const kc = new KubeConfig();
-  if (file) kc.loadFromFile(file);
-  else kc.loadFromCluster();
+  if (file) {
+    try {
+      kc.loadFromFile(file);
+    } catch (err) {
+      throw new IdentityError('MINIMESH_IDENTITY_KUBECONFIG_INVALID', `${file}: cannot load the kubeconfig (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`, { cause: err });
+    }
+    if (!kc.getCurrentCluster()) throw new IdentityError('MINIMESH_IDENTITY_KUBECONFIG_INVALID', `${file}: the kubeconfig has no current cluster`);
+    return kc;
+  }
+  if (!env.KUBERNETES_SERVICE_HOST) {
+    throw new IdentityError('MINIMESH_IDENTITY_KUBECONFIG_INVALID', '--kubeconfig: not given, and not running in a cluster (KUBERNETES_SERVICE_HOST is unset)');
+  }
+  kc.loadFromCluster();
   return kc;
 }
 

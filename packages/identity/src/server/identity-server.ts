@@ -16,6 +16,7 @@ const STATUS: Record<IdentityErrorCode, [grpc.status, CertifyResult]> = {
   MINIMESH_IDENTITY_ISSUER_UNAVAILABLE: [grpc.status.UNAVAILABLE, 'unavailable'],
   MINIMESH_IDENTITY_ISSUER_INVALID: [grpc.status.UNAVAILABLE, 'unavailable'],
   MINIMESH_IDENTITY_TRUST_ANCHORS_INVALID: [grpc.status.UNAVAILABLE, 'unavailable'],
+  MINIMESH_IDENTITY_KUBECONFIG_INVALID: [grpc.status.UNAVAILABLE, 'unavailable'],
   MINIMESH_IDENTITY_REQUEST_INCOMPLETE: [grpc.status.INVALID_ARGUMENT, 'invalid_argument'],
   MINIMESH_IDENTITY_CSR_INVALID: [grpc.status.INVALID_ARGUMENT, 'invalid_argument'],
   MINIMESH_IDENTITY_TOKEN_UNAUTHENTICATED: [grpc.status.UNAUTHENTICATED, 'unauthenticated'],

@@ -14,8 +14,18 @@ export interface RunningIdentity {
 }
 
 export function runBinary(args: string[], timeoutMs = 20_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return runBinaryEnv(args, {}, timeoutMs);
+}
+
+/** Like runBinary, with extra environment variables (an empty string unsets one). */
+export function runBinaryEnv(args: string[], env: Record<string, string>, timeoutMs = 20_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const merged: NodeJS.ProcessEnv = { ...process.env };
+  for (const [k, v] of Object.entries(env)) {
+    if (v === '') delete merged[k];
+    else merged[k] = v;
+  }
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BINARY, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [BINARY, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: merged });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += String(d)));
