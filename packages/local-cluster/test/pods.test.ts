@@ -1,10 +1,13 @@
 // Done-when 2: a bare Pod of an e2e fixture and a Service: the pod runs and gets Ready with an IP,
 // the real endpointslice controller lists it, and another pod's network namespace reaches it.
+import { execFileSync } from 'node:child_process';
+import { resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminClient, createNamespace, ensureCluster, execInPod, forwardToNode, type KubeObject } from '../src/index.js';
 import { eventually, uniqueName } from './helpers.js';
 
 const ns = uniqueName('lc-pods');
+const repoRoot = resolve(import.meta.dirname, '..', '..', '..');
 const admin = () => adminClient();
 
 function pod(name: string, spec: KubeObject, labels: Record<string, string> = {}): KubeObject {
@@ -125,7 +128,6 @@ describe('pods on the local cluster', () => {
     expect(done.status.phase).toBe('Succeeded');
     expect(done.status.initContainerStatuses[0].state.terminated).toMatchObject({ exitCode: 0, reason: 'Completed' });
     expect(done.status.containerStatuses[0].state.terminated).toMatchObject({ exitCode: 0, reason: 'Completed' });
-    const { execFileSync } = await import('node:child_process');
     const logs = execFileSync('bash', ['../../scripts/cluster.sh', 'logs', `${ns}/init`, '-c', 'main'], { encoding: 'utf8' });
     expect(logs).toContain('from-init');
     expect(logs).toContain(`hi ${ns}`);
@@ -133,6 +135,26 @@ describe('pods on the local cluster', () => {
     expect(logs).toContain('token-ok');
     expect(logs).toContain('tmpfs-ok');
     expect(logs).toContain('sa-ok');
+  });
+
+  it('lets a non-root pod use the API in-cluster (KUBERNETES_SERVICE_HOST, the service-account token and CA)', async () => {
+    const script = [
+      "const k8s = require('@kubernetes/client-node');",
+      'const kc = new k8s.KubeConfig(); kc.loadFromCluster();',
+      "kc.makeApiClient(k8s.AuthenticationV1Api).createSelfSubjectReview({ body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' } })",
+      "  .then((r) => console.log(kc.getCurrentCluster().server, r.status.userInfo.username), (e) => { console.log('ERR', e.message); process.exit(1); });",
+    ].join('\n');
+    await admin().request('POST', `/api/v1/namespaces/${ns}/pods`, pod('incluster', {
+      restartPolicy: 'Never',
+      containers: [{ name: 'c', image: 'busybox', workingDir: repoRoot, command: ['node', '-e', script], securityContext: { runAsUser: 2102 } }],
+    }));
+    const p = await eventually('pod incluster finished', async () => {
+      const x = await admin().request('GET', `/api/v1/namespaces/${ns}/pods/incluster`);
+      return ['Succeeded', 'Failed'].includes(x.status?.phase) ? x : undefined;
+    });
+    const logs = execFileSync('bash', ['../../scripts/cluster.sh', 'logs', `${ns}/incluster`], { encoding: 'utf8' });
+    expect(logs.trim()).toBe(`https://10.23.0.1:6443 system:serviceaccount:${ns}:default`);
+    expect(p.status.phase).toBe('Succeeded');
   });
 
   it('fails a pod whose image is not in the table, naming the image', async () => {
@@ -159,7 +181,6 @@ describe('pods on the local cluster', () => {
     const before = await runningPod('client');
     await admin().request('DELETE', `/api/v1/namespaces/${ns}/pods/client`, { apiVersion: 'v1', kind: 'DeleteOptions', gracePeriodSeconds: 2 });
     await eventually('pod client gone', async () => !(await admin().get(`/api/v1/namespaces/${ns}/pods/client`)), 20_000);
-    const { execFileSync } = await import('node:child_process');
     const { podNetnsName } = await import('../src/index.js');
     const netns = execFileSync('ip', ['netns', 'list'], { encoding: 'utf8' });
     expect(netns).not.toContain(podNetnsName(before.metadata.uid));

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import type { KubeClient, KubeObject } from '../kube-client.js';
 import { KubeApiError } from '../kube-client.js';
 import { podNetnsName } from '../forward.js';
-import { NODE_IP } from '../paths.js';
+import { NODE_IP, repoRoot } from '../paths.js';
 import { resolveImage } from '../images.js';
 import { killGroup, pidAlive } from '../procs.js';
 import { containerEnv, launchContainer } from './launch.js';
@@ -208,7 +208,7 @@ export class PodRunner {
     }
     // A minimesh program that is not built yet: say so, and retry (as an image pull would).
     const program = c.argv[0] === process.execPath ? c.argv[1] : undefined;
-    if (program && !existsSync(program)) {
+    if (program && program.startsWith(`${repoRoot}/`) && /\.m?js$/.test(program) && !existsSync(program)) {
       c.state = { waiting: { reason: 'CreateContainerError', message: `${program} does not exist: build it (npm run build)` } };
       this.syncStatus();
       await sleep(5000);
