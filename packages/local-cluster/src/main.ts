@@ -12,7 +12,7 @@ const USAGE = `usage: npm run cluster -- <command>
   down                                   stop everything and remove every process, network namespace, mount and file
   status                                 show the components and whether the API answers
   exec <namespace>/<pod> -- <command>    run a command inside the pod's network namespace
-  logs <namespace>/<pod> [-c <container>] print a container's output
+  logs <namespace>/<pod> [-c <container>] [-f]  print (or follow) a container's output
   kubectl <args...>                      kubectl with the admin kubeconfig
 State directory: MINIMESH_CLUSTER_DIR (default /tmp/minimesh-cluster).`;
 
@@ -84,6 +84,9 @@ async function main(argv: string[]): Promise<number> {
       if (!existsSync(file)) {
         err(`cluster: no logs for container ${container} of ${namespace}/${name}`);
         return 1;
+      }
+      if (rest.includes('-f') || rest.includes('--follow')) {
+        return spawnSync('tail', ['-n', '+1', '-f', file], { stdio: 'inherit' }).status ?? 0;
       }
       process.stdout.write(readFileSync(file));
       return 0;
