@@ -3,7 +3,6 @@
 // prints one JSON line per answer: { n, ok, pod, ms } or { n, error }.
 //   grpc-client.mjs <host:port> [--count N] [--interval-ms MS] [--forever]
 // As a pod's container it loops forever (--forever); exit 0 when every call succeeded otherwise.
-/* global process, setTimeout */
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';

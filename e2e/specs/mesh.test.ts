@@ -77,7 +77,7 @@ describe(`the mesh on the ${driver.name} cluster`, () => {
       expect(statuses.find((s) => s.name === 'minimesh-init')?.state).toHaveProperty('terminated.exitCode', 0);
       expect(statuses.find((s) => s.name === 'minimesh-proxy')?.ready).toBe(true);
     }
-  });
+  }, 30_000);
 
   it('writes the seed\'s nat chains in the server pod', async () => {
     const rules = await driver.natRules(m.appNs, server.metadata.name);
@@ -96,7 +96,7 @@ describe(`the mesh on the ${driver.name} cluster`, () => {
     expectRule('PROXY_INIT_OUTPUT', 'proxy-init/ignore-loopback', '-o lo', '-j RETURN');
     expectRule('PROXY_INIT_OUTPUT', 'proxy-init/ignore-port-443,6443', '--dports 443,6443', '-j RETURN');
     expectRule('PROXY_INIT_OUTPUT', 'proxy-init/redirect-all-outgoing-to-proxy-port', '-p tcp', '-j REDIRECT', '--to-ports 4140');
-  });
+  }, 60_000);
 
   it('carries HTTP and gRPC requests over mTLS with the client\'s identity', async () => {
     const clientId = identityOf('client', m.appNs, m.cpNs);
@@ -116,7 +116,7 @@ describe(`the mesh on the ${driver.name} cluster`, () => {
     // The client side names the server's identity.
     const out = await proxyMetrics(driver, m.appNs, client.metadata.name);
     expect(metricLines(out, 'request_total', { direction: 'outbound', tls: 'true', server_id: identityOf('server', m.appNs, m.cpNs) }).length).toBeGreaterThan(0);
-  });
+  }, 240_000);
 
   it('moves the client\'s traffic to new endpoints when the server scales up and down', async () => {
     const scale = async (n: number): Promise<Pod[]> => {
@@ -146,7 +146,7 @@ describe(`the mesh on the ${driver.name} cluster`, () => {
       return pods.size === 1 && pods.has(kept?.metadata.name ?? '');
     }, 1000);
     server = kept as Pod;
-  });
+  }, 600_000);
 
   it('shows every component at work in the audit log, and nothing refused by RBAC', async () => {
     const appPods = (await listPods(driver, m.appNs, 'app')).map((p) => p.metadata.name);
@@ -164,5 +164,5 @@ describe(`the mesh on the ${driver.name} cluster`, () => {
     const mutated = new Set(report.mutatedPods.map((p) => p.name));
     for (const name of appPods) expect(mutated).toContain(name);
     expect(report.denied).toEqual([]);
-  });
+  }, 120_000);
 });
