@@ -104,7 +104,8 @@ export function parseCsr(der: Buffer): ParsedCsr {
         const [type, value] = children(expectTag(atv, 0x30, 'AttributeTypeAndValue').value);
         if (type && value && decodeOid(expectTag(type, 0x06, 'attribute type').value) === OID.commonName) {
           if (commonName !== undefined) throw new DerError('subject has more than one CommonName');
-          commonName = value.value.toString(value.tag === 0x1e ? 'utf16le' : 'utf8');
+          // BMPString is big-endian UCS-2; everything else a CN may be is ASCII-compatible.
+          commonName = value.tag === 0x1e && value.value.length % 2 === 0 ? Buffer.from(value.value).swap16().toString('utf16le') : value.value.toString('utf8');
         }
       }
     }

@@ -69,6 +69,19 @@ describe('parseIssuer', () => {
     expect(() => parseIssuer({ certPem, keyPem, anchors, ...files })).toThrow(message);
   });
 
+  it('caps NotAfter at the trust anchor too, and refuses an issuer whose anchor has expired', async () => {
+    const shortRoot = await createRootCa({ name: 'short-root', notAfter: new Date(Date.now() + 3 * 3600_000) });
+    const under = await createIntermediateCa(shortRoot);
+    const got = parseIssuer({ certPem: under.certPem, keyPem: await privateKeyPem(under.keys), anchors: parseTrustAnchors(shortRoot.certPem, 'ca.crt'), ...files });
+    expect(got.notAfter.getTime()).toBe(shortRoot.cert.notAfter.getTime());
+    const oldRoot = await createRootCa({ name: 'old-root', notBefore: new Date(Date.now() - 7200_000), notAfter: new Date(Date.now() - 3600_000) });
+    const orphan = await createIntermediateCa(oldRoot);
+    const orphanKey = await privateKeyPem(orphan.keys);
+    expect(() => parseIssuer({ certPem: orphan.certPem, keyPem: orphanKey, anchors: parseTrustAnchors(oldRoot.certPem, 'ca.crt'), ...files })).toThrow(
+      /^\/issuer\/crt\.pem: a certificate between the issuer and the trust anchor \(or the anchor\) expired at /,
+    );
+  });
+
   it('refuses an unreadable key, naming the key file and not printing the key', () => {
     const bogus = '-----BEGIN EC PRIVATE KEY-----\nc2VjcmV0LWtleS1ieXRlcw==\n-----END EC PRIVATE KEY-----\n';
     try {

@@ -203,30 +203,29 @@ export function parseIssuer(opts: ParseIssuerOptions): Issuer {
   // Chain: issuer → (intermediates from the cert file) → one of the anchors.
   const rest = certs.slice(1);
   let current = certificate;
-  let chained = false;
-  for (let depth = 0; depth <= rest.length && !chained; depth++) {
-    const anchor = opts.anchors.find((a) => current.checkIssued(a) && current.verify(a.publicKey));
-    if (anchor) {
-      chained = true;
-      break;
-    }
+  let anchor: X509Certificate | undefined;
+  for (let depth = 0; depth <= rest.length && !anchor; depth++) {
+    anchor = opts.anchors.find((a) => current.checkIssued(a) && current.verify(a.publicKey));
+    if (anchor) break;
     const next = rest.find((c) => c !== current && current.checkIssued(c) && current.verify(c.publicKey));
     if (!next) break;
     current = next;
   }
-  if (!chained) {
+  if (!anchor) {
     throw invalid(certFile, `issuer "${describeSubject(certificate)}" does not chain to the trust anchors (${opts.anchors.map(describeSubject).join('; ')})`);
   }
 
   // Leaves carry the issuer and the intermediates, never a self-signed root.
   const chainCerts = certs.filter((c) => !(c.checkIssued(c) && c.verify(c.publicKey)) || c === certificate);
+  // No leaf outlives any certificate between it and the anchor, the anchor included.
   let notAfter = fields.notAfter;
-  for (const c of chainCerts.slice(1)) {
+  for (const c of [...chainCerts.slice(1), anchor]) {
     const na = readCertFields(c.raw).notAfter;
     if (na < notAfter) notAfter = na;
   }
   if (now < fields.notBefore) throw invalid(certFile, `issuer is not valid before ${fields.notBefore.toISOString()}`);
-  if (now > notAfter) throw invalid(certFile, `issuer expired at ${notAfter.toISOString()}`);
+  if (now > fields.notAfter) throw invalid(certFile, `issuer expired at ${fields.notAfter.toISOString()}`);
+  if (now > notAfter) throw invalid(certFile, `a certificate between the issuer and the trust anchor (or the anchor) expired at ${notAfter.toISOString()}`);
 
   return {
     certificate,
