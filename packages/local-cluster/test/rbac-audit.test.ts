@@ -2,7 +2,7 @@
 // ServiceAccount's watch on services with verb watch and the watch=true request URI.
 import { request } from 'node:https';
 import { readFileSync } from 'node:fs';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminClient, createKubeClient, createNamespace, createServiceAccountToken, ensureCluster, kubeconfigForServiceAccount, KubeApiError, readAuditEvents, type ClusterInfo } from '../src/index.js';
 import { eventually, uniqueName } from './helpers.js';
 
@@ -12,6 +12,10 @@ let info: ClusterInfo;
 beforeAll(async () => {
   info = await ensureCluster();
   await createNamespace(ns);
+});
+
+afterAll(async () => {
+  await adminClient().request('DELETE', `/api/v1/namespaces/${ns}`).catch(() => undefined);
 });
 
 async function status(fn: () => Promise<unknown>): Promise<number> {
