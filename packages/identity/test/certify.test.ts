@@ -15,7 +15,7 @@ import { protoPath as healthProtoPath } from 'grpc-health-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startBinary, type RunningIdentity } from './helpers/binary.js';
 import { makeSeedPki, makeSigned, type SeedPki } from './helpers/openssl-pki.js';
-import { createCsr, writeSecretVolume } from './helpers/pki.js';
+import { createCsr, createIntermediateCa, createRootCa, privateKeyPem, writeSecretVolume } from './helpers/pki.js';
 
 const AUDIENCE = 'identity.minimesh.io';
 const suffix = randomBytes(3).toString('hex');
@@ -29,6 +29,7 @@ let pki: SeedPki;
 let issuerDir: string;
 let server: RunningIdentity;
 let client: identity.IdentityClient;
+let kubeconfig: string;
 const tokens = { web: '', wrongAudience: '', db: '', identitySa: '' };
 
 function certify(req: Partial<identity.CertifyRequest>): Promise<identity.CertifyResponse> {
@@ -79,7 +80,7 @@ beforeAll(async () => {
     roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: roleName },
     subjects: [{ kind: 'ServiceAccount', name: 'minimesh-identity', namespace: ns }],
   });
-  const kubeconfig = await kubeconfigForServiceAccount({ namespace: ns, serviceAccount: 'minimesh-identity' });
+  kubeconfig = await kubeconfigForServiceAccount({ namespace: ns, serviceAccount: 'minimesh-identity' });
   tokens.identitySa = (JSON.parse(readFileSync(kubeconfig, 'utf8')) as { users: { user: { token: string } }[] }).users[0]?.user.token ?? '';
   tokens.web = await createServiceAccountToken({ namespace: ns, serviceAccount: 'web', audiences: [AUDIENCE] });
   tokens.wrongAudience = await createServiceAccountToken({ namespace: ns, serviceAccount: 'web', audiences: ['https://some-other-service.example'] });
@@ -261,5 +262,36 @@ describe('Certify against the real API server', () => {
       for (const line of body) expect(out).not.toContain(line);
     }
     expect(out).not.toContain('PRIVATE KEY');
+  });
+});
+
+describe('an issuer that expires while the server runs', () => {
+  it('answers Unavailable, and /ready turns 503', async () => {
+    const root = await createRootCa({ name: 'short-lived-root' });
+    const expiresAt = new Date(Math.ceil((Date.now() + 4000) / 1000) * 1000);
+    const ca = await createIntermediateCa(root, { notAfter: expiresAt });
+    const d = join(dir, 'short-lived');
+    await writeSecretVolume(d, { 'crt.pem': ca.certPem, 'key.pem': await privateKeyPem(ca.keys) });
+    writeFileSync(join(dir, 'short-root.crt'), root.certPem);
+    const s = await startBinary(['--issuer-dir', d, '--trust-anchors', join(dir, 'short-root.crt'), '--kubeconfig', kubeconfig]);
+    const c = new identity.IdentityClient(`127.0.0.1:${s.grpcPort}`, grpc.credentials.createInsecure());
+    try {
+      const { der } = await createCsr({ dns: [WEB] });
+      const ask = () =>
+        new Promise<grpc.ServiceError | null>((resolve) =>
+          c.certify({ identity: WEB, token: Buffer.from(tokens.web), certificateSigningRequest: der }, (err) => resolve(err)),
+        );
+      expect(await ask()).toBeNull();
+      await new Promise((r) => setTimeout(r, Math.max(0, expiresAt.getTime() - Date.now() + 1100)));
+      const err = await ask();
+      expect(err?.code).toBe(grpc.status.UNAVAILABLE);
+      expect(err?.details).toBe(`the issuer expired at ${expiresAt.toISOString()}`);
+      const ready = await fetch(`http://127.0.0.1:${s.adminPort}/ready`);
+      expect(ready.status).toBe(503);
+      expect(await ready.text()).toContain('the issuer has expired');
+    } finally {
+      c.close();
+      await s.stop();
+    }
   });
 });
