@@ -19,7 +19,8 @@ COPY . .
 # npm 11 blocks dependency install scripts; nothing here needs one (the addon is built explicitly below).
 RUN npm ci --no-audit --no-fund --loglevel=error
 RUN npx turbo run build --filter='./packages/*'
-RUN cd packages/proxy/native && node /src/node_modules/node-gyp/bin/node-gyp.js rebuild --loglevel=warn
+# The image ships Node headers in /usr/local/include/node: build against them, offline.
+RUN cd packages/proxy/native && node /src/node_modules/node-gyp/bin/node-gyp.js rebuild --nodedir=/usr/local --loglevel=warn
 RUN npm prune --omit=dev --no-audit --no-fund --loglevel=error \
  && rm -rf packages/*/src packages/*/test packages/proxy/native/build/Release/obj.target packages/local-cluster/go
 
@@ -38,7 +39,7 @@ RUN rm -rf /usr/local/lib/node_modules/npm /usr/local/bin/npm /usr/local/bin/npx
 # cap_net_raw, so uid 65534 can write rules when the pod grants NET_ADMIN/NET_RAW. (The chart and
 # the injector currently run the init container as root; both work.)
 FROM runtime AS proxy-init
-RUN apk add --no-cache iptables iptables-legacy ip6tables \
+RUN apk add --no-cache iptables iptables-legacy \
  && apk add --no-cache --virtual .caps libcap-utils \
  && for b in /usr/sbin/xtables-nft-multi /usr/sbin/xtables-legacy-multi /sbin/xtables-nft-multi /sbin/xtables-legacy-multi; do \
       [ -e "$b" ] && setcap cap_net_admin,cap_net_raw+eip "$(readlink -f "$b")" || true; done \
