@@ -390,7 +390,9 @@ export class EndpointIndex {
     const changed: ResolvedEndpoint[] = [];
     for (const endpoint of endpoints) {
       const key = addressKey(endpoint);
-      const fingerprint = JSON.stringify([endpoint.hostname, endpoint.zone, endpoint.nodeName, endpoint.pod, endpoint.workload, service?.opaquePorts]);
+      // What the translation depends on: a change here re-sends the endpoint (as an add).
+      const ew = endpoint.workload;
+      const fingerprint = JSON.stringify([endpoint.hostname, endpoint.zone, endpoint.nodeName, endpoint.pod, ew && [ew.name, ew.identity, ew.serverName], service?.opaquePorts]);
       next.set(key, { endpoint, fingerprint });
       if (pub.snapshot.get(key)?.fingerprint !== fingerprint) changed.push(endpoint);
     }

@@ -10,7 +10,7 @@ import { MANAGED_BY_LABEL, SERVICE_NAME_LABEL, toSliceRecord, type ExternalWorkl
 import type { DestinationMetrics } from '../metrics.js';
 
 /** Our managed-by value: the endpointslice controller of kube-controller-manager leaves such slices alone. */
-export const MIRROR_MANAGER = 'workload.minimesh.io/external-workloads-controller';
+export const MIRROR_MANAGER = 'external-workloads-controller.workload.minimesh.io';
 
 export interface SliceManifest {
   apiVersion: 'discovery.k8s.io/v1';
@@ -118,6 +118,7 @@ export class ExternalWorkloadMirror {
   private running: Promise<void> | undefined;
   private again = false;
   private active = false;
+  private failures = 0;
 
   constructor(private readonly opts: ExternalWorkloadMirrorOptions) {
     this.log = opts.logger.child({ component: 'external-workload-mirror' });
@@ -148,45 +149,65 @@ export class ExternalWorkloadMirror {
     }
     clearTimeout(this.timer);
     this.timer = setTimeout(() => {
+      let retryIn: number | undefined;
       this.running = this.reconcile()
-        .then(() => undefined)
+        .then(() => {
+          this.failures = 0;
+        })
         .catch((err: unknown) => {
-          this.log.warn({ err: (err as Error).message }, 'reconcile failed: retrying');
-          this.again = true;
+          // back off: retryMs, doubling per consecutive failure, at most 30 s
+          retryIn = Math.min((this.opts.retryMs ?? 1000) * 2 ** this.failures, 30_000);
+          this.failures++;
+          this.log.warn({ err: (err as Error).message, retryInMs: retryIn }, 'reconcile failed: retrying');
         })
         .finally(() => {
           this.running = undefined;
-          if (this.again) {
+          if (retryIn !== undefined || this.again) {
             this.again = false;
-            this.schedule(this.opts.retryMs ?? 1000);
+            this.schedule(retryIn ?? this.opts.debounceMs ?? 50);
           }
         });
     }, delay);
   }
 
-  /** Writes the slices that differ from the desired state. Returns how many writes it made. */
+  /**
+   * Writes the slices that differ from the desired state. One failed write does not hold up the
+   * others; if any failed, the error names them all and the caller retries later.
+   */
   async reconcile(): Promise<number> {
     const { index, api } = this.opts;
     const desired = toDesiredSlices(index.listServices(), index.listExternalWorkloads());
     const existing = new Map(index.listSlices().filter((s) => s.managedBy === MIRROR_MANAGER).map((s) => [`${s.namespace}/${s.name}`, s]));
     let writes = 0;
+    const failures: Error[] = [];
+    const attempt = async (fn: () => Promise<void>) => {
+      try {
+        await fn();
+        writes++;
+      } catch (err) {
+        failures.push(err as Error);
+      }
+    };
     for (const manifest of desired) {
       const key = `${manifest.metadata.namespace}/${manifest.metadata.name}`;
       const current = existing.get(key);
       existing.delete(key);
       if (current && comparable(current) === comparable(toSliceRecord(manifest))) continue;
       const base = `/apis/discovery.k8s.io/v1/namespaces/${manifest.metadata.namespace}/endpointslices`;
-      if (current) await this.write('update', 'PUT', `${base}/${manifest.metadata.name}`, manifest);
-      else await this.write('create', 'POST', base, manifest);
-      writes++;
+      if (current) await attempt(() => this.write('update', 'PUT', `${base}/${manifest.metadata.name}`, manifest));
+      else await attempt(() => this.write('create', 'POST', base, manifest));
     }
     // Slices nobody wants any more are emptied (the Service's deletion garbage-collects them).
     for (const stale of existing.values()) {
       if (stale.endpoints.length === 0) continue;
       const base = `/apis/discovery.k8s.io/v1/namespaces/${stale.namespace}/endpointslices`;
-      const get = await api.requestOk<Record<string, unknown>>('GET', `${base}/${stale.name}`);
-      await this.write('update', 'PUT', `${base}/${stale.name}`, { ...get, endpoints: [] });
-      writes++;
+      await attempt(async () => {
+        const got = await api.requestOk<Record<string, unknown>>('GET', `${base}/${stale.name}`);
+        await this.write('update', 'PUT', `${base}/${stale.name}`, { ...got, endpoints: [] });
+      });
+    }
+    if (failures.length > 0) {
+      throw new AggregateError(failures, `${failures.length} EndpointSlice write(s) failed: ${failures.map((f) => f.message).join('; ')}`);
     }
     return writes;
   }
