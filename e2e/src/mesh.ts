@@ -34,6 +34,7 @@ export async function eventually<T>(what: string, timeoutMs: number, check: () =
       const v = await check();
       if (v !== undefined && v !== false) return v;
     } catch (err) {
+      if ((err as Error).constructor.name === 'StuckError') throw err;
       last = err;
     }
     if (Date.now() > deadline) {
@@ -110,20 +111,47 @@ export async function listPods(driver: Driver, ns: string, selector: string): Pr
   return list.items;
 }
 
-/** Waits until the Deployment has `replicas` ready pods and no others; returns them. */
+/** Container states that will not fix themselves: waiting for them longer than a few seconds is pointless. */
+const STUCK_REASONS = new Set(['ErrImageNeverPull', 'CreateContainerError', 'InvalidImageName', 'CreateContainerConfigError']);
+
+/** "pod/container: reason: message" for every container that is waiting or crashed. */
+export function containerProblems(pods: readonly Pod[]): string[] {
+  const out: string[] = [];
+  for (const p of pods) {
+    const statuses = [...(p.status.initContainerStatuses ?? []), ...((p.status.containerStatuses ?? []) as ContainerStatus[])] as ContainerStatus[];
+    for (const st of statuses) {
+      const waiting = st.state?.waiting as { reason?: string; message?: string } | undefined;
+      const last = (st as { lastState?: { terminated?: { exitCode?: number; reason?: string } } }).lastState?.terminated;
+      if (waiting) out.push(`${p.metadata.name}/${st.name}: ${waiting.reason ?? 'waiting'}${waiting.message ? `: ${waiting.message}` : ''}${last ? ` (last exit ${last.exitCode})` : ''}`);
+    }
+  }
+  return out;
+}
+type ContainerStatus = { name: string; ready: boolean; state?: Record<string, unknown> };
+
+/** Waits until the Deployment has `replicas` ready pods and no others; returns them. Fails early on stuck containers. */
 export async function waitForReadyPods(driver: Driver, ns: string, app: string, replicas: number, timeoutMs: number, selectorKey = 'app'): Promise<Pod[]> {
+  let stuckSince = 0;
   return eventually(`${ns}/${app}: ${replicas} ready pod(s)`, timeoutMs, async () => {
     const pods = (await listPods(driver, ns, `${selectorKey}=${app}`)).filter((p) => p.status.phase !== 'Succeeded' && p.status.phase !== 'Failed');
     const ready = pods.filter(isReady);
-    return ready.length === replicas && pods.length === replicas ? ready : undefined;
+    if (ready.length === replicas && pods.length === replicas) return ready;
+    const stuck = containerProblems(pods).filter((line) => [...STUCK_REASONS].some((r) => line.includes(`: ${r}`)));
+    if (stuck.length === 0) stuckSince = 0;
+    else if (stuckSince === 0) stuckSince = Date.now();
+    else if (Date.now() - stuckSince > 20_000) throw new StuckError(`${ns}/${app}: containers cannot start:\n  ${stuck.join('\n  ')}`);
+    return undefined;
   }, 1000);
 }
 
-/** Explains why a component is not ready (for failure messages): pod phases and container states. */
+class StuckError extends Error {}
+
+/** Explains why a component is not ready (for failure messages): pods, container problems, recent events. */
 export async function describePods(driver: Driver, ns: string): Promise<string> {
   const r = await driver.kubectl(['get', 'pods', '-n', ns, '-o', 'wide']);
+  const pods = await kubectlJson<{ items: Pod[] }>(driver, ['get', 'pods', '-n', ns]).then((l) => l.items, () => []);
   const events = await driver.kubectl(['get', 'events', '-n', ns, '--sort-by=.lastTimestamp']);
-  return `${r.stdout}\n${events.stdout.split('\n').slice(-15).join('\n')}`;
+  return `${r.stdout}\n${containerProblems(pods).join('\n')}\n${events.stdout.split('\n').slice(-15).join('\n')}`;
 }
 
 /** The proxy's Prometheus text from its admin port, through the API server's pod proxy. */
