@@ -3,7 +3,6 @@
 // tests and benchmarks call it directly.
 import { Server, ServerCredentials } from '@grpc/grpc-js';
 import type { PortRange } from '@minimesh/config';
-import { destination } from '@minimesh/proto';
 import { createRegistry, parseListenAddr, startAdminServer, type AdminServer, type Logger } from '@minimesh/runtime';
 import type { Registry } from 'prom-client';
 import { EndpointIndex } from './index/endpoint-index.js';
@@ -12,7 +11,7 @@ import { createResourceInformers, type ResourceInformers } from './k8s/resource-
 import { ExternalWorkloadMirror } from './leader/external-workload-mirror.js';
 import { LeaseElector } from './leader/lease-elector.js';
 import { createDestinationMetrics, type DestinationMetrics } from './metrics.js';
-import { createDestinationHandlers } from './server/destination-server.js';
+import { createDestinationHandlers, destinationServiceDefinition } from './server/destination-server.js';
 
 export interface DestinationOptions {
   api: ApiClient;
@@ -86,7 +85,7 @@ export async function startDestination(opts: DestinationOptions): Promise<Destin
 
   const server = new Server({ 'grpc.keepalive_time_ms': 30_000, 'grpc.keepalive_permit_without_calls': 1 });
   server.addService(
-    destination.DestinationService,
+    destinationServiceDefinition,
     createDestinationHandlers({
       index,
       metrics,

@@ -10,5 +10,6 @@ export { ExternalWorkloadMirror, toDesiredSlices, MIRROR_MANAGER, type SliceMani
 export { parseAuthority, parseServiceAuthority, parseContextToken, type ParsedAuthority, type ContextToken } from './server/authority.js';
 export { toWeightedAddr, toAddUpdate, toRemoveUpdate, toNoEndpointsUpdate, ENDPOINT_WEIGHT, type TranslatorOptions } from './server/endpoint-translator.js';
 export { toProfile, serviceFqdn } from './server/profile-translator.js';
-export { createDestinationHandlers, toGrpcStatus } from './server/destination-server.js';
+export { createDestinationHandlers, destinationServiceDefinition, toGrpcStatus } from './server/destination-server.js';
+export { createDestinationMetrics, type DestinationMetrics } from './metrics.js';
 export { DestinationError, ApiRequestError, type DestinationErrorCode } from './errors.js';

@@ -18,6 +18,24 @@ export interface DestinationServerOptions {
   metrics: DestinationMetrics;
 }
 
+/**
+ * The Destination service definition, with serializers that pass pre-encoded messages through: one
+ * endpoint change is translated and encoded once, then written as the same bytes to every stream
+ * subscribed to that target.
+ */
+export const destinationServiceDefinition = {
+  get: {
+    ...destination.DestinationService.get,
+    responseSerialize: (v: destination.Update | Buffer): Buffer => (Buffer.isBuffer(v) ? v : destination.DestinationService.get.responseSerialize(v)),
+  },
+  getProfile: {
+    ...destination.DestinationService.getProfile,
+    responseSerialize: (v: destination.DestinationProfile | Buffer): Buffer => (Buffer.isBuffer(v) ? v : destination.DestinationService.getProfile.responseSerialize(v)),
+  },
+} as const;
+
+const encodeUpdate = (u: destination.Update): Buffer => Buffer.from(destination.Update.encode(u).finish());
+
 /** Domain errors → gRPC status. */
 export function toGrpcStatus(err: unknown): Partial<StatusObject> {
   if (err instanceof DestinationError) {
@@ -57,6 +75,13 @@ export function createDestinationHandlers(opts: DestinationServerOptions): desti
   const { index, translator, metrics } = opts;
   const log = opts.logger;
   const domain = translator.clusterDomain;
+  // The index hands the same arrays to every listener of a target: encode each once.
+  const encoded = new WeakMap<object, Buffer>();
+  const once = (key: object, make: () => destination.Update): Buffer => {
+    let bytes = encoded.get(key);
+    if (!bytes) encoded.set(key, (bytes = encodeUpdate(make())));
+    return bytes;
+  };
 
   return {
     get(call: ServerWritableStream<destination.GetDestination, destination.Update>): void {
@@ -82,7 +107,7 @@ export function createDestinationHandlers(opts: DestinationServerOptions): desti
       streamLog.debug('Get stream opened');
       metrics.openStreams.inc({ method: 'Get' });
       let unsubscribe = (): void => {};
-      const queue = new UpdateQueue<destination.Update>(call, opts.streamQueueCapacity, {
+      const queue = new UpdateQueue<Buffer>(call as unknown as ServerWritableStream<unknown, Buffer>, opts.streamQueueCapacity, {
         onSent: () => metrics.updatesSent.inc({ method: 'Get' }),
         onOverflow: () => {
           metrics.queueOverflows.inc({ service: serviceLabel });
@@ -104,9 +129,9 @@ export function createDestinationHandlers(opts: DestinationServerOptions): desti
         streamLog.debug('Get stream closed');
       });
       const listener: EndpointListener = {
-        add: (service, endpoints) => queue.push(toAddUpdate(service, endpoints, target.port, translator)),
-        remove: (addresses) => queue.push(toRemoveUpdate(addresses)),
-        noEndpoints: (exists) => queue.push(toNoEndpointsUpdate(exists)),
+        add: (service, endpoints) => queue.push(once(endpoints, () => toAddUpdate(service, endpoints, target.port, translator))),
+        remove: (addresses) => queue.push(once(addresses, () => toRemoveUpdate(addresses))),
+        noEndpoints: (exists) => queue.push(encodeUpdate(toNoEndpointsUpdate(exists))),
       };
       unsubscribe = index.subscribe(target, listener);
       if (queue.isClosed) unsubscribe();
