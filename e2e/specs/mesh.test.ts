@@ -19,7 +19,8 @@ const driver = selectDriver();
 const suffix = randomBytes(3).toString('hex');
 const m: MeshSetup = {
   driver,
-  cpNs: process.env.MINIMESH_E2E_NAMESPACE ?? `minimesh-e2e-${suffix}`,
+  // k3d: the install `npm run k3d -- up` made (helm upgrade keeps it); local: a namespace of our own.
+  cpNs: process.env.MINIMESH_E2E_NAMESPACE ?? (driver.name === 'k3d' ? 'minimesh' : `minimesh-e2e-${suffix}`),
   appNs: `mm-e2e-app-${suffix}`,
   release: 'minimesh',
   // On the shared local cluster other tests create pods too: the e2e webhook only sees its own namespace.
@@ -56,7 +57,7 @@ beforeAll(async () => {
 afterAll(async () => {
   if (process.env.MINIMESH_E2E_KEEP) return;
   await driver.kubectl(['delete', 'namespace', m.appNs, '--wait=false', '--ignore-not-found']).catch(() => undefined);
-  await uninstallChart(m).catch(() => undefined);
+  if (driver.name === 'local') await uninstallChart(m).catch(() => undefined);
   if (tmp) rmSync(tmp, { recursive: true, force: true });
 });
 
