@@ -16,7 +16,7 @@ import { createLogger, createRegistry } from '@minimesh/runtime';
 
 const STREAMS = Number(process.env.BENCH_STREAMS ?? 1000);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 20);
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 20);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 40);
 const PODS = Number(process.env.BENCH_PODS ?? 10_000);
 const WARMUP = 3;
 

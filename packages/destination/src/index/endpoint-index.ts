@@ -400,10 +400,10 @@ export class EndpointIndex {
     for (const [key, old] of pub.snapshot) if (!next.has(key)) gone.push({ ip: old.endpoint.ip, port: old.endpoint.port });
     pub.snapshot = next;
     if (!notify) return;
-    for (const l of pub.listeners) {
-      if (gone.length > 0) l.remove(gone);
-      if (changed.length > 0 && service) l.add(service, changed);
-    }
+    // Adds before removes (as Linkerd does): a client never sees a replaced endpoint set go empty in
+    // between, and every stream gets the new endpoint before any stream gets the removal.
+    if (changed.length > 0 && service) for (const l of pub.listeners) l.add(service, changed);
+    if (gone.length > 0) for (const l of pub.listeners) l.remove(gone);
   }
 }
 
