@@ -7,6 +7,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
+import * as tls from 'node:tls';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { identity } from '@minimesh/proto';
@@ -124,6 +125,33 @@ describe('Certify against the real API server', () => {
     expect(validUntil.getTime()).toBeGreaterThanOrEqual(t0 + 86_420_000 - 1000);
     expect(validUntil.getTime()).toBeLessThanOrEqual(Date.now() + 86_420_000);
     expect(new Date(leaf.validFrom).getTime()).toBeLessThanOrEqual(t0 - 19_000);
+  });
+
+  it('issues leaves two workloads can use for mutual TLS 1.3 with only ca.crt as trust', async () => {
+    const issue = async (sa: 'web' | 'db'): Promise<{ key: string; cert: string }> => {
+      const { der, keys } = await createCsr({ dns: [idFor(sa)] });
+      const res = await certify({ identity: idFor(sa), token: Buffer.from(tokens[sa]), certificateSigningRequest: der });
+      return { key: await privateKeyPem(keys, 'pkcs8'), cert: [res.leafCertificate, ...res.intermediateCertificates].map(pem).join('') };
+    };
+    const [web, db] = await Promise.all([issue('web'), issue('db')]);
+    const ca = readFileSync(pki.caCrt);
+    const srv = tls.createServer({ ...web, ca, requestCert: true, rejectUnauthorized: true, minVersion: 'TLSv1.3' }, (sock) => {
+      sock.end((sock.getPeerCertificate().subjectaltname ?? 'none') + '\n');
+    });
+    await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+    try {
+      const port = (srv.address() as { port: number }).port;
+      const seen = await new Promise<string>((resolve, reject) => {
+        const sock = tls.connect({ host: '127.0.0.1', port, servername: WEB, ...db, ca, checkServerIdentity: (host, cert) => tls.checkServerIdentity(host, cert) });
+        let text = '';
+        sock.on('data', (d) => (text += String(d)));
+        sock.on('end', () => resolve(text.trim()));
+        sock.on('error', reject);
+      });
+      expect(seen).toBe(`DNS:${idFor('db')}`);
+    } finally {
+      srv.close();
+    }
   });
 
   it('shows up in the audit log as a TokenReview created by the identity ServiceAccount, allowed by RBAC', () => {
