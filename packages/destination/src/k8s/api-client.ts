@@ -5,6 +5,9 @@ import { request as httpsRequest, type RequestOptions } from 'node:https';
 import { KubeConfig, Watch } from '@kubernetes/client-node';
 import { ApiRequestError, DestinationError } from '../errors.js';
 
+/** Shown in the API server's audit log next to the ServiceAccount. */
+export const USER_AGENT = 'minimesh-destination/0.1.0';
+
 export interface ApiResponse<T = unknown> {
   status: number;
   body: T;
@@ -48,7 +51,7 @@ export function createApiClient(kc: KubeConfig): ApiClient {
     const options: RequestOptions = { method, headers: {} };
     await kc.applyToHTTPSOptions(options);
     const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
-    options.headers = { ...(options.headers as Record<string, string>), accept: 'application/json', ...(payload ? { 'content-type': 'application/json', 'content-length': String(payload.length) } : {}) };
+    options.headers = { ...(options.headers as Record<string, string>), accept: 'application/json', 'user-agent': USER_AGENT, ...(payload ? { 'content-type': 'application/json', 'content-length': String(payload.length) } : {}) };
     const url = new URL(server + path);
     const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
     return await new Promise<ApiResponse<T>>((resolve, reject) => {

@@ -220,7 +220,20 @@ export class Informer<R> {
     return new Promise<WatchEnd>((resolve, reject) => {
       let outcome: 'expired' | Error | undefined;
       let controller: AbortController | undefined;
+      // A connection that dies silently never ends: if nothing (not even a bookmark) arrives for
+      // well past the server-side timeout, cut it and start again from the last version.
+      let watchdog: NodeJS.Timeout | undefined;
+      const arm = () => {
+        clearTimeout(watchdog);
+        watchdog = setTimeout(() => {
+          this.log.warn({ silentForSeconds: timeoutSeconds + 60 }, 'watch silent past its timeout: reconnecting');
+          controller?.abort();
+        }, (timeoutSeconds + 60) * 1000);
+        watchdog.unref();
+      };
+      arm();
       const settle = (err: unknown) => {
+        clearTimeout(watchdog);
         this.current = undefined;
         const aborted = this.abortRequested;
         this.abortRequested = false;
@@ -237,6 +250,7 @@ export class Informer<R> {
           this.opts.path,
           { allowWatchBookmarks: true, resourceVersion: this.resourceVersion, timeoutSeconds },
           (type: string, obj: unknown) => {
+            arm();
             if (outcome !== undefined) return;
             try {
               if (this.handle(type, obj) === 'expired') {
