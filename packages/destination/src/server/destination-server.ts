@@ -176,7 +176,14 @@ export function createDestinationHandlers(opts: DestinationServerOptions): desti
         queue.push(profile);
       };
       send();
-      if (!queue.isClosed) stopWatching = index.onChange(send);
+      // Recompute only on the kinds this answer depends on.
+      const relevant: ReadonlySet<string> =
+        target.kind === 'ip'
+          ? new Set(['service', 'pod', 'externalworkload'])
+          : target.hostname !== undefined
+            ? new Set(['service', 'endpointslice', 'pod', 'externalworkload'])
+            : new Set(['service']);
+      if (!queue.isClosed) stopWatching = index.onChange((kind) => relevant.has(kind) && send());
     },
   };
 }
