@@ -1,0 +1,82 @@
+// Power of two choices over peak-EWMA latency weighted by in-flight requests (tower's peak_ewma):
+// pick two endpoints at random, send to the one whose estimated cost (rtt × (pending + 1)) is lower.
+// The RTT estimate jumps up at once on a slow response (the "peak") and decays back with time.
+
+export interface PeakEwmaOptions {
+  /** Decay time constant in ms (Linkerd: 10 s). */
+  decayMs: number;
+  /** Estimate for an endpoint that has not answered yet, ms (Linkerd: 30 ms). */
+  defaultRttMs: number;
+  now?: () => number;
+}
+
+export const DEFAULT_PEAK_EWMA: PeakEwmaOptions = { decayMs: 10_000, defaultRttMs: 30 };
+
+/** Per-endpoint load estimate. */
+export class PeakEwma {
+  private rtt: number;
+  private stamp: number;
+  pending = 0;
+  private readonly now: () => number;
+
+  constructor(private readonly opts: PeakEwmaOptions) {
+    this.now = opts.now ?? (() => performance.now());
+    this.rtt = opts.defaultRttMs;
+    this.stamp = this.now();
+  }
+
+  /** The current RTT estimate, decayed toward nothing since the last observation. */
+  private decayed(at: number): number {
+    const elapsed = Math.max(0, at - this.stamp);
+    return this.rtt * Math.exp(-elapsed / this.opts.decayMs);
+  }
+
+  /** Cost used to compare endpoints. */
+  cost(): number {
+    const at = this.now();
+    return this.decayed(at) * (this.pending + 1);
+  }
+
+  /** Marks a request as started; call the returned function with nothing when it completes. */
+  start(): () => void {
+    const t0 = this.now();
+    this.pending++;
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      this.pending--;
+      this.observe(this.now() - t0);
+    };
+  }
+
+  observe(rttMs: number): void {
+    const at = this.now();
+    const est = this.decayed(at);
+    if (rttMs > est) {
+      this.rtt = rttMs; // peak: jump up at once
+    } else {
+      const elapsed = Math.max(0, at - this.stamp);
+      const w = Math.exp(-elapsed / this.opts.decayMs);
+      this.rtt = est * w + rttMs * (1 - w);
+    }
+    this.stamp = at;
+  }
+}
+
+export interface Balanced {
+  load: PeakEwma;
+}
+
+/** Picks an endpoint with P2C. `random` is injectable for tests. */
+export function pickP2c<T extends Balanced>(endpoints: readonly T[], random: () => number = Math.random): T | undefined {
+  const n = endpoints.length;
+  if (n === 0) return undefined;
+  if (n === 1) return endpoints[0];
+  const i = Math.floor(random() * n);
+  let j = Math.floor(random() * (n - 1));
+  if (j >= i) j++;
+  const a = endpoints[i] as T;
+  const b = endpoints[j] as T;
+  return a.load.cost() <= b.load.cost() ? a : b;
+}

@@ -1,0 +1,92 @@
+// The one module that turns proxy errors into wire responses: HTTP status + x-minimesh-proxy-error,
+// gRPC status (a trailers-only response), or a TCP reset.
+import type { Socket } from 'node:net';
+import { ProxyError, type ProxyErrorCode } from './errors.js';
+
+export const ERROR_HEADER = 'x-minimesh-proxy-error';
+
+export interface HttpErrorResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+const HTTP_STATUS: Record<ProxyErrorCode, number> = {
+  MINIMESH_PROXY_NO_ENDPOINTS: 503,
+  MINIMESH_PROXY_CONNECT_REFUSED: 502,
+  MINIMESH_PROXY_CONNECT_TIMEOUT: 504,
+  MINIMESH_PROXY_PEER_IDENTITY_MISMATCH: 502,
+  MINIMESH_PROXY_TLS_FAILED: 502,
+  MINIMESH_PROXY_UPSTREAM_FAILED: 502,
+  MINIMESH_PROXY_RESPONSE_TIMEOUT: 504,
+  MINIMESH_PROXY_LOOP: 502,
+  MINIMESH_PROXY_NO_ORIGINAL_DST: 502,
+  MINIMESH_PROXY_NOT_READY: 503,
+  MINIMESH_PROXY_IDENTITY_FAILED: 503,
+};
+
+/** gRPC status codes: UNAVAILABLE 14, DEADLINE_EXCEEDED 4, UNAUTHENTICATED 16, INTERNAL 13. */
+const GRPC_STATUS: Record<ProxyErrorCode, number> = {
+  MINIMESH_PROXY_NO_ENDPOINTS: 14,
+  MINIMESH_PROXY_CONNECT_REFUSED: 14,
+  MINIMESH_PROXY_CONNECT_TIMEOUT: 4,
+  MINIMESH_PROXY_PEER_IDENTITY_MISMATCH: 16,
+  MINIMESH_PROXY_TLS_FAILED: 14,
+  MINIMESH_PROXY_UPSTREAM_FAILED: 14,
+  MINIMESH_PROXY_RESPONSE_TIMEOUT: 4,
+  MINIMESH_PROXY_LOOP: 13,
+  MINIMESH_PROXY_NO_ORIGINAL_DST: 13,
+  MINIMESH_PROXY_NOT_READY: 14,
+  MINIMESH_PROXY_IDENTITY_FAILED: 14,
+};
+
+function asProxyError(err: unknown): ProxyError {
+  return err instanceof ProxyError ? err : new ProxyError('MINIMESH_PROXY_UPSTREAM_FAILED', (err as Error)?.message ?? String(err), { cause: err });
+}
+
+/** The short, header-safe reason, e.g. "MINIMESH_PROXY_CONNECT_REFUSED: endpoint 10.0.0.1:80: connection refused". */
+function reason(e: ProxyError): string {
+  return `${e.code}: ${e.message}`.replace(/[^\x20-\x7e]/g, '?').slice(0, 512);
+}
+
+export function toHttpErrorResponse(err: unknown): HttpErrorResponse {
+  const e = asProxyError(err);
+  return {
+    status: HTTP_STATUS[e.code],
+    headers: { [ERROR_HEADER]: reason(e), 'content-type': 'text/plain', connection: 'close' },
+    body: `${reason(e)}\n`,
+  };
+}
+
+/** Headers of a gRPC trailers-only response (HTTP 200 with grpc-status in the only HEADERS frame). */
+export function toGrpcErrorHeaders(err: unknown): Record<string, string | number> {
+  const e = asProxyError(err);
+  return {
+    ':status': 200,
+    'content-type': 'application/grpc',
+    'grpc-status': GRPC_STATUS[e.code],
+    'grpc-message': encodeURIComponent(reason(e)),
+    [ERROR_HEADER]: reason(e),
+  };
+}
+
+/** Headers of an HTTP/2 error response for non-gRPC streams. */
+export function toH2ErrorHeaders(err: unknown): Record<string, string | number> {
+  const r = toHttpErrorResponse(err);
+  return { ':status': r.status, [ERROR_HEADER]: r.headers[ERROR_HEADER] as string, 'content-type': 'text/plain' };
+}
+
+export function isGrpc(contentType: string | string[] | undefined): boolean {
+  const v = Array.isArray(contentType) ? contentType[0] : contentType;
+  return typeof v === 'string' && v.startsWith('application/grpc');
+}
+
+/** Raw TCP has no error message: reset the connection (RST) so the client sees the failure at once. */
+export function resetSocket(socket: Socket): void {
+  if (typeof socket.resetAndDestroy === 'function' && !socket.destroyed) socket.resetAndDestroy();
+  else socket.destroy();
+}
+
+export function errorCode(err: unknown): string {
+  return err instanceof ProxyError ? err.code : 'MINIMESH_PROXY_UPSTREAM_FAILED';
+}

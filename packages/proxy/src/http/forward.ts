@@ -1,0 +1,207 @@
+// Moving one HTTP exchange from a downstream (HTTP/1 req/res or an HTTP/2 stream) to an upstream
+// (an HTTP/1 keep-alive pool or a multiplexed HTTP/2 session), in the four combinations the proxy needs.
+// Errors before the response head go to hooks.onError (the caller answers in the caller's protocol);
+// errors after it abort the downstream.
+import { request as h1request, type Agent, type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
+import { constants as h2c, type ClientHttp2Session, type IncomingHttpHeaders as H2Headers, type ServerHttp2Stream } from 'node:http2';
+import { cleanTrailers, h1ToH2Request, h1ToH2Response, h2ToH1Request, h2ToH1Response, h2ToH2Request, h2ToH2Response } from './headers.js';
+
+export interface ExchangeHooks {
+  /** The response head is known (before any body byte is sent downstream). */
+  onResponse(status: number, grpcStatus: number | undefined): void;
+  /** The exchange finished (failed = a stream error after the head). */
+  onEnd(failed: boolean): void;
+  /** Failure before the response head: the caller writes the error response. */
+  onError(err: Error): void;
+}
+
+function grpcStatusOf(h: H2Headers | undefined): number | undefined {
+  const v = h?.['grpc-status'];
+  return v === undefined ? undefined : Number(v);
+}
+
+const NO_BODY = new Set(['GET', 'HEAD', 'DELETE', 'OPTIONS']);
+
+/** HTTP/1 downstream → HTTP/2 upstream session (outbound, between meshed proxies). */
+export function h1ToH2(req: IncomingMessage, res: ServerResponse, session: ClientHttp2Session, authority: string, extra: Record<string, string>, hooks: ExchangeHooks, explain: (err: Error) => Error): void {
+  const headers = h1ToH2Request(req.method ?? 'GET', req.url ?? '/', req.headers, authority, extra);
+  const hasBody = !(NO_BODY.has(req.method ?? 'GET') && req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined);
+  let up;
+  try {
+    up = session.request(headers, { endStream: !hasBody });
+  } catch (err) {
+    hooks.onError(explain(err as Error));
+    return;
+  }
+  let headSent = false;
+  let finished = false;
+  up.on('response', (h) => {
+    const { status, headers: rh } = h2ToH1Response(h);
+    headSent = true;
+    hooks.onResponse(status, grpcStatusOf(h));
+    res.writeHead(status, rh);
+    up.pipe(res);
+  });
+  up.on('end', () => {
+    if (!finished) {
+      finished = true;
+      hooks.onEnd(false);
+    }
+  });
+  up.on('error', (err) => {
+    if (finished) return;
+    finished = true;
+    if (!headSent) hooks.onError(explain(err));
+    else {
+      hooks.onEnd(true);
+      res.destroy(err);
+    }
+  });
+  if (hasBody) req.pipe(up);
+  res.on('close', () => {
+    if (!res.writableFinished && !up.destroyed) up.close(h2c.NGHTTP2_CANCEL);
+  });
+}
+
+/** HTTP/1 downstream → HTTP/1 upstream (keep-alive pool). */
+export function h1ToH1(req: IncomingMessage, res: ServerResponse, target: { host: string; port: number; agent: Agent; headers?: OutgoingHttpHeaders; timeoutMs?: number }, hooks: ExchangeHooks, explain: (err: Error) => Error): void {
+  const headers: OutgoingHttpHeaders = { ...req.headers, ...target.headers };
+  delete headers.connection;
+  delete headers['keep-alive'];
+  delete headers['proxy-connection'];
+  let headSent = false;
+  let finished = false;
+  const up = h1request({ host: target.host, port: target.port, method: req.method, path: req.url, headers, agent: target.agent, timeout: target.timeoutMs }, (ur) => {
+    headSent = true;
+    const status = ur.statusCode ?? 502;
+    hooks.onResponse(status, undefined);
+    const rh = { ...ur.headers };
+    delete rh.connection;
+    delete rh['keep-alive'];
+    res.writeHead(status, rh);
+    ur.pipe(res);
+    ur.on('end', () => {
+      if (!finished) {
+        finished = true;
+        hooks.onEnd(false);
+      }
+    });
+    ur.on('error', (err) => {
+      if (finished) return;
+      finished = true;
+      hooks.onEnd(true);
+      res.destroy(err);
+    });
+  });
+  up.on('error', (err) => {
+    if (finished) return;
+    finished = true;
+    if (!headSent) hooks.onError(explain(err));
+    else {
+      hooks.onEnd(true);
+      res.destroy(err);
+    }
+  });
+  req.pipe(up);
+  res.on('close', () => {
+    if (!res.writableFinished) up.destroy();
+  });
+}
+
+/** HTTP/2 downstream stream → HTTP/2 upstream session (gRPC, h2), trailers intact. */
+export function h2ToH2(stream: ServerHttp2Stream, headers: H2Headers, session: ClientHttp2Session, extra: Record<string, string>, hooks: ExchangeHooks, explain: (err: Error) => Error): void {
+  const out = h2ToH2Request(headers, extra);
+  let up;
+  try {
+    up = session.request(out, { endStream: stream.endAfterHeaders });
+  } catch (err) {
+    hooks.onError(explain(err as Error));
+    return;
+  }
+  let headSent = false;
+  let finished = false;
+  let trailers: H2Headers | undefined;
+  up.on('response', (h, flags) => {
+    headSent = true;
+    const grpc = grpcStatusOf(h);
+    if (stream.destroyed) return;
+    if ((flags ?? 0) & h2c.NGHTTP2_FLAG_END_STREAM) {
+      hooks.onResponse(Number(h[':status'] ?? 200), grpc);
+      stream.respond(h2ToH2Response(h), { endStream: true });
+      finished = true;
+      hooks.onEnd(false);
+      return;
+    }
+    stream.respond(h2ToH2Response(h), { waitForTrailers: true });
+    hooks.onResponse(Number(h[':status'] ?? 200), grpc);
+    up.pipe(stream);
+  });
+  up.on('trailers', (t) => {
+    trailers = t;
+  });
+  stream.on('wantTrailers', () => {
+    if (trailers) stream.sendTrailers(cleanTrailers(trailers));
+    else stream.close();
+  });
+  up.on('end', () => {
+    if (finished) return;
+    finished = true;
+    hooks.onEnd(false);
+  });
+  up.on('error', (err) => {
+    if (finished) return;
+    finished = true;
+    if (!headSent) hooks.onError(explain(err));
+    else {
+      hooks.onEnd(true);
+      stream.close(h2c.NGHTTP2_INTERNAL_ERROR);
+    }
+  });
+  if (!stream.endAfterHeaders) stream.pipe(up);
+  stream.on('close', () => {
+    if (!up.destroyed && !up.closed && stream.rstCode !== undefined && stream.rstCode !== h2c.NGHTTP2_NO_ERROR) up.close(h2c.NGHTTP2_CANCEL);
+  });
+}
+
+/** HTTP/2 downstream stream carrying an upgraded HTTP/1 request → HTTP/1 upstream (inbound, to the app). */
+export function h2ToH1(stream: ServerHttp2Stream, headers: H2Headers, target: { host: string; port: number; agent: Agent; extra?: Record<string, string> }, hooks: ExchangeHooks, explain: (err: Error) => Error): void {
+  const out = h2ToH1Request(headers, target.extra);
+  let headSent = false;
+  let finished = false;
+  const up = h1request({ host: target.host, port: target.port, method: String(headers[':method'] ?? 'GET'), path: String(headers[':path'] ?? '/'), headers: out, agent: target.agent }, (ur) => {
+    headSent = true;
+    const status = ur.statusCode ?? 502;
+    hooks.onResponse(status, undefined);
+    if (stream.destroyed) {
+      ur.resume();
+      return;
+    }
+    stream.respond(h1ToH2Response(status, ur.headers));
+    ur.pipe(stream);
+    ur.on('end', () => {
+      if (!finished) {
+        finished = true;
+        hooks.onEnd(false);
+      }
+    });
+    ur.on('error', () => {
+      if (finished) return;
+      finished = true;
+      hooks.onEnd(true);
+      stream.close(h2c.NGHTTP2_INTERNAL_ERROR);
+    });
+  });
+  up.on('error', (err) => {
+    if (finished) return;
+    finished = true;
+    if (!headSent) hooks.onError(explain(err));
+    else {
+      hooks.onEnd(true);
+      stream.close(h2c.NGHTTP2_INTERNAL_ERROR);
+    }
+  });
+  stream.pipe(up);
+  stream.on('close', () => {
+    if (!finished) up.destroy();
+  });
+}

@@ -1,0 +1,54 @@
+// One multiplexed HTTP/2 session per upstream (endpoint or local app port), reused by every request and
+// replaced when it closes or fails.
+import { connect as h2connect, type ClientHttp2Session } from 'node:http2';
+import type { Duplex } from 'node:stream';
+
+interface Entry {
+  session: ClientHttp2Session;
+  error: Error | undefined;
+}
+
+export class H2Pool {
+  private readonly sessions = new Map<string, Entry>();
+  private readonly errors = new WeakMap<ClientHttp2Session, Error>();
+
+  /** The live session for `key`, made with `connect` when there is none. */
+  get(key: string, connect: () => Duplex): ClientHttp2Session {
+    const e = this.sessions.get(key);
+    if (e && !e.session.closed && !e.session.destroyed && e.error === undefined) return e.session;
+    const session = h2connect(`http://${key}`, { createConnection: () => connect(), peerMaxConcurrentStreams: 10_000 });
+    const entry: Entry = { session, error: undefined };
+    this.sessions.set(key, entry);
+    const drop = () => {
+      if (this.sessions.get(key) === entry) this.sessions.delete(key);
+    };
+    session.on('error', (err) => {
+      entry.error = err;
+      this.errors.set(session, err);
+      drop();
+    });
+    session.on('goaway', drop);
+    session.on('close', drop);
+    session.setMaxListeners(0);
+    return session;
+  }
+
+  /** The error that broke the session, if any (to explain a failed stream). */
+  lastError(session: ClientHttp2Session): Error | undefined {
+    return this.errors.get(session);
+  }
+
+  get size(): number {
+    return this.sessions.size;
+  }
+
+  close(): void {
+    for (const e of this.sessions.values()) e.session.close();
+    this.sessions.clear();
+  }
+
+  destroy(): void {
+    for (const e of this.sessions.values()) e.session.destroy();
+    this.sessions.clear();
+  }
+}

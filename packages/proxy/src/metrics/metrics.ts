@@ -1,0 +1,147 @@
+// Prometheus metrics with Linkerd's names and labels (REFERENCE-linkerd.md §7).
+// Label sets are built once per connection/route and the labelled children cached, so the per-request
+// cost is a few increments, not label hashing.
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+
+export type Direction = 'inbound' | 'outbound';
+/** "true" = mTLS; "no_identity" = plaintext; "opaque" = TLS passed through untouched. */
+export type TlsLabel = 'true' | 'no_identity' | 'opaque';
+
+/** The destination metric_labels we re-emit, prefixed dst_ (others are dropped: labels are fixed). */
+export const DST_LABELS = ['namespace', 'service', 'pod', 'serviceaccount', 'deployment', 'replicaset', 'statefulset', 'daemonset', 'job', 'zone'] as const;
+const DST_LABEL_NAMES = DST_LABELS.map((l) => `dst_${l}`);
+
+const BASE = ['direction', 'authority', 'target_addr', 'tls', 'client_id', 'server_id', 'no_tls_reason', 'sni', ...DST_LABEL_NAMES] as const;
+const TCP = ['direction', 'peer', 'target_addr', 'tls', 'client_id', 'server_id', 'no_tls_reason', 'sni', ...DST_LABEL_NAMES] as const;
+
+/** Linkerd's response_latency_ms buckets: 1–5, 10–50, 100–500, 1000–5000, 10000–50000 ms. */
+export const LATENCY_BUCKETS = [1, 2, 3, 4, 5, 10, 20, 30, 40, 50, 100, 200, 300, 400, 500, 1000, 2000, 3000, 4000, 5000, 10000, 20000, 30000, 40000, 50000];
+
+export type Labels = Record<string, string>;
+
+export interface TrafficLabels {
+  direction: Direction;
+  targetAddr: string;
+  tls: TlsLabel;
+  /** Inbound: the client's identity when mTLS. */
+  clientId?: string | undefined;
+  /** Outbound: the server's identity when mTLS. */
+  serverId?: string | undefined;
+  noTlsReason?: string | undefined;
+  sni?: string | undefined;
+  authority?: string | undefined;
+  /** Endpoint metric_labels from destination (namespace, pod, ...). */
+  dst?: Record<string, string> | undefined;
+}
+
+export function toLabels(t: TrafficLabels): Labels {
+  const l: Labels = {
+    direction: t.direction,
+    authority: t.authority ?? '',
+    target_addr: t.targetAddr,
+    tls: t.tls,
+    client_id: t.clientId ?? '',
+    server_id: t.serverId ?? '',
+    no_tls_reason: t.tls === 'no_identity' ? (t.noTlsReason ?? 'not_provided_by_remote') : '',
+    sni: t.sni ?? '',
+  };
+  for (const k of DST_LABELS) l[`dst_${k}`] = t.dst?.[k] ?? '';
+  return l;
+}
+
+export interface RequestRecorder {
+  /** Call when the response head is known; returns the function to call when the response ends. */
+  response(status: number, grpcStatus?: number): (failed?: boolean) => void;
+}
+
+export interface ConnRecorder {
+  read(n: number): void;
+  write(n: number): void;
+  close(errored: boolean): void;
+}
+
+export class ProxyMetrics {
+  readonly requestTotal: Counter;
+  readonly responseTotal: Counter;
+  readonly responseLatency: Histogram;
+  readonly tcpOpenTotal: Counter;
+  readonly tcpOpenConnections: Gauge;
+  readonly tcpReadBytes: Counter;
+  readonly tcpWriteBytes: Counter;
+  readonly tcpCloseTotal: Counter;
+  readonly errorsTotal: Counter;
+  readonly certExpiration: Gauge;
+  readonly certRefreshTimestamp: Gauge;
+  readonly certRefreshes: Counter;
+
+  constructor(readonly registry: Registry) {
+    const r = [registry];
+    this.requestTotal = new Counter({ name: 'request_total', help: 'Total count of HTTP requests.', labelNames: [...BASE], registers: r });
+    this.responseTotal = new Counter({ name: 'response_total', help: 'Total count of HTTP responses.', labelNames: [...BASE, 'status_code', 'grpc_status', 'classification', 'error'], registers: r });
+    this.responseLatency = new Histogram({ name: 'response_latency_ms', help: 'Elapsed times between a request\'s headers being received and its response stream completing.', labelNames: [...BASE, 'status_code'], buckets: LATENCY_BUCKETS, registers: r });
+    this.tcpOpenTotal = new Counter({ name: 'tcp_open_total', help: 'Total count of opened connections.', labelNames: [...TCP], registers: r });
+    this.tcpOpenConnections = new Gauge({ name: 'tcp_open_connections', help: 'Number of currently-open connections.', labelNames: [...TCP], registers: r });
+    this.tcpReadBytes = new Counter({ name: 'tcp_read_bytes_total', help: 'Total count of bytes read from peers.', labelNames: [...TCP], registers: r });
+    this.tcpWriteBytes = new Counter({ name: 'tcp_write_bytes_total', help: 'Total count of bytes written to peers.', labelNames: [...TCP], registers: r });
+    this.tcpCloseTotal = new Counter({ name: 'tcp_close_total', help: 'Total count of closed connections.', labelNames: [...TCP, 'errno'], registers: r });
+    this.errorsTotal = new Counter({ name: 'proxy_errors_total', help: 'Errors the proxy answered for, by direction and code.', labelNames: ['direction', 'error'], registers: r });
+    this.certExpiration = new Gauge({ name: 'control_identity_cert_expiration_timestamp_seconds', help: 'Time when this proxy\'s current certificate expires (seconds since the epoch).', registers: r });
+    this.certRefreshTimestamp = new Gauge({ name: 'control_identity_cert_refresh_timestamp_seconds', help: 'Time of the last certificate refresh (seconds since the epoch).', registers: r });
+    this.certRefreshes = new Counter({ name: 'control_identity_cert_refreshes_total', help: 'Certificate refreshes by result.', labelNames: ['result'], registers: r });
+  }
+
+  error(direction: Direction, code: string): void {
+    this.errorsTotal.inc({ direction, error: code });
+  }
+
+  /** Counts one request; the returned recorder finishes the response metrics. */
+  request(labels: Labels): RequestRecorder {
+    this.requestTotal.inc(labels);
+    const t0 = performance.now();
+    return {
+      response: (status, grpcStatus) => (failed) => {
+        const ms = performance.now() - t0;
+        const failure = failed === true || status >= 500 || (grpcStatus !== undefined && grpcStatus !== 0);
+        this.responseTotal.inc({ ...labels, status_code: String(status), grpc_status: grpcStatus === undefined ? '' : String(grpcStatus), classification: failure ? 'failure' : 'success', error: failed === true ? 'stream' : '' });
+        this.responseLatency.observe({ ...labels, status_code: String(status) }, ms);
+      },
+    };
+  }
+
+  /** Counts one connection from its open to its close. */
+  connection(labels: Labels): ConnRecorder {
+    const c = { ...labels };
+    delete c.authority;
+    c.peer ??= 'src';
+    this.tcpOpenTotal.inc(c);
+    this.tcpOpenConnections.inc(c);
+    let closed = false;
+    return {
+      read: (n) => {
+        if (n > 0) this.tcpReadBytes.inc(c, n);
+      },
+      write: (n) => {
+        if (n > 0) this.tcpWriteBytes.inc(c, n);
+      },
+      close: (errored) => {
+        if (closed) return;
+        closed = true;
+        this.tcpOpenConnections.dec(c);
+        this.tcpCloseTotal.inc({ ...c, errno: errored ? 'error' : '' });
+      },
+    };
+  }
+}
+
+/** Attaches byte and close accounting to a socket (bytesRead/bytesWritten are read once, at close). */
+export function trackSocket(socket: { bytesRead: number; bytesWritten: number; once(ev: 'close', l: (hadError: boolean) => void): unknown }, rec: ConnRecorder): void {
+  socket.once('close', (hadError: boolean) => {
+    try {
+      rec.read(socket.bytesRead);
+      rec.write(socket.bytesWritten);
+    } catch {
+      // An HTTP/2 session's socket proxy may already be unbound; the counts are then lost, not the close.
+    }
+    rec.close(hadError);
+  });
+}

@@ -1,0 +1,91 @@
+// Assembles a running proxy from its configuration: credentials, identity, discovery, both stacks,
+// admin. main.ts only parses the environment and calls this; tests and benchmarks call it in-process.
+import type { Server } from 'node:net';
+import { createRegistry, type Logger } from '@minimesh/runtime';
+import { destination } from '@minimesh/proto';
+import type { ProxyConfig } from './config.js';
+import { ReadyLatch, startProxyAdmin } from './admin/admin.js';
+import { controlChannel } from './control/client.js';
+import { DestinationResolver } from './destination/resolver.js';
+import { CertifyClient } from './identity/certify-client.js';
+import { createInboundStack } from './inbound/stack.js';
+import { ProxyMetrics } from './metrics/metrics.js';
+import { createOutboundStack } from './outbound/stack.js';
+import type { OriginalDstFn } from './outbound/accept.js';
+import { TlsCredentials } from './tls/credentials.js';
+
+export interface RunningProxy {
+  ports: { inbound: number; outbound: number; admin: number };
+  metrics: ProxyMetrics;
+  creds: TlsCredentials;
+  latch: ReadyLatch;
+  resolver: DestinationResolver;
+  /** Resolves once the first certificate is in hand. */
+  ready: Promise<void>;
+  /** Graceful: stop accepting, let in-flight exchanges finish (up to the grace period), close. */
+  shutdown(graceMs?: number): Promise<void>;
+}
+
+function listen(server: Server, host: string, port: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen({ host, port, backlog: 1024 }, () => resolve((server.address() as { port: number }).port));
+  });
+}
+
+export async function startProxy(config: ProxyConfig, logger: Logger, opts: { onShutdownRequest?: () => void; env?: Record<string, string | undefined>; originalDst?: { inbound?: OriginalDstFn; outbound?: OriginalDstFn } } = {}): Promise<RunningProxy> {
+  const registry = createRegistry();
+  const metrics = new ProxyMetrics(registry);
+  const creds = new TlsCredentials(config.localIdentity, config.trustAnchorsPem);
+  const latch = new ReadyLatch();
+
+  let dstClient: destination.DestinationClient | undefined;
+  let dstClientHasCert = false;
+  const client = () => {
+    const haveCert = creds.certificate !== undefined;
+    if (!dstClient || (haveCert && !dstClientHasCert)) {
+      dstClient?.close();
+      const ch = controlChannel(config.destination, creds);
+      dstClient = new destination.DestinationClient(ch.target, ch.credentials, ch.options);
+      dstClientHasCert = haveCert;
+    }
+    return dstClient;
+  };
+  const resolver = new DestinationResolver({ client, contextToken: config.destinationContext, idleMs: config.outboundDiscoveryIdleMs, firstUpdateTimeoutMs: Math.max(500, config.outboundConnectTimeoutMs), logger: logger.child({ component: 'destination' }) });
+
+  const identity = new CertifyClient({ addr: config.identity, localIdentity: config.localIdentity, tokenFile: config.tokenFile, tls: creds, metrics, logger: logger.child({ component: 'identity' }) });
+  const ready = identity.start().then(() => latch.release());
+
+  const outbound = createOutboundStack({ config, resolver, creds, metrics, logger, originalDst: opts.originalDst?.outbound });
+  const inboundPort = config.inboundAddr.port;
+  const outboundPort = config.outboundAddr.port;
+  const inbound = createInboundStack({ config, creds, metrics, logger, proxyPorts: [inboundPort, outboundPort, config.controlAddr.port].filter((p) => p > 0), originalDst: opts.originalDst?.inbound });
+  const boundOut = await listen(outbound.server, config.outboundAddr.host, config.outboundAddr.port);
+  const boundIn = await listen(inbound.server, config.inboundAddr.host, config.inboundAddr.port);
+  let shuttingDown: Promise<void> | undefined;
+  const admin = await startProxyAdmin({
+    addr: config.adminAddr,
+    logger,
+    registry,
+    latch,
+    shutdownEnabled: config.shutdownEndpointEnabled,
+    onShutdown: () => (opts.onShutdownRequest ? opts.onShutdownRequest() : void shutdown()),
+    env: opts.env ?? {},
+  });
+  logger.info({ inbound: `${config.inboundAddr.host}:${boundIn}`, outbound: `${config.outboundAddr.host}:${boundOut}`, admin: config.adminAddr, identity: config.localIdentity }, 'proxy listening');
+
+  function shutdown(graceMs = config.shutdownGracePeriodMs): Promise<void> {
+    shuttingDown ??= (async () => {
+      logger.info({ graceMs }, 'draining');
+      await Promise.all([outbound.drain(graceMs), inbound.drain(graceMs)]);
+      identity.stop();
+      resolver.close();
+      dstClient?.close();
+      await admin.close();
+      logger.info('proxy stopped');
+    })();
+    return shuttingDown;
+  }
+
+  return { ports: { inbound: boundIn, outbound: boundOut, admin: admin.port }, metrics, creds, latch, resolver, ready, shutdown };
+}
