@@ -99,6 +99,8 @@ async function main(argv: string[]): Promise<number> {
   probe.stop();
   watcher.close();
   await Promise.all([grpcServer.close(), admin.close()]);
+  // Idle keep-alive sockets to the API server must not hold the exit up.
+  setTimeout(() => process.exit(0), 200).unref();
   return 0;
 }
 

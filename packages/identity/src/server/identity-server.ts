@@ -65,7 +65,7 @@ function createCertifyHandler(opts: IdentityServerOptions): grpc.handleUnaryCall
     opts.certifier.certify({ identity: req.identity, token: req.token, csr: req.certificateSigningRequest }).then(
       (out) => {
         done('ok');
-        log.debug({ identity: req.identity, serial: out.serial.toString('hex'), validUntil: out.validUntil.toISOString() }, 'certified');
+        if (log.isLevelEnabled('debug')) log.debug({ identity: req.identity, serial: out.serial.toString('hex'), validUntil: out.validUntil.toISOString() }, 'certified');
         callback(null, { leafCertificate: out.leaf, intermediateCertificates: out.chain, validUntil: out.validUntil });
       },
       (err: unknown) => {
