@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // minimesh-identity: wiring only. Flags → logger → trust anchors + issuer → TokenReview client → gRPC + admin servers.
 import { ConfigError, parseDuration, parseLogFormat, parseLogLevel } from '@minimesh/config';
-import { createLogger, createRegistry, parseFlags, runMain, startAdminServer, UsageError } from '@minimesh/runtime';
+import { createLogger, createRegistry, ListenAddrError, parseFlags, parseListenAddr, runMain, startAdminServer, UsageError } from '@minimesh/runtime';
 import { isIssuerScheme, readTrustAnchors, ISSUER_SCHEMES, type Issuer } from './ca/issuer.js';
 import { createCertifier } from './certifier.js';
 import { createIssuerWatcher } from './issuer-watcher.js';
@@ -32,7 +32,7 @@ function usage<T>(fn: () => T): T {
   try {
     return fn();
   } catch (err) {
-    if (err instanceof ConfigError) throw new UsageError(`${err.message} (see ${NAME} --help)`, { cause: err });
+    if (err instanceof ConfigError || err instanceof ListenAddrError) throw new UsageError(`${err.message} (see ${NAME} --help)`, { cause: err });
     throw err;
   }
 }
@@ -46,6 +46,8 @@ async function main(argv: string[]): Promise<number> {
   const f = parsed.values;
   const scheme = f['issuer-scheme'];
   if (!isIssuerScheme(scheme)) throw new UsageError(`--issuer-scheme: "${scheme}" is not valid: expected ${Object.keys(ISSUER_SCHEMES).join(' or ')}`);
+  usage(() => parseListenAddr('--addr', f.addr));
+  usage(() => parseListenAddr('--admin-addr', f['admin-addr']));
   const lifetime = usage(() => parseDuration('--issuance-lifetime', f['issuance-lifetime']));
   const clockSkew = usage(() => parseDuration('--clock-skew-allowance', f['clock-skew-allowance']));
   const level = usage(() => parseLogLevel('--log-level', f['log-level']));

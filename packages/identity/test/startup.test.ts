@@ -68,6 +68,7 @@ describe('minimesh-identity start-up', () => {
   it.each([
     [['--issuer-scheme', 'linkerd.io/tls'], 'minimesh-identity: --issuer-scheme: "linkerd.io/tls" is not valid: expected minimesh.io/tls or kubernetes.io/tls'],
     [['--issuance-lifetime', 'forever'], 'minimesh-identity: --issuance-lifetime: "forever" is not valid: expected a duration such as 20s, 24h or 1h30m (units ms, s, m, h) (see minimesh-identity --help)'],
+    [['--addr', 'everywhere'], 'minimesh-identity: --addr: "everywhere" is not valid: expected host:port such as 0.0.0.0:8080, 127.0.0.1:4140 or [::]:4143 (see minimesh-identity --help)'],
     [['--log-level', 'loud'], /^minimesh-identity: --log-level: "loud" is not valid/],
     [['--no-such-flag'], /^minimesh-identity: .*Unknown option '--no-such-flag'/],
   ])('exits 2 with one line on bad flags: %j', async (args, message) => {
