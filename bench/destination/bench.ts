@@ -1,14 +1,16 @@
 // destination benchmark (npm run bench -w @minimesh/destination).
 //
 // 1. Fan-out: 1,000 concurrent Get streams (real gRPC over loopback, 20 client connections) on one
-//    Service; one endpoint change applied to the index; time until each stream has the update.
+//    Service (the clients in a worker thread); one endpoint change applied to the index; time until
+//    each stream has the update.
 //    Reported as p50/p99/max over all streams and rounds, next to a baseline measured in the same
 //    run: a bare gRPC server that writes one pre-built Update to the same 1,000 streams.
 // 2. Index memory per 1,000 pods: realistic Pod and EndpointSlice objects are transformed into the
 //    index's records and applied; the retained heap is measured with --expose-gc, next to the heap the
 //    same objects take when kept whole (what an informer without transforms would hold).
 import { performance } from 'node:perf_hooks';
-import { credentials, Server, ServerCredentials, type ServerWritableStream } from '@grpc/grpc-js';
+import { Worker } from 'node:worker_threads';
+import { Server, ServerCredentials, type ServerWritableStream } from '@grpc/grpc-js';
 import { parsePortRanges } from '@minimesh/config';
 import { createDestinationHandlers, createDestinationMetrics, destinationServiceDefinition, EndpointIndex, toPodRecord, toServiceRecord, toSliceRecord } from '@minimesh/destination';
 import { destination } from '@minimesh/proto';
@@ -126,61 +128,39 @@ interface FanOutResult {
   perRoundMax: number[];
 }
 
-async function openStreams(port: number, path: string, onMessage: (stream: number, u: destination.Update) => void): Promise<Array<{ cancel(): void }>> {
-  const clients = Array.from(
-    { length: CONNECTIONS },
-    (_, i) => new destination.DestinationClient(`127.0.0.1:${port}`, credentials.createInsecure(), { 'grpc.use_local_subchannel_pool': 1, 'bench.connection': i } as never),
-  );
-  const calls: Array<{ cancel(): void }> = [];
-  let first = 0;
-  await new Promise<void>((resolve, reject) => {
-    for (let i = 0; i < STREAMS; i++) {
-      const client = clients[i % CONNECTIONS] as destination.DestinationClient;
-      const call = client.get({ scheme: '', path, contextToken: '' });
-      let seen = false;
-      call.on('data', (u: destination.Update) => {
-        if (!seen) {
-          seen = true;
-          if (++first === STREAMS) resolve();
-          return;
-        }
-        onMessage(i, u);
-      });
-      call.on('error', (e: { code?: number }) => {
-        if (e.code !== 1) reject(e as Error);
-      });
-      calls.push(call);
-    }
-  });
-  return [...calls, ...clients.map((c) => ({ cancel: () => c.close() }))];
-}
+const now = () => performance.timeOrigin + performance.now();
 
 async function measure(port: number, path: string, change: (round: number) => void): Promise<FanOutResult> {
   const latencies: number[] = [];
   const perRoundMax: number[] = [];
-  let t0 = 0;
-  let received = 0;
-  let roundDone: (() => void) | undefined;
-  // the update that matters is the add of the new endpoint (destination sends the remove of the old one first)
-  const handles = await openStreams(port, path, (_stream, u) => {
-    if (u.update?.$case !== 'add') return;
-    const dt = performance.now() - t0;
-    latencies.push(dt);
-    if (++received === STREAMS) roundDone?.();
+  const worker = new Worker(new URL('./clients.mjs', import.meta.url), { workerData: { port, path, streams: STREAMS, connections: CONNECTIONS } });
+  const messages: Array<{ ready?: boolean; times?: number[] }> = [];
+  let wake: (() => void) | undefined;
+  worker.on('message', (m: { ready?: boolean; times?: number[] }) => {
+    messages.push(m);
+    wake?.();
   });
+  worker.on('error', (e) => {
+    throw e;
+  });
+  const nextMessage = async () => {
+    while (messages.length === 0) await new Promise<void>((r) => (wake = r));
+    return messages.shift() as { ready?: boolean; times?: number[] };
+  };
+  await nextMessage(); // ready
   // WARMUP unrecorded rounds first (JIT, connection windows), then ROUNDS measured ones
   for (let round = -WARMUP; round < ROUNDS; round++) {
-    received = 0;
-    const done = new Promise<void>((resolve) => (roundDone = resolve));
-    const mark = latencies.length;
-    t0 = performance.now();
+    const t0 = now();
     change(round + WARMUP);
-    await done;
-    if (round < 0) latencies.length = mark;
-    else perRoundMax.push(performance.now() - t0);
+    const { times = [] } = await nextMessage();
+    if (round >= 0) {
+      for (const t of times) latencies.push(t - t0);
+      perRoundMax.push(Math.max(...times) - t0);
+    }
     await new Promise((r) => setTimeout(r, 20));
   }
-  for (const h of handles) h.cancel();
+  worker.postMessage({ stop: true });
+  await new Promise((r) => worker.once('exit', r));
   return { latencies: latencies.sort((a, b) => a - b), perRoundMax: perRoundMax.sort((a, b) => a - b) };
 }
 
