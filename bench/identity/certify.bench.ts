@@ -7,7 +7,7 @@
 // The server runs in a child process (one Node event loop = one core); its CPU time per certificate gives
 // the one-core capacity, independent of the client sharing the machine.
 import { fork, type ChildProcess } from 'node:child_process';
-import { createPublicKey, generateKeyPairSync, sign } from 'node:crypto';
+import { createPublicKey, generateKeyPairSync, sign, webcrypto } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import { identity } from '@minimesh/proto';
@@ -60,7 +60,7 @@ async function child(): Promise<void> {
   process.on('message', (m) => {
     if (m === 'cpu') {
       void metrics.certifyDuration.get().then((h) => {
-        const buckets = h.values.filter((v) => v.metricName === 'identity_certify_duration_seconds_bucket' && v.labels.result === 'ok').map((v) => [Number(v.labels.le), v.value]);
+        const buckets = h.values.filter((v) => v.metricName === 'identity_certify_duration_seconds_bucket' && v.labels.result === 'ok').map((v) => [Number((v.labels as Record<string, string | number>).le), v.value]);
         process.send?.({ cpu: process.cpuUsage(), buckets });
       });
     }
@@ -240,12 +240,11 @@ async function main(): Promise<void> {
 }
 
 /** The same work done with @peculiar/x509's generic generator (WebCrypto), for the docs' comparison. */
-let peculiarKey: CryptoKey | undefined;
+let peculiarKey: webcrypto.CryptoKey | undefined;
 async function peculiarLeaf(issuer: Issuer, der: Buffer): Promise<void> {
-  const { webcrypto } = await import('node:crypto');
   if (!peculiarKey) {
     const pkcs8 = issuer.privateKey.export({ type: 'pkcs8', format: 'der' });
-    peculiarKey = (await webcrypto.subtle.importKey('pkcs8', pkcs8, { name: 'ECDSA', namedCurve: 'P-256' }, false, ['sign'])) as unknown as CryptoKey;
+    peculiarKey = await webcrypto.subtle.importKey('pkcs8', pkcs8, { name: 'ECDSA', namedCurve: 'P-256' }, false, ['sign']);
   }
   const req = new x509.Pkcs10CertificateRequest(der);
   if (!(await req.verify())) throw new Error('CSR signature');
@@ -253,8 +252,8 @@ async function peculiarLeaf(issuer: Issuer, der: Buffer): Promise<void> {
     subject: `CN=${ID(0)}`,
     issuer: issuer.certificate.subject,
     publicKey: req.publicKey,
-    signingKey: peculiarKey,
-    signingAlgorithm: { name: 'ECDSA', hash: 'SHA-256' } as Algorithm,
+    signingKey: peculiarKey as never,
+    signingAlgorithm: { name: 'ECDSA', hash: 'SHA-256' } as never,
     notBefore: new Date(Date.now() - 20_000),
     notAfter: new Date(Date.now() + 86_420_000),
     extensions: [
