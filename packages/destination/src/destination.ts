@@ -58,7 +58,7 @@ export async function startDestination(opts: DestinationOptions): Promise<Destin
   const log = opts.logger;
   const registry = opts.registry ?? createRegistry();
   const metrics = createDestinationMetrics(registry);
-  const index = new EndpointIndex();
+  const index = new EndpointIndex({ onListenerError: (err) => log.error({ err }, 'a stream listener failed on an index change') });
   const informers = createResourceInformers({
     api: opts.api,
     index,

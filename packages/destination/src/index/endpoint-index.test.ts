@@ -118,3 +118,18 @@ describe('EndpointIndex scenarios (fixtures/*.yaml)', () => {
     expect(index.listenerCount()).toBe(0);
   });
 });
+
+describe('EndpointIndex fan-out', () => {
+  it('a listener that throws does not keep the change from the others, and is reported', () => {
+    const errors: unknown[] = [];
+    const index = new EndpointIndex({ onListenerError: (e) => errors.push(e) });
+    index.apply('service', toServiceRecord({ metadata: { name: 'web', namespace: 'shop' }, spec: { ports: [{ port: 80, targetPort: 8080 }] } }));
+    const seen: string[] = [];
+    const target = { namespace: 'shop', service: 'web', port: 80 };
+    index.subscribe(target, { add: () => { throw new Error('boom'); }, remove: () => undefined, noEndpoints: () => undefined });
+    index.subscribe(target, { add: (_s, eps) => seen.push(...eps.map((e) => `${e.ip}:${e.port}`)), remove: () => undefined, noEndpoints: () => undefined });
+    index.apply('endpointslice', toSliceRecord({ metadata: { name: 'a', namespace: 'shop', labels: { 'kubernetes.io/service-name': 'web' } }, ports: [{ name: '', port: 8080 }], endpoints: [{ addresses: ['10.0.0.1'] }] }));
+    expect(seen).toEqual(['10.0.0.1:8080']);
+    expect(errors).toHaveLength(1);
+  });
+});

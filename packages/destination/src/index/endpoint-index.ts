@@ -1,6 +1,7 @@
 // The destination index: pure, synchronous state built from Services, EndpointSlices, Pods and
 // ExternalWorkloads, with apply/delete/reset per kind and fan-out to listeners per
 // (service, port, hostname). No I/O and no timers: informers feed it, the server subscribes to it.
+import { isIP } from 'node:net';
 import {
   objectKey,
   type ExternalWorkloadRecord,
@@ -73,7 +74,14 @@ function refKey(kind: string, namespace: string, name: string): string {
   return `${kind}/${namespace}/${name}`;
 }
 
+export interface EndpointIndexOptions {
+  /** A listener threw: the others still get the change. Default: ignore. */
+  onListenerError?: (err: unknown) => void;
+}
+
 export class EndpointIndex {
+  constructor(private readonly options: EndpointIndexOptions = {}) {}
+
   private readonly services = new Map<string, ServiceRecord>();
   private readonly servicesByClusterIp = new Map<string, string>();
   private readonly slices = new Map<string, SliceRecord>();
@@ -359,7 +367,8 @@ export class EndpointIndex {
     if (!ep.ready || ep.terminating) return undefined;
     if (hostname !== undefined && ep.hostname !== hostname) return undefined;
     const ip = ep.addresses[0];
-    if (ip === undefined) return undefined;
+    // FQDN slices (and anything else that is not an address) cannot be dialed by IP
+    if (ip === undefined || isIP(ip) === 0) return undefined;
     const out: ResolvedEndpoint = { ip, port };
     if (ep.hostname !== undefined) out.hostname = ep.hostname;
     if (ep.zone !== undefined) out.zone = ep.zone;
@@ -381,7 +390,7 @@ export class EndpointIndex {
     for (const serviceKey of dirtyServices) {
       for (const pub of this.publishersByService.get(serviceKey) ?? []) this.refresh(pub, true);
     }
-    for (const fn of this.changeListeners) fn(kind);
+    for (const fn of this.changeListeners) this.call(() => fn(kind));
   }
 
   private refresh(pub: Publisher, notify = false): void {
@@ -402,8 +411,16 @@ export class EndpointIndex {
     if (!notify) return;
     // Adds before removes (as Linkerd does): a client never sees a replaced endpoint set go empty in
     // between, and every stream gets the new endpoint before any stream gets the removal.
-    if (changed.length > 0 && service) for (const l of pub.listeners) l.add(service, changed);
-    if (gone.length > 0) for (const l of pub.listeners) l.remove(gone);
+    if (changed.length > 0 && service) for (const l of pub.listeners) this.call(() => l.add(service, changed));
+    if (gone.length > 0) for (const l of pub.listeners) this.call(() => l.remove(gone));
+  }
+
+  private call(fn: () => void): void {
+    try {
+      fn();
+    } catch (err) {
+      this.options.onListenerError?.(err);
+    }
   }
 }
 
