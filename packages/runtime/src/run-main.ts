@@ -6,7 +6,9 @@ export async function runMain(name: string, main: (argv: string[]) => Promise<vo
     if (typeof code === 'number') process.exitCode = code;
   } catch (err) {
     const e = err as Error & { exitCode?: number; code?: string };
-    process.stderr.write(`${name}: ${e.message}\n`);
+    // Some errors (UsageError from parseFlags) already start with the program name: say it once.
+    const line = e.message.startsWith(`${name}: `) ? e.message : `${name}: ${e.message}`;
+    process.stderr.write(`${line}\n`);
     if (process.env.MINIMESH_DEBUG && e.stack) process.stderr.write(`${e.stack}\n`);
     process.exitCode = typeof e.exitCode === 'number' ? e.exitCode : 1;
   }

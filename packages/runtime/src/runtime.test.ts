@@ -64,3 +64,26 @@ describe('admin server', () => {
     await admin.close();
   });
 });
+
+describe('runMain', () => {
+  it('prints the program name once, even when the error already carries it', async () => {
+    const { runMain } = await import('./run-main.js');
+    const writes: string[] = [];
+    const orig = process.stderr.write.bind(process.stderr);
+    process.stderr.write = ((chunk: string) => (writes.push(String(chunk)), true)) as typeof process.stderr.write;
+    try {
+      await runMain('prog', async () => {
+        parseFlags({ name: 'prog', summary: 's' }, {}, ['--nope']);
+      });
+      await runMain('prog', async () => {
+        throw new Error('config file missing');
+      });
+    } finally {
+      process.stderr.write = orig;
+      process.exitCode = 0;
+    }
+    expect(writes[0]).toMatch(/^prog: Unknown option '--nope'/);
+    expect(writes[0]).not.toContain('prog: prog:');
+    expect(writes[1]).toBe('prog: config file missing\n');
+  });
+});
