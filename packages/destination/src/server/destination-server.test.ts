@@ -68,6 +68,7 @@ describe('Destination gRPC handlers', () => {
   it('the first message arrives at once and a change follows as a diff', async () => {
     const call = client.get({ scheme: '', path: 'web.shop.svc.cluster.local', contextToken: '{"ns":"shop"}' });
     const got: destination.Update[] = [];
+    call.on('error', () => undefined); // CANCELLED when the test cancels
     call.on('data', (u: destination.Update) => got.push(u));
     await new Promise((r) => call.once('data', r));
     index.apply('endpointslice', slice(1));
@@ -103,6 +104,7 @@ describe('Destination gRPC handlers', () => {
 
   it('GetProfile answers by ClusterIP with the Service name', async () => {
     const call = client.getProfile({ scheme: '', path: '10.96.0.10:80', contextToken: '' });
+    call.on('error', () => undefined); // CANCELLED when the test cancels
     const p = await new Promise<destination.DestinationProfile>((r) => call.once('data', r));
     expect(p.fullyQualifiedName).toBe('web.shop.svc.cluster.local');
     call.cancel();
