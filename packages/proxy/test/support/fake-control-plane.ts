@@ -123,6 +123,16 @@ export async function startFakeControlPlane(pki: TestPki, opts: { bind?: string 
     identity: id,
     addr: bind.startsWith('unix:') ? bind : `127.0.0.1:${port}`,
     server,
-    close: () => new Promise((resolve) => server.tryShutdown(() => resolve())),
+    close: () =>
+      new Promise((resolve) => {
+        const t = setTimeout(() => {
+          server.forceShutdown();
+          resolve();
+        }, 500);
+        server.tryShutdown(() => {
+          clearTimeout(t);
+          resolve();
+        });
+      }),
   };
 }

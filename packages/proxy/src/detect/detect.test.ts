@@ -1,0 +1,28 @@
+import { describe, expect, it } from 'vitest';
+import { detectProtocol } from './detect.js';
+
+describe('detectProtocol', () => {
+  it.each([
+    ['PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'h2'],
+    ['PRI * HTTP/2.0', 'h2'],
+    ['PRI * HTT', 'more'],
+    ['GET / HTTP/1.1\r\nHost: x\r\n\r\n', 'http1'],
+    ['POST /api/v1?x=1 HTTP/1.0\r\n', 'http1'],
+    ['OPTIONS * HTTP/1.1\r\n', 'http1'],
+    ['GET / HTTP/1.1', 'more'],
+    ['GET /', 'more'],
+    ['G', 'more'],
+    ['', 'more'],
+    ['\x16\x03\x01\x02\x00\x01', 'opaque'],
+    ['SSH-2.0-OpenSSH_9.0\r\n', 'opaque'],
+    ['EHLO mail.example.com\r\n', 'opaque'],
+    ['GET / SPDY/3\r\n', 'opaque'],
+    ['\x00\x00\x00\x08\x04\xd2\x16\x2f', 'opaque'],
+  ])('%j → %s', (input, expected) => {
+    expect(detectProtocol(Buffer.from(input, 'latin1'))).toBe(expected);
+  });
+
+  it('gives up (opaque) on a 1 KiB line without a request line end', () => {
+    expect(detectProtocol(Buffer.from('GET /' + 'a'.repeat(2000)))).toBe('opaque');
+  });
+});
