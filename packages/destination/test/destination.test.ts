@@ -13,7 +13,7 @@ import { fromTcpAddress, type destination } from '@minimesh/proto';
 import { createLogger } from '@minimesh/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { createApiClient, loadKubeConfig, MIRROR_MANAGER, startDestination, type Destination, type DestinationOptions } from '../src/index.js';
+import { createApiClient, EndpointIndex, Informer, keyOfObject, loadKubeConfig, MIRROR_MANAGER, RESOURCE_PATHS, startDestination, toSliceRecord, type Destination, type DestinationOptions, type SliceRecord } from '../src/index.js';
 import { createOrIgnore, deleteIgnoringMissing, describeUpdate, destinationRbac, dstClient, sleep, StreamReader, until } from './helpers.js';
 
 const suffix = randomBytes(3).toString('hex');
@@ -279,6 +279,44 @@ describe('destination on the local cluster', () => {
     expect(metrics).toMatch(/resource="endpointslices",reason="aborted"/);
     expect(metrics).toMatch(/resource="endpointslices",reason="expired"/);
     s.cancel();
+  });
+
+  it('a relist after a gap resets the index from the new list: what was deleted meanwhile is gone', async () => {
+    await admin.request('POST', `/api/v1/namespaces/${ns}/services`, service('gap', { ports: [{ port: 80, targetPort: 8080 }] }));
+    await putSlice(slice('gap-a', 'gap', [{ name: '', port: 8080 }], [{ addresses: ['10.23.204.1'] }]));
+    await putSlice(slice('gap-b', 'gap', [{ name: '', port: 8080 }], [{ addresses: ['10.23.204.2'] }]));
+    const index = new EndpointIndex();
+    index.apply('service', { namespace: ns, name: 'gap', uid: '', type: 'ClusterIP', clusterIPs: [], ports: [{ name: '', port: 80, protocol: 'TCP', targetPort: 8080 }] });
+    const events: string[] = [];
+    index.subscribe({ namespace: ns, service: 'gap', port: 80 }, {
+      add: (_s, eps) => events.push(...eps.map((e) => `add ${e.ip}`)),
+      remove: (a) => events.push(...a.map((e) => `remove ${e.ip}`)),
+      noEndpoints: () => undefined,
+    });
+    const informerFor = () =>
+      new Informer<SliceRecord>({
+        api: createApiClient(loadKubeConfig(kubeconfig)),
+        resource: 'endpointslices',
+        path: RESOURCE_PATHS.endpointslice,
+        transform: toSliceRecord,
+        keyOf: keyOfObject,
+        handler: { apply: (r) => index.apply('endpointslice', r), delete: (k) => index.delete('endpointslice', k), reset: (rs) => index.reset('endpointslice', rs) },
+        logger,
+      });
+    const first = informerFor();
+    first.start();
+    await first.waitForSync();
+    await first.stop(); // the gap: nobody watches
+    expect(events.sort()).toEqual(['add 10.23.204.1', 'add 10.23.204.2']);
+    events.length = 0;
+    await admin.request('DELETE', `/apis/discovery.k8s.io/v1/namespaces/${ns}/endpointslices/gap-a`);
+    await putSlice(slice('gap-c', 'gap', [{ name: '', port: 8080 }], [{ addresses: ['10.23.204.3'] }]));
+    const second = informerFor();
+    second.start();
+    await second.waitForSync();
+    await second.stop();
+    expect(events).toEqual(['add 10.23.204.3', 'remove 10.23.204.1']);
+    expect(index.resolve({ namespace: ns, service: 'gap', port: 80 }).endpoints.map((e) => e.ip).sort()).toEqual(['10.23.204.2', '10.23.204.3']);
   });
 
   it('cancelled streams release their subscriptions', async () => {
