@@ -12,7 +12,8 @@ import { performance } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
 import { Server, ServerCredentials, type ServerWritableStream } from '@grpc/grpc-js';
 import { parsePortRanges } from '@minimesh/config';
-import { createDestinationHandlers, createDestinationMetrics, destinationServiceDefinition, EndpointIndex, toPodRecord, toServiceRecord, toSliceRecord } from '@minimesh/destination';
+import { Watch } from '@kubernetes/client-node';
+import { createApiClient, createDestinationHandlers, createDestinationMetrics, destinationServiceDefinition, loadKubeConfig, startDestination, EndpointIndex, toPodRecord, toServiceRecord, toSliceRecord } from '@minimesh/destination';
 import { destination } from '@minimesh/proto';
 import { createLogger, createRegistry } from '@minimesh/runtime';
 
@@ -126,13 +127,16 @@ function memoryBench(): { recordsPerPod: number; rawPerPod: number } {
 interface FanOutResult {
   latencies: number[];
   perRoundMax: number[];
+  /** When each measured round's change started. */
+  t0s: number[];
 }
 
 const now = () => performance.timeOrigin + performance.now();
 
-async function measure(port: number, path: string, change: (round: number) => void): Promise<FanOutResult> {
+async function measure(port: number, path: string, change: (round: number) => void | Promise<void>, rounds = ROUNDS): Promise<FanOutResult> {
   const latencies: number[] = [];
   const perRoundMax: number[] = [];
+  const t0s: number[] = [];
   const worker = new Worker(new URL('./clients.mjs', import.meta.url), { workerData: { port, path, streams: STREAMS, connections: CONNECTIONS } });
   const messages: Array<{ ready?: boolean; times?: number[] }> = [];
   let wake: (() => void) | undefined;
@@ -149,11 +153,12 @@ async function measure(port: number, path: string, change: (round: number) => vo
   };
   await nextMessage(); // ready
   // WARMUP unrecorded rounds first (JIT, connection windows), then ROUNDS measured ones
-  for (let round = -WARMUP; round < ROUNDS; round++) {
+  for (let round = -WARMUP; round < rounds; round++) {
     const t0 = now();
-    change(round + WARMUP);
+    await change(round + WARMUP);
     const { times = [] } = await nextMessage();
     if (round >= 0) {
+      t0s.push(t0);
       for (const t of times) latencies.push(t - t0);
       perRoundMax.push(Math.max(...times) - t0);
     }
@@ -161,7 +166,7 @@ async function measure(port: number, path: string, change: (round: number) => vo
   }
   worker.postMessage({ stop: true });
   await new Promise((r) => worker.once('exit', r));
-  return { latencies: latencies.sort((a, b) => a - b), perRoundMax: perRoundMax.sort((a, b) => a - b) };
+  return { latencies: latencies.sort((a, b) => a - b), perRoundMax: perRoundMax.sort((a, b) => a - b), t0s };
 }
 
 async function listen(server: Server): Promise<number> {
@@ -227,6 +232,68 @@ async function destinationFanOut(): Promise<FanOutResult> {
   return result;
 }
 
+/**
+ * BENCH_CLUSTER=1: the same 1,000 streams, but each change is a PUT of the EndpointSlice to the local
+ * cluster's API server and reaches destination through its watch. Baseline: a bare watch on the same
+ * slices, started from the same clock, i.e. what the API server alone takes to deliver the change.
+ */
+async function clusterFanOut(): Promise<{ dst: FanOutResult; watch: number[] }> {
+  const lc = await import('@minimesh/local-cluster');
+  const info = await lc.ensureCluster();
+  const admin = lc.adminClient();
+  const ns = `mm-dst-bench-${Date.now().toString(36)}`;
+  await lc.createNamespace(ns);
+  const slices = `/apis/discovery.k8s.io/v1/namespaces/${ns}/endpointslices`;
+  const body = (round: number) => ({
+    apiVersion: 'discovery.k8s.io/v1',
+    kind: 'EndpointSlice',
+    metadata: { name: 'web-a', namespace: ns, labels: { 'kubernetes.io/service-name': 'web', 'endpointslice.kubernetes.io/managed-by': 'destination-bench' } },
+    addressType: 'IPv4',
+    ports: [{ name: 'http', port: 8080, protocol: 'TCP' }],
+    endpoints: [...Array.from({ length: 20 }, (_, i) => ({ addresses: [`10.23.206.${i + 1}`] })), { addresses: [`10.23.207.${round % 250}`] }],
+  });
+  const logger = createLogger({ name: 'bench', level: 'silent' });
+  let dst: Awaited<ReturnType<typeof startDestination>> | undefined;
+  let watchCtrl: AbortController | undefined;
+  try {
+    await admin.request('POST', `/api/v1/namespaces/${ns}/services`, { apiVersion: 'v1', kind: 'Service', metadata: { name: 'web', namespace: ns }, spec: { ports: [{ name: 'http', port: 80, targetPort: 8080 }] } });
+    await admin.request('POST', slices, body(249));
+    const kc = loadKubeConfig(info.kubeconfigPath);
+    dst = await startDestination({
+      api: createApiClient(kc),
+      logger,
+      addr: '127.0.0.1:0',
+      controllerNamespace: ns,
+      clusterDomain: 'cluster.local',
+      identityTrustDomain: 'cluster.local',
+      defaultOpaquePorts: [],
+      enableH2Upgrade: true,
+      streamQueueCapacity: 100,
+      lease: { name: 'bench', identity: 'bench', durationMs: 30_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 },
+    });
+    await dst.synced();
+    while (dst.index.resolve({ namespace: ns, service: 'web', port: 80 }).endpoints.length < 21) await new Promise((r) => setTimeout(r, 20));
+    // the baseline watcher: when did the API server deliver each round's new address
+    const seen = new Map<string, number>();
+    watchCtrl = await new Watch(kc).watch(slices, { resourceVersion: '0', allowWatchBookmarks: true }, (_type: string, obj: { endpoints?: Array<{ addresses: string[] }> }) => {
+      const t = now();
+      for (const e of obj.endpoints ?? []) for (const a of e.addresses) if (!seen.has(a)) seen.set(a, t);
+    }, () => undefined);
+    await new Promise((r) => setTimeout(r, 200));
+    const rounds = Math.min(ROUNDS, 20);
+    const result = await measure(dst.grpcPort, `web.${ns}.svc.cluster.local:80`, async (round) => {
+      seen.delete(`10.23.207.${round % 250}`);
+      await admin.request('PUT', `${slices}/web-a`, body(round));
+    }, rounds);
+    const watch = result.t0s.map((t0, i) => (seen.get(`10.23.207.${(i + WARMUP) % 250}`) ?? NaN) - t0).sort((a, b) => a - b);
+    return { dst: result, watch };
+  } finally {
+    watchCtrl?.abort();
+    await dst?.close();
+    await admin.request('DELETE', `/api/v1/namespaces/${ns}`).catch(() => undefined);
+  }
+}
+
 async function main(): Promise<void> {
   console.log(`destination bench: ${STREAMS} Get streams over ${CONNECTIONS} connections, ${ROUNDS} endpoint changes; index of ${PODS} pods`);
   const base = await baselineFanOut();
@@ -237,6 +304,14 @@ async function main(): Promise<void> {
   console.log(row('baseline (bare gRPC fan-out)', base));
   console.log(row('destination (index+translate+queue)', dst));
   console.log(`ratio destination/baseline p99: ${(percentile(dst.latencies, 99) / percentile(base.latencies, 99)).toFixed(2)}x   goal: p99 < 100 ms`);
+
+  if (process.env.BENCH_CLUSTER === '1') {
+    const { dst: viaApi, watch } = await clusterFanOut();
+    console.log('\nThrough the local cluster\'s API server (PUT EndpointSlice → watch → destination → 1,000 streams):');
+    console.log(`bare watch delivery (baseline)     p50 ${fmt(percentile(watch, 50)).padStart(10)}  p99 ${fmt(percentile(watch, 99)).padStart(10)}`);
+    console.log(row('destination end to end', viaApi));
+    console.log(`ratio destination/watch p50: ${(percentile(viaApi.latencies, 50) / percentile(watch, 50)).toFixed(2)}x`);
+  }
 
   const mem = memoryBench();
   console.log('\nIndex memory:');
