@@ -1,0 +1,74 @@
+// Load generator (its own process, so it does not share an event loop with what it measures).
+//   open <port> <host> <rps> <seconds> <connections>: open loop at a fixed rate; latency measured from the
+//     request's scheduled start (no coordinated omission); prints JSON {p50,p99,p999,sent,ok,errors}.
+//   closed <port> <host> <seconds> <connections>: saturated closed loop; prints JSON {rps,ok,errors}.
+import { Agent, request } from 'node:http';
+
+const [mode, portText, host, ...rest] = process.argv.slice(2);
+const port = Number(portText);
+
+function once(agent) {
+  return new Promise((resolve) => {
+    const req = request({ host: '127.0.0.1', port, path: '/bench', headers: { host }, agent }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode === 200));
+      res.on('error', () => resolve(false));
+    });
+    req.on('error', () => resolve(false));
+    req.end();
+  });
+}
+
+function pct(sorted, p) {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+}
+
+if (mode === 'open') {
+  const [rps, seconds, conns] = rest.map(Number);
+  const agent = new Agent({ keepAlive: true, maxSockets: conns, maxFreeSockets: conns });
+  // Warm the connections.
+  await Promise.all(Array.from({ length: conns }, () => once(agent)));
+  const lat = [];
+  let ok = 0, errors = 0, sent = 0;
+  const total = rps * seconds;
+  const start = performance.now();
+  const inflight = [];
+  await new Promise((resolve) => {
+    const tick = () => {
+      const now = performance.now();
+      const due = Math.min(total, Math.floor(((now - start) / 1000) * rps));
+      while (sent < due) {
+        const scheduled = start + (sent * 1000) / rps;
+        sent++;
+        inflight.push(once(agent).then((good) => {
+          lat.push(performance.now() - scheduled);
+          if (good) ok++;
+          else errors++;
+        }));
+      }
+      if (sent >= total) resolve();
+      else setTimeout(tick, 1);
+    };
+    tick();
+  });
+  await Promise.all(inflight);
+  lat.sort((a, b) => a - b);
+  process.stdout.write(JSON.stringify({ p50: pct(lat, 50), p99: pct(lat, 99), p999: pct(lat, 99.9), sent, ok, errors }) + '\n');
+  agent.destroy();
+} else {
+  const [seconds, conns] = rest.map(Number);
+  const agent = new Agent({ keepAlive: true, maxSockets: conns });
+  await Promise.all(Array.from({ length: conns }, () => once(agent)));
+  let ok = 0, errors = 0;
+  const end = performance.now() + seconds * 1000;
+  const t0 = performance.now();
+  await Promise.all(Array.from({ length: conns }, async () => {
+    while (performance.now() < end) {
+      if (await once(agent)) ok++;
+      else errors++;
+    }
+  }));
+  process.stdout.write(JSON.stringify({ rps: ok / ((performance.now() - t0) / 1000), ok, errors }) + '\n');
+  agent.destroy();
+}

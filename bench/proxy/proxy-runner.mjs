@@ -1,0 +1,19 @@
+// Runs one minimesh proxy (the built dist) for the benchmark, on loopback without iptables: the original
+// destination of every accepted connection comes from BENCH_OUTBOUND_ORIG / BENCH_INBOUND_ORIG ("ip:port").
+// Everything else is the normal MINIMESH_PROXY_* environment. Prints "ready <ms>" when /ready would be 200.
+import { createLogger } from '@minimesh/runtime';
+import { parseProxyConfig, startProxy } from '../../packages/proxy/dist/index.js';
+
+const t0 = performance.now();
+const fixed = (v) => {
+  if (!v) return undefined;
+  const i = v.lastIndexOf(':');
+  const dst = { ip: v.slice(0, i), port: Number(v.slice(i + 1)) };
+  return () => dst;
+};
+const config = parseProxyConfig(process.env);
+const logger = createLogger({ name: 'proxy', level: config.logLevel, format: 'json', destination: process.stderr });
+const proxy = await startProxy(config, logger, { originalDst: { outbound: fixed(process.env.BENCH_OUTBOUND_ORIG), inbound: fixed(process.env.BENCH_INBOUND_ORIG) } });
+await proxy.ready;
+process.stdout.write(`ready ${(performance.now() + performance.timeOrigin - Number(process.env.BENCH_SPAWN_AT ?? performance.timeOrigin + t0)).toFixed(1)} ${JSON.stringify(proxy.ports)}\n`);
+process.on('SIGTERM', () => void proxy.shutdown(200).then(() => process.exit(0)));
