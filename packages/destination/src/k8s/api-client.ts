@@ -1,7 +1,7 @@
 // A small JSON client for the Kubernetes API on top of a KubeConfig: the TLS, token and client
 // certificate settings come from @kubernetes/client-node; requests go through node:http(s).
 import { request as httpRequest } from 'node:http';
-import { request as httpsRequest, type RequestOptions } from 'node:https';
+import { Agent as HttpsAgent, request as httpsRequest, type RequestOptions } from 'node:https';
 import { KubeConfig, Watch } from '@kubernetes/client-node';
 import { ApiRequestError, DestinationError } from '../errors.js';
 
@@ -46,6 +46,9 @@ export function createApiClient(kc: KubeConfig): ApiClient {
   const cluster = kc.getCurrentCluster();
   if (!cluster) throw new DestinationError('MINIMESH_DESTINATION_KUBECONFIG', 'kubeconfig: has no current cluster');
   const server = cluster.server.replace(/\/$/, '');
+  const proxied = Boolean(cluster.proxyUrl);
+  // One keep-alive agent for every request (client-node makes a new agent, so a new TLS connection, per call).
+  let keepAlive: HttpsAgent | undefined;
 
   async function request<T>(method: string, path: string, body?: unknown, opts: { timeoutMs?: number } = {}): Promise<ApiResponse<T>> {
     const options: RequestOptions = { method, headers: {} };
@@ -53,6 +56,18 @@ export function createApiClient(kc: KubeConfig): ApiClient {
     const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
     options.headers = { ...(options.headers as Record<string, string>), accept: 'application/json', 'user-agent': USER_AGENT, ...(payload ? { 'content-type': 'application/json', 'content-length': String(payload.length) } : {}) };
     const url = new URL(server + path);
+    if (url.protocol === 'https:' && !proxied) {
+      keepAlive ??= new HttpsAgent({
+        keepAlive: true,
+        maxSockets: 8,
+        ...(options.ca !== undefined ? { ca: options.ca } : {}),
+        ...(options.cert !== undefined ? { cert: options.cert } : {}),
+        ...(options.key !== undefined ? { key: options.key } : {}),
+        ...(options.rejectUnauthorized !== undefined ? { rejectUnauthorized: options.rejectUnauthorized } : {}),
+        ...(options.servername !== undefined ? { servername: options.servername } : {}),
+      });
+      options.agent = keepAlive;
+    }
     const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
     return await new Promise<ApiResponse<T>>((resolve, reject) => {
       const req = send(url, options, (res) => {
