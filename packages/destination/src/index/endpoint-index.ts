@@ -99,6 +99,9 @@ export class EndpointIndex {
   // ---- apply / delete / reset ----
 
   apply(kind: ResourceKind, record: ServiceRecord | SliceRecord | PodRecord | ExternalWorkloadRecord): void {
+    // Most watch events change fields the records do not keep (pod status, resourceVersion): nothing to do.
+    const old = this.mapOf(kind).get(objectKey(record.namespace, record.name));
+    if (old !== undefined && JSON.stringify(old) === JSON.stringify(record)) return;
     const dirty = new Set<string>();
     this.put(kind, record, dirty);
     this.publish(dirty, kind);
