@@ -4,6 +4,7 @@
 import { Server, ServerCredentials } from '@grpc/grpc-js';
 import type { PortRange } from '@minimesh/config';
 import { createRegistry, parseListenAddr, startAdminServer, type AdminServer, type Logger } from '@minimesh/runtime';
+import { HealthImplementation } from 'grpc-health-check';
 import type { Registry } from 'prom-client';
 import { EndpointIndex } from './index/endpoint-index.js';
 import type { ApiClient } from './k8s/api-client.js';
@@ -100,6 +101,13 @@ export async function startDestination(opts: DestinationOptions): Promise<Destin
       },
     }),
   );
+  // grpc.health.v1 on the same port: SERVING once every cache has synced (like /ready).
+  const health = new HealthImplementation({ '': 'NOT_SERVING', 'io.linkerd.proxy.destination.Destination': 'NOT_SERVING' });
+  health.addToServer(server);
+  void synced().then(() => {
+    health.setStatus('', 'SERVING');
+    health.setStatus('io.linkerd.proxy.destination.Destination', 'SERVING');
+  });
   const { host, port } = parseListenAddr('--addr', opts.addr);
   const bindHost = host.includes(':') ? `[${host}]` : host;
   const grpcPort = await new Promise<number>((resolve, reject) =>

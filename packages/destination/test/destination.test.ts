@@ -6,7 +6,9 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
+import * as grpc from '@grpc/grpc-js';
 import { status } from '@grpc/grpc-js';
+import { service as healthService } from 'grpc-health-check';
 import { parsePortRanges } from '@minimesh/config';
 import { adminClient, createNamespace, ensureCluster, kubeconfigForServiceAccount, type KubeClient, type KubeObject } from '@minimesh/local-cluster';
 import { fromTcpAddress, type destination } from '@minimesh/proto';
@@ -168,6 +170,13 @@ describe('destination on the local cluster', () => {
       expect(metrics).toContain(name);
     }
     for (const kind of ['service', 'endpointslice', 'pod', 'externalworkload'] as const) expect(dst.informers[kind].listCount).toBeGreaterThanOrEqual(1);
+    // grpc.health.v1 on the gRPC port says the same
+    const healthClient = new (grpc.makeGenericClientConstructor(healthService, 'grpc.health.v1.Health'))(`127.0.0.1:${dst.grpcPort}`, grpc.credentials.createInsecure());
+    const health = await new Promise<{ status: string }>((resolve, reject) =>
+      (healthClient as unknown as { check(req: unknown, cb: (e: Error | null, r: { status: string }) => void): void }).check({ service: '' }, (e, r) => (e ? reject(e) : resolve(r))),
+    );
+    expect(health.status).toBe('SERVING');
+    healthClient.close();
   });
 
   it('streams the endpoints of a Service: first message at once, then diffs, with identity for meshed pods', async () => {
