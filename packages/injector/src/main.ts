@@ -19,7 +19,7 @@ const flags = {
   'tls-cert': { type: 'string', description: 'PEM certificate of the webhook (reloaded when the file changes); required' },
   'tls-key': { type: 'string', description: 'PEM private key of the webhook (reloaded when the file changes); required' },
   config: { type: 'string', description: 'mesh configuration file (JSON or YAML, as the chart renders it); defaults when absent' },
-  kubeconfig: { type: 'string', description: 'kubeconfig for the namespace watch; in-cluster or $KUBECONFIG when absent' },
+  kubeconfig: { type: 'string', description: 'kubeconfig for the namespace watch; else $KUBECONFIG, in-cluster, ~/.kube/config' },
   'log-level': { type: 'string', default: 'info', description: 'trace, debug, info, warn, error' },
   'log-format': { type: 'string', default: 'plain', description: 'plain or json' },
 } as const;
@@ -55,29 +55,27 @@ async function main(argv: string[]): Promise<void> {
 
   const logger = createLogger({ name: 'minimesh-injector', level: f['log-level'], format: f['log-format'] });
   const kubeConfig = new KubeConfig();
-  if (f.kubeconfig) kubeConfig.loadFromFile(f.kubeconfig);
+  // --kubeconfig, else $KUBECONFIG, else in-cluster when running in a pod, else ~/.kube/config.
+  if (f.kubeconfig) {
+    try {
+      kubeConfig.loadFromFile(f.kubeconfig);
+    } catch (err) {
+      throw new UsageError(`--kubeconfig: cannot load ${f.kubeconfig}: ${(err as Error).message.split('\n')[0]}`, { cause: err });
+    }
+  } else if (!process.env.KUBECONFIG && process.env.KUBERNETES_SERVICE_HOST) kubeConfig.loadFromCluster();
   else kubeConfig.loadFromDefault();
-
-  const namespaces = await createNamespaceWatcher({ kubeConfig, logger: logger.child({ component: 'namespace-watch' }) });
-  void namespaces.start();
 
   const registry = createRegistry();
   const metrics = createWebhookMetrics(registry);
-  let listening = false;
-  const admin = await startAdminServer({
-    addr: f['admin-addr'],
-    logger,
-    registry,
-    ready: () => (!listening ? 'webhook not listening yet' : namespaces.synced() ? true : 'namespace cache not synced'),
-  });
-
+  // Load the certificate before anything listens or watches, so a bad pair exits at once.
+  let namespaces: Awaited<ReturnType<typeof createNamespaceWatcher>> | undefined;
   let server;
   try {
     server = await createWebhookServer({
       certFile: f['tls-cert'],
       keyFile: f['tls-key'],
       config: () => config,
-      namespaceAnnotations: (ns) => namespaces.annotations(ns),
+      namespaceAnnotations: (ns) => (namespaces ? namespaces.annotations(ns) : undefined),
       logger: logger.child({ component: 'webhook' }),
       metrics,
     });
@@ -85,7 +83,30 @@ async function main(argv: string[]): Promise<void> {
     if (err instanceof InjectorError && err.code === 'MINIMESH_INJECTOR_TLS') throw new UsageError(err.message, { cause: err });
     throw err;
   }
-  const port = await server.listen(addr.host, addr.port);
+  namespaces = await createNamespaceWatcher({ kubeConfig, logger: logger.child({ component: 'namespace-watch' }) });
+  void namespaces.start();
+
+  let listening = false;
+  const watcher = namespaces;
+  let admin;
+  try {
+    admin = await startAdminServer({
+      addr: f['admin-addr'],
+      logger,
+      registry,
+      ready: () => (!listening ? 'webhook not listening yet' : watcher.synced() ? true : 'namespace cache not synced'),
+    });
+  } catch (err) {
+    await Promise.allSettled([server.close(), watcher.stop()]);
+    throw new UsageError(`--admin-addr ${f['admin-addr']}: cannot listen: ${(err as Error).message}`, { cause: err });
+  }
+  let port: number;
+  try {
+    port = await server.listen(addr.host, addr.port);
+  } catch (err) {
+    await Promise.allSettled([server.close(), watcher.stop(), admin.close()]);
+    throw new UsageError(`--addr ${f.addr}: cannot listen: ${(err as Error).message}`, { cause: err });
+  }
   listening = true;
   logger.info(
     { addr: `${addr.host}:${port}`, controlPlaneNamespace: config.controlPlaneNamespace, proxyImage: `${config.proxy.image.name}:${config.proxy.image.version}` },
@@ -102,7 +123,7 @@ async function main(argv: string[]): Promise<void> {
   });
   listening = false;
   await server.close();
-  await namespaces.stop();
+  await watcher.stop();
   await admin.close();
 }
 

@@ -2,7 +2,8 @@
 import { spawnSync } from 'node:child_process';
 import { writeFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { createServer } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { here } from './helpers.js';
 import { makeCert, tempDir } from './tls.js';
 
@@ -13,7 +14,26 @@ const badConfig = join(dir, 'bad.yaml');
 writeFileSync(badConfig, 'proxy:\n  uid: "root"\n');
 const notYaml = join(dir, 'not.yaml');
 writeFileSync(notYaml, 'proxy: [\n');
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+// A kubeconfig whose server refuses connections: the watch keeps retrying, which must not keep a
+// process that failed to start alive.
+const kubeconfig = join(dir, 'kubeconfig');
+writeFileSync(kubeconfig, `apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+`);
+const busy = createServer().listen(0, '127.0.0.1');
+let busyPort = 0;
+beforeAll(async () => {
+  if (!busy.listening) await new Promise((r) => busy.once('listening', r));
+  busyPort = (busy.address() as { port: number }).port;
+});
+afterAll(() => {
+  busy.close();
+  rmSync(dir, { recursive: true, force: true });
+});
 
 const run = (args: string[]) => spawnSync(process.execPath, [bin, ...args], { encoding: 'utf8', timeout: 20_000 });
 
@@ -35,11 +55,23 @@ describe('minimesh-injector', () => {
     [['--tls-cert', tls.certFile, '--tls-key', tls.keyFile, '--config', badConfig], /config .*bad\.yaml: proxy\.uid: "root" is not valid: expected number/],
     [['--tls-cert', tls.certFile, '--tls-key', tls.keyFile, '--config', notYaml], /not valid JSON or YAML/],
     [['--tls-cert', tls.certFile, '--tls-key', tls.keyFile, '--config', join(dir, 'missing.yaml')], /cannot read it/],
+    [['--tls-cert', tls.certFile, '--tls-key', tls.keyFile, '--kubeconfig', join(dir, 'missing.kubeconfig')], /--kubeconfig: cannot load/],
+    [['--tls-cert', tls.certFile, '--tls-key', join(dir, 'missing.key')], /TLS certificate .* \/ key .*missing\.key/],
     [['--bogus'], /bogus/],
   ])('exits 2 for %j', (args, message) => {
     const r = run(args);
     expect(r.status).toBe(2);
     expect(r.stderr).toMatch(message);
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
+  });
+
+  it('exits 2, and does not linger, when a listen address is taken', () => {
+    const common = ['--tls-cert', tls.certFile, '--tls-key', tls.keyFile, '--kubeconfig', kubeconfig];
+    const admin = run([...common, '--admin-addr', `127.0.0.1:${busyPort}`, '--addr', '127.0.0.1:0']);
+    expect(admin.status).toBe(2);
+    expect(admin.stderr).toMatch(/--admin-addr 127\.0\.0\.1:\d+: cannot listen: .*EADDRINUSE/);
+    const webhook = run([...common, '--admin-addr', '127.0.0.1:0', '--addr', `127.0.0.1:${busyPort}`]);
+    expect(webhook.status).toBe(2);
+    expect(webhook.stderr).toMatch(/--addr 127\.0\.0\.1:\d+: cannot listen: .*EADDRINUSE/);
   });
 });
