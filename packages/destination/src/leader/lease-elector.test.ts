@@ -1,0 +1,119 @@
+// LeaseElector against an in-memory Lease API with optimistic concurrency (resourceVersion, 409).
+import { createLogger } from '@minimesh/runtime';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { ApiClient } from '../k8s/api-client.js';
+import { LeaseElector, toMicroTime } from './lease-elector.js';
+
+function fakeLeaseApi() {
+  let lease: { metadata: Record<string, unknown>; spec: Record<string, unknown> } | undefined;
+  let rv = 0;
+  const writes: Array<{ method: string; holder: unknown }> = [];
+  const api = {
+    async request(method: string, _path: string, body?: { metadata: Record<string, unknown>; spec: Record<string, unknown> }) {
+      if (method === 'GET') return lease ? { status: 200, body: structuredClone(lease) } : { status: 404, body: {} };
+      if (method === 'POST') {
+        if (lease) return { status: 409, body: {} };
+        lease = { metadata: { ...body?.metadata, resourceVersion: String(++rv) }, spec: { ...body?.spec } };
+        writes.push({ method, holder: lease.spec.holderIdentity });
+        return { status: 201, body: lease };
+      }
+      if (method === 'PUT') {
+        if (!lease || body?.metadata.resourceVersion !== lease.metadata.resourceVersion) return { status: 409, body: {} };
+        lease = { metadata: { ...body.metadata, resourceVersion: String(++rv) }, spec: { ...body.spec } };
+        writes.push({ method, holder: lease.spec.holderIdentity });
+        return { status: 200, body: lease };
+      }
+      return { status: 405, body: {} };
+    },
+  } as unknown as ApiClient;
+  return { api, writes, get lease() { return lease; } };
+}
+
+const logger = createLogger({ name: 'test', level: 'silent' });
+const electors: LeaseElector[] = [];
+afterEach(async () => {
+  for (const e of electors.splice(0)) await e.stop({ release: false });
+});
+
+function elector(api: ApiClient, identity: string, events: string[]) {
+  const e = new LeaseElector({
+    api,
+    namespace: 'minimesh',
+    name: 'lease',
+    identity,
+    leaseDurationMs: 1000, // leases count whole seconds
+    renewDeadlineMs: 400,
+    retryPeriodMs: 50,
+    logger,
+    onStartedLeading: () => events.push(`${identity} leads`),
+    onStoppedLeading: () => events.push(`${identity} stops`),
+  });
+  electors.push(e);
+  return e;
+}
+
+const until = async (cond: () => boolean, ms = 3000) => {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+};
+
+describe('LeaseElector', () => {
+  it('MicroTime has six fractional digits', () => {
+    expect(toMicroTime(new Date('2026-11-22T00:00:01.234Z'))).toBe('2026-11-22T00:00:01.234000Z');
+  });
+
+  it('one of two candidates leads and renews; the other takes over only after the lease went unrenewed for its duration', async () => {
+    const fake = fakeLeaseApi();
+    const events: string[] = [];
+    const a = elector(fake.api, 'a', events);
+    a.start();
+    await until(() => a.isLeader);
+    const b = elector(fake.api, 'b', events);
+    b.start();
+    await new Promise((r) => setTimeout(r, 300));
+    expect(b.isLeader).toBe(false);
+    expect(fake.lease?.spec.holderIdentity).toBe('a');
+    expect(fake.writes.filter((w) => w.holder === 'a').length).toBeGreaterThan(3); // renewals every retry period
+    const crashedAt = Date.now();
+    await a.stop({ release: false });
+    await until(() => b.isLeader);
+    const took = Date.now() - crashedAt;
+    expect(took).toBeGreaterThanOrEqual(900); // waited for the lease duration (1 s) ...
+    expect(took).toBeLessThan(1000 + 800); // ... and not much longer (slack for a loaded machine)
+    expect(fake.lease?.spec).toMatchObject({ holderIdentity: 'b', leaseTransitions: 1, leaseDurationSeconds: 1 });
+    expect(events).toEqual(['a leads', 'a stops', 'b leads']);
+  });
+
+  it('release on stop hands over at once', async () => {
+    const fake = fakeLeaseApi();
+    const events: string[] = [];
+    const a = elector(fake.api, 'a', events);
+    a.start();
+    await until(() => a.isLeader);
+    const b = elector(fake.api, 'b', events);
+    b.start();
+    await new Promise((r) => setTimeout(r, 100));
+    const releasedAt = Date.now();
+    await a.stop({ release: true });
+    expect(fake.lease?.spec.holderIdentity).toBe('');
+    await until(() => b.isLeader);
+    expect(Date.now() - releasedAt).toBeLessThan(800); // a retry period or two, far below the lease duration
+  });
+
+  it('a leader that cannot renew steps down after the renew deadline', async () => {
+    const fake = fakeLeaseApi();
+    const events: string[] = [];
+    const a = elector(fake.api, 'a', events);
+    a.start();
+    await until(() => a.isLeader);
+    // the API starts failing every request
+    (fake.api as unknown as { request: () => Promise<never> }).request = () => Promise.reject(new Error('connection refused'));
+    const failingSince = Date.now();
+    await until(() => !a.isLeader);
+    expect(Date.now() - failingSince).toBeGreaterThanOrEqual(350);
+    expect(events).toEqual(['a leads', 'a stops']);
+  });
+});
