@@ -18,6 +18,11 @@ describe('detectProtocol', () => {
     ['EHLO mail.example.com\r\n', 'opaque'],
     ['GET / SPDY/3\r\n', 'opaque'],
     ['\x00\x00\x00\x08\x04\xd2\x16\x2f', 'opaque'],
+    ['hello raw tcp', 'opaque'],
+    ['GET / HTTP', 'more'],
+    ['GET / HTTP/1.', 'more'],
+    ['GET / HTTP/2', 'opaque'],
+    ['GET  /', 'opaque'],
   ])('%j → %s', (input, expected) => {
     expect(detectProtocol(Buffer.from(input, 'latin1'))).toBe(expected);
   });

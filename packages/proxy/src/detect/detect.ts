@@ -22,7 +22,18 @@ export function detectProtocol(buf: Buffer): Detection {
   const firstSpace = line.indexOf(' ');
   const method = firstSpace === -1 ? line : line.slice(0, firstSpace);
   if (method.length === 0 || !METHOD.test(method) || method.length > 32) return 'opaque';
-  if (eol === -1) return buf.length >= MAX_DETECT_BYTES ? 'opaque' : 'more';
+  if (eol === -1) {
+    // Decide early when the line can no longer become "METHOD SP target SP HTTP/1.x".
+    const second = line.indexOf(' ', firstSpace + 1);
+    if (firstSpace !== -1 && second === firstSpace + 1) return 'opaque';
+    if (second !== -1) {
+      const version = line.slice(second + 1);
+      const want = 'HTTP/1.';
+      const n = Math.min(version.length, want.length);
+      if (version.slice(0, n) !== want.slice(0, n)) return 'opaque';
+    }
+    return buf.length >= MAX_DETECT_BYTES ? 'opaque' : 'more';
+  }
   return /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+ \S+ HTTP\/1\.[01]$/.test(line) ? 'http1' : 'opaque';
 }
 

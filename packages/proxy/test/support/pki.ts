@@ -8,6 +8,9 @@ const ALG = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' } as const;
 
 export interface TestPki {
   anchorPem: string;
+  /** The issuer certificate and its PKCS#8 key, as the identity service's --issuer-dir expects. */
+  issuerPem: string;
+  issuerKeyPem: string;
   issuer: { cert: x509.X509Certificate; keys: webcrypto.CryptoKeyPair };
   /** Signs a CSR (DER) for `identity`, valid for lifetimeMs. Returns leaf DER + issuer DER. */
   sign(csrDer: Buffer, identity: string, lifetimeMs: number): Promise<{ leaf: Buffer; chain: Buffer[]; notAfter: Date }>;
@@ -68,8 +71,11 @@ export async function createTestPki(trustDomain = 'cluster.local'): Promise<Test
     });
     return { cert, notAfter };
   }
+  const issuerPkcs8 = Buffer.from(await webcrypto.subtle.exportKey('pkcs8', issuerKeys.privateKey));
   return {
     anchorPem: root.toString('pem') + '\n',
+    issuerPem: issuer.toString('pem') + '\n',
+    issuerKeyPem: `-----BEGIN PRIVATE KEY-----\n${issuerPkcs8.toString('base64').replace(/.{64}/g, '$&\n').replace(/\n$/, '')}\n-----END PRIVATE KEY-----\n`,
     issuer: { cert: issuer, keys: issuerKeys },
     async sign(csrDer, identity, lifetimeMs) {
       const csr = new x509.Pkcs10CertificateRequest(csrDer);
