@@ -68,14 +68,14 @@ async function main(argv: string[]): Promise<void> {
   const registry = createRegistry();
   const metrics = createWebhookMetrics(registry);
   // Load the certificate before anything listens or watches, so a bad pair exits at once.
-  let namespaces: Awaited<ReturnType<typeof createNamespaceWatcher>> | undefined;
   let server;
   try {
     server = await createWebhookServer({
       certFile: f['tls-cert'],
       keyFile: f['tls-key'],
       config: () => config,
-      namespaceAnnotations: (ns) => (namespaces ? namespaces.annotations(ns) : undefined),
+      // Called only once the server listens, after the watcher below exists.
+      namespaceAnnotations: (ns) => watcher.annotations(ns),
       logger: logger.child({ component: 'webhook' }),
       metrics,
     });
@@ -83,11 +83,10 @@ async function main(argv: string[]): Promise<void> {
     if (err instanceof InjectorError && err.code === 'MINIMESH_INJECTOR_TLS') throw new UsageError(err.message, { cause: err });
     throw err;
   }
-  namespaces = await createNamespaceWatcher({ kubeConfig, logger: logger.child({ component: 'namespace-watch' }) });
-  void namespaces.start();
+  const watcher = await createNamespaceWatcher({ kubeConfig, logger: logger.child({ component: 'namespace-watch' }) });
+  void watcher.start();
 
   let listening = false;
-  const watcher = namespaces;
   let admin;
   try {
     admin = await startAdminServer({
