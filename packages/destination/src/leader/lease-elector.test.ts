@@ -18,7 +18,7 @@ function fakeLeaseApi() {
         return { status: 201, body: lease };
       }
       if (method === 'PUT') {
-        if (!lease || body?.metadata.resourceVersion !== lease.metadata.resourceVersion) return { status: 409, body: {} };
+        if (!lease || !body || body.metadata.resourceVersion !== lease.metadata.resourceVersion) return { status: 409, body: {} };
         lease = { metadata: { ...body.metadata, resourceVersion: String(++rv) }, spec: { ...body.spec } };
         writes.push({ method, holder: lease.spec.holderIdentity });
         return { status: 200, body: lease };
