@@ -32,6 +32,7 @@ describe('AdmissionReview', () => {
     expect(JSON.parse(Buffer.from(review.response.patch as string, 'base64').toString())).toEqual([{ op: 'add', path: '/a', value: 1 }]);
     expect(review.response.warnings?.[0]).toBe('a b');
     expect(review.response.warnings?.[1]).toHaveLength(256);
+    expect(review.response.warnings?.[1]?.endsWith('...')).toBe(true);
     expect(toAdmissionReview('admission.k8s.io/v1', 'u2', { patch: [] }).response).toEqual({ uid: 'u2', allowed: true });
   });
 });

@@ -99,8 +99,8 @@ export function toAdmissionReview(
   return { apiVersion, kind: 'AdmissionReview', response };
 }
 
-/** The API server wants one line per warning and may truncate past 256 characters. */
+/** The API server wants one line per warning (it becomes an HTTP Warning header) and may truncate past 256 characters. */
 function toWarning(text: string): string {
-  const line = text.replace(/\s+/g, ' ').trim();
-  return line.length <= 256 ? line : `${line.slice(0, 255)}…`;
+  const line = text.replace(/\s+/g, ' ').replace(/[^\x20-\x7e]/g, '?').trim();
+  return line.length <= 256 ? line : `${line.slice(0, 253)}...`;
 }
