@@ -6,6 +6,7 @@ import type { PortRange } from '@minimesh/config';
 import { createRegistry, parseListenAddr, startAdminServer, type AdminServer, type Logger } from '@minimesh/runtime';
 import { HealthImplementation } from 'grpc-health-check';
 import type { Registry } from 'prom-client';
+import { DestinationError } from './errors.js';
 import { EndpointIndex } from './index/endpoint-index.js';
 import type { ApiClient } from './k8s/api-client.js';
 import { createResourceInformers, type ResourceInformers } from './k8s/resource-informers.js';
@@ -73,17 +74,6 @@ export async function startDestination(opts: DestinationOptions): Promise<Destin
     await Promise.all(all.map((i) => i.waitForSync()));
   };
 
-  const admin = opts.adminAddr
-    ? await startAdminServer({
-        addr: opts.adminAddr,
-        logger: log,
-        registry,
-        ready: () => ready() || `waiting for caches: ${Object.entries(informers).filter(([, i]) => !i.synced).map(([k]) => k).join(', ')}`,
-      })
-    : undefined;
-
-  for (const informer of all) informer.start();
-
   const server = new Server({ 'grpc.keepalive_time_ms': 30_000, 'grpc.keepalive_permit_without_calls': 1 });
   server.addService(
     destinationServiceDefinition,
@@ -111,9 +101,28 @@ export async function startDestination(opts: DestinationOptions): Promise<Destin
   const { host, port } = parseListenAddr('--addr', opts.addr);
   const bindHost = host.includes(':') ? `[${host}]` : host;
   const grpcPort = await new Promise<number>((resolve, reject) =>
-    server.bindAsync(`${bindHost}:${port}`, ServerCredentials.createInsecure(), (err, bound) => (err ? reject(err) : resolve(bound))),
+    server.bindAsync(`${bindHost}:${port}`, ServerCredentials.createInsecure(), (err, bound) =>
+      err ? reject(new DestinationError('MINIMESH_DESTINATION_LISTEN', `gRPC address ${opts.addr}: cannot listen: ${err.message}`, { cause: err })) : resolve(bound),
+    ),
   );
   log.info({ addr: `${host}:${grpcPort}` }, 'gRPC server listening');
+
+  // Listen first, watch after: a port that cannot be bound fails the start with nothing left running.
+  let admin: AdminServer | undefined;
+  try {
+    admin = opts.adminAddr
+      ? await startAdminServer({
+          addr: opts.adminAddr,
+          logger: log,
+          registry,
+          ready: () => ready() || `waiting for caches: ${Object.entries(informers).filter(([, i]) => !i.synced).map(([k]) => k).join(', ')}`,
+        })
+      : undefined;
+  } catch (err) {
+    server.forceShutdown();
+    throw err;
+  }
+  for (const informer of all) informer.start();
 
   const mirror = new ExternalWorkloadMirror({ api: opts.api, index, logger: log, metrics });
   const elector = new LeaseElector({

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // minimesh-destination: flags → logger → kubeconfig → startDestination → wait for a signal.
 import { hostname } from 'node:os';
+import { setLogger } from '@grpc/grpc-js';
 import { DEFAULT_PORTS, parseBoolean, parseDuration, parseLogFormat, parseLogLevel, parsePortRanges, ConfigError } from '@minimesh/config';
 import { createLogger, parseFlags, parseListenAddr, runMain, UsageError } from '@minimesh/runtime';
 import { startDestination } from './destination.js';
@@ -73,6 +74,9 @@ await runMain(PROGRAM.name, async (argv) => {
   });
 
   const logger = createLogger({ name: 'destination', level: cfg.logLevel, format: cfg.logFormat });
+  // grpc-js's own diagnostics go through our logger instead of bare stderr lines
+  const grpcLog = logger.child({ component: 'grpc-js' });
+  setLogger({ error: (...args: unknown[]) => grpcLog.debug(args.map(String).join(' ')) } as Console);
   const api = createApiClient(loadKubeConfig(f.kubeconfig || undefined));
   const identity = process.env.POD_NAME || hostname();
   const dst = await startDestination({
