@@ -18,7 +18,7 @@ status=0
 npx turbo run build --output-logs=errors-only
 npm run --silent lint
 npx turbo run typecheck --output-logs=errors-only
-npx turbo run test --concurrency=1 --output-logs=full || status=$?
+npx turbo run test --concurrency=1 --continue --output-logs=full || status=$?
 
 # One closing line for the whole repository, summed from every package's vitest JSON report.
 node scripts/summarize-tests.mjs || status=$?

@@ -40,7 +40,7 @@ describe('bad input: exit 2, one line, nothing applied', () => {
       `${P}--firewall-bin-path: "nft" is not valid: expected iptables-legacy, iptables-nft or iptables (or use --iptables-mode)`,
     ],
     ['a bad uid', ['--proxy-uid', 'proxy'], `${P}--proxy-uid: "proxy" is not valid: expected a numeric id 0-4294967294, or -1 for none`],
-    ['an unknown flag', ['--redirect-everything'], `${P}minimesh-proxy-init: Unknown option '--redirect-everything' (see minimesh-proxy-init --help)`],
+    ['an unknown flag', ['--redirect-everything'], `minimesh-proxy-init: Unknown option '--redirect-everything' (see minimesh-proxy-init --help)`],
   ])('%s', async (_what, bad, message) => {
     const r = await pair.proxyInit([...SEED_ARGS, ...bad]);
     expect(r.code).toBe(2);
