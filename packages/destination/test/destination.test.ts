@@ -10,7 +10,7 @@ import * as grpc from '@grpc/grpc-js';
 import { status } from '@grpc/grpc-js';
 import { service as healthService } from 'grpc-health-check';
 import { parsePortRanges } from '@minimesh/config';
-import { adminClient, createNamespace, ensureCluster, kubeconfigForServiceAccount, type KubeClient, type KubeObject } from '@minimesh/local-cluster';
+import { adminClient, createNamespace, ensureCluster, kubeconfigForServiceAccount, readAuditEvents, type KubeClient, type KubeObject } from '@minimesh/local-cluster';
 import { fromTcpAddress, type destination } from '@minimesh/proto';
 import { createLogger } from '@minimesh/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -361,6 +361,20 @@ describe('destination on the local cluster', () => {
     await admin.request('PATCH', `/apis/workload.minimesh.io/v1beta1/namespaces/${ns}/externalworkloads/vm-1`, { metadata: { labels: { app: 'other' } } }, 'application/merge-patch+json');
     expect(await next(s)).toEqual(['remove 10.23.250.10:8080']);
     s.cancel();
+  });
+
+  it('the audit log shows watch streams (never polling), Lease updates, and no RBAC denial for its ServiceAccount', async () => {
+    const user = `system:serviceaccount:${cpNs}:${SA}`;
+    await until('lease updates in the audit log', () => readAuditEvents((e) => e.user?.username === user && e.verb === 'update' && e.objectRef?.resource === 'leases').length >= 2);
+    const events = readAuditEvents((e) => e.user?.username === user);
+    const watched = new Set(events.filter((e) => e.verb === 'watch' && /[?&]watch=true/.test(e.requestURI) && /allowWatchBookmarks=true/.test(e.requestURI)).map((e) => e.objectRef?.resource));
+    expect([...watched].sort()).toEqual(['endpointslices', 'externalworkloads', 'pods', 'services']);
+    for (const [kind, resource] of [['service', 'services'], ['pod', 'pods'], ['externalworkload', 'externalworkloads']] as const) {
+      const lists = new Set(events.filter((e) => e.verb === 'list' && e.objectRef?.resource === resource).map((e) => e.auditID)).size;
+      expect(lists, `${resource} lists`).toBe(dst.informers[kind].listCount);
+    }
+    expect(events.filter((e) => e.annotations?.['authorization.k8s.io/decision'] === 'forbid').map((e) => `${e.verb} ${e.requestURI}`)).toEqual([]);
+    expect(events.some((e) => e.objectRef?.resource === 'leases' && e.userAgent?.startsWith('minimesh-destination/'))).toBe(true);
   });
 
   it('two replicas elect one leader; the other takes over within the lease duration when the first stops; the lease is released on shutdown', async () => {
