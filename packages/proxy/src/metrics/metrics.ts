@@ -1,7 +1,8 @@
 // Prometheus metrics with Linkerd's names and labels (REFERENCE-linkerd.md §7).
 // Label sets are built once per connection/route and the labelled children cached, so the per-request
 // cost is a few increments, not label hashing.
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { Counter, Gauge, type Registry } from 'prom-client';
+import { SeriesCounter, SeriesHistogram, type CounterHandle, type HistogramHandle } from './series.js';
 
 export type Direction = 'inbound' | 'outbound';
 /** "true" = mTLS; "no_identity" = plaintext; "opaque" = TLS passed through untouched. */
@@ -9,10 +10,7 @@ export type TlsLabel = 'true' | 'no_identity' | 'opaque';
 
 /** The destination metric_labels we re-emit, prefixed dst_ (others are dropped: labels are fixed). */
 export const DST_LABELS = ['namespace', 'service', 'pod', 'serviceaccount', 'deployment', 'replicaset', 'statefulset', 'daemonset', 'job', 'zone'] as const;
-const DST_LABEL_NAMES = DST_LABELS.map((l) => `dst_${l}`);
 
-const BASE = ['direction', 'authority', 'target_addr', 'tls', 'client_id', 'server_id', 'no_tls_reason', 'sni', ...DST_LABEL_NAMES] as const;
-const TCP = ['direction', 'peer', 'target_addr', 'tls', 'client_id', 'server_id', 'no_tls_reason', 'sni', ...DST_LABEL_NAMES] as const;
 
 /** Linkerd's response_latency_ms buckets: 1–5, 10–50, 100–500, 1000–5000, 10000–50000 ms. */
 export const LATENCY_BUCKETS = [1, 2, 3, 4, 5, 10, 20, 30, 40, 50, 100, 200, 300, 400, 500, 1000, 2000, 3000, 4000, 5000, 10000, 20000, 30000, 40000, 50000];
@@ -61,14 +59,15 @@ export interface ConnRecorder {
 }
 
 export class ProxyMetrics {
-  readonly requestTotal: Counter;
-  readonly responseTotal: Counter;
-  readonly responseLatency: Histogram;
-  readonly tcpOpenTotal: Counter;
-  readonly tcpOpenConnections: Gauge;
-  readonly tcpReadBytes: Counter;
-  readonly tcpWriteBytes: Counter;
-  readonly tcpCloseTotal: Counter;
+  readonly requestTotal: SeriesCounter;
+  readonly responseTotal: SeriesCounter;
+  readonly responseLatency: SeriesHistogram;
+  readonly tcpOpenTotal: SeriesCounter;
+  readonly tcpOpenConnections: SeriesCounter;
+  readonly tcpReadBytes: SeriesCounter;
+  readonly tcpWriteBytes: SeriesCounter;
+  readonly tcpCloseTotal: SeriesCounter;
+  private readonly responses = new WeakMap<Labels, Map<string, { total: CounterHandle; latency: HistogramHandle }>>();
   readonly errorsTotal: Counter;
   readonly certExpiration: Gauge;
   readonly certRefreshTimestamp: Gauge;
@@ -76,14 +75,14 @@ export class ProxyMetrics {
 
   constructor(readonly registry: Registry) {
     const r = [registry];
-    this.requestTotal = new Counter({ name: 'request_total', help: 'Total count of HTTP requests.', labelNames: [...BASE], registers: r });
-    this.responseTotal = new Counter({ name: 'response_total', help: 'Total count of HTTP responses.', labelNames: [...BASE, 'status_code', 'grpc_status', 'classification', 'error'], registers: r });
-    this.responseLatency = new Histogram({ name: 'response_latency_ms', help: 'Elapsed times between a request\'s headers being received and its response stream completing.', labelNames: [...BASE, 'status_code'], buckets: LATENCY_BUCKETS, registers: r });
-    this.tcpOpenTotal = new Counter({ name: 'tcp_open_total', help: 'Total count of opened connections.', labelNames: [...TCP], registers: r });
-    this.tcpOpenConnections = new Gauge({ name: 'tcp_open_connections', help: 'Number of currently-open connections.', labelNames: [...TCP], registers: r });
-    this.tcpReadBytes = new Counter({ name: 'tcp_read_bytes_total', help: 'Total count of bytes read from peers.', labelNames: [...TCP], registers: r });
-    this.tcpWriteBytes = new Counter({ name: 'tcp_write_bytes_total', help: 'Total count of bytes written to peers.', labelNames: [...TCP], registers: r });
-    this.tcpCloseTotal = new Counter({ name: 'tcp_close_total', help: 'Total count of closed connections.', labelNames: [...TCP, 'errno'], registers: r });
+    this.requestTotal = new SeriesCounter('request_total', 'Total count of HTTP requests.', registry);
+    this.responseTotal = new SeriesCounter('response_total', 'Total count of HTTP responses.', registry);
+    this.responseLatency = new SeriesHistogram('response_latency_ms', 'Elapsed times between a request\'s headers being received and its response stream completing.', registry, LATENCY_BUCKETS);
+    this.tcpOpenTotal = new SeriesCounter('tcp_open_total', 'Total count of opened connections.', registry);
+    this.tcpOpenConnections = new SeriesCounter('tcp_open_connections', 'Number of currently-open connections.', registry, 'gauge');
+    this.tcpReadBytes = new SeriesCounter('tcp_read_bytes_total', 'Total count of bytes read from peers.', registry);
+    this.tcpWriteBytes = new SeriesCounter('tcp_write_bytes_total', 'Total count of bytes written to peers.', registry);
+    this.tcpCloseTotal = new SeriesCounter('tcp_close_total', 'Total count of closed connections.', registry);
     this.errorsTotal = new Counter({ name: 'proxy_errors_total', help: 'Errors the proxy answered for, by direction and code.', labelNames: ['direction', 'error'], registers: r });
     this.certExpiration = new Gauge({ name: 'control_identity_cert_expiration_timestamp_seconds', help: 'Time when this proxy\'s current certificate expires (seconds since the epoch).', registers: r });
     this.certRefreshTimestamp = new Gauge({ name: 'control_identity_cert_refresh_timestamp_seconds', help: 'Time of the last certificate refresh (seconds since the epoch).', registers: r });
@@ -94,16 +93,27 @@ export class ProxyMetrics {
     this.errorsTotal.inc({ direction, error: code });
   }
 
-  /** Counts one request; the returned recorder finishes the response metrics. */
+  /** Counts one request; the returned recorder finishes the response metrics. Label objects must not change. */
   request(labels: Labels): RequestRecorder {
-    this.requestTotal.inc(labels);
+    this.requestTotal.with(labels).value++;
     const t0 = performance.now();
     return {
       response: (status, grpcStatus) => (failed) => {
         const ms = performance.now() - t0;
         const failure = failed === true || status >= 500 || (grpcStatus !== undefined && grpcStatus !== 0);
-        this.responseTotal.inc({ ...labels, status_code: String(status), grpc_status: grpcStatus === undefined ? '' : String(grpcStatus), classification: failure ? 'failure' : 'success', error: failed === true ? 'stream' : '' });
-        this.responseLatency.observe({ ...labels, status_code: String(status) }, ms);
+        const key = `${status}|${grpcStatus ?? ''}|${failure ? 1 : 0}|${failed === true ? 1 : 0}`;
+        let byStatus = this.responses.get(labels);
+        if (!byStatus) this.responses.set(labels, (byStatus = new Map()));
+        let h = byStatus.get(key);
+        if (!h) {
+          h = {
+            total: this.responseTotal.with({ ...labels, status_code: String(status), grpc_status: grpcStatus === undefined ? '' : String(grpcStatus), classification: failure ? 'failure' : 'success', error: failed === true ? 'stream' : '' }),
+            latency: this.responseLatency.with({ ...labels, status_code: String(status) }),
+          };
+          byStatus.set(key, h);
+        }
+        h.total.value++;
+        h.latency.observe(ms);
       },
     };
   }
@@ -113,21 +123,22 @@ export class ProxyMetrics {
     const c = { ...labels };
     delete c.authority;
     c.peer ??= 'src';
-    this.tcpOpenTotal.inc(c);
-    this.tcpOpenConnections.inc(c);
+    this.tcpOpenTotal.with(c).value++;
+    const open = this.tcpOpenConnections.with(c);
+    open.value++;
     let closed = false;
     return {
       read: (n) => {
-        if (n > 0) this.tcpReadBytes.inc(c, n);
+        if (n > 0) this.tcpReadBytes.with(c).value += n;
       },
       write: (n) => {
-        if (n > 0) this.tcpWriteBytes.inc(c, n);
+        if (n > 0) this.tcpWriteBytes.with(c).value += n;
       },
       close: (errored) => {
         if (closed) return;
         closed = true;
-        this.tcpOpenConnections.dec(c);
-        this.tcpCloseTotal.inc({ ...c, errno: errored ? 'error' : '' });
+        open.value--;
+        this.tcpCloseTotal.with({ ...c, errno: errored ? 'error' : '' }).value++;
       },
     };
   }
