@@ -151,7 +151,16 @@ export async function describePods(driver: Driver, ns: string): Promise<string> 
   const r = await driver.kubectl(['get', 'pods', '-n', ns, '-o', 'wide']);
   const pods = await kubectlJson<{ items: Pod[] }>(driver, ['get', 'pods', '-n', ns]).then((l) => l.items, () => []);
   const events = await driver.kubectl(['get', 'events', '-n', ns, '--sort-by=.lastTimestamp']);
-  return `${r.stdout}\n${containerProblems(pods).join('\n')}\n${events.stdout.split('\n').slice(-15).join('\n')}`;
+  // The last words of every container that is not ready.
+  const tails: string[] = [];
+  for (const p of pods) {
+    const statuses = [...(p.status.initContainerStatuses ?? []), ...((p.status.containerStatuses ?? []) as ContainerStatus[])] as ContainerStatus[];
+    for (const st of statuses.filter((x) => !x.ready && !('terminated' in (x.state ?? {})))) {
+      const text = (await driver.logs(ns, p.metadata.name, st.name).catch(() => '')).trim().split('\n').slice(-6).join('\n    ');
+      if (text) tails.push(`--- ${p.metadata.name}/${st.name} (last lines)\n    ${text}`);
+    }
+  }
+  return `${r.stdout}\n${containerProblems(pods).join('\n')}\n${tails.join('\n')}\n${events.stdout.split('\n').slice(-15).join('\n')}`;
 }
 
 /** The proxy's Prometheus text from its admin port, through the API server's pod proxy. */
