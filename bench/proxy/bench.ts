@@ -91,7 +91,7 @@ async function oneRun(pki: Awaited<ReturnType<typeof createTestPki>>) {
       ...extra,
     });
     const spawnProxy = async (id: string, extra: Record<string, string>) => {
-      const child = spawn(process.execPath, [join(here, 'proxy-runner.mjs')], { env: { ...env(id, extra), BENCH_SPAWN_AT: String(performance.timeOrigin + performance.now()) }, stdio: ['ignore', 'pipe', 'inherit'] });
+      const child = spawn(process.execPath, [...(process.env.BENCH_PROXY_NODE_ARGS ?? '').split(' ').filter(Boolean), join(here, 'proxy-runner.mjs')], { env: { ...env(id, extra), BENCH_SPAWN_AT: String(performance.timeOrigin + performance.now()) }, stdio: ['ignore', 'pipe', 'inherit'] });
       children.push(child);
       const line = await lineFrom(child, 'ready ');
       const [, ms, ports] = line.split(' ');
@@ -133,7 +133,8 @@ async function oneRun(pki: Awaited<ReturnType<typeof createTestPki>>) {
       readyB: b.readyMs,
     };
   } finally {
-    for (const c of children) c.kill('SIGKILL');
+    for (const c of children) c.kill(process.env.BENCH_PROXY_NODE_ARGS ? 'SIGINT' : 'SIGKILL');
+    if (process.env.BENCH_PROXY_NODE_ARGS) await new Promise((r) => setTimeout(r, 1500));
     await cp.close();
   }
 }

@@ -16,4 +16,4 @@ const logger = createLogger({ name: 'proxy', level: config.logLevel, format: 'js
 const proxy = await startProxy(config, logger, { originalDst: { outbound: fixed(process.env.BENCH_OUTBOUND_ORIG), inbound: fixed(process.env.BENCH_INBOUND_ORIG) } });
 await proxy.ready;
 process.stdout.write(`ready ${(performance.now() + performance.timeOrigin - Number(process.env.BENCH_SPAWN_AT ?? performance.timeOrigin + t0)).toFixed(1)} ${JSON.stringify(proxy.ports)}\n`);
-process.on('SIGTERM', () => void proxy.shutdown(200).then(() => process.exit(0)));
+for (const sig of ['SIGTERM', 'SIGINT']) process.on(sig, () => void proxy.shutdown(200).then(() => process.exit(0)));

@@ -1,7 +1,7 @@
 // Outbound connections: per-endpoint pools. Meshed endpoints get ONE multiplexed HTTP/2 session over
 // mTLS (HTTP/1 rides it with the orig-proto marker); unmeshed endpoints get an HTTP/1 keep-alive pool
 // or a plaintext HTTP/2 session; TCP gets a fresh connection (mTLS when the endpoint is meshed).
-import { Agent } from 'node:http';
+import { Agent, type AgentOptions } from 'node:http';
 import { connect as netConnect, type Socket } from 'node:net';
 import type { ClientHttp2Session } from 'node:http2';
 import type { TlsCredentials } from '../tls/credentials.js';
@@ -11,7 +11,7 @@ import { armConnectTimeout, connectMtls } from './tls.js';
 export class OutboundConnector {
   readonly meshed = new H2Pool();
   readonly plainH2 = new H2Pool();
-  readonly agent = new Agent({ keepAlive: true, maxSockets: Infinity, maxFreeSockets: 1024, scheduling: 'lifo' });
+  readonly agent = new Agent({ keepAlive: true, maxSockets: Infinity, maxFreeSockets: 1024, scheduling: 'lifo', noDelay: true } as AgentOptions);
 
   constructor(
     private readonly creds: TlsCredentials,

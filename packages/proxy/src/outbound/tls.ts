@@ -1,6 +1,6 @@
 // Outbound mTLS: TLS 1.3 to the endpoint, SNI = its identity, chain verified against the trust anchors
 // (in the SecureContext) and the leaf required to name exactly that identity; our leaf presented.
-import type { Socket } from 'node:net';
+import { connect as netConnect, type Socket } from 'node:net';
 import { connect as tlsConnect, type TLSSocket } from 'node:tls';
 import { ProxyError } from '../errors.js';
 import { checkPeerIdentity, type TlsCredentials } from '../tls/credentials.js';
@@ -8,7 +8,11 @@ import { checkPeerIdentity, type TlsCredentials } from '../tls/credentials.js';
 export function connectMtls(creds: TlsCredentials, ip: string, port: number, identity: string, alpn: string[], timeoutMs: number): TLSSocket {
   const context = creds.context;
   if (!context) throw new ProxyError('MINIMESH_PROXY_NOT_READY', `endpoint ${ip}:${port}: no certificate yet to originate mTLS`);
+  // Our own TCP socket with TCP_NODELAY: multiplexed HTTP/2 writes small frames while earlier data is
+  // still unacknowledged, and Nagle + delayed ACK would hold them for tens of milliseconds.
+  const tcp = netConnect({ host: ip, port, noDelay: true });
   const socket = tlsConnect({
+    socket: tcp,
     host: ip,
     port,
     servername: identity,
@@ -18,7 +22,7 @@ export function connectMtls(creds: TlsCredentials, ip: string, port: number, ide
     rejectUnauthorized: true,
     checkServerIdentity: checkPeerIdentity(identity),
   });
-  socket.setNoDelay(true);
+  tcp.on('error', (err) => socket.destroy(err));
   armConnectTimeout(socket, timeoutMs, `${ip}:${port}`);
   return socket;
 }
