@@ -24,11 +24,13 @@ describe('parseProxyConfig', () => {
     expect(c.clusterDomain).toBe('cluster.local');
     expect(c.identity.plaintext).toBe(false);
     expect(c.identity.name).toBe(base.MINIMESH_PROXY_IDENTITY_SVC_NAME);
+    expect(c.identity.addr).toBe('minimesh-identity-headless.minimesh.svc.cluster.local:8080');
   });
 
   it('a loopback control-plane address means plaintext and needs no name', () => {
     const c = parseProxyConfig({ ...base, MINIMESH_PROXY_IDENTITY_SVC_ADDR: 'localhost.:8080', MINIMESH_PROXY_IDENTITY_SVC_NAME: '', MINIMESH_PROXY_DESTINATION_SVC_ADDR: '127.0.0.1:8086' });
     expect(c.identity.plaintext).toBe(true);
+    expect(c.identity.addr).toBe('localhost:8080');
     expect(c.destination.plaintext).toBe(true);
   });
 

@@ -110,7 +110,10 @@ function controlAddr(env: Env, addrVar: string, nameVar: string): ControlAddr {
     throw new ConfigError(nameVar, '', `the identity of the service at ${addrVar} (required because ${addr} is not loopback)`);
   }
   if (name !== undefined && !DNS_NAME.test(name)) throw new ConfigError(nameVar, name, 'a DNS-like identity name');
-  return { addr: addr.trim(), name, plaintext };
+  // A fully qualified name's trailing dot is dropped for the gRPC target: name lookups through
+  // /etc/hosts (the local cluster, many test setups) do not match "name." entries.
+  const target = isIP(host) === 6 ? `[${host}]:${port}` : `${host.replace(/\.$/, '')}:${port}`;
+  return { addr: target, name, plaintext };
 }
 
 function duration(env: Env, name: string, fallback: string): number {
