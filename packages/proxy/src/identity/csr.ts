@@ -1,26 +1,50 @@
-// An ECDSA P-256 key made in memory and a DER CSR naming only the local identity.
-import 'reflect-metadata';
-import { webcrypto } from 'node:crypto';
-import * as x509 from '@peculiar/x509';
-
-x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
+// An ECDSA P-256 key made in memory and a DER PKCS#10 CSR naming only the local identity (CN and the one
+// DNS SAN), signed with ECDSA-SHA256. Encoded by hand with node:crypto: an X.509 library would add
+// ~10 MB of resident memory to every proxy for these few bytes.
+import { generateKeyPairSync, sign } from 'node:crypto';
 
 export interface KeyAndCsr {
   keyPem: string;
   csrDer: Buffer;
 }
 
-const ALG = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' } as const;
+function len(n: number): Buffer {
+  if (n < 0x80) return Buffer.from([n]);
+  const bytes: number[] = [];
+  for (let v = n; v > 0; v >>= 8) bytes.unshift(v & 0xff);
+  return Buffer.from([0x80 | bytes.length, ...bytes]);
+}
 
-export async function createKeyAndCsr(identity: string): Promise<KeyAndCsr> {
-  const keys = (await webcrypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
-  const csr = await x509.Pkcs10CertificateRequestGenerator.create({
-    name: `CN=${identity}`,
-    keys,
-    signingAlgorithm: ALG,
-    extensions: [new x509.SubjectAlternativeNameExtension([{ type: 'dns', value: identity }])],
-  });
-  const pkcs8 = Buffer.from(await webcrypto.subtle.exportKey('pkcs8', keys.privateKey));
-  const keyPem = `-----BEGIN PRIVATE KEY-----\n${pkcs8.toString('base64').replace(/.{64}/g, '$&\n').replace(/\n$/, '')}\n-----END PRIVATE KEY-----\n`;
-  return { keyPem, csrDer: Buffer.from(csr.rawData) };
+/** One DER TLV. */
+export function der(tag: number, ...content: Buffer[]): Buffer {
+  const body = Buffer.concat(content);
+  return Buffer.concat([Buffer.from([tag]), len(body.length), body]);
+}
+
+export function oid(dotted: string): Buffer {
+  const parts = dotted.split('.').map(Number);
+  const out: number[] = [40 * (parts[0] as number) + (parts[1] as number)];
+  for (const p of parts.slice(2)) {
+    const chunk: number[] = [p & 0x7f];
+    for (let v = p >>> 7; v > 0; v >>>= 7) chunk.unshift(0x80 | (v & 0x7f));
+    out.push(...chunk);
+  }
+  return der(0x06, Buffer.from(out));
+}
+
+const SEQ = 0x30;
+const SET = 0x31;
+
+export function createKeyAndCsr(identity: string): Promise<KeyAndCsr> {
+  const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  const spki = publicKey.export({ type: 'spki', format: 'der' });
+  const subject = der(SEQ, der(SET, der(SEQ, oid('2.5.4.3'), der(0x0c, Buffer.from(identity, 'utf8')))));
+  const san = der(SEQ, der(0x82, Buffer.from(identity, 'ascii'))); // GeneralNames { dNSName }
+  const extensions = der(SEQ, der(SEQ, oid('2.5.29.17'), der(0x04, san)));
+  const extensionRequest = der(SEQ, oid('1.2.840.113549.1.9.14'), der(SET, extensions));
+  const info = der(SEQ, der(0x02, Buffer.from([0])), subject, spki, der(0xa0, extensionRequest));
+  const signature = sign('sha256', info, privateKey); // DER-encoded ECDSA signature
+  const csrDer = der(SEQ, info, der(SEQ, oid('1.2.840.10045.4.3.2')), der(0x03, Buffer.from([0]), signature));
+  const keyPem = privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+  return Promise.resolve({ keyPem, csrDer });
 }
