@@ -2,6 +2,7 @@
 // minimesh: the user's front door. One file per command under commands/; this only dispatches.
 import { runMain, UsageError } from '@minimesh/runtime';
 import { certsCommand } from './commands/certs.js';
+import { checkCommand } from './commands/check.js';
 import { explainCommand } from './commands/explain.js';
 import { injectCommand } from './commands/inject.js';
 import { uninjectCommand } from './commands/uninject.js';
@@ -11,6 +12,7 @@ const COMMANDS: Record<string, { run: Command; summary: string }> = {
   inject: { run: injectCommand, summary: 'add the proxy to the workloads of a YAML manifest' },
   uninject: { run: uninjectCommand, summary: 'remove what inject added' },
   explain: { run: explainCommand, summary: "say which nat rule a pod's connection meets and where its bytes go (explain ns/pod --port P | --to HOST:PORT)" },
+  check: { run: checkCommand, summary: 'check the control plane, webhook, certificates (expiry, chain) and readiness' },
   certs: { run: certsCommand, summary: 'create the trust anchor and issuer certificates (certs create)' },
 };
 

@@ -54,7 +54,7 @@ export async function explainCommand(argv: string[], io: CommandIO): Promise<num
   const port = intFlag('port', f.port, 1, 65535);
   const uid = intFlag('uid', f.uid, 0, 4294967295);
   const gid = intFlag('gid', f.gid, 0, 4294967295);
-  let to: { host: string; port: number } | undefined;
+  let to: { host: string; port: number; ip?: string } | undefined;
   if (f.to !== '') {
     to = parseHostPort(f.to);
     if (!to) throw new UsageError(`${info.name}: --to ${JSON.stringify(f.to)} is not valid: expected HOST:PORT, e.g. web.shop.svc.cluster.local:80 or 10.247.0.10:80`);
@@ -81,6 +81,23 @@ export async function explainCommand(argv: string[], io: CommandIO): Promise<num
         return 1;
       }
       throw err;
+    }
+    if (to && !parseIp(to.host)) {
+      const svc = /^([a-z0-9-]+)\.([a-z0-9-]+)(\.svc(\..+)?)?$/.exec(to.host);
+      if (svc) {
+        try {
+          const s = await api.readNamespacedService({ name: svc[1] as string, namespace: svc[2] as string });
+          const ip = s.spec?.clusterIP;
+          if (ip && ip !== 'None') {
+            to.ip = ip;
+            notes.push(`${to.host} is Service ${svc[2]}/${svc[1]}, ClusterIP ${ip}`);
+          } else if (ip === 'None') {
+            notes.push(`${to.host} is headless Service ${svc[2]}/${svc[1]}: the app connects to a pod IP`);
+          }
+        } catch (err) {
+          notes.push(`${to.host}: no Service ${svc[2]}/${svc[1]} (${describeKubeError(err)})`);
+        }
+      }
     }
     if (!source) {
       if (isLocalCluster(server)) {

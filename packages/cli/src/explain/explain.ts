@@ -11,7 +11,7 @@ export interface ExplainRequest {
   /** Inbound: the pod port a client connects to. */
   port?: number;
   /** Outbound: HOST:PORT the app connects to (a name or an IP). */
-  to?: { host: string; port: number };
+  to?: { host: string; port: number; ip?: string };
   /** Override the sender's uid / gid (outbound). */
   uid?: number;
   gid?: number;
@@ -46,14 +46,14 @@ export function buildPacket(facts: PodFacts, req: Omit<ExplainRequest, 'natText'
   if (req.to) {
     const uid = req.uid ?? facts.appUid;
     if (uid === undefined) notes.push(`container ${facts.appContainer ?? '?'} sets no runAsUser: assumed uid 0 (root, the usual image default); pass --uid to change it`);
-    const ip = parseIp(req.to.host);
+    const ip = parseIp(req.to.host) ? req.to.host : req.to.ip;
     const packet: Packet = {
       direction: 'outbound',
       protocol: 'tcp',
       dport: req.to.port,
       uid: uid ?? 0,
-      outInterface: isLoopback(req.to.host, facts) ? 'lo' : 'eth0',
-      ...(ip ? { destination: req.to.host } : {}),
+      outInterface: isLoopback(ip ?? req.to.host, facts) ? 'lo' : 'eth0',
+      ...(ip ? { destination: ip } : {}),
       ...(facts.podIp ? { source: facts.podIp } : {}),
       ...(req.gid ?? facts.appGid) !== undefined ? { gid: (req.gid ?? facts.appGid) as number } : {},
     };

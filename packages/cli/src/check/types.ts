@@ -1,0 +1,55 @@
+// One line of `minimesh check`: ✔ ok, ‼ warn, ✖ fail (and "skipped" when a check could not run
+// because an earlier one failed).
+export type CheckStatus = 'ok' | 'warn' | 'fail' | 'skip';
+
+export interface CheckResult {
+  category: string;
+  description: string;
+  status: CheckStatus;
+  /** Why it warned or failed, or what was found. */
+  detail?: string;
+  /** What to do about it. */
+  hint?: string;
+}
+
+export const SYMBOLS: Record<CheckStatus, string> = { ok: '✔', warn: '‼', fail: '✖', skip: '-' };
+
+export function ok(category: string, description: string, detail?: string): CheckResult {
+  return { category, description, status: 'ok', ...(detail !== undefined ? { detail } : {}) };
+}
+
+export function warn(category: string, description: string, detail: string, hint?: string): CheckResult {
+  return { category, description, status: 'warn', detail, ...(hint !== undefined ? { hint } : {}) };
+}
+
+export function fail(category: string, description: string, detail: string, hint?: string): CheckResult {
+  return { category, description, status: 'fail', detail, ...(hint !== undefined ? { hint } : {}) };
+}
+
+export function skip(category: string, description: string, detail: string): CheckResult {
+  return { category, description, status: 'skip', detail };
+}
+
+/** linkerd check's layout: a header per category, one line per check, details indented below. */
+export function formatResults(results: readonly CheckResult[]): string {
+  const out: string[] = [];
+  let current: string | undefined;
+  for (const r of results) {
+    if (r.category !== current) {
+      if (current !== undefined) out.push('');
+      out.push(r.category, '-'.repeat(r.category.length));
+      current = r.category;
+    }
+    out.push(`${SYMBOLS[r.status]} ${r.description}`);
+    if (r.status !== 'ok' && r.detail) out.push(`    ${r.detail}`);
+    if (r.hint) out.push(`    see: ${r.hint}`);
+  }
+  const failed = results.filter((r) => r.status === 'fail').length;
+  const warned = results.filter((r) => r.status === 'warn').length;
+  out.push('', failed > 0 ? `Status check results are ${SYMBOLS.fail} (${failed} failed, ${warned} warning${warned === 1 ? '' : 's'})` : `Status check results are ${SYMBOLS.ok}${warned > 0 ? ` (${warned} warning${warned === 1 ? '' : 's'})` : ''}`);
+  return `${out.join('\n')}\n`;
+}
+
+export function exitCodeOf(results: readonly CheckResult[]): number {
+  return results.some((r) => r.status === 'fail') ? 1 : 0;
+}

@@ -1,0 +1,202 @@
+// minimesh check: what `linkerd check` does, briefly. Fetches the control plane's objects and
+// hands them to the pure checks in src/check/; prints ✔/‼/✖ lines and exits 1 on any failure.
+import type { KubeConfig } from '@kubernetes/client-node';
+import { parseFlags, UsageError } from '@minimesh/runtime';
+import { checkCertificates, DEFAULT_WARN_DAYS } from '../check/certificates.js';
+import {
+  checkApi,
+  checkDeployments,
+  checkNamespace,
+  checkReadiness,
+  checkWebhook,
+  COMPONENTS,
+  WEBHOOK_CONFIG_PREFIX,
+  type DeploymentLike,
+  type ReadyProbe,
+  type WebhookConfigLike,
+} from '../check/control-plane.js';
+import { exitCodeOf, formatResults, type CheckResult } from '../check/types.js';
+import type { CommandIO } from '../io.js';
+import { describeKubeError, kubeStatus, loadKubeConfig } from '../kube.js';
+
+const info = {
+  name: 'minimesh check',
+  summary:
+    'check the installation: the API is reachable, the control-plane Deployments are available, the webhook has a CA bundle, the trust anchors and issuer are valid, chain and are not about to expire, and each component answers /ready',
+  usage: 'minimesh check [--kubeconfig K] [--namespace minimesh] [--warn-days 60] [--json]',
+};
+
+const flags = {
+  kubeconfig: { type: 'string', description: 'kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then the local cluster)' },
+  namespace: { type: 'string', default: 'minimesh', description: 'the control-plane namespace' },
+  'warn-days': { type: 'string', default: String(DEFAULT_WARN_DAYS), description: 'warn when a certificate expires within this many days' },
+  'ready-timeout': { type: 'string', default: '5', description: 'seconds to wait for each /ready probe' },
+  json: { type: 'boolean', description: 'print the results as JSON' },
+} as const;
+
+/** GET that maps 404 to undefined and passes other errors up. */
+async function getOrUndefined<T>(fn: () => Promise<T>): Promise<T | undefined> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (kubeStatus(err) === 404) return undefined;
+    throw err;
+  }
+}
+
+function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    p.finally(() => clearTimeout(timer)),
+    new Promise<T>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms / 1000} s`)), ms);
+    }),
+  ]);
+}
+
+async function probeReadiness(kc: KubeConfig, namespace: string, timeoutMs: number): Promise<ReadyProbe[]> {
+  const { CoreV1Api } = await import('@kubernetes/client-node');
+  const core = kc.makeApiClient(CoreV1Api);
+  const probes: ReadyProbe[] = [];
+  for (const c of COMPONENTS) {
+    let pods;
+    try {
+      pods = await core.listNamespacedPod({ namespace, labelSelector: `minimesh.io/control-plane-component=${c.component}` });
+    } catch (err) {
+      probes.push({ component: c.component, status: 'unreachable', detail: `cannot list pods: ${describeKubeError(err)}` });
+      continue;
+    }
+    const running = pods.items.filter((p) => p.status?.phase === 'Running' && p.metadata?.deletionTimestamp === undefined);
+    if (running.length === 0) {
+      probes.push({ component: c.component, status: 'unreachable', detail: 'no running pod' });
+      continue;
+    }
+    for (const pod of running) {
+      const name = pod.metadata?.name ?? '?';
+      try {
+        // Through the API server's pod proxy: works wherever the API server can reach pod IPs,
+        // and sends nothing from this machine but to the API server.
+        await withTimeout(core.connectGetNamespacedPodProxyWithPath({ name: `${name}:${c.adminPort}`, namespace, path: 'ready' }), timeoutMs, `GET /ready on ${name}:${c.adminPort}`);
+        probes.push({ component: c.component, pod: name, status: 'ready' });
+      } catch (err) {
+        const status = kubeStatus(err);
+        if (status === 503 || status === 500) probes.push({ component: c.component, pod: name, status: 'not-ready', detail: `/ready on port ${c.adminPort} answered ${describeKubeError(err)}` });
+        else probes.push({ component: c.component, pod: name, status: 'unreachable', detail: describeKubeError(err) });
+      }
+    }
+  }
+  return probes;
+}
+
+export async function runChecks(opts: { kubeconfig?: string; namespace: string; warnDays: number; readyTimeoutMs: number; now?: Date }): Promise<CheckResult[]> {
+  const results: CheckResult[] = [];
+  let kc: KubeConfig;
+  let server = '(no kubeconfig)';
+  try {
+    const loaded = await loadKubeConfig(opts.kubeconfig);
+    kc = loaded.kc;
+    server = loaded.server;
+  } catch (err) {
+    return checkApi({ server, error: (err as Error).message });
+  }
+  const k8s = await import('@kubernetes/client-node');
+  try {
+    const v = await withTimeout(kc.makeApiClient(k8s.VersionApi).getCode(), 10_000, 'GET /version');
+    results.push(...checkApi({ server, version: v.gitVersion }));
+  } catch (err) {
+    results.push(...checkApi({ server, error: describeKubeError(err) }));
+    return results;
+  }
+  const ns = opts.namespace;
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  const apps = kc.makeApiClient(k8s.AppsV1Api);
+  const admission = kc.makeApiClient(k8s.AdmissionregistrationV1Api);
+  const nsObj = await getOrUndefined(() => core.readNamespace({ name: ns })).catch((err: unknown) => err as Error);
+  if (nsObj instanceof Error) {
+    results.push({ category: 'minimesh-control-plane', description: `control-plane namespace ${ns} exists`, status: 'fail', detail: describeKubeError(nsObj) });
+    return results;
+  }
+  results.push(checkNamespace(ns, nsObj !== undefined));
+  if (!nsObj) return results;
+
+  const deployments = new Map<string, DeploymentLike | undefined>();
+  const unreadable = new Map<string, string>();
+  for (const c of COMPONENTS) {
+    try {
+      deployments.set(c.deployment, (await getOrUndefined(() => apps.readNamespacedDeployment({ name: c.deployment, namespace: ns }))) as DeploymentLike | undefined);
+    } catch (err) {
+      unreadable.set(c.deployment, describeKubeError(err));
+    }
+  }
+  const deploymentResults = checkDeployments(ns, deployments);
+  COMPONENTS.forEach((c, i) => {
+    const why = unreadable.get(c.deployment);
+    const r = deploymentResults[i] as CheckResult;
+    results.push(why === undefined ? r : { ...r, status: 'fail', detail: `cannot read it: ${why}` });
+  });
+
+  try {
+    const cfg = await getOrUndefined(() => admission.readMutatingWebhookConfiguration({ name: `${WEBHOOK_CONFIG_PREFIX}${ns}` }));
+    results.push(...checkWebhook(ns, cfg ? [cfg as WebhookConfigLike] : [], opts.now));
+  } catch (err) {
+    results.push({ category: 'minimesh-webhook', description: 'webhook configuration is readable', status: 'fail', detail: describeKubeError(err) });
+  }
+
+  let trustAnchorsPem: string | undefined;
+  let trustAnchorsMissing: string | undefined;
+  try {
+    const cm = await getOrUndefined(() => core.readNamespacedConfigMap({ name: 'minimesh-identity-trust-roots', namespace: ns }));
+    trustAnchorsPem = cm?.data?.['ca-bundle.crt'];
+    if (cm && trustAnchorsPem === undefined) trustAnchorsMissing = 'ConfigMap minimesh-identity-trust-roots has no ca-bundle.crt';
+  } catch (err) {
+    trustAnchorsMissing = `ConfigMap minimesh-identity-trust-roots: ${describeKubeError(err)}`;
+  }
+  let issuerCrtPem: string | undefined;
+  let issuerKeyPem: string | undefined;
+  let issuerMissing: string | undefined;
+  try {
+    const secret = await getOrUndefined(() => core.readNamespacedSecret({ name: 'minimesh-identity-issuer', namespace: ns }));
+    const crt = secret?.data?.['crt.pem'];
+    const key = secret?.data?.['key.pem'];
+    if (crt !== undefined) issuerCrtPem = Buffer.from(crt, 'base64').toString('utf8');
+    else if (secret) issuerMissing = 'Secret minimesh-identity-issuer has no crt.pem';
+    if (key !== undefined) issuerKeyPem = Buffer.from(key, 'base64').toString('utf8');
+  } catch (err) {
+    issuerMissing = `Secret minimesh-identity-issuer: ${describeKubeError(err)}`;
+  }
+  results.push(
+    ...checkCertificates({
+      trustAnchorsPem,
+      issuerCrtPem,
+      ...(issuerKeyPem !== undefined ? { issuerKeyPem } : {}),
+      ...(trustAnchorsMissing !== undefined ? { trustAnchorsMissing } : {}),
+      ...(issuerMissing !== undefined ? { issuerMissing } : {}),
+      warnWithinDays: opts.warnDays,
+      ...(opts.now ? { now: opts.now } : {}),
+    }),
+  );
+
+  results.push(...checkReadiness(await probeReadiness(kc, ns, opts.readyTimeoutMs)));
+  return results;
+}
+
+export async function checkCommand(argv: string[], io: CommandIO): Promise<number> {
+  const parsed = parseFlags(info, flags, argv);
+  if ('help' in parsed) {
+    io.stdout.write(parsed.help);
+    return 0;
+  }
+  if (parsed.positionals.length > 0) throw new UsageError(`${info.name}: unexpected argument ${JSON.stringify(parsed.positionals[0])}`);
+  const f = parsed.values;
+  if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(f.namespace)) throw new UsageError(`${info.name}: --namespace ${JSON.stringify(f.namespace)} is not valid: expected a namespace name`);
+  if (!/^\d+$/.test(f['warn-days'])) throw new UsageError(`${info.name}: --warn-days ${JSON.stringify(f['warn-days'])} is not valid: expected a whole number of days`);
+  if (!/^\d+(\.\d+)?$/.test(f['ready-timeout']) || Number(f['ready-timeout']) <= 0) throw new UsageError(`${info.name}: --ready-timeout ${JSON.stringify(f['ready-timeout'])} is not valid: expected seconds > 0`);
+  const results = await runChecks({
+    ...(f.kubeconfig !== '' ? { kubeconfig: f.kubeconfig } : {}),
+    namespace: f.namespace,
+    warnDays: Number(f['warn-days']),
+    readyTimeoutMs: Number(f['ready-timeout']) * 1000,
+  });
+  io.stdout.write(f.json ? `${JSON.stringify({ results, ok: exitCodeOf(results) === 0 }, null, 2)}\n` : formatResults(results));
+  return exitCodeOf(results);
+}
