@@ -14,6 +14,7 @@ function failures(results: CheckResult[]): string[] {
 }
 
 let fresh: MeshCerts;
+let sameNames: MeshCerts;
 let other: MeshCerts;
 let expiring: MeshCerts;
 let expired: MeshCerts;
@@ -21,7 +22,9 @@ let anchorExpiring: MeshCerts;
 
 beforeAll(async () => {
   const now = Date.now();
-  [fresh, other, expiring, expired, anchorExpiring] = await Promise.all([
+  [fresh, sameNames, other, expiring, expired, anchorExpiring] = await Promise.all([
+    createMeshCerts(),
+    // A second `certs create` with the same names: a regenerated root whose issuer was not re-made.
     createMeshCerts(),
     createMeshCerts({ rootCommonName: 'root.other.cluster.local' }),
     createMeshCerts({ issuerLifetimeHours: 30 * 24 }),
@@ -58,6 +61,7 @@ describe('checkCertificates', () => {
       ['warn trust anchors are valid for at least 60 days', 'warn issuer certificate is valid for at least 60 days'],
     ],
     ['an issuer from another root does not chain', () => ({ trustAnchorsPem: fresh.caCrt, issuerCrtPem: other.issuerCrt }), ['fail issuer certificate is issued by the trust anchor']],
+    ['an issuer with the same names but signed by another key does not chain', () => ({ trustAnchorsPem: fresh.caCrt, issuerCrtPem: sameNames.issuerCrt }), ['fail issuer certificate is issued by the trust anchor']],
     ['a bundle that holds the right anchor among others chains', () => ({ trustAnchorsPem: `${other.caCrt}${fresh.caCrt}`, issuerCrtPem: fresh.issuerCrt }), []],
     ["another issuer's key does not match", () => ({ trustAnchorsPem: fresh.caCrt, issuerCrtPem: fresh.issuerCrt, issuerKeyPem: other.issuerKey }), ['fail issuer key matches the issuer certificate']],
     ['a garbage key fails', () => ({ trustAnchorsPem: fresh.caCrt, issuerCrtPem: fresh.issuerCrt, issuerKeyPem: 'nope' }), ['fail issuer key matches the issuer certificate']],
