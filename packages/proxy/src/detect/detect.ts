@@ -75,6 +75,10 @@ export function peek<T>(socket: Socket, decide: (buf: Buffer) => T | 'more', tim
     socket.once('end', onEnd);
     socket.once('error', onEnd);
     socket.once('close', onEnd);
+    // A socket paused by an earlier peek (its bytes given back with unshift) does not flow again just
+    // because a 'data' listener was added: without this, inbound plaintext (the TLS peek, then protocol
+    // detection) waited for the whole detect timeout and was then relayed as opaque.
+    socket.resume();
   });
 }
 
