@@ -110,7 +110,7 @@ describe(`the mesh on the ${driver.name} cluster`, () => {
     for (const port of [SERVER_HTTP_PORT, SERVER_GRPC_PORT]) {
       const text = await eventually(`server proxy counts mTLS requests on ${port}`, 60_000, async () => {
         const t = await proxyMetrics(driver, m.appNs, server.metadata.name);
-        return metricLines(t, 'request_total', { direction: 'inbound', tls: 'true', client_id: clientId, target_port: String(port) }).length > 0 ? t : undefined;
+        return metricLines(t, 'request_total', { direction: 'inbound', tls: 'true', client_id: clientId, target_addr: `${server.status.podIP}:${port}` }).length > 0 ? t : undefined;
       });
       expect(metricLines(text, 'request_total', { direction: 'inbound', tls: 'true', client_id: clientId }).length).toBeGreaterThan(0);
     }
