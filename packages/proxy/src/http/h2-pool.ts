@@ -12,6 +12,8 @@ export class H2Pool {
   private readonly sessions = new Map<string, Entry>();
   private readonly errors = new WeakMap<ClientHttp2Session, Error>();
 
+  constructor(private readonly idleMs = 60_000) {}
+
   /** The live session for `key`, made with `connect` when there is none. */
   get(key: string, connect: () => Duplex): ClientHttp2Session {
     const e = this.sessions.get(key);
@@ -30,6 +32,11 @@ export class H2Pool {
     session.on('goaway', drop);
     session.on('close', drop);
     session.setMaxListeners(0);
+    // Sessions to endpoints that went away (or quiet ones) close after a minute without streams.
+    session.setTimeout(this.idleMs, () => {
+      if (this.sessions.get(key) === entry) this.sessions.delete(key);
+      session.close();
+    });
     return session;
   }
 
