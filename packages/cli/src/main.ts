@@ -29,7 +29,16 @@ async function main(argv: string[]): Promise<number> {
   }
   const command = COMMANDS[name];
   if (!command) throw new UsageError(`unknown command "${name}": expected one of ${Object.keys(COMMANDS).join(', ')} (see minimesh --help)`);
-  return command.run(rest, { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr });
+  try {
+    return await command.run(rest, { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr });
+  } catch (err) {
+    // Command errors already name the command ("minimesh explain: ..."): print them once, as they are.
+    const e = err as Error & { exitCode?: number };
+    if (!e.message.startsWith(`minimesh ${name}`)) throw err;
+    process.stderr.write(`${e.message}\n`);
+    if (process.env.MINIMESH_DEBUG && e.stack) process.stderr.write(`${e.stack}\n`);
+    return typeof e.exitCode === 'number' ? e.exitCode : 1;
+  }
 }
 
 void runMain('minimesh', main);
