@@ -1,6 +1,6 @@
 // The program's edges: start-up errors, /ready as a latch, /shutdown, and the TLS control-plane channel.
 import { afterAll, describe, expect, it } from 'vitest';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,7 +12,7 @@ import { Registry } from 'prom-client';
 import { createLogger } from '@minimesh/runtime';
 import { createTestPki } from './support/pki.js';
 import { FakeIdentity, startFakeControlPlane, type FakeControlPlane } from './support/fake-control-plane.js';
-import { startHarnessProxy } from './support/harness.js';
+import { proxyEnv, startHarnessProxy } from './support/harness.js';
 import { CertifyClient } from '../src/identity/certify-client.js';
 import { ProxyMetrics } from '../src/metrics/metrics.js';
 import { TlsCredentials } from '../src/tls/credentials.js';
@@ -40,6 +40,52 @@ describe('minimesh-proxy program', () => {
     expect(r.status).toBe(2);
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
     expect(r.stderr).toMatch(/^minimesh-proxy: MINIMESH_PROXY_IDENTITY_LOCAL_NAME: "" is not valid: expected/);
+  });
+
+  it('SIGTERM drains: in-flight requests finish, new connections are refused, exit 0', async () => {
+    const pki = await createTestPki();
+    const cp = await startFakeControlPlane(pki);
+    cleanups.push(() => cp.close());
+    const { createServer: createHttp } = await import('node:http');
+    const slow = createHttp((_req, res) => setTimeout(() => res.end('slow done'), 700));
+    await new Promise<void>((r) => slow.listen(0, '127.0.0.1', () => r()));
+    cleanups.push(() => slow.close());
+    const slowPort = (slow.address() as { port: number }).port;
+    cp.destination.set('slow.default.svc.cluster.local:80', [{ ip: '127.0.0.1', port: slowPort }]);
+    const [admin, outbound] = [await freePort(), await freePort()];
+    const env = { ...proxyEnv({ identity: ID, anchorPem: pki.anchorPem, controlAddr: cp.addr }), MINIMESH_PROXY_ADMIN_LISTEN_ADDR: `127.0.0.1:${admin}`, MINIMESH_PROXY_OUTBOUND_LISTEN_ADDR: `127.0.0.1:${outbound}`, MINIMESH_PROXY_SHUTDOWN_GRACE_PERIOD: '5s', PATH: process.env.PATH ?? '' };
+    const child = spawn(process.execPath, [MAIN], { env, stdio: 'ignore' });
+    const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+    for (let i = 0; i < 100; i++) {
+      const ok = await fetch(`http://127.0.0.1:${admin}/ready`).then((r) => r.status === 200, () => false);
+      if (ok) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const { request: httpRequest } = await import('node:http');
+    const inflight = new Promise<string>((resolve, reject) => {
+      const req = httpRequest({ host: '127.0.0.1', port: outbound, path: '/', headers: { host: 'slow.default.svc.cluster.local' } }, (res) => {
+        let b = '';
+        res.on('data', (c: Buffer) => (b += c.toString()));
+        res.on('end', () => resolve(b));
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    await new Promise((r) => setTimeout(r, 200));
+    child.kill('SIGTERM');
+    await new Promise((r) => setTimeout(r, 150));
+    const { connect: netConnect } = await import('node:net');
+    const refused = await new Promise<string>((resolve) => {
+      const s = netConnect(outbound, '127.0.0.1');
+      s.on('connect', () => {
+        s.destroy();
+        resolve('connected');
+      });
+      s.on('error', (e: NodeJS.ErrnoException) => resolve(e.code ?? 'error'));
+    });
+    expect(refused).toBe('ECONNREFUSED');
+    expect(await inflight).toBe('slow done');
+    expect(await exited).toBe(0);
   });
 
   it('--help prints the summary', () => {
