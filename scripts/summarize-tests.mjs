@@ -10,8 +10,12 @@ for (const dir of dirs) {
   const file = join(dir, '.vitest-report.json');
   if (!existsSync(file)) continue;
   const r = JSON.parse(readFileSync(file, 'utf8'));
-  passed += r.numPassedTests; failed += r.numFailedTests; skipped += r.numPendingTests + (r.numTodoTests ?? 0);
-  rows.push(`${dir.padEnd(28)} ${String(r.numPassedTests).padStart(4)} passed ${String(r.numFailedTests).padStart(3)} failed`);
+  // A suite that fails before its tests run (a beforeAll, an import) reports its tests as skipped:
+  // count the suite itself as a failure so it cannot hide.
+  const brokenSuites = (r.testResults ?? []).filter((f) => f.status === 'failed' && f.assertionResults.every((a) => a.status !== 'failed')).length;
+  const f = r.numFailedTests + brokenSuites;
+  passed += r.numPassedTests; failed += f; skipped += r.numPendingTests + (r.numTodoTests ?? 0);
+  rows.push(`${dir.padEnd(28)} ${String(r.numPassedTests).padStart(4)} passed ${String(f).padStart(3)} failed` + (brokenSuites ? ` (${brokenSuites} suite(s) failed before their tests ran)` : ''));
 }
 console.log('\n' + rows.join('\n'));
 console.log(`${passed} passed, ${failed} failed` + (skipped ? `, ${skipped} skipped` : ''));
