@@ -205,7 +205,8 @@ export async function up(log: Log = () => {}): Promise<ClusterInfo> {
     startDetached(p, 'kube-apiserver', binPath('kube-apiserver'), apiserverArgs(p), { netns: NODE_NETNS });
   }
   const admin = adminClient();
-  await waitFor('kube-apiserver /readyz (see logs/kube-apiserver.log)', 90_000, async () => {
+  // Generous: a loaded 2-core machine has been seen to need more than 90 s.
+  await waitFor('kube-apiserver /readyz (see logs/kube-apiserver.log)', 180_000, async () => {
     if (!isRunning(p, 'kube-apiserver')) throw new Error('kube-apiserver exited');
     const text = await admin.request<string>('GET', '/readyz');
     return String(text).trim() === 'ok';
@@ -221,10 +222,10 @@ export async function up(log: Log = () => {}): Promise<ClusterInfo> {
     log('starting the node agent');
     startDetached(p, 'node-agent', node, [distFile('agent/main.js')], { env: { ...process.env, MINIMESH_CLUSTER_DIR: p.dir } });
   }
-  await waitFor('the default ServiceAccount (kube-controller-manager, see logs/kube-controller-manager.log)', 60_000, async () =>
+  await waitFor('the default ServiceAccount (kube-controller-manager, see logs/kube-controller-manager.log)', 120_000, async () =>
     Boolean(await admin.get('/api/v1/namespaces/default/serviceaccounts/default')),
   );
-  await waitFor(`Node ${NODE_NAME} Ready (node agent, see logs/node-agent.log)`, 60_000, async () => {
+  await waitFor(`Node ${NODE_NAME} Ready (node agent, see logs/node-agent.log)`, 120_000, async () => {
     const n = await admin.get(`/api/v1/nodes/${NODE_NAME}`);
     return Boolean(n?.status?.conditions?.some((c: { type: string; status: string }) => c.type === 'Ready' && c.status === 'True'));
   });
