@@ -1,5 +1,6 @@
 // minimesh check: what `linkerd check` does, briefly. Fetches the control plane's objects and
 // hands them to the pure checks in src/check/; prints ✔/‼/✖ lines and exits 1 on any failure.
+import { request as httpsRequest, type RequestOptions } from 'node:https';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { parseFlags, UsageError } from '@minimesh/runtime';
 import { checkCertificates, DEFAULT_WARN_DAYS } from '../check/certificates.js';
@@ -54,38 +55,64 @@ function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   ]);
 }
 
+/** One GET through the API server, bounded by timeoutMs (the socket is destroyed then). */
+async function getViaApiServer(kc: KubeConfig, path: string, timeoutMs: number): Promise<{ status?: number; body: string; error?: string }> {
+  const server = kc.getCurrentCluster()?.server ?? '';
+  const url = new URL(path, server);
+  const opts: RequestOptions = { method: 'GET', headers: { accept: '*/*' } };
+  await kc.applyToHTTPSOptions(opts);
+  return new Promise((resolve) => {
+    const req = httpsRequest(url, opts, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => {
+        if (body.length < 4096) body += c;
+      });
+      res.on('end', () => {
+        clearTimeout(timer);
+        resolve({ ...(res.statusCode !== undefined ? { status: res.statusCode } : {}), body });
+      });
+    });
+    const timer = setTimeout(() => {
+      req.destroy();
+      resolve({ body: '', error: `GET ${url.pathname}: no answer within ${timeoutMs / 1000} s` });
+    }, timeoutMs);
+    req.on('error', (err) => {
+      clearTimeout(timer);
+      resolve({ body: '', error: `GET ${url.pathname}: ${err.message}` });
+    });
+    req.end();
+  });
+}
+
 async function probeReadiness(kc: KubeConfig, namespace: string, timeoutMs: number): Promise<ReadyProbe[]> {
   const { CoreV1Api } = await import('@kubernetes/client-node');
   const core = kc.makeApiClient(CoreV1Api);
-  const probes: ReadyProbe[] = [];
-  for (const c of COMPONENTS) {
+  // All components and pods at once: the slowest probe bounds the wait, not their sum.
+  const perComponent = await Promise.all(COMPONENTS.map(async (c): Promise<ReadyProbe[]> => {
+    const probes: ReadyProbe[] = [];
     let pods;
     try {
       pods = await core.listNamespacedPod({ namespace, labelSelector: `minimesh.io/control-plane-component=${c.component}` });
     } catch (err) {
-      probes.push({ component: c.component, status: 'unreachable', detail: `cannot list pods: ${describeKubeError(err)}` });
-      continue;
+      return [{ component: c.component, status: 'unreachable', detail: `cannot list pods: ${describeKubeError(err)}` }];
     }
     const running = pods.items.filter((p) => p.status?.phase === 'Running' && p.metadata?.deletionTimestamp === undefined);
-    if (running.length === 0) {
-      probes.push({ component: c.component, status: 'unreachable', detail: 'no running pod' });
-      continue;
-    }
-    for (const pod of running) {
+    if (running.length === 0) return [{ component: c.component, status: 'unreachable', detail: 'no running pod' }];
+    await Promise.all(running.map(async (pod) => {
       const name = pod.metadata?.name ?? '?';
-      try {
-        // Through the API server's pod proxy: works wherever the API server can reach pod IPs,
-        // and sends nothing from this machine but to the API server.
-        await withTimeout(core.connectGetNamespacedPodProxyWithPath({ name: `${name}:${c.adminPort}`, namespace, path: 'ready' }), timeoutMs, `GET /ready on ${name}:${c.adminPort}`);
-        probes.push({ component: c.component, pod: name, status: 'ready' });
-      } catch (err) {
-        const status = kubeStatus(err);
-        if (status === 503 || status === 500) probes.push({ component: c.component, pod: name, status: 'not-ready', detail: `/ready on port ${c.adminPort} answered ${describeKubeError(err)}` });
-        else probes.push({ component: c.component, pod: name, status: 'unreachable', detail: describeKubeError(err) });
-      }
-    }
-  }
-  return probes;
+      // Through the API server's pod proxy: works wherever the API server can reach pod IPs, and
+      // sends nothing from this machine but to the API server. Plain https (not client-node) so a
+      // probe that hangs can be cut at the timeout instead of holding the process open.
+      const r = await getViaApiServer(kc, `/api/v1/namespaces/${namespace}/pods/${name}:${c.adminPort}/proxy/ready`, timeoutMs);
+      if (r.status === 200) probes.push({ component: c.component, pod: name, status: 'ready' });
+      // A Status object is the API server's own error (it could not reach the pod), not the component's answer.
+      else if (r.status !== undefined && r.status >= 500 && !r.body.includes('"kind":"Status"')) probes.push({ component: c.component, pod: name, status: 'not-ready', detail: `/ready on port ${c.adminPort} answered HTTP ${r.status}${r.body ? `: ${r.body.trim().split('\n')[0]?.slice(0, 200)}` : ''}` });
+      else probes.push({ component: c.component, pod: name, status: 'unreachable', detail: r.error ?? `HTTP ${r.status}: ${r.body.trim().split('\n')[0]?.slice(0, 200)}` });
+    }));
+    return probes.sort((a, b) => (a.pod ?? '').localeCompare(b.pod ?? ''));
+  }));
+  return perComponent.flat();
 }
 
 export async function runChecks(opts: { kubeconfig?: string; namespace: string; warnDays: number; readyTimeoutMs: number; now?: Date }): Promise<CheckResult[]> {
