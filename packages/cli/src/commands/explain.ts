@@ -122,7 +122,8 @@ export async function explainCommand(argv: string[], io: CommandIO): Promise<num
 
   let natText: string;
   try {
-    natText = await source.read(namespace, podName);
+    const addr = to ? (parseIp(to.host) ? to.host : to.ip) : pod.status?.podIP;
+    natText = await source.read(namespace, podName, addr !== undefined && parseIp(addr)?.family === 6 ? 6 : 4);
   } catch (err) {
     io.stderr.write(`${info.name}: ${(err as Error).message}\n`);
     return 1;

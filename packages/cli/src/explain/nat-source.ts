@@ -9,7 +9,8 @@ import { readFile } from 'node:fs/promises';
 export interface NatSource {
   /** Shown in the output: where the rules were read. */
   describe: string;
-  read(namespace: string, pod: string): Promise<string>;
+  /** The pod's nat table for one address family (IPv6 lives in ip6tables). */
+  read(namespace: string, pod: string, family?: 4 | 6): Promise<string>;
 }
 
 export class NatSourceError extends Error {
@@ -32,16 +33,20 @@ export function fileNatSource(path: string): NatSource {
 /** The save binaries to try, in order; proxy-init's default mode is legacy, as in the seed. */
 export const SAVE_BINARIES = ['iptables-legacy-save', 'iptables-nft-save', 'iptables-save'] as const;
 
+export function saveBinaries(family: 4 | 6): string[] {
+  return family === 6 ? SAVE_BINARIES.map((b) => b.replace(/^iptables/, 'ip6tables')) : [...SAVE_BINARIES];
+}
+
 export type ExecInPod = (namespace: string, pod: string, argv: string[]) => Promise<{ code: number; stdout: string; stderr: string }>;
 
 /** Runs the save binaries in the pod's network namespace; prefers the one that shows proxy-init's chains. */
 export function execNatSource(exec: ExecInPod, describe: string): NatSource {
   return {
     describe,
-    async read(namespace, pod) {
+    async read(namespace, pod, family = 4) {
       const failures: string[] = [];
       let fallback: string | undefined;
-      for (const bin of SAVE_BINARIES) {
+      for (const bin of saveBinaries(family)) {
         const r = await exec(namespace, pod, [bin, '-t', 'nat']);
         if (r.code !== 0) {
           failures.push(`${bin}: exit ${r.code}${r.stderr.trim() ? ` (${r.stderr.trim().split('\n')[0]})` : ''}`);
