@@ -78,6 +78,11 @@ describe('explainConnection', () => {
     expect(e.notes.join('\n')).toContain('no --port given: using the first container port, 8080 (app)');
   });
 
+  it('an inbound port no container declares is pointed out', () => {
+    expect(explainConnection({ natText: SEED_NAT, pod: POD, port: 9000 }).notes.join('\n')).toContain('no container declares port 9000 (declared: 8080)');
+    expect(explainConnection({ natText: SEED_NAT, pod: POD, port: 8080 }).notes).toEqual([]);
+  });
+
   it('inbound to 4191 reaches the admin server directly', () => {
     const e = explainConnection({ natText: SEED_NAT, pod: POD, port: 4191 });
     expect(e.outcome).toBe('not-redirected');

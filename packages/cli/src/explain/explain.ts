@@ -82,6 +82,9 @@ export function explainConnection(req: ExplainRequest): Explanation {
   if (req.container !== undefined && facts.appContainer === undefined) throw new ExplainInputError(`the pod has no container named "${req.container}"`);
   const { packet, target, notes } = buildPacket(facts, req);
   const walk = walkPacket(table, packet);
+  if (packet.direction === 'inbound' && facts.appPorts.length > 0 && !facts.appPorts.some((p) => p.port === packet.dport) && ![facts.inboundPort, facts.outboundPort, facts.adminPort, facts.controlPort].includes(packet.dport)) {
+    notes.push(`no container declares port ${packet.dport} (declared: ${facts.appPorts.map((p) => p.port).join(', ')}): if nothing listens there, the connection is refused after this path`);
+  }
   for (const w of table.warnings) notes.push(`nat table: ${w}`);
   if (![...table.chains.values()].some((c) => c.name.startsWith('PROXY_INIT_'))) notes.push('the nat table has no PROXY_INIT_* chains: proxy-init has not run in this pod (or ran with --cleanup)');
   return describeExplanation({ facts, packet, walk, target, ...(req.discovery ? { discovery: req.discovery } : {}), notes });
