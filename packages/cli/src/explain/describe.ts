@@ -144,7 +144,7 @@ function proxyInboundLines(facts: PodFacts, packet: Packet): string[] {
   }
   const opaque = inRanges(facts.opaquePorts, port);
   return [
-    `The proxy's inbound listener 0.0.0.0:${facts.inboundPort} gets the connection; it reads the original destination ${packet.destination ?? 'the pod IP'}:${port} with SO_ORIGINAL_DST and peeks at the first bytes: a TLS ClientHello whose SNI is this pod's identity${id} → it terminates mTLS and learns the client's identity; other TLS → passed through untouched; plaintext → ${opaque ? `no detection (port ${port} is opaque)` : 'protocol detection (HTTP/1, HTTP/2, else TCP)'}.`,
+    `The proxy's inbound listener 0.0.0.0:${facts.inboundPort} gets the connection; it reads the original destination ${packet.destination ? `${packet.destination}:${port}` : `(the pod IP, port ${port})`} with SO_ORIGINAL_DST and peeks at the first bytes: a TLS ClientHello whose SNI is this pod's identity${id} → it terminates mTLS and learns the client's identity; other TLS → passed through untouched; plaintext → ${opaque ? `no detection (port ${port} is opaque)` : 'protocol detection (HTTP/1, HTTP/2, else TCP)'}.`,
     `Then it connects to the app at 127.0.0.1:${port}; that connection is the proxy's own (uid ${facts.proxyUid ?? 'of the proxy'}) over lo, so OUTPUT leaves it alone.`,
   ];
 }
@@ -163,7 +163,7 @@ export function describeExplanation(input: {
   const notes = [...(input.notes ?? [])];
   const sender = facts.proxyUid !== undefined && packet.uid === facts.proxyUid ? 'the proxy' : facts.appContainer ? `container ${facts.appContainer}` : 'the pod';
   const who = packet.direction === 'outbound' ? `from ${sender} (uid ${packet.uid ?? 'unknown'})` : `from ${packet.source ?? 'another pod'}`;
-  const where = packet.direction === 'outbound' ? `to ${target.host ?? packet.destination}:${target.port} over ${packet.outInterface ?? 'eth0'}` : `to ${packet.destination ?? 'the pod'}:${packet.dport}`;
+  const where = packet.direction === 'outbound' ? `to ${target.host ?? packet.destination}:${target.port} over ${packet.outInterface ?? 'eth0'}` : packet.destination ? `to ${packet.destination}:${packet.dport}` : `to the pod's port ${packet.dport}`;
   lines.push(`A new ${packet.direction} TCP connection ${who} ${where} enters the nat table at ${walk.hook}.`);
   for (const step of walk.steps) lines.push(stepLine(step, walk, facts));
   let outcome: Outcome;

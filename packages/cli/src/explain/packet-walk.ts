@@ -71,7 +71,10 @@ function crit(n: Negatable<unknown> | undefined, base: Tri, yes: string, no: str
   if (!n) return undefined;
   let result = base;
   if (n.negated && base !== 'unknown') result = base === 'yes' ? 'no' : 'yes';
-  const reason = base === 'unknown' ? yes : base === 'yes' ? (n.negated ? `${yes}, and the rule says "not"` : yes) : n.negated ? `${no}, and the rule says "not"` : no;
+  let reason: string;
+  if (base === 'unknown') reason = n.negated ? `${yes}; the rule negates it with "!"` : yes;
+  else if (!n.negated) reason = base === 'yes' ? yes : no;
+  else reason = base === 'yes' ? `${yes}, but the rule negates this with "!", so it does not match` : `${no}, and the rule negates this with "!", so it matches`;
   return { result, reason };
 }
 
