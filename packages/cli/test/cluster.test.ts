@@ -62,6 +62,7 @@ beforeAll(async () => {
   expect(skipped).toBeUndefined();
   const meshed = jsonpatch.applyPatch(structuredClone(pod), patch as jsonpatch.Operation[], true, false).newDocument;
   await adminClient().request('POST', `/api/v1/namespaces/${ns}/pods`, meshed);
+  await adminClient().request('POST', `/api/v1/namespaces/${ns}/services`, { metadata: { name: 'web' }, spec: { ports: [{ port: 80, targetPort: 8080 }] } });
   // proxy-init is the first init container: once it has exited 0, the nat rules are in place.
   await waitFor('minimesh-init to complete', async () => {
     const p = (await adminClient().get(`/api/v1/namespaces/${ns}/pods/web`)) as KubeObject | undefined;
@@ -104,6 +105,15 @@ describe('minimesh explain on a live pod', () => {
     expect(r.stdout).toContain("uid 1000 is not the proxy's uid 2102: PROXY_INIT_OUTPUT rule 1 (proxy-init/ignore-proxy-user-id) does not match.");
     const api = await run(['explain', `${ns}/web`, '--to', '10.247.0.1:443', '--kubeconfig', cluster.kubeconfigPath]);
     expect(api.stdout).toContain('not redirected: goes straight to 10.247.0.1:443');
+  });
+
+  it('a Service name is resolved to its ClusterIP, which becomes the original destination', async () => {
+    const svc = (await adminClient().get(`/api/v1/namespaces/${ns}/services/web`)) as KubeObject;
+    const ip = String(svc.spec.clusterIP);
+    const r = await run(['explain', `${ns}/web`, '--to', `web.${ns}.svc.cluster.local:80`, '--kubeconfig', cluster.kubeconfigPath]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain(`original destination ${ip}:80 with SO_ORIGINAL_DST`);
+    expect(r.stdout).toContain(`- web.${ns}.svc.cluster.local is Service ${ns}/web, ClusterIP ${ip}`);
   });
 
   it('names a missing pod with exit 1', async () => {

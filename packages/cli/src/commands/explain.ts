@@ -95,7 +95,8 @@ export async function explainCommand(argv: string[], io: CommandIO): Promise<num
             notes.push(`${to.host} is headless Service ${svc[2]}/${svc[1]}: the app connects to a pod IP`);
           }
         } catch (err) {
-          notes.push(`${to.host}: no Service ${svc[2]}/${svc[1]} (${describeKubeError(err)})`);
+          // "name.ns" may as well be an outside name (example.com): only a .svc name must be a Service.
+          if (svc[3] !== undefined) notes.push(`${to.host}: no Service ${svc[2]}/${svc[1]} (${describeKubeError(err)})`);
         }
       }
     }
