@@ -219,6 +219,12 @@ export function describeExplanation(input: {
       break;
   }
   if (!facts.meshed) notes.push('the pod has no minimesh-proxy container: it is not meshed');
+  if ((outcome === 'redirected-to-proxy-inbound' || outcome === 'redirected-to-proxy-outbound') && facts.proxyStatus && !facts.proxyStatus.ready) {
+    const p = facts.proxyStatus;
+    lines.push(
+      `But the proxy is not ready (container minimesh-proxy ${p.state}${p.restarts > 0 ? `, ${p.restarts} restarts` : ''}): until it has its certificate from identity it does not serve its listeners, so this connection waits or is refused. See: kubectl logs -n ${facts.namespace} ${facts.name} -c minimesh-proxy`,
+    );
+  }
   if (walk.uncertain) notes.push('some rules could not be judged with what is known about the connection (see "Cannot tell" lines)');
   const numbered = lines.map((l, i) => `${i + 1}. ${l}`);
   return {

@@ -78,6 +78,18 @@ describe('explainConnection', () => {
     expect(e.notes.join('\n')).toContain('no --port given: using the first container port, 8080 (app)');
   });
 
+  it('a redirect to a proxy that is not ready says so, with where to look', () => {
+    const notReady: PodLike = { ...POD, status: { ...POD.status, initContainerStatuses: [{ name: 'minimesh-proxy', ready: false, restartCount: 3, state: { running: {} } }] } };
+    const e = explainConnection({ natText: SEED_NAT, pod: notReady, port: 8080 });
+    expect(e.lines[e.lines.length - 1]).toBe(
+      '6. But the proxy is not ready (container minimesh-proxy running, 3 restarts): until it has its certificate from identity it does not serve its listeners, so this connection waits or is refused. See: kubectl logs -n shop client-1 -c minimesh-proxy',
+    );
+    const ready: PodLike = { ...POD, status: { ...POD.status, initContainerStatuses: [{ name: 'minimesh-proxy', ready: true, state: { running: {} } }] } };
+    expect(explainConnection({ natText: SEED_NAT, pod: ready, port: 8080 }).lines).toHaveLength(5);
+    // Not redirected: the proxy's state does not matter.
+    expect(explainConnection({ natText: SEED_NAT, pod: notReady, port: 4191 }).lines.join('\n')).not.toContain('not ready');
+  });
+
   it('an inbound port no container declares is pointed out', () => {
     expect(explainConnection({ natText: SEED_NAT, pod: POD, port: 9000 }).notes.join('\n')).toContain('no container declares port 9000 (declared: 8080)');
     expect(explainConnection({ natText: SEED_NAT, pod: POD, port: 8080 }).notes).toEqual([]);

@@ -12,7 +12,15 @@ export interface PodLike {
     containers?: ContainerLike[];
     initContainers?: ContainerLike[];
   };
-  status?: { podIP?: string; phase?: string };
+  status?: { podIP?: string; phase?: string; initContainerStatuses?: ContainerStatusLike[]; containerStatuses?: ContainerStatusLike[] };
+}
+
+export interface ContainerStatusLike {
+  name: string;
+  ready?: boolean;
+  started?: boolean;
+  restartCount?: number;
+  state?: { running?: unknown; waiting?: { reason?: string; message?: string }; terminated?: { reason?: string; exitCode?: number } };
 }
 
 export interface ContainerLike {
@@ -39,6 +47,8 @@ export interface PodFacts {
   appContainer?: string;
   appUid?: number;
   appGid?: number;
+  /** The proxy container's state from the pod status, when the pod was read from the API. */
+  proxyStatus?: { ready: boolean; state: string; restarts: number };
   /** Container ports of the app containers. */
   appPorts: { container: string; port: number; name?: string }[];
 }
@@ -91,6 +101,12 @@ export function toPodFacts(pod: PodLike, opts: { container?: string } = {}): Pod
     ),
   };
   if (pod.status?.podIP) facts.podIp = pod.status.podIP;
+  const ps = [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])].find((c) => c.name === CONTAINER_NAMES.proxy);
+  if (ps) {
+    const st = ps.state ?? {};
+    const state = st.running !== undefined ? 'running' : st.waiting ? `waiting (${st.waiting.reason ?? 'unknown'})` : st.terminated ? `terminated (${st.terminated.reason ?? `exit ${st.terminated.exitCode ?? '?'}`})` : 'unknown';
+    facts.proxyStatus = { ready: ps.ready === true, state, restarts: ps.restartCount ?? 0 };
+  }
   const proxyUid = proxy?.securityContext?.runAsUser ?? (proxy ? pod.spec?.securityContext?.runAsUser : undefined);
   if (proxyUid !== undefined) facts.proxyUid = proxyUid;
   const identity = env.get(PROXY_ENV.identityLocalName);
