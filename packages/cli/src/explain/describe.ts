@@ -221,9 +221,12 @@ export function describeExplanation(input: {
   if (!facts.meshed) notes.push('the pod has no minimesh-proxy container: it is not meshed');
   if ((outcome === 'redirected-to-proxy-inbound' || outcome === 'redirected-to-proxy-outbound') && facts.proxyStatus && !facts.proxyStatus.ready) {
     const p = facts.proxyStatus;
-    lines.push(
-      `But the proxy is not ready (container minimesh-proxy ${p.state}${p.restarts > 0 ? `, ${p.restarts} restarts` : ''}): until it has its certificate from identity it does not serve its listeners, so this connection waits or is refused. See: kubectl logs -n ${facts.namespace} ${facts.name} -c minimesh-proxy`,
-    );
+    const what = `container minimesh-proxy ${p.state}${p.restarts > 0 ? `, ${p.restarts} restarts` : ''}`;
+    const consequence =
+      p.state === 'running'
+        ? 'it listens, but until identity gives it a certificate it can neither originate nor terminate mTLS: connections to meshed endpoints fail with MINIMESH_PROXY_NOT_READY (HTTP 503), plaintext still passes'
+        : 'nothing listens on its ports now, so this connection is refused';
+    lines.push(`But the proxy is not ready (${what}): ${consequence}. See: kubectl logs -n ${facts.namespace} ${facts.name} -c minimesh-proxy`);
   }
   if (walk.uncertain) notes.push('some rules could not be judged with what is known about the connection (see "Cannot tell" lines)');
   const numbered = lines.map((l, i) => `${i + 1}. ${l}`);

@@ -82,8 +82,10 @@ describe('explainConnection', () => {
     const notReady: PodLike = { ...POD, status: { ...POD.status, initContainerStatuses: [{ name: 'minimesh-proxy', ready: false, restartCount: 3, state: { running: {} } }] } };
     const e = explainConnection({ natText: SEED_NAT, pod: notReady, port: 8080 });
     expect(e.lines[e.lines.length - 1]).toBe(
-      '6. But the proxy is not ready (container minimesh-proxy running, 3 restarts): until it has its certificate from identity it does not serve its listeners, so this connection waits or is refused. See: kubectl logs -n shop client-1 -c minimesh-proxy',
+      '6. But the proxy is not ready (container minimesh-proxy running, 3 restarts): it listens, but until identity gives it a certificate it can neither originate nor terminate mTLS: connections to meshed endpoints fail with MINIMESH_PROXY_NOT_READY (HTTP 503), plaintext still passes. See: kubectl logs -n shop client-1 -c minimesh-proxy',
     );
+    const crashing: PodLike = { ...POD, status: { ...POD.status, initContainerStatuses: [{ name: 'minimesh-proxy', ready: false, state: { waiting: { reason: 'CrashLoopBackOff' } } }] } };
+    expect(explainConnection({ natText: SEED_NAT, pod: crashing, port: 8080 }).lines.join('\n')).toContain('(container minimesh-proxy waiting (CrashLoopBackOff)): nothing listens on its ports now, so this connection is refused');
     const ready: PodLike = { ...POD, status: { ...POD.status, initContainerStatuses: [{ name: 'minimesh-proxy', ready: true, state: { running: {} } }] } };
     expect(explainConnection({ natText: SEED_NAT, pod: ready, port: 8080 }).lines).toHaveLength(5);
     // Not redirected: the proxy's state does not matter.
