@@ -235,6 +235,22 @@ describe('proxy on loopback', () => {
     agent.destroy();
   });
 
+  it('plaintext HTTP straight into the inbound proxy is forwarded to the app without delay', async () => {
+    const t0 = Date.now();
+    const body = await new Promise<string>((resolve, reject) => {
+      const req = h1request({ host: '127.0.0.2', port: b.ports.inbound, path: '/probe' }, (res) => {
+        let s = '';
+        res.on('data', (c: Buffer) => (s += c.toString()));
+        res.on('end', () => resolve(s));
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    expect(Date.now() - t0).toBeLessThan(1000);
+    expect(JSON.parse(body).app).toBe('web-1');
+    expect(JSON.parse(body).headers['l5d-client-id']).toBeUndefined();
+  });
+
   it('unknown services with no original destination get 502 with the error header', async () => {
     const r = await get(a.ports.outbound, '/', { host: 'nothere.default.svc.cluster.local' });
     expect(r.status).toBe(502);

@@ -339,6 +339,16 @@ describe('proxy in network namespaces with the real control plane', () => {
     expect(podFetch('b1', 'http://127.0.0.1:4191/metrics').body + podFetch('b2', 'http://127.0.0.1:4191/metrics').body).toMatch(/tcp_open_total\{direction="inbound"[^}]*target_addr="[0-9.]+:9000",tls="true"/);
   });
 
+  it('plaintext into a meshed pod (unmeshed clients, kubelet probes) is detected and forwarded at once', () => {
+    const t0 = Date.now();
+    const r = podFetch('u', `http://${PODS[1]!.ip}:8080/probe`);
+    expect(r.status).toBe(200);
+    expect(JSON.parse(r.body).app).toBe('b1');
+    expect(JSON.parse(r.body).headers['l5d-client-id']).toBeUndefined();
+    expect(Date.now() - t0).toBeLessThan(3000);
+    expect(podFetch('b1', 'http://127.0.0.1:4191/metrics').body).toMatch(/request_total\{direction="inbound"[^}]*tls="no_identity"/);
+  });
+
   it('meshed → unmeshed is plaintext and works', async () => {
     const [r] = await agent<H1[]>('h1', { ip: clusterIps.plain, port: 80, host: `plain.${KNS}.svc.cluster.local` });
     expect(r!.status).toBe(200);
