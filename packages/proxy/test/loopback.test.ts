@@ -120,6 +120,24 @@ describe('proxy on loopback', () => {
     expect(out).toMatch(/direction="outbound"[^}]*tls="true"[^}]*server_id="web\.default[^}]*dst_pod="web-1"[^}]*status_code="200"[^}]*classification="success"/);
   });
 
+  it('a 4 MiB HTTP/1 body crosses the multiplexed HTTP/2 connection intact, both ways', async () => {
+    const payload = Buffer.alloc(4 << 20, 'x');
+    payload.write('begin', 0);
+    payload.write('end', payload.length - 3);
+    const body = await new Promise<string>((resolve, reject) => {
+      const req = h1request({ host: '127.0.0.1', port: a.ports.outbound, path: '/upload', method: 'POST', headers: { host: WEB, 'content-length': payload.length } }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve(Buffer.concat(chunks).toString()));
+      });
+      req.on('error', reject);
+      req.end(payload);
+    });
+    const echoed = JSON.parse(body).body as string;
+    expect(echoed.length).toBe(payload.length);
+    expect(echoed.startsWith('begin') && echoed.endsWith('end')).toBe(true);
+  });
+
   it('HTTP/2 passes as HTTP/2', async () => {
     const s = h2connect(`http://127.0.0.1:${a.ports.outbound}`);
     const body = await new Promise<string>((resolve, reject) => {

@@ -3,6 +3,21 @@
 import { connect as h2connect, type ClientHttp2Session } from 'node:http2';
 import type { Duplex } from 'node:stream';
 
+/**
+ * HTTP/2 windows for connections that multiplex many requests: 1 MiB per stream and 16 MiB for the
+ * connection (the 64 KiB defaults would throttle every stream sharing one proxy-to-proxy connection).
+ */
+export const H2_SETTINGS = { initialWindowSize: 1 << 20, maxConcurrentStreams: 10_000 };
+const CONNECTION_WINDOW = 16 << 20;
+
+export function widenConnectionWindow(session: { setLocalWindowSize?: (n: number) => void; destroyed: boolean }): void {
+  try {
+    if (!session.destroyed) session.setLocalWindowSize?.(CONNECTION_WINDOW);
+  } catch {
+    // a session closing meanwhile keeps the default window
+  }
+}
+
 interface Entry {
   session: ClientHttp2Session;
   error: Error | undefined;
@@ -18,7 +33,8 @@ export class H2Pool {
   get(key: string, connect: () => Duplex): ClientHttp2Session {
     const e = this.sessions.get(key);
     if (e && !e.session.closed && !e.session.destroyed && e.error === undefined) return e.session;
-    const session = h2connect(`http://${key}`, { createConnection: () => connect(), peerMaxConcurrentStreams: 10_000 });
+    const session = h2connect(`http://${key}`, { createConnection: () => connect(), peerMaxConcurrentStreams: 10_000, settings: H2_SETTINGS });
+    session.once('connect', () => widenConnectionWindow(session));
     const entry: Entry = { session, error: undefined };
     this.sessions.set(key, entry);
     const drop = () => {

@@ -10,6 +10,7 @@ import { keyOf } from '../destination/resolver.js';
 import { prefixedDuplex, unshiftPrefix } from '../detect/socket-prefix.js';
 import { errorCode, isGrpc, resetSocket, toGrpcErrorHeaders, toH2ErrorHeaders, toHttpErrorResponse } from '../error-response.js';
 import { ProxyError, toConnectError } from '../errors.js';
+import { H2_SETTINGS, widenConnectionWindow } from '../http/h2-pool.js';
 import { h1ToH1, h2ToH1, h2ToH2, type ExchangeHooks } from '../http/forward.js';
 import { CLIENT_ID_HEADER, ORIG_PROTO_HEADER, ORIG_PROTO_HTTP11 } from '../http/headers.js';
 import { toLabels, trackSocket, type Labels, type ProxyMetrics, type TlsLabel } from '../metrics/metrics.js';
@@ -154,8 +155,9 @@ export function createInboundStack(opts: InboundStackOptions): InboundStack {
     const session = fwd.session(port);
     h2ToH2(stream, headers, session, extra, hk, (err) => toConnectError(`${APP_HOST}:${port}`, fwd.h2.lastError(session) ?? unwrap(err)));
   }
-  const h2c = createH2Server({ peerMaxConcurrentStreams: 10_000 });
+  const h2c = createH2Server({ peerMaxConcurrentStreams: 10_000, settings: H2_SETTINGS });
   h2c.on('session', (s: Http2Session) => {
+    s.once('connect', () => widenConnectionWindow(s));
     if (pendingCtx) ctxBySession.set(s, pendingCtx);
     s.on('error', () => undefined);
   });
@@ -169,6 +171,7 @@ export function createInboundStack(opts: InboundStackOptions): InboundStack {
     minVersion: 'TLSv1.3',
     maxVersion: 'TLSv1.3',
     peerMaxConcurrentStreams: 10_000,
+    settings: H2_SETTINGS,
   });
   const identify = (t: TLSSocket): ConnCtx | undefined => {
     const ctx = ctxByPeer.get(`${t.remoteAddress}:${t.remotePort}`);
@@ -181,6 +184,7 @@ export function createInboundStack(opts: InboundStackOptions): InboundStack {
     return ctx;
   };
   tlsServer.on('session', (s: Http2Session) => {
+    s.once('connect', () => widenConnectionWindow(s));
     const ctx = identify(s.socket as TLSSocket);
     if (ctx) ctxBySession.set(s, ctx);
     s.on('error', () => undefined);

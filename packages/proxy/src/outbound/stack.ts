@@ -10,6 +10,7 @@ import { errorCode, isGrpc, resetSocket, toGrpcErrorHeaders, toH2ErrorHeaders, t
 import { ProxyError, toConnectError } from '../errors.js';
 import { prefixedDuplex, unshiftPrefix } from '../detect/socket-prefix.js';
 import { ORIG_PROTO_HEADER, ORIG_PROTO_HTTP11 } from '../http/headers.js';
+import { H2_SETTINGS, widenConnectionWindow } from '../http/h2-pool.js';
 import { h1ToH1, h1ToH2, h2ToH2, type ExchangeHooks } from '../http/forward.js';
 import type { Logger } from '@minimesh/runtime';
 import { toLabels, trackSocket, type Labels, type ProxyMetrics } from '../metrics/metrics.js';
@@ -71,8 +72,9 @@ export function createOutboundStack(opts: OutboundStackOptions): OutboundStack {
   h1.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => void handleUpgrade(req, socket, head));
   h1.on('clientError', (_err, socket: Socket) => socket.destroy());
 
-  const h2 = createH2Server({ peerMaxConcurrentStreams: 10_000 });
+  const h2 = createH2Server({ peerMaxConcurrentStreams: 10_000, settings: H2_SETTINGS });
   h2.on('session', (session: Http2Session) => {
+    session.once('connect', () => widenConnectionWindow(session));
     if (pendingCtx) ctxBySession.set(session, pendingCtx);
     session.on('error', () => undefined);
   });
