@@ -61,7 +61,7 @@ beforeAll(async () => {
     env: { MINIMESH_PROXY_INBOUND_PORTS_DISABLE_PROTOCOL_DETECTION: String(appPorts.banner) },
   });
   // A: the original destination is chosen by the client's source address.
-  const bySource: Record<string, { ip: string; port: number }> = { '127.0.1.1': { ip: '10.96.0.25', port: 25 } };
+  const bySource: Record<string, { ip: string; port: number }> = { '127.0.1.1': { ip: '10.96.0.25', port: 25 }, '127.0.1.2': { ip: '10.96.0.26', port: 2526 } };
   a = await startHarnessProxy({
     identity: A_ID,
     anchorPem: pki.anchorPem,
@@ -84,6 +84,9 @@ beforeAll(async () => {
     { ip: '127.0.0.5', port: b.ports.inbound, identity: B_ID },
   ]);
   d.profiles.set('10.96.0.25:25', { fullyQualifiedName: 'smtp.default.svc.cluster.local' });
+  // Port 2526 is not in the proxy's opaque ports, but destination marks it opaque (an annotation).
+  d.profiles.set('10.96.0.26:2526', { fullyQualifiedName: 'smtp2.default.svc.cluster.local', opaqueProtocol: true });
+  d.set('smtp2.default.svc.cluster.local:2526', [{ ip: '127.0.0.4', port: b.ports.inbound, identity: B_ID }]);
   d.set('smtp.default.svc.cluster.local:25', [{ ip: '127.0.0.4', port: b.ports.inbound, identity: B_ID }]);
   await Promise.all([a.ready, b.ready]);
 });
@@ -214,6 +217,18 @@ describe('proxy on loopback', () => {
     expect(ms).toBeLessThan(2000);
     const m = await b.metrics.registry.getSingleMetricAsString('tcp_open_total');
     expect(m).toMatch(/direction="inbound"[^}]*tls="true"/);
+  });
+
+  it('a port destination marks opaque skips detection too (server speaks first at once)', async () => {
+    const t0 = Date.now();
+    const sock = netConnect({ port: a.ports.outbound, host: '127.0.0.1', localAddress: '127.0.1.2' });
+    const banner = await new Promise<string>((resolve, reject) => {
+      sock.once('data', (d) => resolve(d.toString()));
+      sock.on('error', reject);
+    });
+    sock.destroy();
+    expect(banner).toBe('220 hello from smtp\r\n');
+    expect(Date.now() - t0).toBeLessThan(2000);
   });
 
   it('an unmeshed endpoint is reached in plaintext', async () => {

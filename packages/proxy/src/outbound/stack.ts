@@ -13,6 +13,7 @@ import { ORIG_PROTO_HEADER, ORIG_PROTO_HTTP11 } from '../http/headers.js';
 import { H2_SETTINGS, widenConnectionWindow } from '../http/h2-pool.js';
 import { h1ToH1, h1ToH2, h2ToH2, type ExchangeHooks } from '../http/forward.js';
 import type { Logger } from '@minimesh/runtime';
+import { portInRanges } from '@minimesh/config';
 import { toLabels, trackSocket, type Labels, type ProxyMetrics } from '../metrics/metrics.js';
 import type { TlsCredentials } from '../tls/credentials.js';
 import { createOutboundAccept, type OriginalDstFn, type OutboundAccept } from './accept.js';
@@ -298,7 +299,16 @@ export function createOutboundStack(opts: OutboundStackOptions): OutboundStack {
     const ctx: ConnCtx = { orig: a.orig };
     const conn = metrics.connection(toLabels({ direction: 'outbound', targetAddr: a.orig ? keyOf(a.orig.ip, a.orig.port) : '', tls: 'no_identity', noTlsReason: 'loopback' }));
     trackSocket(socket, { read: conn.read, write: conn.write, close: conn.close });
-    const { protocol, prefix, ended } = await detectOutbound(socket, a.orig?.port, config.opaquePorts, config.detectTimeoutMs);
+    // Like Linkerd, ask the profile first: a port destination marks opaque (a Service or pod annotation)
+    // skips detection, so server-speaks-first protocols there see no delay either.
+    let opaqueByProfile = false;
+    if (a.orig && !portInRanges(a.orig.port, config.opaquePorts)) {
+      socket.pause();
+      opaqueByProfile = (await resolver.profile(a.orig.ip, a.orig.port))?.opaqueProtocol === true;
+    }
+    const { protocol, prefix, ended } = opaqueByProfile
+      ? { protocol: 'opaque' as const, prefix: Buffer.alloc(0), ended: false }
+      : await detectOutbound(socket, a.orig?.port, config.opaquePorts, config.detectTimeoutMs);
     if (ended && prefix.length === 0) return void socket.destroy();
     if (protocol === 'http1') {
       ctxBySocket.set(socket, ctx);
