@@ -11,12 +11,16 @@ import { startFakeControlPlane, type FakeControlPlane } from './support/fake-con
 import { startHarnessProxy } from './support/harness.js';
 import { bannerServer, grpcFrame, h1Echo, h2Echo, listen } from './support/apps.js';
 import type { RunningProxy } from '../src/index.js';
+import { credentials } from '@grpc/grpc-js';
+import { destination, identity } from '@minimesh/proto';
+import { createKeyAndCsr } from '../src/identity/csr.js';
 
 const A_ID = 'client.default.serviceaccount.identity.minimesh.cluster.local';
 const B_ID = 'web.default.serviceaccount.identity.minimesh.cluster.local';
 const WEB = 'web.default.svc.cluster.local:80';
 
 let cp: FakeControlPlane;
+let grpcApp: FakeControlPlane;
 let a: RunningProxy;
 let b: RunningProxy;
 const servers: Array<{ close(): unknown }> = [];
@@ -46,8 +50,12 @@ beforeAll(async () => {
   appPorts.web2 = await listen(web2);
   appPorts.h2 = await listen(h2app);
   appPorts.banner = await listen(banner);
+  // A real grpc-js server as an app: the destination service (unary-free, server streaming) and identity (unary).
+  grpcApp = await startFakeControlPlane(pki);
+  appPorts.grpc = Number(grpcApp.addr.split(':')[1]);
+  grpcApp.destination.set('app.default.svc.cluster.local:80', [{ ip: '10.9.9.9', port: 80 }]);
   // B: one proxy, several "pods" told apart by the loopback address dialed.
-  const byLocal: Record<string, number> = { '127.0.0.2': appPorts.web1, '127.0.0.3': appPorts.h2, '127.0.0.4': appPorts.banner, '127.0.0.5': appPorts.web2 };
+  const byLocal: Record<string, number> = { '127.0.0.2': appPorts.web1, '127.0.0.3': appPorts.h2, '127.0.0.4': appPorts.banner, '127.0.0.5': appPorts.web2, '127.0.0.6': appPorts.grpc };
   b = await startHarnessProxy({
     identity: B_ID,
     anchorPem: pki.anchorPem,
@@ -72,6 +80,7 @@ beforeAll(async () => {
   const d = cp.destination;
   d.set(WEB, [{ ip: '127.0.0.2', port: b.ports.inbound, identity: B_ID, labels: { pod: 'web-1' } }]);
   d.set('h2.default.svc.cluster.local:80', [{ ip: '127.0.0.3', port: b.ports.inbound, identity: B_ID }]);
+  d.set('grpc.default.svc.cluster.local:80', [{ ip: '127.0.0.6', port: b.ports.inbound, identity: B_ID }]);
   d.set('plain.default.svc.cluster.local:80', [{ ip: '127.0.0.1', port: appPorts.web1 }]);
   // An endpoint that answers for B's name but holds a certificate for another identity.
   const evil = await pki.leaf('evil.default.serviceaccount.identity.minimesh.cluster.local');
@@ -96,6 +105,7 @@ afterAll(async () => {
   await b?.shutdown(100);
   for (const s of servers) s.close();
   await cp?.close();
+  await grpcApp?.close();
 });
 
 describe('proxy on loopback', () => {
@@ -182,6 +192,36 @@ describe('proxy on loopback', () => {
     const fail = await call('/test.Echo/Fail', ['x']);
     expect(fail.headers['grpc-status']).toBe('7');
     s.close();
+  });
+
+  it('a real grpc-js client and server: unary and server streaming through the mesh', async () => {
+    const opts = { 'grpc.default_authority': 'grpc.default.svc.cluster.local:80' };
+    const dc = new destination.DestinationClient(`127.0.0.1:${a.ports.outbound}`, credentials.createInsecure(), opts);
+    const first = await new Promise<destination.Update>((resolve, reject) => {
+      const call = dc.get({ scheme: 'k8s', path: 'app.default.svc.cluster.local:80', contextToken: '' });
+      call.once('data', (u: destination.Update) => {
+        resolve(u);
+        call.cancel();
+      });
+      call.on('error', (e: { code?: number }) => (e.code === 1 ? undefined : reject(e)));
+    });
+    expect(first.update?.$case).toBe('add');
+    // A gRPC error status crosses the mesh as a status, not as a proxy error.
+    const missing = await new Promise<{ code?: number; details?: string }>((resolve) => {
+      const call = dc.get({ scheme: 'k8s', path: 'missing.default.svc.cluster.local:80', contextToken: '' });
+      call.on('error', (e: { code?: number; details?: string }) => resolve(e));
+      call.on('data', () => undefined);
+    });
+    expect(missing.code).toBe(5);
+    expect(missing.details).toContain('no service');
+    dc.close();
+    const ic = new identity.IdentityClient(`127.0.0.1:${a.ports.outbound}`, credentials.createInsecure(), opts);
+    const csr = await createKeyAndCsr('x.default.serviceaccount.identity.minimesh.cluster.local');
+    const res = await new Promise<identity.CertifyResponse>((resolve, reject) =>
+      ic.certify({ identity: 'x.default.serviceaccount.identity.minimesh.cluster.local', token: Buffer.from('t'), certificateSigningRequest: csr.csrDer }, (err, r) => (err ? reject(err) : resolve(r))),
+    );
+    expect(res.leafCertificate.length).toBeGreaterThan(100);
+    ic.close();
   });
 
   it('WebSocket-style Upgrade is tunnelled over mTLS', async () => {
