@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { request as h1request, Agent } from 'node:http';
 import { connect as h2connect } from 'node:http2';
-import { connect as netConnect, type Socket } from 'node:net';
+import { connect as netConnect, createServer as createTcpServer, type Socket } from 'node:net';
 import { createServer as createTlsServer } from 'node:tls';
 import { createTestPki } from './support/pki.js';
 import { startFakeControlPlane, type FakeControlPlane } from './support/fake-control-plane.js';
@@ -69,7 +69,15 @@ beforeAll(async () => {
     env: { MINIMESH_PROXY_INBOUND_PORTS_DISABLE_PROTOCOL_DETECTION: String(appPorts.banner) },
   });
   // A: the original destination is chosen by the client's source address.
-  const bySource: Record<string, { ip: string; port: number }> = { '127.0.1.1': { ip: '10.96.0.25', port: 25 }, '127.0.1.2': { ip: '10.96.0.26', port: 2526 } };
+  const deadPort = await new Promise<number>((resolve) => {
+    const t = createTcpServer();
+    t.listen(0, '127.0.0.1', () => {
+      const p = (t.address() as { port: number }).port;
+      t.close(() => resolve(p));
+    });
+  });
+  appPorts.dead = deadPort;
+  const bySource: Record<string, { ip: string; port: number }> = { '127.0.1.1': { ip: '10.96.0.25', port: 25 }, '127.0.1.2': { ip: '10.96.0.26', port: 2526 }, '127.0.1.3': { ip: '127.0.0.1', port: deadPort } };
   a = await startHarnessProxy({
     identity: A_ID,
     anchorPem: pki.anchorPem,
@@ -81,6 +89,7 @@ beforeAll(async () => {
   d.set(WEB, [{ ip: '127.0.0.2', port: b.ports.inbound, identity: B_ID, labels: { pod: 'web-1' } }]);
   d.set('h2.default.svc.cluster.local:80', [{ ip: '127.0.0.3', port: b.ports.inbound, identity: B_ID }]);
   d.set('grpc.default.svc.cluster.local:80', [{ ip: '127.0.0.6', port: b.ports.inbound, identity: B_ID }]);
+  d.set('dead.default.svc.cluster.local:80', [{ ip: '127.0.0.1', port: deadPort }]);
   d.set('plain.default.svc.cluster.local:80', [{ ip: '127.0.0.1', port: appPorts.web1 }]);
   // An endpoint that answers for B's name but holds a certificate for another identity.
   const evil = await pki.leaf('evil.default.serviceaccount.identity.minimesh.cluster.local');
@@ -322,6 +331,32 @@ describe('proxy on loopback', () => {
     expect(Date.now() - t0).toBeLessThan(1000);
     expect(JSON.parse(body).app).toBe('web-1');
     expect(JSON.parse(body).headers['l5d-client-id']).toBeUndefined();
+  });
+
+  it('failures answer in the caller\'s protocol: HTTP 502, a gRPC status, a TCP reset', async () => {
+    const r = await get(a.ports.outbound, '/', { host: 'dead.default.svc.cluster.local' });
+    expect(r.status).toBe(502);
+    expect(String(r.headers['x-minimesh-proxy-error'])).toMatch(/^MINIMESH_PROXY_CONNECT_REFUSED: endpoint 127\.0\.0\.1:\d+: connection refused/);
+    const s = h2connect(`http://127.0.0.1:${a.ports.outbound}`);
+    const headers = await new Promise<Record<string, unknown>>((resolve, reject) => {
+      const q = s.request({ ':method': 'POST', ':path': '/x.Y/Z', ':authority': 'dead.default.svc.cluster.local', 'content-type': 'application/grpc' });
+      q.on('response', (h) => resolve(h));
+      q.on('error', reject);
+      q.end(grpcFrame(Buffer.from('x')));
+    });
+    s.close();
+    expect(headers[':status']).toBe(200);
+    expect(headers['grpc-status']).toBe('14');
+    expect(String(headers['x-minimesh-proxy-error'])).toMatch(/MINIMESH_PROXY_CONNECT_REFUSED/);
+    const code = await new Promise<string>((resolve) => {
+      const sock = netConnect({ port: a.ports.outbound, host: '127.0.0.1', localAddress: '127.0.1.3' });
+      sock.on('connect', () => sock.write('hello there opaque bytes'));
+      sock.on('error', (e: NodeJS.ErrnoException) => resolve(e.code ?? 'error'));
+      sock.on('close', () => resolve('closed'));
+    });
+    expect(code).toBe('ECONNRESET');
+    const m = await a.metrics.registry.getSingleMetricAsString('proxy_errors_total');
+    expect(m).toMatch(/direction="outbound",error="MINIMESH_PROXY_CONNECT_REFUSED"\} [3-9]/);
   });
 
   it('unknown services with no original destination get 502 with the error header', async () => {
