@@ -57,6 +57,12 @@ export function createInboundStack(opts: InboundStackOptions): InboundStack {
   const ctxBySocket = new WeakMap<object, ConnCtx>();
   const ctxBySession = new WeakMap<Http2Session, ConnCtx>();
   const sockets = new Set<Socket>();
+  /** Server-side HTTP/2 sessions: sent GOAWAY on drain so peers stop opening streams here. */
+  const serverSessions = new Set<Http2Session>();
+  const trackSession = (session: Http2Session) => {
+    serverSessions.add(session);
+    session.once('close', () => serverSessions.delete(session));
+  };
   let pendingCtx: ConnCtx | undefined;
   const labelCache = new Map<string, Labels>();
 
@@ -157,6 +163,7 @@ export function createInboundStack(opts: InboundStackOptions): InboundStack {
   }
   const h2c = createH2Server({ peerMaxConcurrentStreams: 10_000, settings: H2_SETTINGS });
   h2c.on('session', (s: Http2Session) => {
+    trackSession(s);
     s.once('connect', () => widenConnectionWindow(s));
     if (pendingCtx) ctxBySession.set(s, pendingCtx);
     s.on('error', () => undefined);
@@ -184,6 +191,7 @@ export function createInboundStack(opts: InboundStackOptions): InboundStack {
     return ctx;
   };
   tlsServer.on('session', (s: Http2Session) => {
+    trackSession(s);
     s.once('connect', () => widenConnectionWindow(s));
     const ctx = identify(s.socket as TLSSocket);
     if (ctx) ctxBySession.set(s, ctx);
@@ -299,6 +307,7 @@ export function createInboundStack(opts: InboundStackOptions): InboundStack {
       new Promise<void>((resolve) => {
         server.close();
         h1.closeIdleConnections();
+        for (const s of serverSessions) s.close();
         const deadline = setTimeout(finish, graceMs);
         const poll = setInterval(() => {
           if (sockets.size === 0) finish();

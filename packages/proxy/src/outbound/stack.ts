@@ -50,6 +50,12 @@ export function createOutboundStack(opts: OutboundStackOptions): OutboundStack {
   const ctxBySocket = new WeakMap<object, ConnCtx>();
   const ctxBySession = new WeakMap<Http2Session, ConnCtx>();
   const sockets = new Set<Socket>();
+  /** Server-side HTTP/2 sessions: sent GOAWAY on drain so peers stop opening streams here. */
+  const serverSessions = new Set<Http2Session>();
+  const trackSession = (session: Http2Session) => {
+    serverSessions.add(session);
+    session.once('close', () => serverSessions.delete(session));
+  };
   let pendingCtx: ConnCtx | undefined;
   const labelCache = new Map<string, Labels>();
 
@@ -75,6 +81,7 @@ export function createOutboundStack(opts: OutboundStackOptions): OutboundStack {
 
   const h2 = createH2Server({ peerMaxConcurrentStreams: 10_000, settings: H2_SETTINGS });
   h2.on('session', (session: Http2Session) => {
+    trackSession(session);
     session.once('connect', () => widenConnectionWindow(session));
     if (pendingCtx) ctxBySession.set(session, pendingCtx);
     session.on('error', () => undefined);
@@ -338,6 +345,7 @@ export function createOutboundStack(opts: OutboundStackOptions): OutboundStack {
         server.close();
         const deadline = setTimeout(finish, graceMs);
         h1.closeIdleConnections();
+        for (const s of serverSessions) s.close();
         const poll = setInterval(() => {
           if (sockets.size === 0) finish();
           else h1.closeIdleConnections();
