@@ -9,7 +9,7 @@
 //
 //   npm run bench -w @minimesh/proxy            (BENCH_RUNS=3, BENCH_SECONDS=10 by default)
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { readFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -69,11 +69,12 @@ const median = (xs: number[]) => {
 async function oneRun(pki: Awaited<ReturnType<typeof createTestPki>>) {
   const cp = await startFakeControlPlane(pki);
   const children: ChildProcess[] = [];
+  let dir = '';
   try {
     const server = spawn(process.execPath, [join(here, 'server.mjs')], { stdio: ['ignore', 'pipe', 'inherit'] });
     children.push(server);
     const serverPort = Number((await lineFrom(server, 'port ')).split(' ')[1]);
-    const dir = mkdtempSync(join(tmpdir(), 'mm-px-bench-'));
+    dir = mkdtempSync(join(tmpdir(), 'mm-px-bench-'));
     writeFileSync(join(dir, 'token'), 'bench-token');
     const env = (id: string, extra: Record<string, string>) => ({
       ...process.env,
@@ -136,6 +137,7 @@ async function oneRun(pki: Awaited<ReturnType<typeof createTestPki>>) {
     for (const c of children) c.kill(process.env.BENCH_PROXY_NODE_ARGS ? 'SIGINT' : 'SIGKILL');
     if (process.env.BENCH_PROXY_NODE_ARGS) await new Promise((r) => setTimeout(r, 1500));
     await cp.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
   }
 }
 

@@ -8,7 +8,7 @@ import { connect as netConnect, createServer as createTcpServer, type Socket } f
 import { createServer as createTlsServer } from 'node:tls';
 import { createTestPki } from './support/pki.js';
 import { startFakeControlPlane, type FakeControlPlane } from './support/fake-control-plane.js';
-import { startHarnessProxy } from './support/harness.js';
+import { removeTempDirs, startHarnessProxy } from './support/harness.js';
 import { bannerServer, grpcFrame, h1Echo, h2Echo, listen } from './support/apps.js';
 import type { RunningProxy } from '../src/index.js';
 import { credentials } from '@grpc/grpc-js';
@@ -115,6 +115,7 @@ afterAll(async () => {
   for (const s of servers) s.close();
   await cp?.close();
   await grpcApp?.close();
+  removeTempDirs();
 });
 
 describe('proxy on loopback', () => {

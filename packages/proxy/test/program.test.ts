@@ -1,8 +1,7 @@
 // The program's edges: start-up errors, /ready as a latch, /shutdown, and the TLS control-plane channel.
 import { afterAll, describe, expect, it } from 'vitest';
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createServer } from 'node:net';
@@ -12,7 +11,7 @@ import { Registry } from 'prom-client';
 import { createLogger } from '@minimesh/runtime';
 import { createTestPki } from './support/pki.js';
 import { FakeIdentity, startFakeControlPlane, type FakeControlPlane } from './support/fake-control-plane.js';
-import { proxyEnv, startHarnessProxy } from './support/harness.js';
+import { proxyEnv, removeTempDirs, startHarnessProxy, tempDir } from './support/harness.js';
 import { CertifyClient } from '../src/identity/certify-client.js';
 import { ProxyMetrics } from '../src/metrics/metrics.js';
 import { TlsCredentials } from '../src/tls/credentials.js';
@@ -22,6 +21,7 @@ const ID = 'web.default.serviceaccount.identity.minimesh.cluster.local';
 const cleanups: Array<() => unknown> = [];
 afterAll(async () => {
   for (const c of cleanups.reverse()) await c();
+  removeTempDirs();
 });
 
 function freePort(): Promise<number> {
@@ -146,7 +146,7 @@ describe('control plane over TLS', () => {
       server.bindAsync('127.0.0.1:0', ServerCredentials.createSsl(Buffer.from(pki.anchorPem), [{ private_key: Buffer.from(serverLeaf.keyPem), cert_chain: Buffer.from(serverLeaf.certPem) }], false), (e, p) => (e ? reject(e) : resolve(p))),
     );
     cleanups.push(() => server.forceShutdown());
-    const dir = mkdtempSync(join(tmpdir(), 'mm-px-'));
+    const dir = tempDir();
     writeFileSync(join(dir, 'token'), 'tok');
     const logger = createLogger({ name: 't', level: 'silent' });
     const certify = (name: string) => {

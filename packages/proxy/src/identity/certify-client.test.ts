@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Registry } from 'prom-client';
 import { createLogger } from '@minimesh/runtime';
+import { removeTempDirs, tempDir } from '../../test/support/harness.js';
 import { createTestPki, type TestPki } from '../../test/support/pki.js';
 import { startFakeControlPlane, type FakeControlPlane } from '../../test/support/fake-control-plane.js';
 import { ProxyMetrics } from '../metrics/metrics.js';
@@ -18,11 +18,14 @@ beforeAll(async () => {
   pki = await createTestPki();
   cp = await startFakeControlPlane(pki);
 });
-afterAll(() => cp.close());
+afterAll(async () => {
+  await cp.close();
+  removeTempDirs();
+});
 
 describe('CertifyClient', () => {
   it('certifies with the token file, renews before expiry, re-reads the token, swaps the context', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'mm-px-'));
+    const dir = tempDir();
     const tokenFile = join(dir, 'token');
     writeFileSync(tokenFile, 'token-1\n');
     cp.identity.lifetimeMs = 1500;
@@ -46,7 +49,7 @@ describe('CertifyClient', () => {
   });
 
   it('backs off and retries when identity fails, keeping the current certificate', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'mm-px-'));
+    const dir = tempDir();
     const tokenFile = join(dir, 'token');
     writeFileSync(tokenFile, 'token');
     cp.identity.lifetimeMs = 86400_000;

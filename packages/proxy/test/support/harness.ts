@@ -1,6 +1,6 @@
 // Builds in-process proxies on loopback for tests and benchmarks: config from a few fields, the
 // original destination supplied by a function (no iptables on loopback).
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Socket } from 'node:net';
@@ -17,8 +17,21 @@ export interface HarnessProxyOptions {
   inboundHost?: string;
 }
 
-export function proxyEnv(o: HarnessProxyOptions): Record<string, string> {
+/** Temporary directories made here; test files call removeTempDirs() in afterAll. */
+const made: string[] = [];
+export function removeTempDirs(): void {
+  for (const d of made.splice(0)) rmSync(d, { recursive: true, force: true });
+}
+
+/** A temporary directory (mm-px-*), removed by removeTempDirs(). */
+export function tempDir(): string {
   const dir = mkdtempSync(join(tmpdir(), 'mm-px-'));
+  made.push(dir);
+  return dir;
+}
+
+export function proxyEnv(o: HarnessProxyOptions): Record<string, string> {
+  const dir = tempDir();
   const tokenFile = join(dir, 'token');
   writeFileSync(tokenFile, `token-for-${o.identity}`);
   return {
