@@ -8,12 +8,19 @@ import { connect as netConnect, createServer as createTcpServer, type Socket } f
 import { createServer as createTlsServer } from 'node:tls';
 import { createTestPki } from './support/pki.js';
 import { startFakeControlPlane, type FakeControlPlane } from './support/fake-control-plane.js';
-import { removeTempDirs, startHarnessProxy } from './support/harness.js';
+import { removeTempDirs, startHarnessProxy, tempDir } from './support/harness.js';
 import { bannerServer, grpcFrame, h1Echo, h2Echo, listen } from './support/apps.js';
 import type { RunningProxy } from '../src/index.js';
 import { credentials } from '@grpc/grpc-js';
 import { destination, identity } from '@minimesh/proto';
 import { createKeyAndCsr } from '../src/identity/csr.js';
+import { CertifyClient } from '../src/identity/certify-client.js';
+import { TlsCredentials } from '../src/tls/credentials.js';
+import { ProxyMetrics } from '../src/metrics/metrics.js';
+import { Registry } from 'prom-client';
+import { createLogger } from '@minimesh/runtime';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 
 const A_ID = 'client.default.serviceaccount.identity.minimesh.cluster.local';
 const B_ID = 'web.default.serviceaccount.identity.minimesh.cluster.local';
@@ -21,6 +28,7 @@ const WEB = 'web.default.svc.cluster.local:80';
 
 let cp: FakeControlPlane;
 let grpcApp: FakeControlPlane;
+let pkiAnchor = '';
 let a: RunningProxy;
 let b: RunningProxy;
 const servers: Array<{ close(): unknown }> = [];
@@ -40,6 +48,7 @@ function get(port: number, path: string, headers: Record<string, string>, agent?
 
 beforeAll(async () => {
   const pki = await createTestPki();
+  pkiAnchor = pki.anchorPem;
   cp = await startFakeControlPlane(pki);
   const web1 = h1Echo('web-1');
   const web2 = h1Echo('web-2');
@@ -55,7 +64,7 @@ beforeAll(async () => {
   appPorts.grpc = Number(grpcApp.addr.split(':')[1]);
   grpcApp.destination.set('app.default.svc.cluster.local:80', [{ ip: '10.9.9.9', port: 80 }]);
   // B: one proxy, several "pods" told apart by the loopback address dialed.
-  const byLocal: Record<string, number> = { '127.0.0.2': appPorts.web1, '127.0.0.3': appPorts.h2, '127.0.0.4': appPorts.banner, '127.0.0.5': appPorts.web2, '127.0.0.6': appPorts.grpc };
+  const byLocal: Record<string, number> = { '127.0.0.2': appPorts.web1, '127.0.0.3': appPorts.h2, '127.0.0.4': appPorts.banner, '127.0.0.5': appPorts.web2, '127.0.0.6': appPorts.grpc, '127.0.0.7': appPorts.grpc };
   b = await startHarnessProxy({
     identity: B_ID,
     anchorPem: pki.anchorPem,
@@ -232,6 +241,18 @@ describe('proxy on loopback', () => {
     );
     expect(res.leafCertificate.length).toBeGreaterThan(100);
     ic.close();
+  });
+
+  it('a new proxy bootstraps through a control-plane pod\'s inbound proxy: TLS verifying its name, no client certificate yet', async () => {
+    // B plays the identity pod's proxy (its identity is the *_NAME); its app is a plaintext gRPC identity.
+    const creds = new TlsCredentials('fresh.default.serviceaccount.identity.minimesh.cluster.local', pkiAnchor);
+    const dir = tempDir();
+    writeFileSync(join(dir, 'token'), 'tok');
+    const client = new CertifyClient({ addr: { addr: `127.0.0.7:${b.ports.inbound}`, name: B_ID, plaintext: false }, localIdentity: 'fresh.default.serviceaccount.identity.minimesh.cluster.local', tokenFile: join(dir, 'token'), tls: creds, metrics: new ProxyMetrics(new Registry()), logger: createLogger({ name: 't', level: 'silent' }), callTimeoutMs: 3000 });
+    await client.start();
+    client.stop();
+    expect(creds.certificate?.leaf.subjectAltName).toBe('DNS:fresh.default.serviceaccount.identity.minimesh.cluster.local');
+    expect(await b.metrics.registry.getSingleMetricAsString('request_total')).toMatch(/direction="inbound",authority="[^"]*",target_addr="127\.0\.0\.7:\d+",tls="true",client_id=""/);
   });
 
   it('WebSocket-style Upgrade is tunnelled over mTLS', async () => {
