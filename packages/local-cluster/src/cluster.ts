@@ -175,9 +175,17 @@ const distFile = (f: string) => join(packageDir, 'dist', f);
 export async function up(log: Log = () => {}): Promise<ClusterInfo> {
   const started = Date.now();
   const p = statePaths();
+  // The node agent runs pods from the checkout that started it: a cluster left running by another
+  // checkout would run that checkout's programs, so it is replaced rather than reused.
+  const owner = clusterOwner(p.dir);
+  if (owner !== undefined && owner !== repoRoot) {
+    log(`the running cluster was started from ${owner}; restarting it from ${repoRoot}`);
+    await down(log);
+  }
   buildBinaries(log);
   if (!existsSync(distFile('main.js'))) throw new Error(`local cluster: ${distFile('main.js')} is missing: run npm run build -w @minimesh/local-cluster`);
   for (const d of [p.dir, p.logs, p.pids, p.sockets, p.pods]) mkdirSync(d, { recursive: true });
+  writeFileSync(join(p.dir, OWNER_FILE), repoRoot);
   ensurePki(p);
   writeKubeconfigs(p);
   ensureNodeNetwork();
@@ -262,9 +270,20 @@ export function componentStatus(dir = stateDir()): ComponentStatus[] {
  * Makes sure the cluster runs and returns where it is. Idempotent and safe to call from parallel
  * processes: the start runs `main.js up` under flock(1) on `<dir>.lock`.
  */
+const OWNER_FILE = 'checkout';
+
+/** The repository checkout whose programs the running cluster's node agent starts, if known. */
+function clusterOwner(dir: string): string | undefined {
+  try {
+    return readFileSync(join(dir, OWNER_FILE), 'utf8').trim() || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 export async function ensureCluster(): Promise<ClusterInfo> {
   const dir = stateDir();
-  if (await isHealthy(dir)) return clusterInfo(dir);
+  if (clusterOwner(dir) === repoRoot && (await isHealthy(dir))) return clusterInfo(dir);
   await runLocked('up');
   return clusterInfo(dir);
 }
