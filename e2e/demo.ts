@@ -101,7 +101,10 @@ async function main(): Promise<void> {
     out(indent([...new Set(nat)].join('\n')));
 
     out('\n3. Identities issued (identity checked each proxy\'s token with a TokenReview)');
-    const audit = summarizeAudit(await driver.auditEvents(), m.cpNs, [m.appNs]);
+    // Only this run's events (an earlier demo used the same namespaces).
+    const since = t0 - 1000;
+    const events = (await driver.auditEvents()).filter((e) => Date.parse(e.requestReceivedTimestamp ?? e.stageTimestamp ?? '') >= since);
+    const audit = summarizeAudit(events, m.cpNs, [m.appNs]);
     const users = [...new Set(audit.tokenReviews.filter((t) => t.authenticated).map((t) => t.user))].sort();
     for (const u of users) {
       const [, , ns, sa] = u.split(':');
