@@ -138,6 +138,11 @@ describe(`the mesh on the ${driver.name} cluster`, () => {
       return two.every((p) => pods.has(p.metadata.name)) ? pods : undefined;
     });
     expect(both.size).toBe(2);
+    // The client's proxy itself connected to both endpoints (an unmeshed keep-alive client would stick to one).
+    const outbound = await proxyMetrics(driver, m.appNs, client.metadata.name);
+    for (const p of two) {
+      expect(metricLines(outbound, 'request_total', { direction: 'outbound', target_addr: `${p.status.podIP}:${SERVER_HTTP_PORT}` }).length, `outbound requests to ${p.metadata.name}`).toBeGreaterThan(0);
+    }
 
     const [kept] = await scale(1);
     await eventually('the client reaches only the remaining pod', 60_000, async () => {
