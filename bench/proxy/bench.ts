@@ -48,6 +48,12 @@ function cpuSeconds(pid: number): number {
   return (Number(f[11]) + Number(f[12])) / 100;
 }
 
+/** Anonymous resident memory only (VmRSS also counts the node binary's shared file pages, ~35 MB here). */
+function anonMb(pid: number): number {
+  const m = /RssAnon:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return Number(m?.[1] ?? 0) / 1024;
+}
+
 function rssMb(pid: number): number {
   const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   return Number(m?.[1] ?? 0) / 1024;
@@ -102,7 +108,7 @@ async function oneRun(pki: Awaited<ReturnType<typeof createTestPki>>) {
     cp.destination.set(AUTHORITY, [{ ip: '127.0.0.1', port: b.ports.inbound, identity: B_ID }]);
     const a = await spawnProxy(A_ID, { BENCH_OUTBOUND_ORIG: '127.0.0.1:9' });
     await new Promise((r) => setTimeout(r, 1000));
-    const idle = { a: rssMb(a.child.pid!), b: rssMb(b.child.pid!) };
+    const idle = { a: rssMb(a.child.pid!), b: rssMb(b.child.pid!), anonA: anonMb(a.child.pid!), anonB: anonMb(b.child.pid!) };
 
     const direct = await loadgen(['open', serverPort, '127.0.0.1', RATE, SECONDS, CONNS]);
     const cpu0 = { a: cpuSeconds(a.child.pid!), b: cpuSeconds(b.child.pid!) };
@@ -110,9 +116,18 @@ async function oneRun(pki: Awaited<ReturnType<typeof createTestPki>>) {
     const meshed = await loadgen(['open', a.ports.outbound, AUTHORITY, RATE, SECONDS, CONNS]);
     const elapsed = (performance.now() - t0) / 1000;
     const cpu = { a: (cpuSeconds(a.child.pid!) - cpu0.a) / elapsed / (RATE / 1000), b: (cpuSeconds(b.child.pid!) - cpu0.b) / elapsed / (RATE / 1000) };
-    const loaded = { a: rssMb(a.child.pid!), b: rssMb(b.child.pid!) };
-    const satDirect = await loadgen(['closed', serverPort, '127.0.0.1', SAT_SECONDS, SAT_CONNS]);
-    const satMeshed = await loadgen(['closed', a.ports.outbound, AUTHORITY, SAT_SECONDS, SAT_CONNS]);
+    const loaded = { a: rssMb(a.child.pid!), b: rssMb(b.child.pid!), anonA: anonMb(a.child.pid!), anonB: anonMb(b.child.pid!) };
+    // Saturated phases: also the CPU (cores) of every process, to see what shares the two cores.
+    const procs = { server: server.pid!, a: a.child.pid!, b: b.child.pid! };
+    const cpuOf = async (run: () => Promise<Record<string, number>>) => {
+      const c0 = Object.fromEntries(Object.entries(procs).map(([k, pid]) => [k, cpuSeconds(pid)]));
+      const s0 = performance.now();
+      const r = await run();
+      const secs = (performance.now() - s0) / 1000;
+      return { r, cpu: Object.fromEntries(Object.entries(procs).map(([k, pid]) => [k, (cpuSeconds(pid) - c0[k]!) / secs])) };
+    };
+    const { r: satDirect, cpu: satDirectCpu } = await cpuOf(() => loadgen(['closed', serverPort, '127.0.0.1', SAT_SECONDS, SAT_CONNS]));
+    const { r: satMeshed, cpu: satMeshedCpu } = await cpuOf(() => loadgen(['closed', a.ports.outbound, AUTHORITY, SAT_SECONDS, SAT_CONNS]));
     return {
       addedP50: meshed.p50! - direct.p50!,
       addedP99: meshed.p99! - direct.p99!,
@@ -130,6 +145,16 @@ async function oneRun(pki: Awaited<ReturnType<typeof createTestPki>>) {
       rssIdleB: idle.b,
       rssLoadedA: loaded.a,
       rssLoadedB: loaded.b,
+      anonIdleA: idle.anonA,
+      anonIdleB: idle.anonB,
+      anonLoadedA: loaded.anonA,
+      anonLoadedB: loaded.anonB,
+      satDirectGenCpu: satDirect.cpu!,
+      satDirectServerCpu: satDirectCpu.server!,
+      satMeshedGenCpu: satMeshed.cpu!,
+      satMeshedServerCpu: satMeshedCpu.server!,
+      satMeshedCpuA: satMeshedCpu.a!,
+      satMeshedCpuB: satMeshedCpu.b!,
       readyA: a.readyMs,
       readyB: b.readyMs,
     };
@@ -157,6 +182,9 @@ const rows: Array<[string, string, string]> = [
   ['CPU per 1k rps, inbound proxy', `${m('cpuB').toFixed(3)} core`, '≤ 0.25'],
   ['RSS idle (outbound / inbound proxy)', `${m('rssIdleA').toFixed(1)} / ${m('rssIdleB').toFixed(1)} MB`, '≤ 50 MB'],
   ['RSS at 1k rps, 100 conns (outbound / inbound)', `${m('rssLoadedA').toFixed(1)} / ${m('rssLoadedB').toFixed(1)} MB`, '≤ 80 MB'],
+  ['  of which anonymous (not the node binary), idle / loaded', `${m('anonIdleA').toFixed(1)} / ${m('anonIdleB').toFixed(1)} · ${m('anonLoadedA').toFixed(1)} / ${m('anonLoadedB').toFixed(1)} MB`, ''],
+  ['saturated CPU (cores): direct generator / server', `${m('satDirectGenCpu').toFixed(2)} / ${m('satDirectServerCpu').toFixed(2)}`, ''],
+  ['saturated CPU (cores): meshed generator / outbound / inbound / server', `${m('satMeshedGenCpu').toFixed(2)} / ${m('satMeshedCpuA').toFixed(2)} / ${m('satMeshedCpuB').toFixed(2)} / ${m('satMeshedServerCpu').toFixed(2)}`, ''],
   ['ready after start (certificate in hand)', `${m('readyA').toFixed(0)} / ${m('readyB').toFixed(0)} ms`, '≤ 1000 ms'],
   ['errors through the mesh (all phases)', `${m('meshedErrors')}`, '0'],
 ];
