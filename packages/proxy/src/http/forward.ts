@@ -22,10 +22,15 @@ function grpcStatusOf(h: H2Headers | undefined): number | undefined {
 
 const NO_BODY = new Set(['GET', 'HEAD', 'DELETE', 'OPTIONS']);
 
+/** An HTTP/1 request that carries no body (a bodiless method without Content-Length or Transfer-Encoding). */
+function hasNoBody(req: IncomingMessage): boolean {
+  return NO_BODY.has(req.method ?? 'GET') && req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined;
+}
+
 /** HTTP/1 downstream → HTTP/2 upstream session (outbound, between meshed proxies). */
 export function h1ToH2(req: IncomingMessage, res: ServerResponse, session: ClientHttp2Session, authority: string, extra: Record<string, string>, hooks: ExchangeHooks, explain: (err: Error) => Error): void {
   const headers = h1ToH2Request(req.method ?? 'GET', req.url ?? '/', req.headers, authority, extra);
-  const hasBody = !(NO_BODY.has(req.method ?? 'GET') && req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined);
+  const hasBody = !hasNoBody(req);
   let up;
   try {
     up = session.request(headers, { endStream: !hasBody });
@@ -102,7 +107,11 @@ export function h1ToH1(req: IncomingMessage, res: ServerResponse, target: { host
       res.destroy(err);
     }
   });
-  req.pipe(up);
+  // A request without a body needs no pipe (its listeners cost more than the exchange's own work).
+  if (hasNoBody(req)) {
+    req.resume();
+    up.end();
+  } else req.pipe(up);
   res.on('close', () => {
     if (!res.writableFinished) up.destroy();
   });
@@ -200,7 +209,10 @@ export function h2ToH1(stream: ServerHttp2Stream, headers: H2Headers, target: { 
       stream.close(h2c.NGHTTP2_INTERNAL_ERROR);
     }
   });
-  stream.pipe(up);
+  if (stream.endAfterHeaders) {
+    stream.resume();
+    up.end();
+  } else stream.pipe(up);
   stream.on('close', () => {
     if (!finished) up.destroy();
   });
