@@ -109,7 +109,7 @@ describe('values schema', () => {
     ['controllerLogLevel=loud', '/controllerLogLevel'],
     ['proxyInit.iptablesMode=ebpf', '/proxyInit/iptablesMode'],
     ['proxyInit.ignoreInboundPorts=abc', '/proxyInit/ignoreInboundPorts'],
-    ['controllerReplicas=0', '/controllerReplicas'],
+    ['controllerReplicas=-1', '/controllerReplicas'],
   ])('rejects %s', async (set, where) => {
     const r = await helmTemplate(NS, [...certArgs(certs), '--set', set]);
     expect(r.code).not.toBe(0);

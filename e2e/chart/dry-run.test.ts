@@ -1,7 +1,7 @@
 // Every object the chart renders, sent to the local cluster's real kube-apiserver with a server-side
 // dry-run: schema, defaulting and admission run, nothing is stored. An invalid manifest fails here
 // even when helm renders it happily.
-import { randomBytes } from 'node:crypto';
+import { X509Certificate, randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,7 +10,7 @@ import { stringify } from 'yaml';
 import { adminClient, createNamespace, ensureCluster, type ClusterInfo } from '@minimesh/local-cluster';
 import { createTestCerts, type CertFiles } from '../src/certs.js';
 import { certArgs, helmTemplate, parseManifests, seedInstallArgs, type K8sObject } from '../src/chart.js';
-import { chartDir, run, type RunResult } from '../src/tools.js';
+import { chartDir, ensureHelm, run, type RunResult } from '../src/tools.js';
 
 const ns = `mm-chart-${randomBytes(3).toString('hex')}`;
 let cluster: ClusterInfo;
@@ -65,4 +65,39 @@ describe('server-side dry-run on the local cluster', () => {
     expect(r.code).not.toBe(0);
     expect(r.stderr).toContain('sideEffects');
   });
+});
+
+describe('helm upgrade on the local cluster', () => {
+  it('keeps the generated webhook certificate (lookup), so upgrades do not rotate it', async () => {
+    const release = `mm-up-${randomBytes(2).toString('hex')}`;
+    const upNs = `${release}-ns`;
+    const helm = (args: string[]): Promise<RunResult> => run(ensureHelm(), [...args, '--kubeconfig', cluster.kubeconfigPath]);
+    // No pods (controllerReplicas=0) and a webhook that sees no namespace: nothing else on the shared cluster notices.
+    const args = [
+      'upgrade', '--install', release, chartDir, '-n', upNs, '--create-namespace', ...certArgs(certs),
+      '--set', 'controllerReplicas=0', '--set', `proxyInjector.namespaceSelector.matchLabels.${release}=never`,
+    ];
+    const read = async (): Promise<{ crt: string; caBundle: string }> => {
+      const kubectl = (a: string[]): Promise<RunResult> => run(cluster.kubectlPath, ['--kubeconfig', cluster.kubeconfigPath, ...a]);
+      const crt = (await kubectl(['get', 'secret', '-n', upNs, 'minimesh-injector-k8s-tls', '-o', 'jsonpath={.data.tls\\.crt}'])).stdout;
+      const caBundle = (await kubectl(['get', 'mutatingwebhookconfiguration', `minimesh-injector-webhook-config-${upNs}`, '-o', 'jsonpath={.webhooks[0].clientConfig.caBundle}'])).stdout;
+      return { crt, caBundle };
+    };
+    try {
+      const first = await helm(args);
+      expect(first.code, first.stderr).toBe(0);
+      const before = await read();
+      expect(before.crt.length).toBeGreaterThan(100);
+      const second = await helm(args);
+      expect(second.code, second.stderr).toBe(0);
+      const after = await read();
+      expect(after).toEqual(before);
+      // And the CA bundle verifies the certificate the injector serves.
+      const ca = new X509Certificate(Buffer.from(after.caBundle, 'base64'));
+      expect(new X509Certificate(Buffer.from(after.crt, 'base64')).verify(ca.publicKey)).toBe(true);
+    } finally {
+      await helm(['uninstall', release, '-n', upNs]);
+      await run(cluster.kubectlPath, ['--kubeconfig', cluster.kubeconfigPath, 'delete', 'namespace', upNs, '--wait=false']);
+    }
+  }, 120_000);
 });
