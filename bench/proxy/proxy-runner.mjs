@@ -2,7 +2,7 @@
 // destination of every accepted connection comes from BENCH_OUTBOUND_ORIG / BENCH_INBOUND_ORIG ("ip:port").
 // Everything else is the normal MINIMESH_PROXY_* environment. Prints "ready <ms>" when /ready would be 200.
 import { createLogger } from '@minimesh/runtime';
-import { parseProxyConfig, startProxy } from '../../packages/proxy/dist/index.js';
+import { capYoungGeneration, parseProxyConfig, startProxy } from '../../packages/proxy/dist/index.js';
 
 const t0 = performance.now();
 const fixed = (v) => {
@@ -11,6 +11,8 @@ const fixed = (v) => {
   const dst = { ip: v.slice(0, i), port: Number(v.slice(i + 1)) };
   return () => dst;
 };
+// As main.ts does (BENCH_NO_YOUNG_CAP=1 to compare without it; BENCH_YOUNG_CAP_MB to try another cap).
+if (!process.env.BENCH_NO_YOUNG_CAP) capYoungGeneration(process.env.BENCH_YOUNG_CAP_MB ? Number(process.env.BENCH_YOUNG_CAP_MB) : undefined);
 const config = parseProxyConfig(process.env);
 const logger = createLogger({ name: 'proxy', level: config.logLevel, format: 'json', destination: process.stderr });
 const proxy = await startProxy(config, logger, { originalDst: { outbound: fixed(process.env.BENCH_OUTBOUND_ORIG), inbound: fixed(process.env.BENCH_INBOUND_ORIG) } });

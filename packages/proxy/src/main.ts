@@ -4,6 +4,7 @@ import { ConfigError } from '@minimesh/config';
 import { createLogger, runMain } from '@minimesh/runtime';
 import { parseProxyConfig } from './config.js';
 import { startProxy } from './proxy.js';
+import { capYoungGeneration } from './memory/young-generation.js';
 
 const HELP = `minimesh-proxy: the transparent sidecar (inbound 4143, outbound 4140, admin 4191).
 
@@ -26,6 +27,7 @@ void runMain('minimesh-proxy', async (argv) => {
     if (err instanceof ConfigError) throw Object.assign(err, { exitCode: 2 });
     throw err;
   }
+  capYoungGeneration();
   const logger = createLogger({ name: 'proxy', level: config.logLevel, format: config.logFormat });
   const proxy = await startProxy(config, logger, { env: process.env, onShutdownRequest: () => void stop('shutdown endpoint') });
   let stopping = false;
