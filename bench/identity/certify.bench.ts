@@ -7,7 +7,7 @@
 // The server runs in a child process (one Node event loop = one core); its CPU time per certificate gives
 // the one-core capacity, independent of the client sharing the machine.
 import { fork, type ChildProcess } from 'node:child_process';
-import { createPublicKey, generateKeyPairSync, sign, webcrypto } from 'node:crypto';
+import { createPublicKey, generateKeyPairSync, sign, webcrypto, X509Certificate } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import { identity } from '@minimesh/proto';
@@ -24,6 +24,7 @@ import {
   type Issuer,
   type TokenReviewer,
 } from '@minimesh/identity';
+import { asn1Certify } from './asn1-variant.js';
 import { createCsr, createIntermediateCa, createRootCa, privateKeyPem, x509 } from '../../packages/identity/test/helpers/pki.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
@@ -123,6 +124,9 @@ async function main(): Promise<void> {
   const importJwkUs = timeLoop(() => createPublicKey({ key: jwk, format: 'jwk' }));
   const certifyUs = await timeAsyncLoop(() => certifier.certify({ identity: ID(0), token: Buffer.from('t-0'), csr: csrs[0] as Buffer }));
   const peculiarUs = await timeAsyncLoop(() => peculiarLeaf(issuer, csrs[0] as Buffer), 1000);
+  const asn1 = asn1Certify(issuer);
+  if (!new X509Certificate(asn1(csrs[0] as Buffer, ID(0))).verify(issuer.certificate.publicKey)) throw new Error('asn1 variant: leaf does not verify');
+  const asn1Us = timeLoop(() => asn1(csrs[0] as Buffer, ID(0)));
 
   const rows: string[][] = [
     ['raw ECDSA P-256 sign (baseline)', signUs.toFixed(1), '1.0'],
@@ -130,8 +134,10 @@ async function main(): Promise<void> {
     ['  of which key import as JWK (after)', importJwkUs.toFixed(1), (importJwkUs / signUs).toFixed(1)],
     ['  key import with the DER decoder (before)', importDerUs.toFixed(1), (importDerUs / signUs).toFixed(1)],
     ['leaf build + sign (DER template, node crypto)', leafUs.toFixed(1), (leafUs / signUs).toFixed(1)],
+    ['  same work with the DER template (CSR row + leaf row)', (csrUs + leafUs).toFixed(1), ((csrUs + leafUs) / signUs).toFixed(1)],
     ['certifier.certify (no gRPC, fake TokenReview)', certifyUs.toFixed(1), (certifyUs / signUs).toFixed(1)],
     ['for comparison: @peculiar/x509 parse + verify + generate', peculiarUs.toFixed(1), (peculiarUs / signUs).toFixed(1)],
+    ['for comparison: @peculiar/asn1-* CSR parse + leaf build', asn1Us.toFixed(1), (asn1Us / signUs).toFixed(1)],
   ];
   process.stdout.write('In process (µs per operation, ratio to one signature):\n');
   for (const r of rows) process.stdout.write(`  ${(r[0] as string).padEnd(58)} ${(r[1] as string).padStart(8)} µs  ×${r[2]}\n`);
@@ -166,7 +172,7 @@ async function main(): Promise<void> {
 
   process.stdout.write('\ngRPC Certify over loopback (server: one process, one core):\n');
   process.stdout.write(`  ${'callers'.padEnd(8)} ${'certs/s'.padStart(8)} ${'p50 ms'.padStart(8)} ${'p99 ms'.padStart(8)} ${'server CPU µs/cert'.padStart(19)} ${'one-core certs/s'.padStart(17)} ${'×sign'.padStart(7)} ${'server p50/p99 ms'.padStart(18)}\n`);
-  const summary: Record<string, unknown> = { signUs, csrUs, importDerUs, importJwkUs, leafUs, certifyUs, peculiarUs, levels: [] as unknown[] };
+  const summary: Record<string, unknown> = { signUs, csrUs, importDerUs, importJwkUs, leafUs, certifyUs, peculiarUs, asn1Us, levels: [] as unknown[] };
   for (const level of LEVELS) {
     // Warm-up.
     await Promise.all(Array.from({ length: level }, (_, i) => call(i)));
