@@ -4,7 +4,7 @@ import { ConfigError } from '@minimesh/config';
 import { createLogger, runMain } from '@minimesh/runtime';
 import { parseProxyConfig } from './config.js';
 import { startProxy } from './proxy.js';
-import { capYoungGeneration } from './memory/young-generation.js';
+import { capYoungGeneration, limitHeapGrowth } from './memory/young-generation.js';
 
 const HELP = `minimesh-proxy: the transparent sidecar (inbound 4143, outbound 4140, admin 4191).
 
@@ -28,6 +28,7 @@ void runMain('minimesh-proxy', async (argv) => {
     throw err;
   }
   capYoungGeneration();
+  limitHeapGrowth();
   const logger = createLogger({ name: 'proxy', level: config.logLevel, format: config.logFormat });
   const proxy = await startProxy(config, logger, { env: process.env, onShutdownRequest: () => void stop('shutdown endpoint') });
   let stopping = false;
