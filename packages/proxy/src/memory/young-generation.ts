@@ -8,7 +8,7 @@ import { PerformanceObserver } from 'node:perf_hooks';
 import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8';
 
 /** Semi-space cap in MiB (the new space is two semi-spaces). */
-export const DEFAULT_MAX_SEMI_SPACE_MB = 4;
+export const DEFAULT_MAX_SEMI_SPACE_MB = 2;
 
 export interface YoungGenerationCap {
   /** Whether growth is currently stopped. */
