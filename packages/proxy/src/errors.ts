@@ -41,3 +41,9 @@ export function toConnectError(target: string, err: unknown, expectedIdentity?: 
   }
   return new ProxyError('MINIMESH_PROXY_UPSTREAM_FAILED', `endpoint ${target}: ${e?.message ?? String(err)}`, { cause: err });
 }
+
+/** The error a wrapper was made from (its `cause`), or the error itself: the socket-level reason to classify. */
+export function unwrapCause(err: Error): Error {
+  const c = (err as { cause?: unknown }).cause;
+  return c instanceof Error ? c : err;
+}

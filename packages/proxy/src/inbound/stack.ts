@@ -9,7 +9,8 @@ import type { ProxyConfig } from '../config.js';
 import { keyOf } from '../destination/resolver.js';
 import { prefixedDuplex, unshiftPrefix } from '../detect/socket-prefix.js';
 import { errorCode, isGrpc, resetSocket, toGrpcErrorHeaders, toH2ErrorHeaders, toHttpErrorResponse } from '../error-response.js';
-import { ProxyError, toConnectError } from '../errors.js';
+import { ProxyError, toConnectError, unwrapCause } from '../errors.js';
+import { drainConnections } from '../drain.js';
 import { H2_SETTINGS, widenConnectionWindow } from '../http/h2-pool.js';
 import { h1ToH1, h2ToH1, h2ToH2, type ExchangeHooks } from '../http/forward.js';
 import { CLIENT_ID_HEADER, ORIG_PROTO_HEADER, ORIG_PROTO_HTTP11 } from '../http/headers.js';
@@ -159,7 +160,7 @@ export function createInboundStack(opts: InboundStackOptions): InboundStack {
       return;
     }
     const session = fwd.session(port);
-    h2ToH2(stream, headers, session, extra, hk, (err) => toConnectError(`${APP_HOST}:${port}`, fwd.h2.lastError(session) ?? unwrap(err)));
+    h2ToH2(stream, headers, session, extra, hk, (err) => toConnectError(`${APP_HOST}:${port}`, fwd.h2.lastError(session) ?? unwrapCause(err)));
   }
   const h2c = createH2Server({ peerMaxConcurrentStreams: 10_000, settings: H2_SETTINGS });
   h2c.on('session', (s: Http2Session) => {
@@ -303,28 +304,6 @@ export function createInboundStack(opts: InboundStackOptions): InboundStack {
 
   return {
     server,
-    drain: (graceMs) =>
-      new Promise<void>((resolve) => {
-        server.close();
-        h1.closeIdleConnections();
-        for (const s of serverSessions) s.close();
-        const deadline = setTimeout(finish, graceMs);
-        const poll = setInterval(() => {
-          if (sockets.size === 0) finish();
-          else h1.closeIdleConnections();
-        }, 100);
-        function finish() {
-          clearTimeout(deadline);
-          clearInterval(poll);
-          for (const s of sockets) s.destroy();
-          fwd.close();
-          resolve();
-        }
-      }),
+    drain: (graceMs) => drainConnections({ server, h1, serverSessions, sockets, release: () => fwd.close() }, graceMs),
   };
-}
-
-function unwrap(err: Error): Error {
-  const c = (err as { cause?: unknown }).cause;
-  return c instanceof Error ? c : err;
 }

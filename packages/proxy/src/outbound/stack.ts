@@ -7,7 +7,8 @@ import type { ProxyConfig } from '../config.js';
 import type { DestinationResolver } from '../destination/resolver.js';
 import { keyOf } from '../destination/resolver.js';
 import { errorCode, isGrpc, resetSocket, toGrpcErrorHeaders, toH2ErrorHeaders, toHttpErrorResponse } from '../error-response.js';
-import { ProxyError, toConnectError } from '../errors.js';
+import { ProxyError, toConnectError, unwrapCause } from '../errors.js';
+import { drainConnections } from '../drain.js';
 import { prefixedDuplex, unshiftPrefix } from '../detect/socket-prefix.js';
 import { ORIG_PROTO_HEADER, ORIG_PROTO_HTTP11 } from '../http/headers.js';
 import { H2_SETTINGS, widenConnectionWindow } from '../http/h2-pool.js';
@@ -141,7 +142,7 @@ export function createOutboundStack(opts: OutboundStackOptions): OutboundStack {
     if (ep?.identity && creds.context) {
       const identity = ep.identity;
       const session = connector.meshedSession(ep.ip, ep.port, identity);
-      h1ToH2(req, res, session, req.headers.host ?? t.authority, { [ORIG_PROTO_HEADER]: ORIG_PROTO_HTTP11 }, hooks, (err) => toConnectError(ep.key, connector.meshed.lastError(session) ?? unwrap(err), identity));
+      h1ToH2(req, res, session, req.headers.host ?? t.authority, { [ORIG_PROTO_HEADER]: ORIG_PROTO_HTTP11 }, hooks, (err) => toConnectError(ep.key, connector.meshed.lastError(session) ?? unwrapCause(err), identity));
       return;
     }
     const ip = ep ? ep.ip : (pick as { ip: string }).ip;
@@ -176,13 +177,13 @@ export function createOutboundStack(opts: OutboundStackOptions): OutboundStack {
     if (ep?.identity && creds.context) {
       const identity = ep.identity;
       const session = connector.meshedSession(ep.ip, ep.port, identity);
-      h2ToH2(stream, headers, session, {}, hooks, (err) => toConnectError(ep.key, connector.meshed.lastError(session) ?? unwrap(err), identity));
+      h2ToH2(stream, headers, session, {}, hooks, (err) => toConnectError(ep.key, connector.meshed.lastError(session) ?? unwrapCause(err), identity));
       return;
     }
     const ip = ep ? ep.ip : (pick as { ip: string }).ip;
     const port = ep ? ep.port : (pick as { port: number }).port;
     const session = connector.plainSession(ip, port);
-    h2ToH2(stream, headers, session, {}, hooks, (err) => toConnectError(keyOf(ip, port), connector.plainH2.lastError(session) ?? unwrap(err)));
+    h2ToH2(stream, headers, session, {}, hooks, (err) => toConnectError(keyOf(ip, port), connector.plainH2.lastError(session) ?? unwrapCause(err)));
   }
 
   /** HTTP/1 Upgrade (WebSocket): replay the request to the endpoint, then relay raw bytes both ways. */
@@ -340,28 +341,6 @@ export function createOutboundStack(opts: OutboundStackOptions): OutboundStack {
   return {
     server,
     connector,
-    drain: (graceMs) =>
-      new Promise<void>((resolve) => {
-        server.close();
-        const deadline = setTimeout(finish, graceMs);
-        h1.closeIdleConnections();
-        for (const s of serverSessions) s.close();
-        const poll = setInterval(() => {
-          if (sockets.size === 0) finish();
-          else h1.closeIdleConnections();
-        }, 100);
-        function finish() {
-          clearTimeout(deadline);
-          clearInterval(poll);
-          for (const s of sockets) s.destroy();
-          connector.close();
-          resolve();
-        }
-      }),
+    drain: (graceMs) => drainConnections({ server, h1, serverSessions, sockets, release: () => connector.close() }, graceMs),
   };
-}
-
-function unwrap(err: Error): Error {
-  const c = (err as { cause?: unknown }).cause;
-  return c instanceof Error ? c : err;
 }
