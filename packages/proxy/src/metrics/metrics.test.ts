@@ -10,8 +10,11 @@ describe('ProxyMetrics', () => {
     r.response(503)();
     r.response(200, 0)();
     const text = await m.registry.metrics();
-    expect(text).toContain('request_total{direction="outbound",authority="web.default.svc.cluster.local:80",target_addr="10.1.2.3:8080",tls="true",client_id="",server_id="web.default.serviceaccount.identity.minimesh.cluster.local"');
-    expect(text).toMatch(/response_total\{[^}]*dst_namespace="default",dst_service="",dst_pod="web-0"[^}]*status_code="503"[^}]*classification="failure"/);
+    expect(text).toContain('request_total{direction="outbound",authority="web.default.svc.cluster.local:80",target_addr="10.1.2.3:8080",tls="true",server_id="web.default.serviceaccount.identity.minimesh.cluster.local"');
+    // Labels that do not apply are left out, not rendered empty.
+    expect(text).not.toMatch(/request_total\{[^}]*client_id=/);
+    expect(text).not.toContain('=""');
+    expect(text).toMatch(/response_total\{[^}]*dst_namespace="default",dst_pod="web-0"[^}]*status_code="503"[^}]*classification="failure"/);
     expect(text).toMatch(/response_total\{[^}]*status_code="200",grpc_status="0",classification="success"/);
     expect(text).toMatch(/response_latency_ms_bucket\{le="1",[^}]*status_code="200"\}/);
     expect(text).not.toContain('unknown_label');

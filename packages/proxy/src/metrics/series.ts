@@ -6,6 +6,13 @@ import type { Registry } from 'prom-client';
 
 type Labels = Record<string, string>;
 
+/** Labels that do not apply (empty values) are left out of the series, as Linkerd's proxy does. */
+function withoutEmpty(labels: Labels): Labels {
+  const out: Labels = {};
+  for (const k of Object.keys(labels)) if (labels[k] !== '') out[k] = labels[k] as string;
+  return out;
+}
+
 interface MetricValue {
   value: number;
   labels: Labels;
@@ -37,7 +44,7 @@ abstract class Series<H> {
       .join('\x01');
     h = this.byKey.get(key);
     if (!h) {
-      h = this.create({ ...labels });
+      h = this.create(withoutEmpty(labels));
       this.byKey.set(key, h);
     }
     this.byObject.set(labels, h);
