@@ -130,7 +130,16 @@ describe('pod lifecycle', () => {
       return x && x.status.containerStatuses[0].state.running.startedAt !== before.status.containerStatuses[0].state.running.startedAt ? x : undefined;
     }, 30_000);
     expect(after.status.podIP).toMatch(/^10\.23\./);
-    // The old container processes are gone (the new agent destroyed the old namespace first).
-    expect(oldPids.filter((pid) => existsSync(`/proc/${pid}`))).toEqual([]);
+    // The old container processes are gone (the new agent destroyed the old namespace first). Their
+    // parent, the old agent, was SIGKILLed, so a killed process may linger as a zombie until init reaps
+    // it: a zombie is dead, and only a running process counts.
+    const running = (pid: string) => {
+      try {
+        return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+      } catch {
+        return false; // gone
+      }
+    };
+    expect(oldPids.filter(running)).toEqual([]);
   });
 });
