@@ -255,6 +255,9 @@ export async function loadIssuer(opts: { dir: string; scheme: IssuerScheme; anch
       throw invalid(file, `cannot read the ${what} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`, err);
     }
   };
-  const [certPem, keyPem] = await Promise.all([read(certFile, 'issuer certificate'), read(keyFile, 'issuer key')]);
+  // One after the other, so that when both are missing the error names the certificate every time
+  // (with Promise.all the first rejection to arrive won, and it varied from run to run).
+  const certPem = await read(certFile, 'issuer certificate');
+  const keyPem = await read(keyFile, 'issuer key');
   return parseIssuer({ certPem, keyPem, anchors: opts.anchors, certFile, keyFile, ...(opts.now ? { now: opts.now } : {}) });
 }
