@@ -1,17 +1,18 @@
 // The inbound stack: accept (original destination, loop check) → TLS (terminate ours / pass through
 // others / plaintext) → detect → forward to the app on 127.0.0.1:<original port>.
-import { createServer as createH1Server, type IncomingMessage, type ServerResponse } from 'node:http';
-import { createSecureServer, createServer as createH2Server, type Http2Session, type IncomingHttpHeaders as H2Headers, type ServerHttp2Stream } from 'node:http2';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { createSecureServer, type Http2Session, type IncomingHttpHeaders as H2Headers, type ServerHttp2Stream } from 'node:http2';
 import type { Server, Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import type { Logger } from '@minimesh/runtime';
 import type { ProxyConfig } from '../config.js';
 import { keyOf } from '../destination/resolver.js';
-import { prefixedDuplex, unshiftPrefix } from '../detect/socket-prefix.js';
+import { unshiftPrefix } from '../detect/socket-prefix.js';
 import { errorCode, isGrpc, resetSocket, toGrpcErrorHeaders, toH2ErrorHeaders, toHttpErrorResponse } from '../error-response.js';
 import { ProxyError, toConnectError, unwrapCause } from '../errors.js';
 import { drainConnections } from '../drain.js';
-import { H2_SETTINGS, widenConnectionWindow } from '../http/h2-pool.js';
+import { H2_SETTINGS } from '../http/h2-pool.js';
+import { HttpHandoff } from '../http/handoff.js';
 import { h1ToH1, h2ToH1, h2ToH2, type ExchangeHooks } from '../http/forward.js';
 import { CLIENT_ID_HEADER, ORIG_PROTO_HEADER, ORIG_PROTO_HTTP11 } from '../http/headers.js';
 import { toLabels, trackSocket, type Labels, type ProxyMetrics, type TlsLabel } from '../metrics/metrics.js';
@@ -55,16 +56,9 @@ export function createInboundStack(opts: InboundStackOptions): InboundStack {
   const log = opts.logger.child({ component: 'inbound' });
   const fwd = new AppForwarder(config.inboundConnectTimeoutMs);
   const ctxByPeer = new Map<string, ConnCtx>();
-  const ctxBySocket = new WeakMap<object, ConnCtx>();
-  const ctxBySession = new WeakMap<Http2Session, ConnCtx>();
+  const http = new HttpHandoff<ConnCtx>();
+  const { h1 } = http;
   const sockets = new Set<Socket>();
-  /** Server-side HTTP/2 sessions: sent GOAWAY on drain so peers stop opening streams here. */
-  const serverSessions = new Set<Http2Session>();
-  const trackSession = (session: Http2Session) => {
-    serverSessions.add(session);
-    session.once('close', () => serverSessions.delete(session));
-  };
-  let pendingCtx: ConnCtx | undefined;
   const labelCache = new Map<string, Labels>();
 
   function labelsFor(ctx: ConnCtx, authority: string | undefined): Labels {
@@ -96,9 +90,8 @@ export function createInboundStack(opts: InboundStackOptions): InboundStack {
   }
 
   // --- HTTP/1 (plaintext, or TLS without ALPN h2) ---
-  const h1 = createH1Server({ keepAlive: true, keepAliveTimeout: 60_000, requestTimeout: 0, headersTimeout: 60_000 });
   h1.on('request', (req: IncomingMessage, res: ServerResponse) => {
-    const ctx = ctxBySocket.get(req.socket);
+    const ctx = http.contextOf(req.socket);
     if (!ctx) return void res.destroy();
     delete req.headers[CLIENT_ID_HEADER];
     const fail = (err: unknown) => {
@@ -110,7 +103,7 @@ export function createInboundStack(opts: InboundStackOptions): InboundStack {
     h1ToH1(req, res, { host: APP_HOST, port: ctx.orig.port, agent: fwd.agent, headers: extra }, hooks(labelsFor(ctx, req.headers.host), fail), (err) => toConnectError(`${APP_HOST}:${ctx.orig.port}`, err));
   });
   h1.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => {
-    const ctx = ctxBySocket.get(socket);
+    const ctx = http.contextOf(socket);
     if (!ctx) return void socket.destroy();
     const app = fwd.tcp(ctx.orig.port);
     metrics.request(labelsFor(ctx, req.headers.host));
@@ -138,7 +131,7 @@ export function createInboundStack(opts: InboundStackOptions): InboundStack {
 
   // --- HTTP/2 streams (h2 over our mTLS from peer proxies, or plaintext h2c) ---
   function onStream(stream: ServerHttp2Stream, headers: H2Headers): void {
-    const ctx = ctxBySession.get(stream.session as Http2Session);
+    const ctx = http.contextOfSession(stream.session as Http2Session);
     if (!ctx) return void stream.close(0x2);
     const grpc = isGrpc(headers['content-type']);
     const fail = (err: unknown) => {
@@ -162,14 +155,7 @@ export function createInboundStack(opts: InboundStackOptions): InboundStack {
     const session = fwd.session(port);
     h2ToH2(stream, headers, session, extra, hk, (err) => toConnectError(`${APP_HOST}:${port}`, fwd.h2.lastError(session) ?? unwrapCause(err)));
   }
-  const h2c = createH2Server({ peerMaxConcurrentStreams: 10_000, settings: H2_SETTINGS });
-  h2c.on('session', (s: Http2Session) => {
-    trackSession(s);
-    s.once('connect', () => widenConnectionWindow(s));
-    if (pendingCtx) ctxBySession.set(s, pendingCtx);
-    s.on('error', () => undefined);
-  });
-  h2c.on('stream', onStream);
+  http.h2.on('stream', onStream);
 
   // --- mTLS termination (our identity) ---
   const tlsServer = createSecureServer({
@@ -191,13 +177,7 @@ export function createInboundStack(opts: InboundStackOptions): InboundStack {
     }
     return ctx;
   };
-  tlsServer.on('session', (s: Http2Session) => {
-    trackSession(s);
-    s.once('connect', () => widenConnectionWindow(s));
-    const ctx = identify(s.socket as TLSSocket);
-    if (ctx) ctxBySession.set(s, ctx);
-    s.on('error', () => undefined);
-  });
+  tlsServer.on('session', (s: Http2Session) => http.adopt(s, identify(s.socket as TLSSocket)));
   tlsServer.on('stream', onStream);
   tlsServer.on('tlsClientError', (err: Error, t: TLSSocket) => {
     metrics.error('inbound', 'MINIMESH_PROXY_TLS_FAILED');
@@ -214,19 +194,8 @@ export function createInboundStack(opts: InboundStackOptions): InboundStack {
   async function afterTls(socket: Socket, ctx: ConnCtx, prefix: Buffer): Promise<void> {
     const { protocol, prefix: p2, ended } = await detectInbound(socket, ctx.orig.port, config.opaquePorts, config.detectTimeoutMs, prefix);
     if (ended && p2.length === 0) return void socket.destroy();
-    if (protocol === 'http1') {
-      ctxBySocket.set(socket, ctx);
-      unshiftPrefix(socket, p2);
-      h1.emit('connection', socket);
-      socket.resume();
-    } else if (protocol === 'h2') {
-      const d = prefixedDuplex(socket, p2);
-      pendingCtx = ctx;
-      h2c.emit('connection', d);
-      pendingCtx = undefined;
-    } else {
-      relay(socket, ctx, p2);
-    }
+    if (protocol === 'opaque') relay(socket, ctx, p2);
+    else http.dispatch(socket, protocol, p2, ctx);
   }
 
   /** Opaque TCP (and TLS passed through): relay bytes to the app's port. */
@@ -304,6 +273,6 @@ export function createInboundStack(opts: InboundStackOptions): InboundStack {
 
   return {
     server,
-    drain: (graceMs) => drainConnections({ server, h1, serverSessions, sockets, release: () => fwd.close() }, graceMs),
+    drain: (graceMs) => drainConnections({ server, h1, serverSessions: http.sessions, sockets, release: () => fwd.close() }, graceMs),
   };
 }

@@ -1,7 +1,7 @@
 // The outbound stack: accept → detect → discover → balance → connect (→ tls) for every connection the
 // app opens. HTTP is served by node:http / node:http2 servers fed the already-accepted socket.
-import { createServer as createH1Server, type IncomingMessage, type ServerResponse } from 'node:http';
-import { createServer as createH2Server, type Http2Session, type IncomingHttpHeaders as H2Headers, type ServerHttp2Stream } from 'node:http2';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Http2Session, IncomingHttpHeaders as H2Headers, ServerHttp2Stream } from 'node:http2';
 import type { Server, Socket } from 'node:net';
 import type { ProxyConfig } from '../config.js';
 import type { DestinationResolver } from '../destination/resolver.js';
@@ -9,9 +9,8 @@ import { keyOf } from '../destination/resolver.js';
 import { errorCode, isGrpc, resetSocket, toGrpcErrorHeaders, toH2ErrorHeaders, toHttpErrorResponse } from '../error-response.js';
 import { ProxyError, toConnectError, unwrapCause } from '../errors.js';
 import { drainConnections } from '../drain.js';
-import { prefixedDuplex, unshiftPrefix } from '../detect/socket-prefix.js';
 import { ORIG_PROTO_HEADER, ORIG_PROTO_HTTP11 } from '../http/headers.js';
-import { H2_SETTINGS, widenConnectionWindow } from '../http/h2-pool.js';
+import { HttpHandoff } from '../http/handoff.js';
 import { h1ToH1, h1ToH2, h2ToH2, type ExchangeHooks } from '../http/forward.js';
 import type { Logger } from '@minimesh/runtime';
 import { portInRanges } from '@minimesh/config';
@@ -48,16 +47,9 @@ export function createOutboundStack(opts: OutboundStackOptions): OutboundStack {
   const { config, resolver, creds, metrics } = opts;
   const log = opts.logger.child({ component: 'outbound' });
   const connector = new OutboundConnector(creds, config.outboundConnectTimeoutMs);
-  const ctxBySocket = new WeakMap<object, ConnCtx>();
-  const ctxBySession = new WeakMap<Http2Session, ConnCtx>();
+  const http = new HttpHandoff<ConnCtx>();
+  const { h1, h2 } = http;
   const sockets = new Set<Socket>();
-  /** Server-side HTTP/2 sessions: sent GOAWAY on drain so peers stop opening streams here. */
-  const serverSessions = new Set<Http2Session>();
-  const trackSession = (session: Http2Session) => {
-    serverSessions.add(session);
-    session.once('close', () => serverSessions.delete(session));
-  };
-  let pendingCtx: ConnCtx | undefined;
   const labelCache = new Map<string, Labels>();
 
   function endpointLabels(authority: string, pick: Pick): Labels {
@@ -75,18 +67,10 @@ export function createOutboundStack(opts: OutboundStackOptions): OutboundStack {
     return l;
   }
 
-  const h1 = createH1Server({ keepAlive: true, keepAliveTimeout: 60_000, requestTimeout: 0, headersTimeout: 60_000 });
   h1.on('request', (req, res) => void handleH1(req, res));
   h1.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => void handleUpgrade(req, socket, head));
   h1.on('clientError', (_err, socket: Socket) => socket.destroy());
 
-  const h2 = createH2Server({ peerMaxConcurrentStreams: 10_000, settings: H2_SETTINGS });
-  h2.on('session', (session: Http2Session) => {
-    trackSession(session);
-    session.once('connect', () => widenConnectionWindow(session));
-    if (pendingCtx) ctxBySession.set(session, pendingCtx);
-    session.on('error', () => undefined);
-  });
   h2.on('stream', (stream: ServerHttp2Stream, headers: H2Headers) => void handleH2(stream, headers));
 
   async function target(host: string | undefined, ctx: ConnCtx | undefined): Promise<Target> {
@@ -121,7 +105,7 @@ export function createOutboundStack(opts: OutboundStackOptions): OutboundStack {
   }
 
   async function handleH1(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const ctx = ctxBySocket.get(req.socket);
+    const ctx = http.contextOf(req.socket);
     const fail = (err: unknown) => {
       if (res.headersSent) return void res.destroy();
       const r = toHttpErrorResponse(err);
@@ -151,7 +135,7 @@ export function createOutboundStack(opts: OutboundStackOptions): OutboundStack {
   }
 
   async function handleH2(stream: ServerHttp2Stream, headers: H2Headers): Promise<void> {
-    const ctx = ctxBySession.get(stream.session as Http2Session);
+    const ctx = http.contextOfSession(stream.session as Http2Session);
     const grpc = isGrpc(headers['content-type']);
     const fail = (err: unknown) => {
       if (stream.destroyed || stream.closed) return;
@@ -188,7 +172,7 @@ export function createOutboundStack(opts: OutboundStackOptions): OutboundStack {
 
   /** HTTP/1 Upgrade (WebSocket): replay the request to the endpoint, then relay raw bytes both ways. */
   async function handleUpgrade(req: IncomingMessage, socket: Socket, head: Buffer): Promise<void> {
-    const ctx = ctxBySocket.get(socket);
+    const ctx = http.contextOf(socket);
     const fail = (err: unknown) => {
       const r = toHttpErrorResponse(err);
       const lines = [`HTTP/1.1 ${r.status} Proxy Error`, ...Object.entries(r.headers).map(([k, v]) => `${k}: ${v}`), `content-length: ${Buffer.byteLength(r.body)}`, '', r.body];
@@ -318,19 +302,8 @@ export function createOutboundStack(opts: OutboundStackOptions): OutboundStack {
       ? { protocol: 'opaque' as const, prefix: Buffer.alloc(0), ended: false }
       : await detectOutbound(socket, a.orig?.port, config.opaquePorts, config.detectTimeoutMs);
     if (ended && prefix.length === 0) return void socket.destroy();
-    if (protocol === 'http1') {
-      ctxBySocket.set(socket, ctx);
-      unshiftPrefix(socket, prefix);
-      h1.emit('connection', socket);
-      socket.resume();
-    } else if (protocol === 'h2') {
-      const d = prefixedDuplex(socket, prefix);
-      pendingCtx = ctx;
-      h2.emit('connection', d);
-      pendingCtx = undefined;
-    } else {
-      await handleTcp(socket, ctx, prefix);
-    }
+    if (protocol === 'opaque') await handleTcp(socket, ctx, prefix);
+    else http.dispatch(socket, protocol, prefix, ctx);
   }
 
   const server = createOutboundAccept((a) => void onAccept(a).catch((err: unknown) => {
@@ -341,6 +314,6 @@ export function createOutboundStack(opts: OutboundStackOptions): OutboundStack {
   return {
     server,
     connector,
-    drain: (graceMs) => drainConnections({ server, h1, serverSessions, sockets, release: () => connector.close() }, graceMs),
+    drain: (graceMs) => drainConnections({ server, h1, serverSessions: http.sessions, sockets, release: () => connector.close() }, graceMs),
   };
 }
