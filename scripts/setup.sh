@@ -32,14 +32,13 @@ if [ "${#need_apt[@]}" -gt 0 ]; then
   apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
 fi
 
-# npm packages: install when node_modules is missing or older than the lock file.
+# npm packages: `npm ci` from the lock file when node_modules is missing or older than the lock.
+# The lock lists every platform's optional packages (buf, turbo, rollup, unrs-resolver are pinned in
+# package.json to versions the registry serves for all platforms), so `npm ci` works here, in the
+# image build and in users' CI alike.
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-  log "installing npm packages"
-  # `npm install`, not `npm ci`: the registry mirror this project's machines reach serves only the
-  # linux-x64 builds of some platform packages (buf, turbo, rollup), so the lock cannot list the other
-  # platforms and `npm ci` refuses it as "out of sync". `npm install` still follows the lock's versions;
-  # --no-save keeps the clone clean.
-  npm install --no-save --no-audit --no-fund --loglevel=error
+  log "installing npm packages (npm ci)"
+  npm ci --no-audit --no-fund --loglevel=error
 fi
 
 # The SO_ORIGINAL_DST addon (packages/proxy/native), built once per source change.
