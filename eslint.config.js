@@ -20,7 +20,14 @@ export default tseslint.config(
       'import-x/no-cycle': ['error', { maxDepth: 10, ignoreExternal: true }],
       'no-restricted-imports': [
         'error',
-        { patterns: [{ group: ['@minimesh/*/src/*', '@minimesh/*/dist/*'], message: 'Import from the package entry (its exports map), not its internals.' }] },
+        {
+          patterns: [
+            {
+              group: ['@minimesh/*/src/*', '@minimesh/*/dist/*'],
+              message: 'Import from the package entry (its exports map), not its internals.',
+            },
+          ],
+        },
       ],
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       '@typescript-eslint/consistent-type-imports': 'error',
@@ -29,7 +36,16 @@ export default tseslint.config(
   },
   {
     // Tests, scripts, benchmarks and CLIs may print.
-    files: ['**/*.test.ts', '**/test/**', 'bench/**', 'scripts/**', 'e2e/**', '**/bench/**', 'packages/cli/**', '**/scripts/**'],
+    files: [
+      '**/*.test.ts',
+      '**/test/**',
+      'bench/**',
+      'scripts/**',
+      'e2e/**',
+      '**/bench/**',
+      'packages/cli/**',
+      '**/scripts/**',
+    ],
     rules: { 'no-console': 'off' },
   },
 );

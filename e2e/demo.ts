@@ -11,14 +11,32 @@ import { destination, fromTcpAddress } from '@minimesh/proto';
 import { selectDriver } from './drivers/index.js';
 import { summarizeAudit } from './src/audit.js';
 import {
-  appObjects, applyObjects, createMeshCerts, eventually, identityOf, installChart, metricLines, parseClientLines,
-  proxyMetrics, uninstallChart, waitForReadyPods, SERVER_HTTP_PORT, type MeshSetup, type Pod,
+  appObjects,
+  applyObjects,
+  createMeshCerts,
+  eventually,
+  identityOf,
+  installChart,
+  metricLines,
+  parseClientLines,
+  proxyMetrics,
+  uninstallChart,
+  waitForReadyPods,
+  SERVER_HTTP_PORT,
+  type MeshSetup,
+  type Pod,
 } from './src/mesh.js';
 
 const keep = process.argv.includes('--keep');
 const out = (line = ''): void => void process.stdout.write(`${line}\n`);
-const step = (t0: number, line: string): void => out(`[${((Date.now() - t0) / 1000).toFixed(1).padStart(5)} s] ${line}`);
-const indent = (text: string, by = '    '): string => text.split('\n').filter((l) => l.trim() !== '').map((l) => `${by}${l}`).join('\n');
+const step = (t0: number, line: string): void =>
+  out(`[${((Date.now() - t0) / 1000).toFixed(1).padStart(5)} s] ${line}`);
+const indent = (text: string, by = '    '): string =>
+  text
+    .split('\n')
+    .filter((l) => l.trim() !== '')
+    .map((l) => `${by}${l}`)
+    .join('\n');
 
 interface Endpoint {
   addr: string;
@@ -44,8 +62,13 @@ async function askDestination(podIp: string, authority: string): Promise<Endpoin
         resolve(
           u.update.value.addrs.map((a) => {
             const tcp = a.addr ? fromTcpAddress(a.addr) : undefined;
-            const id = a.tlsIdentity?.strategy?.$case === 'dnsLikeIdentity' ? a.tlsIdentity.strategy.value.name : '(none)';
-            return { addr: tcp ? `${tcp.ip}:${tcp.port}` : '?', identity: id, hint: a.protocolHint?.protocol?.$case ?? 'none' };
+            const id =
+              a.tlsIdentity?.strategy?.$case === 'dnsLikeIdentity' ? a.tlsIdentity.strategy.value.name : '(none)';
+            return {
+              addr: tcp ? `${tcp.ip}:${tcp.port}` : '?',
+              identity: id,
+              hint: a.protocolHint?.protocol?.$case ?? 'none',
+            };
           }),
         );
       });
@@ -71,8 +94,17 @@ async function main(): Promise<void> {
   try {
     await createMeshCerts(certDir);
     step(t0, `certificates: minimesh certs create --dir ${certDir} (trust anchor ca.crt, issuer issuer.crt)`);
-    const cmd = await installChart(m, { dir: certDir, caCrt: join(certDir, 'ca.crt'), caKey: join(certDir, 'ca.key'), issuerCrt: join(certDir, 'issuer.crt'), issuerKey: join(certDir, 'issuer.key') });
-    step(t0, `installed the chart: ${cmd.replace(/--set-file (\S+)=\S*\/(\S+)/g, '--set-file $1=$2').replace(/ --kubeconfig \S+/, '')}`);
+    const cmd = await installChart(m, {
+      dir: certDir,
+      caCrt: join(certDir, 'ca.crt'),
+      caKey: join(certDir, 'ca.key'),
+      issuerCrt: join(certDir, 'issuer.crt'),
+      issuerKey: join(certDir, 'issuer.key'),
+    });
+    step(
+      t0,
+      `installed the chart: ${cmd.replace(/--set-file (\S+)=\S*\/(\S+)/g, '--set-file $1=$2').replace(/ --kubeconfig \S+/, '')}`,
+    );
     for (const c of ['identity', 'destination', 'injector']) {
       await waitForReadyPods(driver, m.cpNs, c, 1, 180_000, 'minimesh.io/control-plane-component');
     }
@@ -87,23 +119,32 @@ async function main(): Promise<void> {
       return metricLines(t, 'request_total', { direction: 'inbound', tls: 'true' }).length > 0 ? t : undefined;
     });
     const firstMeshedS = (Date.now() - t0) / 1000;
-    step(t0, `first meshed request (mTLS) seen by the server's proxy: ${firstMeshedS.toFixed(1)} s after start${clusterWasUp ? ' (cluster was already running)' : ''}`);
+    step(
+      t0,
+      `first meshed request (mTLS) seen by the server's proxy: ${firstMeshedS.toFixed(1)} s after start${clusterWasUp ? ' (cluster was already running)' : ''}`,
+    );
 
     out('\n1. The injected pod spec (server pod, as the API server stored it after the webhook)');
     const [init, proxy] = server.spec.initContainers ?? [];
     out(`    init container ${init?.name}  image ${init?.image}`);
     out(`      args: ${(init?.args ?? []).join(' ')}`);
-    out(`    sidecar        ${proxy?.name}  image ${proxy?.image}  restartPolicy ${proxy?.restartPolicy ?? '(classic)'} (native sidecar: starts before the app, stops after it)`);
+    out(
+      `    sidecar        ${proxy?.name}  image ${proxy?.image}  restartPolicy ${proxy?.restartPolicy ?? '(classic)'} (native sidecar: starts before the app, stops after it)`,
+    );
     out(`    app containers ${server.spec.containers.map((c) => c.name).join(', ')}`);
 
     out('\n2. The nat chains proxy-init wrote in the server pod (iptables-save -t nat)');
-    const nat = (await driver.natRules(m.appNs, server.metadata.name)).split('\n').filter((l) => l.includes('PROXY_INIT'));
+    const nat = (await driver.natRules(m.appNs, server.metadata.name))
+      .split('\n')
+      .filter((l) => l.includes('PROXY_INIT'));
     out(indent([...new Set(nat)].join('\n')));
 
-    out('\n3. Identities issued (identity checked each proxy\'s token with a TokenReview)');
+    out("\n3. Identities issued (identity checked each proxy's token with a TokenReview)");
     // Only this run's events (an earlier demo used the same namespaces).
     const since = t0 - 1000;
-    const events = (await driver.auditEvents()).filter((e) => Date.parse(e.requestReceivedTimestamp ?? e.stageTimestamp ?? '') >= since);
+    const events = (await driver.auditEvents()).filter(
+      (e) => Date.parse(e.requestReceivedTimestamp ?? e.stageTimestamp ?? '') >= since,
+    );
     const audit = summarizeAudit(events, m.cpNs, [m.appNs]);
     const users = [...new Set(audit.tokenReviews.filter((t) => t.authenticated).map((t) => t.user))].sort();
     for (const u of users) {
@@ -112,7 +153,18 @@ async function main(): Promise<void> {
     }
 
     out(`\n4. Endpoints destination serves for server.${m.appNs}.svc.cluster.local:${SERVER_HTTP_PORT}`);
-    const dstPod = (await driver.kubectl(['get', 'pods', '-n', m.cpNs, '-l', 'minimesh.io/control-plane-component=destination', '-o', 'jsonpath={.items[0].status.podIP}'])).stdout.trim();
+    const dstPod = (
+      await driver.kubectl([
+        'get',
+        'pods',
+        '-n',
+        m.cpNs,
+        '-l',
+        'minimesh.io/control-plane-component=destination',
+        '-o',
+        'jsonpath={.items[0].status.podIP}',
+      ])
+    ).stdout.trim();
     try {
       for (const e of await askDestination(dstPod, `server.${m.appNs}.svc.cluster.local:${SERVER_HTTP_PORT}`)) {
         out(`    ${e.addr}  identity ${e.identity}  protocol hint ${e.hint}`);
@@ -122,18 +174,27 @@ async function main(): Promise<void> {
       out(indent((await driver.kubectl(['get', 'endpointslices', '-n', m.appNs])).stdout));
     }
 
-    out('\n5. Proxy metrics: the server\'s inbound requests are mutual TLS, from the client\'s identity');
+    out("\n5. Proxy metrics: the server's inbound requests are mutual TLS, from the client's identity");
     const lines = metricLines(metrics, 'request_total', { direction: 'inbound', tls: 'true' });
     out(indent(lines.slice(0, 4).join('\n')));
-    if (!lines.some((l) => l.includes(`client_id="${clientId}"`))) out(`    (client_id ${clientId} not yet among them)`);
+    if (!lines.some((l) => l.includes(`client_id="${clientId}"`)))
+      out(`    (client_id ${clientId} not yet among them)`);
     const answers = parseClientLines(await driver.logs(m.appNs, client.metadata.name, 'http'));
-    out(`    the client's log: ${answers.filter((a) => a.status === 200).length} HTTP answers 200, ${answers.filter((a) => a.error).length} errors`);
+    out(
+      `    the client's log: ${answers.filter((a) => a.status === 200).length} HTTP answers 200, ${answers.filter((a) => a.error).length} errors`,
+    );
 
-    out('\n6. The API server\'s audit log, one line per component');
-    out(`    destination  watch=true streams on ${audit.destinationWatches.join(', ')}; Lease renewed ${audit.leaseRenewals.length} times, every ${(audit.leaseRenewMedianMs / 1000).toFixed(1)} s`);
+    out("\n6. The API server's audit log, one line per component");
+    out(
+      `    destination  watch=true streams on ${audit.destinationWatches.join(', ')}; Lease renewed ${audit.leaseRenewals.length} times, every ${(audit.leaseRenewMedianMs / 1000).toFixed(1)} s`,
+    );
     out(`    identity     created ${audit.tokenReviews.length} TokenReviews (${users.length} service accounts)`);
-    out(`    injector     mutated ${audit.mutatedPods.length} pod CREATEs in ${m.appNs} (mutation.webhook.admission.k8s.io annotation)`);
-    out(`    RBAC         ${audit.denied.length === 0 ? 'no request of a minimesh service account was denied' : `${audit.denied.length} denied: ${audit.denied.map((d) => `${d.user} ${d.verb} ${d.uri}`).join('; ')}`}`);
+    out(
+      `    injector     mutated ${audit.mutatedPods.length} pod CREATEs in ${m.appNs} (mutation.webhook.admission.k8s.io annotation)`,
+    );
+    out(
+      `    RBAC         ${audit.denied.length === 0 ? 'no request of a minimesh service account was denied' : `${audit.denied.length} denied: ${audit.denied.map((d) => `${d.user} ${d.verb} ${d.uri}`).join('; ')}`}`,
+    );
     out(`\nTime to first meshed request: ${firstMeshedS.toFixed(1)} s.`);
 
     if (keep) {

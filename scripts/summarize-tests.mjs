@@ -4,7 +4,9 @@ import { readFileSync, existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 
 const dirs = [...readdirSync('packages').map((d) => join('packages', d)), 'e2e'];
-let passed = 0, failed = 0, skipped = 0;
+let passed = 0,
+  failed = 0,
+  skipped = 0;
 const rows = [];
 for (const dir of dirs) {
   const file = join(dir, '.vitest-report.json');
@@ -12,10 +14,17 @@ for (const dir of dirs) {
   const r = JSON.parse(readFileSync(file, 'utf8'));
   // A suite that fails before its tests run (a beforeAll, an import) reports its tests as skipped:
   // count the suite itself as a failure so it cannot hide.
-  const brokenSuites = (r.testResults ?? []).filter((f) => f.status === 'failed' && f.assertionResults.every((a) => a.status !== 'failed')).length;
+  const brokenSuites = (r.testResults ?? []).filter(
+    (f) => f.status === 'failed' && f.assertionResults.every((a) => a.status !== 'failed'),
+  ).length;
   const f = r.numFailedTests + brokenSuites;
-  passed += r.numPassedTests; failed += f; skipped += r.numPendingTests + (r.numTodoTests ?? 0);
-  rows.push(`${dir.padEnd(28)} ${String(r.numPassedTests).padStart(4)} passed ${String(f).padStart(3)} failed` + (brokenSuites ? ` (${brokenSuites} suite(s) failed before their tests ran)` : ''));
+  passed += r.numPassedTests;
+  failed += f;
+  skipped += r.numPendingTests + (r.numTodoTests ?? 0);
+  rows.push(
+    `${dir.padEnd(28)} ${String(r.numPassedTests).padStart(4)} passed ${String(f).padStart(3)} failed` +
+      (brokenSuites ? ` (${brokenSuites} suite(s) failed before their tests ran)` : ''),
+  );
 }
 console.log('\n' + rows.join('\n'));
 console.log(`${passed} passed, ${failed} failed` + (skipped ? `, ${skipped} skipped` : ''));

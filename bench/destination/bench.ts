@@ -13,7 +13,18 @@ import { Worker } from 'node:worker_threads';
 import { Server, ServerCredentials, type ServerWritableStream } from '@grpc/grpc-js';
 import { parsePortRanges } from '@minimesh/config';
 import { Watch } from '@kubernetes/client-node';
-import { createApiClient, createDestinationHandlers, createDestinationMetrics, destinationServiceDefinition, loadKubeConfig, startDestination, EndpointIndex, toPodRecord, toServiceRecord, toSliceRecord } from '@minimesh/destination';
+import {
+  createApiClient,
+  createDestinationHandlers,
+  createDestinationMetrics,
+  destinationServiceDefinition,
+  loadKubeConfig,
+  startDestination,
+  EndpointIndex,
+  toPodRecord,
+  toServiceRecord,
+  toSliceRecord,
+} from '@minimesh/destination';
 import { destination } from '@minimesh/proto';
 import { createLogger, createRegistry } from '@minimesh/runtime';
 
@@ -26,7 +37,8 @@ const WARMUP = 3;
 const gc = (globalThis as { gc?: () => void }).gc;
 if (!gc) throw new Error('run with node --expose-gc (npm run bench does)');
 
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
+const percentile = (sorted: number[], p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
 const fmt = (ms: number) => `${ms.toFixed(2)} ms`;
 
 function pod(i: number): Record<string, unknown> {
@@ -41,17 +53,48 @@ function pod(i: number): Record<string, unknown> {
       uid: `7f9c2a4e-1b3d-4c5e-8f6a-${i.toString(16).padStart(12, '0')}`,
       resourceVersion: String(100000 + i),
       creationTimestamp: '2026-11-21T10:00:00Z',
-      labels: { app: `web-${i % 50}`, 'pod-template-hash': '7d4b9c8f5', 'minimesh.io/control-plane-ns': 'minimesh', 'minimesh.io/workload-ns': `ns-${i % 20}`, version: 'v1' },
-      annotations: { 'minimesh.io/proxy-version': '0.1.0', 'minimesh.io/created-by': 'minimesh/injector 0.1.0', 'minimesh.io/trust-root-sha256': 'a'.repeat(64) },
-      ownerReferences: [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: rs, uid: 'a1b2c3d4-0000-4000-8000-000000000001', controller: true, blockOwnerDeletion: true }],
+      labels: {
+        app: `web-${i % 50}`,
+        'pod-template-hash': '7d4b9c8f5',
+        'minimesh.io/control-plane-ns': 'minimesh',
+        'minimesh.io/workload-ns': `ns-${i % 20}`,
+        version: 'v1',
+      },
+      annotations: {
+        'minimesh.io/proxy-version': '0.1.0',
+        'minimesh.io/created-by': 'minimesh/injector 0.1.0',
+        'minimesh.io/trust-root-sha256': 'a'.repeat(64),
+      },
+      ownerReferences: [
+        {
+          apiVersion: 'apps/v1',
+          kind: 'ReplicaSet',
+          name: rs,
+          uid: 'a1b2c3d4-0000-4000-8000-000000000001',
+          controller: true,
+          blockOwnerDeletion: true,
+        },
+      ],
     },
     spec: {
       serviceAccountName: `web-${i % 50}`,
       nodeName: `node-${i % 30}`,
       containers: [
-        { name: 'app', image: 'registry.example/web:1.2.3', ports: [{ name: 'http', containerPort: 8080, protocol: 'TCP' }], resources: { requests: { cpu: '100m', memory: '64Mi' } } },
+        {
+          name: 'app',
+          image: 'registry.example/web:1.2.3',
+          ports: [{ name: 'http', containerPort: 8080, protocol: 'TCP' }],
+          resources: { requests: { cpu: '100m', memory: '64Mi' } },
+        },
       ],
-      initContainers: [{ name: 'minimesh-proxy', image: 'ghcr.io/minimesh/proxy:0.1.0', restartPolicy: 'Always', ports: [{ name: 'minimesh-admin', containerPort: 4191 }] }],
+      initContainers: [
+        {
+          name: 'minimesh-proxy',
+          image: 'ghcr.io/minimesh/proxy:0.1.0',
+          restartPolicy: 'Always',
+          ports: [{ name: 'minimesh-admin', containerPort: 4191 }],
+        },
+      ],
     },
     status: {
       phase: 'Running',
@@ -62,7 +105,16 @@ function pod(i: number): Record<string, unknown> {
         { type: 'Ready', status: 'True', lastTransitionTime: '2026-11-21T10:00:05Z' },
         { type: 'ContainersReady', status: 'True', lastTransitionTime: '2026-11-21T10:00:05Z' },
       ],
-      containerStatuses: [{ name: 'app', ready: true, restartCount: 0, image: 'registry.example/web:1.2.3', imageID: 'sha256:' + 'b'.repeat(64), state: { running: { startedAt: '2026-11-21T10:00:04Z' } } }],
+      containerStatuses: [
+        {
+          name: 'app',
+          ready: true,
+          restartCount: 0,
+          image: 'registry.example/web:1.2.3',
+          imageID: 'sha256:' + 'b'.repeat(64),
+          state: { running: { startedAt: '2026-11-21T10:00:04Z' } },
+        },
+      ],
     },
   };
 }
@@ -71,11 +123,22 @@ function slicesFor(pods: Array<Record<string, unknown>>): Array<Record<string, u
   // 100 endpoints per slice, as the endpointslice controller does
   const out: Array<Record<string, unknown>> = [];
   for (let i = 0; i < pods.length; i += 100) {
-    const chunk = pods.slice(i, i + 100) as Array<{ metadata: { name: string; namespace: string }; status: { podIP: string }; spec: { nodeName: string } }>;
+    const chunk = pods.slice(i, i + 100) as Array<{
+      metadata: { name: string; namespace: string };
+      status: { podIP: string };
+      spec: { nodeName: string };
+    }>;
     out.push({
       apiVersion: 'discovery.k8s.io/v1',
       kind: 'EndpointSlice',
-      metadata: { name: `svc-${i / 100}-abcde`, namespace: 'ns-0', labels: { 'kubernetes.io/service-name': `svc-${i / 100}`, 'endpointslice.kubernetes.io/managed-by': 'endpointslice-controller.k8s.io' } },
+      metadata: {
+        name: `svc-${i / 100}-abcde`,
+        namespace: 'ns-0',
+        labels: {
+          'kubernetes.io/service-name': `svc-${i / 100}`,
+          'endpointslice.kubernetes.io/managed-by': 'endpointslice-controller.k8s.io',
+        },
+      },
       addressType: 'IPv4',
       ports: [{ name: 'http', port: 8080, protocol: 'TCP' }],
       endpoints: chunk.map((p) => ({
@@ -104,7 +167,14 @@ function memoryBench(): { recordsPerPod: number; rawPerPod: number } {
     for (let i = 0; i < PODS; i += batch) {
       const pods = Array.from({ length: Math.min(batch, PODS - i) }, (_, k) => pod(i + k));
       for (const p of pods) index.apply('pod', toPodRecord(p));
-      const slices = slicesFor(pods).map((s, k) => ({ ...s, metadata: { ...(s.metadata as object), name: `svc-${(i + k * 100) / 100}-abcde`, labels: { 'kubernetes.io/service-name': `svc-${(i + k * 100) / 100}` } } }));
+      const slices = slicesFor(pods).map((s, k) => ({
+        ...s,
+        metadata: {
+          ...(s.metadata as object),
+          name: `svc-${(i + k * 100) / 100}-abcde`,
+          labels: { 'kubernetes.io/service-name': `svc-${(i + k * 100) / 100}` },
+        },
+      }));
       for (const s of slices) index.apply('endpointslice', toSliceRecord(s));
     }
   }
@@ -115,7 +185,10 @@ function memoryBench(): { recordsPerPod: number; rawPerPod: number } {
   const raw: unknown[] = [];
   const beforeRaw = heapUsed();
   for (let i = 0; i < PODS; i += 1000) {
-    const pods = Array.from({ length: Math.min(1000, PODS - i) }, (_, k) => JSON.parse(JSON.stringify(pod(i + k))) as Record<string, unknown>);
+    const pods = Array.from(
+      { length: Math.min(1000, PODS - i) },
+      (_, k) => JSON.parse(JSON.stringify(pod(i + k))) as Record<string, unknown>,
+    );
     raw.push(...pods, ...slicesFor(pods).map((s) => JSON.parse(JSON.stringify(s)) as unknown));
   }
   const afterRaw = heapUsed();
@@ -133,11 +206,18 @@ interface FanOutResult {
 
 const now = () => performance.timeOrigin + performance.now();
 
-async function measure(port: number, path: string, change: (round: number) => void | Promise<void>, rounds = ROUNDS): Promise<FanOutResult> {
+async function measure(
+  port: number,
+  path: string,
+  change: (round: number) => void | Promise<void>,
+  rounds = ROUNDS,
+): Promise<FanOutResult> {
   const latencies: number[] = [];
   const perRoundMax: number[] = [];
   const t0s: number[] = [];
-  const worker = new Worker(new URL('./clients.mjs', import.meta.url), { workerData: { port, path, streams: STREAMS, connections: CONNECTIONS } });
+  const worker = new Worker(new URL('./clients.mjs', import.meta.url), {
+    workerData: { port, path, streams: STREAMS, connections: CONNECTIONS },
+  });
   const messages: Array<{ ready?: boolean; times?: number[] }> = [];
   let wake: (() => void) | undefined;
   worker.on('message', (m: { ready?: boolean; times?: number[] }) => {
@@ -170,7 +250,9 @@ async function measure(port: number, path: string, change: (round: number) => vo
 }
 
 async function listen(server: Server): Promise<number> {
-  return await new Promise((resolve, reject) => server.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))));
+  return await new Promise((resolve, reject) =>
+    server.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))),
+  );
 }
 
 /** Baseline: the same streams, each written one pre-built Update by a bare server. */
@@ -189,7 +271,19 @@ async function baselineFanOut(): Promise<FanOutResult> {
   const port = await listen(server);
   const result = await measure(port, 'web.bench.svc.cluster.local:80', (round) => {
     const u: destination.Update = {
-      update: { $case: 'add', value: { metricLabels: { service: 'web', namespace: 'bench' }, addrs: [{ addr: { ip: { ip: { $case: 'ipv4', value: 0x0ac80000 + round } }, port: 8080 }, weight: 10000, metricLabels: {} }] } },
+      update: {
+        $case: 'add',
+        value: {
+          metricLabels: { service: 'web', namespace: 'bench' },
+          addrs: [
+            {
+              addr: { ip: { ip: { $case: 'ipv4', value: 0x0ac80000 + round } }, port: 8080 },
+              weight: 10000,
+              metricLabels: {},
+            },
+          ],
+        },
+      },
     };
     for (const c of calls) c.write(u);
   });
@@ -200,16 +294,27 @@ async function baselineFanOut(): Promise<FanOutResult> {
 async function destinationFanOut(): Promise<FanOutResult> {
   const index = new EndpointIndex();
   const metrics = createDestinationMetrics(createRegistry());
-  index.apply('service', toServiceRecord({ metadata: { name: 'web', namespace: 'bench' }, spec: { clusterIP: '10.96.0.1', ports: [{ name: 'http', port: 80, targetPort: 8080 }] } }));
+  index.apply(
+    'service',
+    toServiceRecord({
+      metadata: { name: 'web', namespace: 'bench' },
+      spec: { clusterIP: '10.96.0.1', ports: [{ name: 'http', port: 80, targetPort: 8080 }] },
+    }),
+  );
   const pods = Array.from({ length: 20 }, (_, i) => pod(i));
-  for (const p of pods) index.apply('pod', toPodRecord({ ...p, metadata: { ...(p.metadata as object), namespace: 'bench' } }));
+  for (const p of pods)
+    index.apply('pod', toPodRecord({ ...p, metadata: { ...(p.metadata as object), namespace: 'bench' } }));
   const sliceFor = (extra: number) =>
     toSliceRecord({
       metadata: { name: 'web-abcde', namespace: 'bench', labels: { 'kubernetes.io/service-name': 'web' } },
       addressType: 'IPv4',
       ports: [{ name: 'http', port: 8080 }],
       endpoints: [
-        ...pods.map((p) => ({ addresses: [(p as { status: { podIP: string } }).status.podIP], conditions: { ready: true }, targetRef: { kind: 'Pod', namespace: 'bench', name: (p.metadata as { name: string }).name } })),
+        ...pods.map((p) => ({
+          addresses: [(p as { status: { podIP: string } }).status.podIP],
+          conditions: { ready: true },
+          targetRef: { kind: 'Pod', namespace: 'bench', name: (p.metadata as { name: string }).name },
+        })),
         { addresses: [`10.200.0.${extra % 250}`], conditions: { ready: true } },
       ],
     });
@@ -222,12 +327,20 @@ async function destinationFanOut(): Promise<FanOutResult> {
       metrics,
       logger: createLogger({ name: 'bench', level: 'silent' }),
       streamQueueCapacity: 100,
-      translator: { controllerNamespace: 'minimesh', identityTrustDomain: 'cluster.local', clusterDomain: 'cluster.local', defaultOpaquePorts: parsePortRanges('b', '3306'), enableH2Upgrade: true },
+      translator: {
+        controllerNamespace: 'minimesh',
+        identityTrustDomain: 'cluster.local',
+        clusterDomain: 'cluster.local',
+        defaultOpaquePorts: parsePortRanges('b', '3306'),
+        enableH2Upgrade: true,
+      },
     }),
   );
   const port = await listen(server);
   // each round replaces the extra endpoint: every stream gets one remove and one add; we time the first
-  const result = await measure(port, 'web.bench.svc.cluster.local:80', (round) => index.apply('endpointslice', sliceFor(round)));
+  const result = await measure(port, 'web.bench.svc.cluster.local:80', (round) =>
+    index.apply('endpointslice', sliceFor(round)),
+  );
   server.forceShutdown();
   return result;
 }
@@ -247,16 +360,28 @@ async function clusterFanOut(): Promise<{ dst: FanOutResult; watch: number[] }> 
   const body = (round: number) => ({
     apiVersion: 'discovery.k8s.io/v1',
     kind: 'EndpointSlice',
-    metadata: { name: 'web-a', namespace: ns, labels: { 'kubernetes.io/service-name': 'web', 'endpointslice.kubernetes.io/managed-by': 'destination-bench' } },
+    metadata: {
+      name: 'web-a',
+      namespace: ns,
+      labels: { 'kubernetes.io/service-name': 'web', 'endpointslice.kubernetes.io/managed-by': 'destination-bench' },
+    },
     addressType: 'IPv4',
     ports: [{ name: 'http', port: 8080, protocol: 'TCP' }],
-    endpoints: [...Array.from({ length: 20 }, (_, i) => ({ addresses: [`10.23.206.${i + 1}`] })), { addresses: [`10.23.207.${round % 250}`] }],
+    endpoints: [
+      ...Array.from({ length: 20 }, (_, i) => ({ addresses: [`10.23.206.${i + 1}`] })),
+      { addresses: [`10.23.207.${round % 250}`] },
+    ],
   });
   const logger = createLogger({ name: 'bench', level: 'silent' });
   let dst: Awaited<ReturnType<typeof startDestination>> | undefined;
   let watchCtrl: AbortController | undefined;
   try {
-    await admin.request('POST', `/api/v1/namespaces/${ns}/services`, { apiVersion: 'v1', kind: 'Service', metadata: { name: 'web', namespace: ns }, spec: { ports: [{ name: 'http', port: 80, targetPort: 8080 }] } });
+    await admin.request('POST', `/api/v1/namespaces/${ns}/services`, {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: 'web', namespace: ns },
+      spec: { ports: [{ name: 'http', port: 80, targetPort: 8080 }] },
+    });
     await admin.request('POST', slices, body(249));
     const kc = loadKubeConfig(info.kubeconfigPath);
     dst = await startDestination({
@@ -272,20 +397,33 @@ async function clusterFanOut(): Promise<{ dst: FanOutResult; watch: number[] }> 
       lease: { name: 'bench', identity: 'bench', durationMs: 30_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 },
     });
     await dst.synced();
-    while (dst.index.resolve({ namespace: ns, service: 'web', port: 80 }).endpoints.length < 21) await new Promise((r) => setTimeout(r, 20));
+    while (dst.index.resolve({ namespace: ns, service: 'web', port: 80 }).endpoints.length < 21)
+      await new Promise((r) => setTimeout(r, 20));
     // the baseline watcher: when did the API server deliver each round's new address
     const seen = new Map<string, number>();
-    watchCtrl = await new Watch(kc).watch(slices, { resourceVersion: '0', allowWatchBookmarks: true }, (_type: string, obj: { endpoints?: Array<{ addresses: string[] }> }) => {
-      const t = now();
-      for (const e of obj.endpoints ?? []) for (const a of e.addresses) if (!seen.has(a)) seen.set(a, t);
-    }, () => undefined);
+    watchCtrl = await new Watch(kc).watch(
+      slices,
+      { resourceVersion: '0', allowWatchBookmarks: true },
+      (_type: string, obj: { endpoints?: Array<{ addresses: string[] }> }) => {
+        const t = now();
+        for (const e of obj.endpoints ?? []) for (const a of e.addresses) if (!seen.has(a)) seen.set(a, t);
+      },
+      () => undefined,
+    );
     await new Promise((r) => setTimeout(r, 200));
     const rounds = Math.min(ROUNDS, 20);
-    const result = await measure(dst.grpcPort, `web.${ns}.svc.cluster.local:80`, async (round) => {
-      seen.delete(`10.23.207.${round % 250}`);
-      await admin.request('PUT', `${slices}/web-a`, body(round));
-    }, rounds);
-    const watch = result.t0s.map((t0, i) => (seen.get(`10.23.207.${(i + WARMUP) % 250}`) ?? NaN) - t0).sort((a, b) => a - b);
+    const result = await measure(
+      dst.grpcPort,
+      `web.${ns}.svc.cluster.local:80`,
+      async (round) => {
+        seen.delete(`10.23.207.${round % 250}`);
+        await admin.request('PUT', `${slices}/web-a`, body(round));
+      },
+      rounds,
+    );
+    const watch = result.t0s
+      .map((t0, i) => (seen.get(`10.23.207.${(i + WARMUP) % 250}`) ?? NaN) - t0)
+      .sort((a, b) => a - b);
     return { dst: result, watch };
   } finally {
     watchCtrl?.abort();
@@ -295,7 +433,9 @@ async function clusterFanOut(): Promise<{ dst: FanOutResult; watch: number[] }> 
 }
 
 async function main(): Promise<void> {
-  console.log(`destination bench: ${STREAMS} Get streams over ${CONNECTIONS} connections, ${ROUNDS} endpoint changes; index of ${PODS} pods`);
+  console.log(
+    `destination bench: ${STREAMS} Get streams over ${CONNECTIONS} connections, ${ROUNDS} endpoint changes; index of ${PODS} pods`,
+  );
   const base = await baselineFanOut();
   const dst = await destinationFanOut();
   const row = (name: string, r: FanOutResult) =>
@@ -303,20 +443,30 @@ async function main(): Promise<void> {
   console.log('\nTime from one endpoint change until each stream has it:');
   console.log(row('baseline (bare gRPC fan-out)', base));
   console.log(row('destination (index+translate+queue)', dst));
-  console.log(`ratio destination/baseline p99: ${(percentile(dst.latencies, 99) / percentile(base.latencies, 99)).toFixed(2)}x   goal: p99 < 100 ms`);
+  console.log(
+    `ratio destination/baseline p99: ${(percentile(dst.latencies, 99) / percentile(base.latencies, 99)).toFixed(2)}x   goal: p99 < 100 ms`,
+  );
 
   if (process.env.BENCH_CLUSTER === '1') {
     const { dst: viaApi, watch } = await clusterFanOut();
-    console.log('\nThrough the local cluster\'s API server (PUT EndpointSlice → watch → destination → 1,000 streams):');
-    console.log(`bare watch delivery (baseline)     p50 ${fmt(percentile(watch, 50)).padStart(10)}  p99 ${fmt(percentile(watch, 99)).padStart(10)}`);
+    console.log("\nThrough the local cluster's API server (PUT EndpointSlice → watch → destination → 1,000 streams):");
+    console.log(
+      `bare watch delivery (baseline)     p50 ${fmt(percentile(watch, 50)).padStart(10)}  p99 ${fmt(percentile(watch, 99)).padStart(10)}`,
+    );
     console.log(row('destination end to end', viaApi));
-    console.log(`ratio destination/watch p50: ${(percentile(viaApi.latencies, 50) / percentile(watch, 50)).toFixed(2)}x`);
+    console.log(
+      `ratio destination/watch p50: ${(percentile(viaApi.latencies, 50) / percentile(watch, 50)).toFixed(2)}x`,
+    );
   }
 
   const mem = memoryBench();
   console.log('\nIndex memory:');
-  console.log(`records (pods + slice endpoints): ${(mem.recordsPerPod / 1024).toFixed(2)} KB per pod = ${((mem.recordsPerPod * 1000) / 1024 / 1024).toFixed(2)} MB per 1,000 pods   goal: < 3 KB per pod`);
-  console.log(`whole objects (baseline):         ${(mem.rawPerPod / 1024).toFixed(2)} KB per pod = ${((mem.rawPerPod * 1000) / 1024 / 1024).toFixed(2)} MB per 1,000 pods`);
+  console.log(
+    `records (pods + slice endpoints): ${(mem.recordsPerPod / 1024).toFixed(2)} KB per pod = ${((mem.recordsPerPod * 1000) / 1024 / 1024).toFixed(2)} MB per 1,000 pods   goal: < 3 KB per pod`,
+  );
+  console.log(
+    `whole objects (baseline):         ${(mem.rawPerPod / 1024).toFixed(2)} KB per pod = ${((mem.rawPerPod * 1000) / 1024 / 1024).toFixed(2)} MB per 1,000 pods`,
+  );
   console.log(`ratio records/whole objects: ${(mem.recordsPerPod / mem.rawPerPod).toFixed(2)}`);
 }
 

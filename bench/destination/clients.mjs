@@ -10,7 +10,11 @@ const { port, path, streams, connections } = workerData;
 const now = () => performance.timeOrigin + performance.now();
 const clients = Array.from(
   { length: connections },
-  (_, i) => new destination.DestinationClient(`127.0.0.1:${port}`, credentials.createInsecure(), { 'grpc.use_local_subchannel_pool': 1, 'bench.connection': i }),
+  (_, i) =>
+    new destination.DestinationClient(`127.0.0.1:${port}`, credentials.createInsecure(), {
+      'grpc.use_local_subchannel_pool': 1,
+      'bench.connection': i,
+    }),
 );
 let first = 0;
 let times = [];

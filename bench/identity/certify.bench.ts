@@ -25,7 +25,13 @@ import {
   type TokenReviewer,
 } from '@minimesh/identity';
 import { asn1Certify } from './asn1-variant.js';
-import { createCsr, createIntermediateCa, createRootCa, privateKeyPem, x509 } from '../../packages/identity/test/helpers/pki.js';
+import {
+  createCsr,
+  createIntermediateCa,
+  createRootCa,
+  privateKeyPem,
+  x509,
+} from '../../packages/identity/test/helpers/pki.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
 const LEVELS = [1, 10, 100];
@@ -44,10 +50,23 @@ interface Pems {
 }
 
 function makeCertifier(pems: Pems) {
-  const issuer = parseIssuer({ certPem: pems.issuerPem, keyPem: pems.issuerKeyPem, anchors: parseTrustAnchors(pems.rootPem, 'ca.crt'), certFile: 'crt.pem', keyFile: 'key.pem' });
+  const issuer = parseIssuer({
+    certPem: pems.issuerPem,
+    keyPem: pems.issuerKeyPem,
+    anchors: parseTrustAnchors(pems.rootPem, 'ca.crt'),
+    certFile: 'crt.pem',
+    keyFile: 'key.pem',
+  });
   return {
     issuer,
-    certifier: createCertifier({ issuer: () => issuer, reviewer: fakeReviewer, controllerNamespace: 'minimesh', trustDomain: 'cluster.local', lifetime: 86_400_000, clockSkew: 20_000 }),
+    certifier: createCertifier({
+      issuer: () => issuer,
+      reviewer: fakeReviewer,
+      controllerNamespace: 'minimesh',
+      trustDomain: 'cluster.local',
+      lifetime: 86_400_000,
+      clockSkew: 20_000,
+    }),
   };
 }
 
@@ -57,11 +76,18 @@ async function child(): Promise<void> {
   const { certifier, issuer } = makeCertifier(pems);
   const registry = new Registry();
   const metrics = createIdentityMetrics(registry, () => issuer);
-  const server = await startIdentityServer({ addr: '127.0.0.1:0', certifier, logger: createLogger({ name: 'bench', level: 'silent' }), metrics });
+  const server = await startIdentityServer({
+    addr: '127.0.0.1:0',
+    certifier,
+    logger: createLogger({ name: 'bench', level: 'silent' }),
+    metrics,
+  });
   process.on('message', (m) => {
     if (m === 'cpu') {
       void metrics.certifyDuration.get().then((h) => {
-        const buckets = h.values.filter((v) => v.metricName === 'identity_certify_duration_seconds_bucket' && v.labels.result === 'ok').map((v) => [Number((v.labels as Record<string, string | number>).le), v.value]);
+        const buckets = h.values
+          .filter((v) => v.metricName === 'identity_certify_duration_seconds_bucket' && v.labels.result === 'ok')
+          .map((v) => [Number((v.labels as Record<string, string | number>).le), v.value]);
         process.send?.({ cpu: process.cpuUsage(), buckets });
       });
     }
@@ -105,7 +131,9 @@ async function main(): Promise<void> {
   const root = await createRootCa();
   const ca = await createIntermediateCa(root);
   const pems: Pems = { rootPem: root.certPem, issuerPem: ca.certPem, issuerKeyPem: await privateKeyPem(ca.keys) };
-  const csrs = await Promise.all(Array.from({ length: CALLERS }, (_, i) => createCsr({ dns: [ID(i)] }).then((c) => c.der)));
+  const csrs = await Promise.all(
+    Array.from({ length: CALLERS }, (_, i) => createCsr({ dns: [ID(i)] }).then((c) => c.der)),
+  );
 
   // Baseline: one raw ECDSA P-256 signature over a leaf-sized message.
   const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
@@ -116,16 +144,26 @@ async function main(): Promise<void> {
   const { issuer, certifier } = makeCertifier(pems);
   const spki = validateCsr(csrs[0] as Buffer, ID(0)).publicKeyInfo;
   const csrUs = timeLoop(() => validateCsr(csrs[0] as Buffer, ID(0)));
-  const leafUs = timeLoop(() => buildLeaf({ issuer, identity: ID(0), publicKeyInfo: spki, lifetime: 86_400_000, clockSkew: 20_000 }));
+  const leafUs = timeLoop(() =>
+    buildLeaf({ issuer, identity: ID(0), publicKeyInfo: spki, lifetime: 86_400_000, clockSkew: 20_000 }),
+  );
   // The CSR key import, the largest single cost: OpenSSL's DER decoder (before) against a JWK (what validateCsr does).
   const point = spki.subarray(spki.length - 65);
-  const jwk = { kty: 'EC', crv: 'P-256', x: point.subarray(1, 33).toString('base64url'), y: point.subarray(33).toString('base64url') };
+  const jwk = {
+    kty: 'EC',
+    crv: 'P-256',
+    x: point.subarray(1, 33).toString('base64url'),
+    y: point.subarray(33).toString('base64url'),
+  };
   const importDerUs = timeLoop(() => createPublicKey({ key: spki, format: 'der', type: 'spki' }));
   const importJwkUs = timeLoop(() => createPublicKey({ key: jwk, format: 'jwk' }));
-  const certifyUs = await timeAsyncLoop(() => certifier.certify({ identity: ID(0), token: Buffer.from('t-0'), csr: csrs[0] as Buffer }));
+  const certifyUs = await timeAsyncLoop(() =>
+    certifier.certify({ identity: ID(0), token: Buffer.from('t-0'), csr: csrs[0] as Buffer }),
+  );
   const peculiarUs = await timeAsyncLoop(() => peculiarLeaf(issuer, csrs[0] as Buffer), 1000);
   const asn1 = asn1Certify(issuer);
-  if (!new X509Certificate(asn1(csrs[0] as Buffer, ID(0))).verify(issuer.certificate.publicKey)) throw new Error('asn1 variant: leaf does not verify');
+  if (!new X509Certificate(asn1(csrs[0] as Buffer, ID(0))).verify(issuer.certificate.publicKey))
+    throw new Error('asn1 variant: leaf does not verify');
   const asn1Us = timeLoop(() => asn1(csrs[0] as Buffer, ID(0)));
 
   const rows: string[][] = [
@@ -134,16 +172,27 @@ async function main(): Promise<void> {
     ['  of which key import as JWK (after)', importJwkUs.toFixed(1), (importJwkUs / signUs).toFixed(1)],
     ['  key import with the DER decoder (before)', importDerUs.toFixed(1), (importDerUs / signUs).toFixed(1)],
     ['leaf build + sign (DER template, node crypto)', leafUs.toFixed(1), (leafUs / signUs).toFixed(1)],
-    ['  same work with the DER template (CSR row + leaf row)', (csrUs + leafUs).toFixed(1), ((csrUs + leafUs) / signUs).toFixed(1)],
+    [
+      '  same work with the DER template (CSR row + leaf row)',
+      (csrUs + leafUs).toFixed(1),
+      ((csrUs + leafUs) / signUs).toFixed(1),
+    ],
     ['certifier.certify (no gRPC, fake TokenReview)', certifyUs.toFixed(1), (certifyUs / signUs).toFixed(1)],
-    ['for comparison: @peculiar/x509 parse + verify + generate', peculiarUs.toFixed(1), (peculiarUs / signUs).toFixed(1)],
+    [
+      'for comparison: @peculiar/x509 parse + verify + generate',
+      peculiarUs.toFixed(1),
+      (peculiarUs / signUs).toFixed(1),
+    ],
     ['for comparison: @peculiar/asn1-* CSR parse + leaf build', asn1Us.toFixed(1), (asn1Us / signUs).toFixed(1)],
   ];
   process.stdout.write('In process (µs per operation, ratio to one signature):\n');
-  for (const r of rows) process.stdout.write(`  ${(r[0] as string).padEnd(58)} ${(r[1] as string).padStart(8)} µs  ×${r[2]}\n`);
+  for (const r of rows)
+    process.stdout.write(`  ${(r[0] as string).padEnd(58)} ${(r[1] as string).padStart(8)} µs  ×${r[2]}\n`);
 
   // gRPC, server in a child process.
-  const server: ChildProcess = fork(fileURLToPath(import.meta.url), ['--server'], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const server: ChildProcess = fork(fileURLToPath(import.meta.url), ['--server'], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   const port = await new Promise<number>((resolve) => {
     server.once('message', (m) => resolve((m as { port: number }).port));
     server.send(pems);
@@ -164,15 +213,33 @@ async function main(): Promise<void> {
     const hit = counts.find(([, v]) => v >= q * total);
     return hit && Number.isFinite(hit[0]) ? `≤${hit[0] * 1000}` : '>10000';
   };
-  const clients = Array.from({ length: 4 }, () => new identity.IdentityClient(`127.0.0.1:${port}`, grpc.credentials.createInsecure()));
+  const clients = Array.from(
+    { length: 4 },
+    () => new identity.IdentityClient(`127.0.0.1:${port}`, grpc.credentials.createInsecure()),
+  );
   const call = (i: number): Promise<void> =>
     new Promise((resolve, reject) => {
-      (clients[i % clients.length] as identity.IdentityClient).certify({ identity: ID(i), token: Buffer.from(`t-${i}`), certificateSigningRequest: csrs[i] as Buffer }, (err) => (err ? reject(err) : resolve()));
+      (clients[i % clients.length] as identity.IdentityClient).certify(
+        { identity: ID(i), token: Buffer.from(`t-${i}`), certificateSigningRequest: csrs[i] as Buffer },
+        (err) => (err ? reject(err) : resolve()),
+      );
     });
 
   process.stdout.write('\ngRPC Certify over loopback (server: one process, one core):\n');
-  process.stdout.write(`  ${'callers'.padEnd(8)} ${'certs/s'.padStart(8)} ${'p50 ms'.padStart(8)} ${'p99 ms'.padStart(8)} ${'server CPU µs/cert'.padStart(19)} ${'one-core certs/s'.padStart(17)} ${'×sign'.padStart(7)} ${'server p50/p99 ms'.padStart(18)}\n`);
-  const summary: Record<string, unknown> = { signUs, csrUs, importDerUs, importJwkUs, leafUs, certifyUs, peculiarUs, asn1Us, levels: [] as unknown[] };
+  process.stdout.write(
+    `  ${'callers'.padEnd(8)} ${'certs/s'.padStart(8)} ${'p50 ms'.padStart(8)} ${'p99 ms'.padStart(8)} ${'server CPU µs/cert'.padStart(19)} ${'one-core certs/s'.padStart(17)} ${'×sign'.padStart(7)} ${'server p50/p99 ms'.padStart(18)}\n`,
+  );
+  const summary: Record<string, unknown> = {
+    signUs,
+    csrUs,
+    importDerUs,
+    importJwkUs,
+    leafUs,
+    certifyUs,
+    peculiarUs,
+    asn1Us,
+    levels: [] as unknown[],
+  };
   for (const level of LEVELS) {
     // Warm-up.
     await Promise.all(Array.from({ length: level }, (_, i) => call(i)));
@@ -232,11 +299,20 @@ async function main(): Promise<void> {
     const p50 = percentile(latencies, 50);
     const p99 = percentile(latencies, 99);
     const serverP = `${serverQuantile(cpu0, cpu1, 0.5)}/${serverQuantile(cpu0, cpu1, 0.99)}`;
-    (summary.levels as unknown[]).push({ level: `${CALLERS} open @${offered}/s`, rate: latencies.length / elapsed, p50, p99, serverUs, serverP });
+    (summary.levels as unknown[]).push({
+      level: `${CALLERS} open @${offered}/s`,
+      rate: latencies.length / elapsed,
+      p50,
+      p99,
+      serverUs,
+      serverP,
+    });
     process.stdout.write(
       `  ${`${CALLERS}*`.padEnd(8)} ${(latencies.length / elapsed).toFixed(0).padStart(8)} ${p50.toFixed(2).padStart(8)} ${p99.toFixed(2).padStart(8)} ${serverUs.toFixed(0).padStart(19)} ${(1e6 / serverUs).toFixed(0).padStart(17)} ${(serverUs / signUs).toFixed(1).padStart(7)} ${serverP.padStart(18)}\n`,
     );
-    process.stdout.write(`  * open loop: ${CALLERS} callers, ${offered} certs/s offered in total, latency from the scheduled send time\n`);
+    process.stdout.write(
+      `  * open loop: ${CALLERS} callers, ${offered} certs/s offered in total, latency from the scheduled send time\n`,
+    );
   }
   process.stdout.write(`\nraw signatures/s on one core: ${(1e6 / signUs).toFixed(0)}\n`);
   process.stdout.write(`goal: ≥1000 certs/s on one core and p99 < 10 ms at 100 callers\n`);
@@ -250,7 +326,9 @@ let peculiarKey: webcrypto.CryptoKey | undefined;
 async function peculiarLeaf(issuer: Issuer, der: Buffer): Promise<void> {
   if (!peculiarKey) {
     const pkcs8 = issuer.privateKey.export({ type: 'pkcs8', format: 'der' });
-    peculiarKey = await webcrypto.subtle.importKey('pkcs8', pkcs8, { name: 'ECDSA', namedCurve: 'P-256' }, false, ['sign']);
+    peculiarKey = await webcrypto.subtle.importKey('pkcs8', pkcs8, { name: 'ECDSA', namedCurve: 'P-256' }, false, [
+      'sign',
+    ]);
   }
   const req = new x509.Pkcs10CertificateRequest(der);
   if (!(await req.verify())) throw new Error('CSR signature');
@@ -271,7 +349,8 @@ async function peculiarLeaf(issuer: Issuer, der: Buffer): Promise<void> {
 }
 
 if (process.argv.includes('--server')) void child();
-else void main().catch((err: unknown) => {
-  console.error(err);
-  process.exitCode = 1;
-});
+else
+  void main().catch((err: unknown) => {
+    console.error(err);
+    process.exitCode = 1;
+  });

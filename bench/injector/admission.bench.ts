@@ -15,8 +15,29 @@ const RATE = Number(process.env.BENCH_RATE ?? 200);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 15);
 const dir = mkdtempSync(join(tmpdir(), 'mm-inj-bench-'));
 
-execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', join(dir, 'tls.key'),
-  '-out', join(dir, 'tls.crt'), '-days', '1', '-subj', '/CN=bench', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+execFileSync(
+  'openssl',
+  [
+    'req',
+    '-x509',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:prime256v1',
+    '-nodes',
+    '-keyout',
+    join(dir, 'tls.key'),
+    '-out',
+    join(dir, 'tls.crt'),
+    '-days',
+    '1',
+    '-subj',
+    '/CN=bench',
+    '-addext',
+    'subjectAltName=IP:127.0.0.1',
+  ],
+  { stdio: 'ignore' },
+);
 const cert = readFileSync(join(dir, 'tls.crt'), 'utf8');
 
 function pod(annotations: Record<string, string>): unknown {
@@ -28,17 +49,35 @@ function pod(annotations: Record<string, string>): unknown {
       namespace: 'shop',
       labels: { app: 'web', 'pod-template-hash': '6d4cf56db6' },
       annotations,
-      ownerReferences: [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'web-6d4cf56db6', uid: '1f2e', controller: true, blockOwnerDeletion: true }],
+      ownerReferences: [
+        {
+          apiVersion: 'apps/v1',
+          kind: 'ReplicaSet',
+          name: 'web-6d4cf56db6',
+          uid: '1f2e',
+          controller: true,
+          blockOwnerDeletion: true,
+        },
+      ],
     },
     spec: {
       serviceAccountName: 'web',
-      volumes: [{ name: 'kube-api-access', projected: { sources: [{ serviceAccountToken: { path: 'token', expirationSeconds: 3607 } }] } }],
+      volumes: [
+        {
+          name: 'kube-api-access',
+          projected: { sources: [{ serviceAccountToken: { path: 'token', expirationSeconds: 3607 } }] },
+        },
+      ],
       containers: [
         {
-          name: 'web', image: 'nginx:1.27', ports: [{ name: 'http', containerPort: 8080, protocol: 'TCP' }],
+          name: 'web',
+          image: 'nginx:1.27',
+          ports: [{ name: 'http', containerPort: 8080, protocol: 'TCP' }],
           env: Array.from({ length: 10 }, (_, i) => ({ name: `VAR_${i}`, value: `value-${i}` })),
           resources: { requests: { cpu: '100m', memory: '64Mi' } },
-          volumeMounts: [{ name: 'kube-api-access', mountPath: '/var/run/secrets/kubernetes.io/serviceaccount', readOnly: true }],
+          volumeMounts: [
+            { name: 'kube-api-access', mountPath: '/var/run/secrets/kubernetes.io/serviceaccount', readOnly: true },
+          ],
           readinessProbe: { httpGet: { path: '/healthz', port: 8080 } },
         },
         { name: 'metrics', image: 'example/exporter:1', ports: [{ name: 'metrics', containerPort: 9102 }] },
@@ -51,26 +90,39 @@ function pod(annotations: Record<string, string>): unknown {
 
 function review(object: unknown, uid: number): string {
   return JSON.stringify({
-    apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview',
+    apiVersion: 'admission.k8s.io/v1',
+    kind: 'AdmissionReview',
     request: {
-      uid: `bench-${uid}`, kind: { group: '', version: 'v1', kind: 'Pod' }, resource: { group: '', version: 'v1', resource: 'pods' },
-      namespace: 'shop', operation: 'CREATE', userInfo: { username: 'system:serviceaccount:kube-system:replicaset-controller' },
-      object, dryRun: false,
+      uid: `bench-${uid}`,
+      kind: { group: '', version: 'v1', kind: 'Pod' },
+      resource: { group: '', version: 'v1', resource: 'pods' },
+      namespace: 'shop',
+      operation: 'CREATE',
+      userInfo: { username: 'system:serviceaccount:kube-system:replicaset-controller' },
+      object,
+      dryRun: false,
     },
   });
 }
 
 const bodies = {
   baseline: (i: number) => review(pod({}), i),
-  inject: (i: number) => review(pod({ 'minimesh.io/inject': 'enabled', 'config.minimesh.io/proxy-log-level': 'debug' }), i),
+  inject: (i: number) =>
+    review(pod({ 'minimesh.io/inject': 'enabled', 'config.minimesh.io/proxy-log-level': 'debug' }), i),
 };
 
-const child = fork(join(here, 'server.ts'), [join(dir, 'tls.crt'), join(dir, 'tls.key'), cert], { execArgv: ['--import', 'tsx'], stdio: 'inherit' });
-const port = await new Promise<number>((resolve) => child.on('message', (m: { type: string; port: number }) => m.type === 'listening' && resolve(m.port)));
-const serverSamples = (): Promise<number[]> => new Promise((resolve) => {
-  child.once('message', (m: { samples: number[] }) => resolve(m.samples));
-  child.send({ type: 'stats' });
+const child = fork(join(here, 'server.ts'), [join(dir, 'tls.crt'), join(dir, 'tls.key'), cert], {
+  execArgv: ['--import', 'tsx'],
+  stdio: 'inherit',
 });
+const port = await new Promise<number>((resolve) =>
+  child.on('message', (m: { type: string; port: number }) => m.type === 'listening' && resolve(m.port)),
+);
+const serverSamples = (): Promise<number[]> =>
+  new Promise((resolve) => {
+    child.once('message', (m: { samples: number[] }) => resolve(m.samples));
+    child.send({ type: 'stats' });
+  });
 
 // The API server keeps connections to a webhook alive; so does this client.
 const agent = new Agent({ keepAlive: true, maxSockets: 16, ca: cert });
@@ -78,21 +130,30 @@ const agent = new Agent({ keepAlive: true, maxSockets: 16, ca: cert });
 function send(body: string): Promise<{ ms: number; patched: boolean }> {
   const start = process.hrtime.bigint();
   return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path: '/', method: 'POST', agent, headers: { 'content-type': 'application/json' } }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (text += c));
-      res.on('end', () => {
-        if (res.statusCode !== 200) return reject(new Error(`status ${res.statusCode}: ${text}`));
-        resolve({ ms: Number(process.hrtime.bigint() - start) / 1e6, patched: text.includes('"patchType":"JSONPatch"') });
-      });
-    });
+    const req = request(
+      { host: '127.0.0.1', port, path: '/', method: 'POST', agent, headers: { 'content-type': 'application/json' } },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (text += c));
+        res.on('end', () => {
+          if (res.statusCode !== 200) return reject(new Error(`status ${res.statusCode}: ${text}`));
+          resolve({
+            ms: Number(process.hrtime.bigint() - start) / 1e6,
+            patched: text.includes('"patchType":"JSONPatch"'),
+          });
+        });
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
 }
 
-async function phase(name: keyof typeof bodies, seconds: number): Promise<{ client: number[]; server: number[]; patched: number; sent: number }> {
+async function phase(
+  name: keyof typeof bodies,
+  seconds: number,
+): Promise<{ client: number[]; server: number[]; patched: number; sent: number }> {
   await serverSamples(); // reset
   const total = Math.round(RATE * seconds);
   const interval = 1000 / RATE;
@@ -105,7 +166,12 @@ async function phase(name: keyof typeof bodies, seconds: number): Promise<{ clie
     inflight.push(send(bodies[name](i)));
   }
   const results = await Promise.all(inflight);
-  return { client: results.map((r) => r.ms).sort((a, b) => a - b), server: await serverSamples(), patched: results.filter((r) => r.patched).length, sent: total };
+  return {
+    client: results.map((r) => r.ms).sort((a, b) => a - b),
+    server: await serverSamples(),
+    patched: results.filter((r) => r.patched).length,
+    sent: total,
+  };
 }
 
 const q = (s: number[], p: number): number => s[Math.min(s.length - 1, Math.floor(p * s.length))] ?? NaN;
@@ -116,15 +182,32 @@ const rows: Record<string, Awaited<ReturnType<typeof phase>>> = {};
 rows.baseline = await phase('baseline', SECONDS);
 rows.inject = await phase('inject', SECONDS);
 
-console.log(`injector admission latency: ${RATE} req/s for ${SECONDS} s per phase, keep-alive HTTPS, server in its own process (ms)`);
-console.log(`${'phase'.padEnd(10)} ${'n'.padStart(6)} ${'patched'.padStart(8)} | server p50     p90     p99     max | client p50     p99`);
+console.log(
+  `injector admission latency: ${RATE} req/s for ${SECONDS} s per phase, keep-alive HTTPS, server in its own process (ms)`,
+);
+console.log(
+  `${'phase'.padEnd(10)} ${'n'.padStart(6)} ${'patched'.padStart(8)} | server p50     p90     p99     max | client p50     p99`,
+);
 for (const [name, r] of Object.entries(rows)) {
-  console.log(`${name.padEnd(10)} ${String(r.server.length).padStart(6)} ${String(r.patched).padStart(8)} | ${fmt(q(r.server, 0.5))} ${fmt(q(r.server, 0.9))} ${fmt(q(r.server, 0.99))} ${fmt(r.server[r.server.length - 1] ?? NaN)} | ${fmt(q(r.client, 0.5))} ${fmt(q(r.client, 0.99))}`);
+  console.log(
+    `${name.padEnd(10)} ${String(r.server.length).padStart(6)} ${String(r.patched).padStart(8)} | ${fmt(q(r.server, 0.5))} ${fmt(q(r.server, 0.9))} ${fmt(q(r.server, 0.99))} ${fmt(r.server[r.server.length - 1] ?? NaN)} | ${fmt(q(r.client, 0.5))} ${fmt(q(r.client, 0.99))}`,
+  );
 }
 const p99 = q(rows.inject!.server, 0.99);
 const ratio = p99 / q(rows.baseline!.server, 0.99);
-console.log(`inject server p99 ${p99.toFixed(2)} ms (goal < 5 ms: ${p99 < 5 ? 'met' : 'NOT met'}); ratio to the baseline p99: ${ratio.toFixed(2)}x`);
-console.log(JSON.stringify({ bench: 'injector-admission', rate: RATE, seconds: SECONDS, injectServerP99Ms: p99, baselineServerP99Ms: q(rows.baseline!.server, 0.99), ratio }));
+console.log(
+  `inject server p99 ${p99.toFixed(2)} ms (goal < 5 ms: ${p99 < 5 ? 'met' : 'NOT met'}); ratio to the baseline p99: ${ratio.toFixed(2)}x`,
+);
+console.log(
+  JSON.stringify({
+    bench: 'injector-admission',
+    rate: RATE,
+    seconds: SECONDS,
+    injectServerP99Ms: p99,
+    baselineServerP99Ms: q(rows.baseline!.server, 0.99),
+    ratio,
+  }),
+);
 
 agent.destroy();
 child.send({ type: 'stop' });

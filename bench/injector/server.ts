@@ -6,7 +6,11 @@ import { createWebhookMetrics, createWebhookServer } from '@minimesh/injector';
 import { createLogger, createRegistry } from '@minimesh/runtime';
 
 const [certFile = '', keyFile = '', anchorsPem = ''] = process.argv.slice(2);
-const logger = createLogger({ name: 'bench', level: 'silent', destination: new Writable({ write: (_c, _e, cb) => cb() }) });
+const logger = createLogger({
+  name: 'bench',
+  level: 'silent',
+  destination: new Writable({ write: (_c, _e, cb) => cb() }),
+});
 const config = parseMeshConfig({ identityTrustAnchorsPEM: anchorsPem });
 const server = await createWebhookServer({
   certFile,

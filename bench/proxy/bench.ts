@@ -60,7 +60,9 @@ function rssMb(pid: number): number {
 }
 
 async function loadgen(args: (string | number)[]): Promise<Record<string, number>> {
-  const child = spawn(process.execPath, [join(here, 'loadgen.mjs'), ...args.map(String)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [join(here, 'loadgen.mjs'), ...args.map(String)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   let out = '';
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
   await new Promise((r) => child.once('exit', r));
@@ -98,25 +100,49 @@ async function oneRun(pki: Awaited<ReturnType<typeof createTestPki>>) {
       ...extra,
     });
     const spawnProxy = async (id: string, extra: Record<string, string>) => {
-      const child = spawn(process.execPath, [...(process.env.BENCH_PROXY_NODE_ARGS ?? '').split(' ').filter(Boolean), join(here, 'proxy-runner.mjs')], { env: { ...env(id, extra), BENCH_SPAWN_AT: String(performance.timeOrigin + performance.now()) }, stdio: ['ignore', 'pipe', 'inherit'] });
+      const child = spawn(
+        process.execPath,
+        [...(process.env.BENCH_PROXY_NODE_ARGS ?? '').split(' ').filter(Boolean), join(here, 'proxy-runner.mjs')],
+        {
+          env: { ...env(id, extra), BENCH_SPAWN_AT: String(performance.timeOrigin + performance.now()) },
+          stdio: ['ignore', 'pipe', 'inherit'],
+        },
+      );
       children.push(child);
       const line = await lineFrom(child, 'ready ');
       const [, ms, ports] = line.split(' ');
-      return { child, readyMs: Number(ms), ports: JSON.parse(ports!) as { inbound: number; outbound: number; admin: number } };
+      return {
+        child,
+        readyMs: Number(ms),
+        ports: JSON.parse(ports!) as { inbound: number; outbound: number; admin: number },
+      };
     };
     const b = await spawnProxy(B_ID, { BENCH_INBOUND_ORIG: `127.0.0.1:${serverPort}` });
     cp.destination.set(AUTHORITY, [{ ip: '127.0.0.1', port: b.ports.inbound, identity: B_ID }]);
     const a = await spawnProxy(A_ID, { BENCH_OUTBOUND_ORIG: '127.0.0.1:9' });
     await new Promise((r) => setTimeout(r, 1000));
-    const idle = { a: rssMb(a.child.pid!), b: rssMb(b.child.pid!), anonA: anonMb(a.child.pid!), anonB: anonMb(b.child.pid!) };
+    const idle = {
+      a: rssMb(a.child.pid!),
+      b: rssMb(b.child.pid!),
+      anonA: anonMb(a.child.pid!),
+      anonB: anonMb(b.child.pid!),
+    };
 
     const direct = await loadgen(['open', serverPort, '127.0.0.1', RATE, SECONDS, CONNS]);
     const cpu0 = { a: cpuSeconds(a.child.pid!), b: cpuSeconds(b.child.pid!) };
     const t0 = performance.now();
     const meshed = await loadgen(['open', a.ports.outbound, AUTHORITY, RATE, SECONDS, CONNS]);
     const elapsed = (performance.now() - t0) / 1000;
-    const cpu = { a: (cpuSeconds(a.child.pid!) - cpu0.a) / elapsed / (RATE / 1000), b: (cpuSeconds(b.child.pid!) - cpu0.b) / elapsed / (RATE / 1000) };
-    const loaded = { a: rssMb(a.child.pid!), b: rssMb(b.child.pid!), anonA: anonMb(a.child.pid!), anonB: anonMb(b.child.pid!) };
+    const cpu = {
+      a: (cpuSeconds(a.child.pid!) - cpu0.a) / elapsed / (RATE / 1000),
+      b: (cpuSeconds(b.child.pid!) - cpu0.b) / elapsed / (RATE / 1000),
+    };
+    const loaded = {
+      a: rssMb(a.child.pid!),
+      b: rssMb(b.child.pid!),
+      anonA: anonMb(a.child.pid!),
+      anonB: anonMb(b.child.pid!),
+    };
     // Saturated phases: also the CPU (cores) of every process, to see what shares the two cores.
     const procs = { server: server.pid!, a: a.child.pid!, b: b.child.pid! };
     const cpuOf = async (run: () => Promise<Record<string, number>>) => {
@@ -124,10 +150,17 @@ async function oneRun(pki: Awaited<ReturnType<typeof createTestPki>>) {
       const s0 = performance.now();
       const r = await run();
       const secs = (performance.now() - s0) / 1000;
-      return { r, cpu: Object.fromEntries(Object.entries(procs).map(([k, pid]) => [k, (cpuSeconds(pid) - c0[k]!) / secs])) };
+      return {
+        r,
+        cpu: Object.fromEntries(Object.entries(procs).map(([k, pid]) => [k, (cpuSeconds(pid) - c0[k]!) / secs])),
+      };
     };
-    const { r: satDirect, cpu: satDirectCpu } = await cpuOf(() => loadgen(['closed', serverPort, '127.0.0.1', SAT_SECONDS, SAT_CONNS]));
-    const { r: satMeshed, cpu: satMeshedCpu } = await cpuOf(() => loadgen(['closed', a.ports.outbound, AUTHORITY, SAT_SECONDS, SAT_CONNS]));
+    const { r: satDirect, cpu: satDirectCpu } = await cpuOf(() =>
+      loadgen(['closed', serverPort, '127.0.0.1', SAT_SECONDS, SAT_CONNS]),
+    );
+    const { r: satMeshed, cpu: satMeshedCpu } = await cpuOf(() =>
+      loadgen(['closed', a.ports.outbound, AUTHORITY, SAT_SECONDS, SAT_CONNS]),
+    );
     return {
       addedP50: meshed.p50! - direct.p50!,
       addedP99: meshed.p99! - direct.p99!,
@@ -171,23 +204,55 @@ const runs: Awaited<ReturnType<typeof oneRun>>[] = [];
 for (let i = 0; i < RUNS; i++) {
   const r = await oneRun(pki);
   runs.push(r);
-  process.stderr.write(`run ${i + 1}/${RUNS}: ${JSON.stringify(Object.fromEntries(Object.entries(r).map(([k, v]) => [k, Math.round(v * 100) / 100])))}\n`);
+  process.stderr.write(
+    `run ${i + 1}/${RUNS}: ${JSON.stringify(Object.fromEntries(Object.entries(r).map(([k, v]) => [k, Math.round(v * 100) / 100])))}\n`,
+  );
 }
 const m = (k: keyof (typeof runs)[number]) => median(runs.map((r) => r[k]));
 const rows: Array<[string, string, string]> = [
-  ['added latency p50 @1000 rps, 100 conns', `${m('addedP50').toFixed(2)} ms (direct ${m('directP50').toFixed(2)} → meshed ${m('meshedP50').toFixed(2)})`, '≤ 1 ms'],
-  ['added latency p99 @1000 rps, 100 conns', `${m('addedP99').toFixed(2)} ms (direct ${m('directP99').toFixed(2)} → meshed ${m('meshedP99').toFixed(2)})`, '≤ 3 ms'],
-  ['saturated throughput meshed / direct', `${m('satRatio').toFixed(2)} (${m('satMeshed').toFixed(0)} / ${m('satDirect').toFixed(0)} rps, ${SAT_CONNS} conns)`, '≥ 0.5'],
+  [
+    'added latency p50 @1000 rps, 100 conns',
+    `${m('addedP50').toFixed(2)} ms (direct ${m('directP50').toFixed(2)} → meshed ${m('meshedP50').toFixed(2)})`,
+    '≤ 1 ms',
+  ],
+  [
+    'added latency p99 @1000 rps, 100 conns',
+    `${m('addedP99').toFixed(2)} ms (direct ${m('directP99').toFixed(2)} → meshed ${m('meshedP99').toFixed(2)})`,
+    '≤ 3 ms',
+  ],
+  [
+    'saturated throughput meshed / direct',
+    `${m('satRatio').toFixed(2)} (${m('satMeshed').toFixed(0)} / ${m('satDirect').toFixed(0)} rps, ${SAT_CONNS} conns)`,
+    '≥ 0.5',
+  ],
   ['CPU per 1k rps, outbound proxy', `${m('cpuA').toFixed(3)} core`, '≤ 0.25'],
   ['CPU per 1k rps, inbound proxy', `${m('cpuB').toFixed(3)} core`, '≤ 0.25'],
   ['RSS idle (outbound / inbound proxy)', `${m('rssIdleA').toFixed(1)} / ${m('rssIdleB').toFixed(1)} MB`, '≤ 50 MB'],
-  ['RSS at 1k rps, 100 conns (outbound / inbound)', `${m('rssLoadedA').toFixed(1)} / ${m('rssLoadedB').toFixed(1)} MB`, '≤ 80 MB'],
-  ['  of which anonymous (not the node binary), idle / loaded', `${m('anonIdleA').toFixed(1)} / ${m('anonIdleB').toFixed(1)} · ${m('anonLoadedA').toFixed(1)} / ${m('anonLoadedB').toFixed(1)} MB`, ''],
-  ['saturated CPU (cores): direct generator / server', `${m('satDirectGenCpu').toFixed(2)} / ${m('satDirectServerCpu').toFixed(2)}`, ''],
-  ['saturated CPU (cores): meshed generator / outbound / inbound / server', `${m('satMeshedGenCpu').toFixed(2)} / ${m('satMeshedCpuA').toFixed(2)} / ${m('satMeshedCpuB').toFixed(2)} / ${m('satMeshedServerCpu').toFixed(2)}`, ''],
+  [
+    'RSS at 1k rps, 100 conns (outbound / inbound)',
+    `${m('rssLoadedA').toFixed(1)} / ${m('rssLoadedB').toFixed(1)} MB`,
+    '≤ 80 MB',
+  ],
+  [
+    '  of which anonymous (not the node binary), idle / loaded',
+    `${m('anonIdleA').toFixed(1)} / ${m('anonIdleB').toFixed(1)} · ${m('anonLoadedA').toFixed(1)} / ${m('anonLoadedB').toFixed(1)} MB`,
+    '',
+  ],
+  [
+    'saturated CPU (cores): direct generator / server',
+    `${m('satDirectGenCpu').toFixed(2)} / ${m('satDirectServerCpu').toFixed(2)}`,
+    '',
+  ],
+  [
+    'saturated CPU (cores): meshed generator / outbound / inbound / server',
+    `${m('satMeshedGenCpu').toFixed(2)} / ${m('satMeshedCpuA').toFixed(2)} / ${m('satMeshedCpuB').toFixed(2)} / ${m('satMeshedServerCpu').toFixed(2)}`,
+    '',
+  ],
   ['ready after start (certificate in hand)', `${m('readyA').toFixed(0)} / ${m('readyB').toFixed(0)} ms`, '≤ 1000 ms'],
   ['errors through the mesh (all phases)', `${m('meshedErrors')}`, '0'],
 ];
-process.stdout.write(`\nminimesh proxy benchmark — medians of ${RUNS} runs (${SECONDS} s at ${RATE} rps each), node ${process.version}, ${(await import('node:os')).cpus().length} CPUs\n\n`);
+process.stdout.write(
+  `\nminimesh proxy benchmark — medians of ${RUNS} runs (${SECONDS} s at ${RATE} rps each), node ${process.version}, ${(await import('node:os')).cpus().length} CPUs\n\n`,
+);
 process.stdout.write('| measure | result | goal |\n|---|---|---|\n');
 for (const [a, b, c] of rows) process.stdout.write(`| ${a} | ${b} | ${c} |\n`);

@@ -30,7 +30,9 @@ if (mode === 'open') {
   // Warm the connections.
   await Promise.all(Array.from({ length: conns }, () => once(agent)));
   const lat = [];
-  let ok = 0, errors = 0, sent = 0;
+  let ok = 0,
+    errors = 0,
+    sent = 0;
   const total = rps * seconds;
   const start = performance.now();
   const inflight = [];
@@ -41,11 +43,13 @@ if (mode === 'open') {
       while (sent < due) {
         const scheduled = start + (sent * 1000) / rps;
         sent++;
-        inflight.push(once(agent).then((good) => {
-          lat.push(performance.now() - scheduled);
-          if (good) ok++;
-          else errors++;
-        }));
+        inflight.push(
+          once(agent).then((good) => {
+            lat.push(performance.now() - scheduled);
+            if (good) ok++;
+            else errors++;
+          }),
+        );
       }
       if (sent >= total) resolve();
       else setTimeout(tick, 1);
@@ -54,24 +58,31 @@ if (mode === 'open') {
   });
   await Promise.all(inflight);
   lat.sort((a, b) => a - b);
-  process.stdout.write(JSON.stringify({ p50: pct(lat, 50), p99: pct(lat, 99), p999: pct(lat, 99.9), sent, ok, errors }) + '\n');
+  process.stdout.write(
+    JSON.stringify({ p50: pct(lat, 50), p99: pct(lat, 99), p999: pct(lat, 99.9), sent, ok, errors }) + '\n',
+  );
   agent.destroy();
 } else {
   const [seconds, conns] = rest.map(Number);
   const agent = new Agent({ keepAlive: true, maxSockets: conns });
   await Promise.all(Array.from({ length: conns }, () => once(agent)));
-  let ok = 0, errors = 0;
+  let ok = 0,
+    errors = 0;
   const end = performance.now() + seconds * 1000;
   const t0 = performance.now();
-  await Promise.all(Array.from({ length: conns }, async () => {
-    while (performance.now() < end) {
-      if (await once(agent)) ok++;
-      else errors++;
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: conns }, async () => {
+      while (performance.now() < end) {
+        if (await once(agent)) ok++;
+        else errors++;
+      }
+    }),
+  );
   const elapsed = (performance.now() - t0) / 1000;
   const ru = process.resourceUsage();
   // cpu: this generator's own CPU (cores) over the run, to tell whether it is the bottleneck.
-  process.stdout.write(JSON.stringify({ rps: ok / elapsed, ok, errors, cpu: (ru.userCPUTime + ru.systemCPUTime) / 1e6 / elapsed }) + '\n');
+  process.stdout.write(
+    JSON.stringify({ rps: ok / elapsed, ok, errors, cpu: (ru.userCPUTime + ru.systemCPUTime) / 1e6 / elapsed }) + '\n',
+  );
   agent.destroy();
 }

@@ -7,18 +7,31 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseMeshConfig } from '@minimesh/config';
 import { createTestCerts, type CertFiles } from '../src/certs.js';
-import { certArgs, findObject, helmTemplate, maskRender, parseManifests, seedInstallArgs, type K8sObject } from '../src/chart.js';
+import {
+  certArgs,
+  findObject,
+  helmTemplate,
+  maskRender,
+  parseManifests,
+  seedInstallArgs,
+  type K8sObject,
+} from '../src/chart.js';
 import { chartDir, ensureHelm, run } from '../src/tools.js';
 
 const NS = 'minimesh';
 const goldenDir = join(import.meta.dirname, 'golden');
 const SEED_INIT_ARGS = [
   '--ipv6=false',
-  '--incoming-proxy-port', '4143',
-  '--outgoing-proxy-port', '4140',
-  '--proxy-uid', '2102',
-  '--inbound-ports-to-ignore', '4190,4191,4567,4568',
-  '--outbound-ports-to-ignore', '443,6443',
+  '--incoming-proxy-port',
+  '4143',
+  '--outgoing-proxy-port',
+  '4140',
+  '--proxy-uid',
+  '2102',
+  '--inbound-ports-to-ignore',
+  '4190,4191,4567,4568',
+  '--outbound-ports-to-ignore',
+  '443,6443',
 ];
 
 let tmp: string;
@@ -40,7 +53,14 @@ async function render(args: string[]): Promise<{ text: string; objects: K8sObjec
   return { text: r.stdout, objects: parseManifests(r.stdout) };
 }
 
-type Container = { name: string; args?: string[]; env?: { name: string; value?: string }[]; restartPolicy?: string; startupProbe?: unknown; securityContext?: Record<string, unknown> };
+type Container = {
+  name: string;
+  args?: string[];
+  env?: { name: string; value?: string }[];
+  restartPolicy?: string;
+  startupProbe?: unknown;
+  securityContext?: Record<string, unknown>;
+};
 type PodSpec = { initContainers?: Container[]; containers: Container[]; serviceAccountName?: string };
 function podSpec(o: K8sObject): PodSpec {
   return (o as unknown as { spec: { template: { spec: PodSpec } } }).spec.template.spec;
@@ -79,9 +99,33 @@ describe('helm template golden output', () => {
 
 describe('missing certificates fail the render with what to do', () => {
   it.each([
-    ['identityTrustAnchorsPEM', () => ['--set-file', `identity.issuer.tls.crtPEM=${certs.issuerCrt}`, '--set-file', `identity.issuer.tls.keyPEM=${certs.issuerKey}`]],
-    ['identity.issuer.tls.crtPEM', () => ['--set-file', `identityTrustAnchorsPEM=${certs.caCrt}`, '--set-file', `identity.issuer.tls.keyPEM=${certs.issuerKey}`]],
-    ['identity.issuer.tls.keyPEM', () => ['--set-file', `identityTrustAnchorsPEM=${certs.caCrt}`, '--set-file', `identity.issuer.tls.crtPEM=${certs.issuerCrt}`]],
+    [
+      'identityTrustAnchorsPEM',
+      () => [
+        '--set-file',
+        `identity.issuer.tls.crtPEM=${certs.issuerCrt}`,
+        '--set-file',
+        `identity.issuer.tls.keyPEM=${certs.issuerKey}`,
+      ],
+    ],
+    [
+      'identity.issuer.tls.crtPEM',
+      () => [
+        '--set-file',
+        `identityTrustAnchorsPEM=${certs.caCrt}`,
+        '--set-file',
+        `identity.issuer.tls.keyPEM=${certs.issuerKey}`,
+      ],
+    ],
+    [
+      'identity.issuer.tls.keyPEM',
+      () => [
+        '--set-file',
+        `identityTrustAnchorsPEM=${certs.caCrt}`,
+        '--set-file',
+        `identity.issuer.tls.crtPEM=${certs.issuerCrt}`,
+      ],
+    ],
   ])('without %s', async (value, args) => {
     const r = await helmTemplate(NS, args());
     expect(r.code).not.toBe(0);
@@ -91,15 +135,28 @@ describe('missing certificates fail the render with what to do', () => {
   });
 
   it('rejects a trust anchor that is not PEM', async () => {
-    const r = await helmTemplate(NS, ['--set', 'identityTrustAnchorsPEM=abc', '--set-file', `identity.issuer.tls.crtPEM=${certs.issuerCrt}`, '--set-file', `identity.issuer.tls.keyPEM=${certs.issuerKey}`]);
+    const r = await helmTemplate(NS, [
+      '--set',
+      'identityTrustAnchorsPEM=abc',
+      '--set-file',
+      `identity.issuer.tls.crtPEM=${certs.issuerCrt}`,
+      '--set-file',
+      `identity.issuer.tls.keyPEM=${certs.issuerKey}`,
+    ]);
     expect(r.code).not.toBe(0);
     expect(r.stderr).toContain('identityTrustAnchorsPEM is not a PEM certificate');
   });
 });
 
 describe('values schema', () => {
-  it('accepts unknown keys such as Linkerd\'s policyController', async () => {
-    const r = await helmTemplate(NS, [...certArgs(certs), '--set', 'policyController.logLevel=debug', '--set', 'someFutureKey.x=1']);
+  it("accepts unknown keys such as Linkerd's policyController", async () => {
+    const r = await helmTemplate(NS, [
+      ...certArgs(certs),
+      '--set',
+      'policyController.logLevel=debug',
+      '--set',
+      'someFutureKey.x=1',
+    ]);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
   });
@@ -117,7 +174,7 @@ describe('values schema', () => {
   });
 });
 
-describe('rendered objects (the seed\'s command)', () => {
+describe("rendered objects (the seed's command)", () => {
   let objects: K8sObject[];
   beforeAll(async () => {
     objects = (await render(seedInstallArgs(certs))).objects;
@@ -157,13 +214,26 @@ describe('rendered objects (the seed\'s command)', () => {
 
   it('puts the certificates where they belong', () => {
     const ca = readFileSync(certs.caCrt, 'utf8');
-    const roots = findObject(objects, 'ConfigMap', 'minimesh-identity-trust-roots') as unknown as { data: Record<string, string> };
+    const roots = findObject(objects, 'ConfigMap', 'minimesh-identity-trust-roots') as unknown as {
+      data: Record<string, string>;
+    };
     expect(roots.data['ca-bundle.crt']?.trim()).toBe(ca.trim());
-    const issuer = findObject(objects, 'Secret', 'minimesh-identity-issuer') as unknown as { data: Record<string, string> };
-    expect(Buffer.from(issuer.data['crt.pem'] ?? '', 'base64').toString().trim()).toBe(readFileSync(certs.issuerCrt, 'utf8').trim());
-    expect(Buffer.from(issuer.data['key.pem'] ?? '', 'base64').toString().trim()).toBe(readFileSync(certs.issuerKey, 'utf8').trim());
+    const issuer = findObject(objects, 'Secret', 'minimesh-identity-issuer') as unknown as {
+      data: Record<string, string>;
+    };
+    expect(
+      Buffer.from(issuer.data['crt.pem'] ?? '', 'base64')
+        .toString()
+        .trim(),
+    ).toBe(readFileSync(certs.issuerCrt, 'utf8').trim());
+    expect(
+      Buffer.from(issuer.data['key.pem'] ?? '', 'base64')
+        .toString()
+        .trim(),
+    ).toBe(readFileSync(certs.issuerKey, 'utf8').trim());
     const dst = findObject(objects, 'Deployment', 'minimesh-destination');
-    const ann = (dst as unknown as { spec: { template: { metadata: { annotations: Record<string, string> } } } }).spec.template.metadata.annotations;
+    const ann = (dst as unknown as { spec: { template: { metadata: { annotations: Record<string, string> } } } }).spec
+      .template.metadata.annotations;
     expect(ann['minimesh.io/trust-root-sha256']).toBe(createHash('sha256').update(ca).digest('hex'));
   });
 
@@ -183,50 +253,72 @@ describe('rendered objects (the seed\'s command)', () => {
     ['minimesh-destination', 'destination', 'minimesh-destination', [8086, 9996]],
     ['minimesh-identity', 'identity', 'minimesh-identity', [8080, 9990]],
     ['minimesh-injector', 'injector', 'minimesh-injector', [8443, 9995]],
-  ])('%s is meshed by the chart: minimesh-init with the seed\'s arguments, native-sidecar proxy', (name, container, sa, ports) => {
-    const d = findObject(objects, 'Deployment', name);
-    expect(d.metadata.labels?.['minimesh.io/control-plane-ns']).toBe(NS);
-    const tmpl = (d as unknown as { spec: { template: { metadata: { labels: Record<string, string> } } } }).spec.template.metadata;
-    expect(tmpl.labels['minimesh.io/is-control-plane']).toBe('true');
-    expect(tmpl.labels['minimesh.io/control-plane-ns']).toBe(NS);
-    const spec = podSpec(d);
-    expect(spec.serviceAccountName).toBe(sa);
-    const [init, proxy] = spec.initContainers ?? [];
-    expect(init?.name).toBe('minimesh-init');
-    expect(init?.args?.slice(0, SEED_INIT_ARGS.length)).toEqual(SEED_INIT_ARGS);
-    expect(init?.securityContext?.capabilities).toEqual({ add: ['NET_ADMIN', 'NET_RAW'], drop: ['ALL'] });
-    expect(proxy?.name).toBe('minimesh-proxy');
-    expect(proxy?.restartPolicy).toBe('Always');
-    expect(proxy?.securityContext?.runAsUser).toBe(2102);
-    const env = envOf(proxy as Container);
-    expect(env.get('MINIMESH_PROXY_INBOUND_PORTS')).toBe(ports.join(','));
-    expect(env.get('MINIMESH_PROXY_IDENTITY_LOCAL_NAME')).toBe('$(_pod_sa).$(_pod_ns).serviceaccount.identity.minimesh.cluster.local');
-    const main = spec.containers.find((c) => c.name === container);
-    expect(main?.args).toContain('--log-level=debug');
-    expect((main as unknown as { ports: { containerPort: number }[] }).ports.map((p) => p.containerPort)).toEqual(ports);
-  });
+  ])(
+    "%s is meshed by the chart: minimesh-init with the seed's arguments, native-sidecar proxy",
+    (name, container, sa, ports) => {
+      const d = findObject(objects, 'Deployment', name);
+      expect(d.metadata.labels?.['minimesh.io/control-plane-ns']).toBe(NS);
+      const tmpl = (d as unknown as { spec: { template: { metadata: { labels: Record<string, string> } } } }).spec
+        .template.metadata;
+      expect(tmpl.labels['minimesh.io/is-control-plane']).toBe('true');
+      expect(tmpl.labels['minimesh.io/control-plane-ns']).toBe(NS);
+      const spec = podSpec(d);
+      expect(spec.serviceAccountName).toBe(sa);
+      const [init, proxy] = spec.initContainers ?? [];
+      expect(init?.name).toBe('minimesh-init');
+      expect(init?.args?.slice(0, SEED_INIT_ARGS.length)).toEqual(SEED_INIT_ARGS);
+      expect(init?.securityContext?.capabilities).toEqual({ add: ['NET_ADMIN', 'NET_RAW'], drop: ['ALL'] });
+      expect(proxy?.name).toBe('minimesh-proxy');
+      expect(proxy?.restartPolicy).toBe('Always');
+      expect(proxy?.securityContext?.runAsUser).toBe(2102);
+      const env = envOf(proxy as Container);
+      expect(env.get('MINIMESH_PROXY_INBOUND_PORTS')).toBe(ports.join(','));
+      expect(env.get('MINIMESH_PROXY_IDENTITY_LOCAL_NAME')).toBe(
+        '$(_pod_sa).$(_pod_ns).serviceaccount.identity.minimesh.cluster.local',
+      );
+      const main = spec.containers.find((c) => c.name === container);
+      expect(main?.args).toContain('--log-level=debug');
+      expect((main as unknown as { ports: { containerPort: number }[] }).ports.map((p) => p.containerPort)).toEqual(
+        ports,
+      );
+    },
+  );
 
-  it('identity\'s own proxy gets its certificate from the local identity over loopback', () => {
+  it("identity's own proxy gets its certificate from the local identity over loopback", () => {
     const spec = podSpec(findObject(objects, 'Deployment', 'minimesh-identity'));
     const proxy = spec.initContainers?.find((c) => c.name === 'minimesh-proxy') as Container;
     expect(envOf(proxy).get('MINIMESH_PROXY_IDENTITY_SVC_ADDR')).toBe('localhost:8080');
     // A startupProbe would wait for a certificate that only the (not yet started) identity container can sign.
     expect(proxy.startupProbe).toBeUndefined();
-    const dst = podSpec(findObject(objects, 'Deployment', 'minimesh-destination')).initContainers?.find((c) => c.name === 'minimesh-proxy') as Container;
-    expect(envOf(dst).get('MINIMESH_PROXY_IDENTITY_SVC_ADDR')).toBe('minimesh-identity.minimesh.svc.cluster.local:8080');
+    const dst = podSpec(findObject(objects, 'Deployment', 'minimesh-destination')).initContainers?.find(
+      (c) => c.name === 'minimesh-proxy',
+    ) as Container;
+    expect(envOf(dst).get('MINIMESH_PROXY_IDENTITY_SVC_ADDR')).toBe(
+      'minimesh-identity.minimesh.svc.cluster.local:8080',
+    );
     expect(dst.startupProbe).toBeDefined();
   });
 
   it('grants least-privilege RBAC, exactly as issue 8 says', () => {
-    const rules = (kind: string, name: string): unknown => (findObject(objects, kind, name) as unknown as { rules: unknown }).rules;
+    const rules = (kind: string, name: string): unknown =>
+      (findObject(objects, kind, name) as unknown as { rules: unknown }).rules;
     expect(rules('ClusterRole', 'minimesh-minimesh-destination')).toEqual([
       { apiGroups: [''], resources: ['services', 'pods'], verbs: ['get', 'list', 'watch'] },
-      { apiGroups: ['discovery.k8s.io'], resources: ['endpointslices'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] },
+      {
+        apiGroups: ['discovery.k8s.io'],
+        resources: ['endpointslices'],
+        verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'],
+      },
       { apiGroups: ['workload.minimesh.io'], resources: ['externalworkloads'], verbs: ['get', 'list', 'watch'] },
     ]);
     expect(rules('Role', 'minimesh-destination-lease')).toEqual([
       { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
-      { apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: ['minimesh-destination-endpoint-write'], verbs: ['get', 'update', 'patch'] },
+      {
+        apiGroups: ['coordination.k8s.io'],
+        resources: ['leases'],
+        resourceNames: ['minimesh-destination-endpoint-write'],
+        verbs: ['get', 'update', 'patch'],
+      },
     ]);
     expect(rules('ClusterRole', 'minimesh-minimesh-identity')).toEqual([
       { apiGroups: ['authentication.k8s.io'], resources: ['tokenreviews'], verbs: ['create'] },
@@ -237,35 +329,58 @@ describe('rendered objects (the seed\'s command)', () => {
       { apiGroups: [''], resources: ['events'], verbs: ['create'] },
     ]);
     for (const c of ['destination', 'identity', 'injector']) {
-      const b = findObject(objects, 'ClusterRoleBinding', `minimesh-minimesh-${c}`) as unknown as { subjects: unknown[] };
+      const b = findObject(objects, 'ClusterRoleBinding', `minimesh-minimesh-${c}`) as unknown as {
+        subjects: unknown[];
+      };
       expect(b.subjects).toEqual([{ kind: 'ServiceAccount', name: `minimesh-${c}`, namespace: NS }]);
     }
   });
 
   it('renders Services for the proxies and the API server', () => {
-    const ports = (name: string): unknown => (findObject(objects, 'Service', name) as unknown as { spec: { ports: { port: number; targetPort: number }[] } }).spec.ports.map((p) => [p.port, p.targetPort]);
+    const ports = (name: string): unknown =>
+      (
+        findObject(objects, 'Service', name) as unknown as { spec: { ports: { port: number; targetPort: number }[] } }
+      ).spec.ports.map((p) => [p.port, p.targetPort]);
     expect(ports('minimesh-dst')).toEqual([[8086, 8086]]);
     expect(ports('minimesh-dst-headless')).toEqual([[8086, 8086]]);
     expect(ports('minimesh-identity')).toEqual([[8080, 8080]]);
     expect(ports('minimesh-identity-headless')).toEqual([[8080, 8080]]);
     expect(ports('minimesh-injector')).toEqual([[443, 8443]]);
-    expect((findObject(objects, 'Service', 'minimesh-dst-headless') as unknown as { spec: { clusterIP: string } }).spec.clusterIP).toBe('None');
+    expect(
+      (findObject(objects, 'Service', 'minimesh-dst-headless') as unknown as { spec: { clusterIP: string } }).spec
+        .clusterIP,
+    ).toBe('None');
   });
 
   it('configures the webhook: pods CREATE, no side effects, v1, 10 s, Ignore, selectors, a CA bundle that verifies the serving cert', () => {
-    const mwc = findObject(objects, 'MutatingWebhookConfiguration', 'minimesh-injector-webhook-config-minimesh') as unknown as { webhooks: Record<string, unknown>[] };
+    const mwc = findObject(
+      objects,
+      'MutatingWebhookConfiguration',
+      'minimesh-injector-webhook-config-minimesh',
+    ) as unknown as { webhooks: Record<string, unknown>[] };
     expect(mwc.webhooks).toHaveLength(1);
-    const wh = mwc.webhooks[0] as Record<string, unknown> & { clientConfig: { caBundle: string; service: Record<string, unknown> } };
-    expect(wh.rules).toEqual([{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['pods'], scope: 'Namespaced' }]);
+    const wh = mwc.webhooks[0] as Record<string, unknown> & {
+      clientConfig: { caBundle: string; service: Record<string, unknown> };
+    };
+    expect(wh.rules).toEqual([
+      { operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['pods'], scope: 'Namespaced' },
+    ]);
     expect(wh.sideEffects).toBe('None');
     expect(wh.admissionReviewVersions).toEqual(['v1']);
     expect(wh.timeoutSeconds).toBe(10);
     expect(wh.failurePolicy).toBe('Ignore');
     expect(wh.clientConfig.service).toEqual({ name: 'minimesh-injector', namespace: NS, path: '/', port: 443 });
-    expect(JSON.stringify(wh.namespaceSelector)).toContain('"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","cert-manager","minimesh"]');
-    expect(wh.objectSelector).toEqual({ matchExpressions: [{ key: 'minimesh.io/control-plane-component', operator: 'DoesNotExist' }] });
+    expect(JSON.stringify(wh.namespaceSelector)).toContain(
+      '"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","cert-manager","minimesh"]',
+    );
+    expect(wh.objectSelector).toEqual({
+      matchExpressions: [{ key: 'minimesh.io/control-plane-component', operator: 'DoesNotExist' }],
+    });
     const ca = new X509Certificate(Buffer.from(wh.clientConfig.caBundle, 'base64'));
-    const secret = findObject(objects, 'Secret', 'minimesh-injector-k8s-tls') as unknown as { type: string; data: Record<string, string> };
+    const secret = findObject(objects, 'Secret', 'minimesh-injector-k8s-tls') as unknown as {
+      type: string;
+      data: Record<string, string>;
+    };
     expect(secret.type).toBe('kubernetes.io/tls');
     const leaf = new X509Certificate(Buffer.from(secret.data['tls.crt'] ?? '', 'base64'));
     expect(leaf.verify(ca.publicKey)).toBe(true);
@@ -279,14 +394,29 @@ describe('rendered objects (the seed\'s command)', () => {
     const ca = readFileSync(certs.caCrt, 'utf8');
     const { objects: objs } = await render([
       ...certArgs(certs),
-      '--set-file', `proxyInjector.crtPEM=${certs.issuerCrt}`, '--set-file', `proxyInjector.keyPEM=${certs.issuerKey}`, '--set-file', `proxyInjector.caBundle=${certs.caCrt}`,
+      '--set-file',
+      `proxyInjector.crtPEM=${certs.issuerCrt}`,
+      '--set-file',
+      `proxyInjector.keyPEM=${certs.issuerKey}`,
+      '--set-file',
+      `proxyInjector.caBundle=${certs.caCrt}`,
     ]);
-    const secret = findObject(objs, 'Secret', 'minimesh-injector-k8s-tls') as unknown as { data: Record<string, string> };
+    const secret = findObject(objs, 'Secret', 'minimesh-injector-k8s-tls') as unknown as {
+      data: Record<string, string>;
+    };
     expect(Buffer.from(secret.data['tls.crt'] ?? '', 'base64').toString()).toBe(crt);
     expect(Buffer.from(secret.data['tls.key'] ?? '', 'base64').toString()).toBe(key);
-    const mwc = findObject(objs, 'MutatingWebhookConfiguration', 'minimesh-injector-webhook-config-minimesh') as unknown as { webhooks: { clientConfig: { caBundle: string } }[] };
+    const mwc = findObject(
+      objs,
+      'MutatingWebhookConfiguration',
+      'minimesh-injector-webhook-config-minimesh',
+    ) as unknown as { webhooks: { clientConfig: { caBundle: string } }[] };
     expect(Buffer.from(mwc.webhooks[0]?.clientConfig.caBundle ?? '', 'base64').toString()).toBe(ca);
-    const partial = await helmTemplate(NS, [...certArgs(certs), '--set-file', `proxyInjector.crtPEM=${certs.issuerCrt}`]);
+    const partial = await helmTemplate(NS, [
+      ...certArgs(certs),
+      '--set-file',
+      `proxyInjector.crtPEM=${certs.issuerCrt}`,
+    ]);
     expect(partial.code).not.toBe(0);
     expect(partial.stderr).toContain('set all three of proxyInjector.crtPEM');
   });
@@ -296,12 +426,23 @@ describe('HA values', () => {
   it('runs 3 replicas with PodDisruptionBudgets, anti-affinity and failurePolicy Fail', async () => {
     const { objects } = await render([...certArgs(certs), '-f', join(chartDir, 'values-ha.yaml')]);
     for (const name of ['minimesh-destination', 'minimesh-identity', 'minimesh-injector']) {
-      const d = findObject(objects, 'Deployment', name) as unknown as { spec: { replicas: number; template: { spec: { affinity?: unknown } } } };
+      const d = findObject(objects, 'Deployment', name) as unknown as {
+        spec: { replicas: number; template: { spec: { affinity?: unknown } } };
+      };
       expect(d.spec.replicas).toBe(3);
       expect(JSON.stringify(d.spec.template.spec.affinity)).toContain('"topologyKey":"kubernetes.io/hostname"');
     }
-    expect(objects.filter((o) => o.kind === 'PodDisruptionBudget').map((o) => o.metadata.name).sort()).toEqual(['minimesh-destination', 'minimesh-identity', 'minimesh-injector']);
-    const mwc = findObject(objects, 'MutatingWebhookConfiguration', 'minimesh-injector-webhook-config-minimesh') as unknown as { webhooks: { failurePolicy: string }[] };
+    expect(
+      objects
+        .filter((o) => o.kind === 'PodDisruptionBudget')
+        .map((o) => o.metadata.name)
+        .sort(),
+    ).toEqual(['minimesh-destination', 'minimesh-identity', 'minimesh-injector']);
+    const mwc = findObject(
+      objects,
+      'MutatingWebhookConfiguration',
+      'minimesh-injector-webhook-config-minimesh',
+    ) as unknown as { webhooks: { failurePolicy: string }[] };
     expect(mwc.webhooks[0]?.failurePolicy).toBe('Fail');
   });
 });

@@ -25,12 +25,29 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   if (tmp) rmSync(tmp, { recursive: true, force: true });
-  if (cluster) await adminClient().request('DELETE', `/api/v1/namespaces/${ns}`).catch(() => undefined);
+  if (cluster)
+    await adminClient()
+      .request('DELETE', `/api/v1/namespaces/${ns}`)
+      .catch(() => undefined);
 });
 
 function dryRun(objects: readonly K8sObject[]): Promise<RunResult> {
   const text = objects.map((o) => `---\n${stringify(o)}`).join('');
-  return run(cluster.kubectlPath, ['--kubeconfig', cluster.kubeconfigPath, 'apply', '--server-side', '--force-conflicts', '--field-manager=minimesh-chart-test', '--dry-run=server', '-f', '-'], { input: text });
+  return run(
+    cluster.kubectlPath,
+    [
+      '--kubeconfig',
+      cluster.kubeconfigPath,
+      'apply',
+      '--server-side',
+      '--force-conflicts',
+      '--field-manager=minimesh-chart-test',
+      '--dry-run=server',
+      '-f',
+      '-',
+    ],
+    { input: text },
+  );
 }
 
 async function renderFor(args: string[]): Promise<K8sObject[]> {
@@ -43,7 +60,7 @@ describe('server-side dry-run on the local cluster', () => {
   it.each([
     ['default values', () => certArgs(certs)],
     ['HA values', () => [...certArgs(certs), '-f', join(chartDir, 'values-ha.yaml')]],
-    ['the seed\'s command', () => seedInstallArgs(certs)],
+    ["the seed's command", () => seedInstallArgs(certs)],
     ['a classic sidecar (proxy.nativeSidecar=false)', () => [...certArgs(certs), '--set', 'proxy.nativeSidecar=false']],
   ])('accepts every object rendered with %s', async (_name, args) => {
     const objects = await renderFor(args());
@@ -53,13 +70,16 @@ describe('server-side dry-run on the local cluster', () => {
     // kubectl prints one line per object: "<kind>/<name> serverside-applied (server dry run)".
     const lines = r.stdout.trim().split('\n');
     expect(lines).toHaveLength(objects.length);
-    for (const line of lines) expect(line).toMatch(/(serverside-applied|created|configured|unchanged) \(server dry run\)$/);
+    for (const line of lines)
+      expect(line).toMatch(/(serverside-applied|created|configured|unchanged) \(server dry run\)$/);
   });
 
   it('rejects a manifest the API server finds invalid (the check can fail)', async () => {
     const objects = await renderFor(certArgs(certs));
     const broken = structuredClone(objects);
-    const mwc = broken.find((o) => o.kind === 'MutatingWebhookConfiguration') as unknown as { webhooks: { sideEffects: string }[] };
+    const mwc = broken.find((o) => o.kind === 'MutatingWebhookConfiguration') as unknown as {
+      webhooks: { sideEffects: string }[];
+    };
     (mwc.webhooks[0] as { sideEffects: string }).sideEffects = 'Sometimes';
     const r = await dryRun(broken);
     expect(r.code).not.toBe(0);
@@ -71,16 +91,38 @@ describe('helm upgrade on the local cluster', () => {
   it('keeps the generated webhook certificate (lookup), so upgrades do not rotate it', async () => {
     const release = `mm-up-${randomBytes(2).toString('hex')}`;
     const upNs = `${release}-ns`;
-    const helm = (args: string[]): Promise<RunResult> => run(ensureHelm(), [...args, '--kubeconfig', cluster.kubeconfigPath]);
+    const helm = (args: string[]): Promise<RunResult> =>
+      run(ensureHelm(), [...args, '--kubeconfig', cluster.kubeconfigPath]);
     // No pods (controllerReplicas=0) and a webhook that sees no namespace: nothing else on the shared cluster notices.
     const args = [
-      'upgrade', '--install', release, chartDir, '-n', upNs, '--create-namespace', ...certArgs(certs),
-      '--set', 'controllerReplicas=0', '--set', `proxyInjector.namespaceSelector.matchLabels.${release}=never`,
+      'upgrade',
+      '--install',
+      release,
+      chartDir,
+      '-n',
+      upNs,
+      '--create-namespace',
+      ...certArgs(certs),
+      '--set',
+      'controllerReplicas=0',
+      '--set',
+      `proxyInjector.namespaceSelector.matchLabels.${release}=never`,
     ];
     const read = async (): Promise<{ crt: string; caBundle: string }> => {
-      const kubectl = (a: string[]): Promise<RunResult> => run(cluster.kubectlPath, ['--kubeconfig', cluster.kubeconfigPath, ...a]);
-      const crt = (await kubectl(['get', 'secret', '-n', upNs, 'minimesh-injector-k8s-tls', '-o', 'jsonpath={.data.tls\\.crt}'])).stdout;
-      const caBundle = (await kubectl(['get', 'mutatingwebhookconfiguration', `minimesh-injector-webhook-config-${upNs}`, '-o', 'jsonpath={.webhooks[0].clientConfig.caBundle}'])).stdout;
+      const kubectl = (a: string[]): Promise<RunResult> =>
+        run(cluster.kubectlPath, ['--kubeconfig', cluster.kubeconfigPath, ...a]);
+      const crt = (
+        await kubectl(['get', 'secret', '-n', upNs, 'minimesh-injector-k8s-tls', '-o', 'jsonpath={.data.tls\\.crt}'])
+      ).stdout;
+      const caBundle = (
+        await kubectl([
+          'get',
+          'mutatingwebhookconfiguration',
+          `minimesh-injector-webhook-config-${upNs}`,
+          '-o',
+          'jsonpath={.webhooks[0].clientConfig.caBundle}',
+        ])
+      ).stdout;
       return { crt, caBundle };
     };
     try {
@@ -97,7 +139,14 @@ describe('helm upgrade on the local cluster', () => {
       expect(new X509Certificate(Buffer.from(after.crt, 'base64')).verify(ca.publicKey)).toBe(true);
     } finally {
       await helm(['uninstall', release, '-n', upNs]);
-      await run(cluster.kubectlPath, ['--kubeconfig', cluster.kubeconfigPath, 'delete', 'namespace', upNs, '--wait=false']);
+      await run(cluster.kubectlPath, [
+        '--kubeconfig',
+        cluster.kubeconfigPath,
+        'delete',
+        'namespace',
+        upNs,
+        '--wait=false',
+      ]);
     }
   }, 120_000);
 });

@@ -35,17 +35,26 @@ interface Template {
 }
 
 const MESH_CONTAINERS = new Set(['minimesh-init', 'minimesh-proxy']);
-const MESH_VOLUMES = new Set(['minimesh-proxy-init-xtables-lock', 'minimesh-identity-end-entity', 'minimesh-identity-token']);
+const MESH_VOLUMES = new Set([
+  'minimesh-proxy-init-xtables-lock',
+  'minimesh-identity-end-entity',
+  'minimesh-identity-token',
+]);
 
-describe('the chart\'s control-plane proxies equal what the injector adds', () => {
+describe("the chart's control-plane proxies equal what the injector adds", () => {
   it.each([
-    ['minimesh-destination', 'native'], ['minimesh-injector', 'native'], ['minimesh-identity', 'native'],
-    ['minimesh-destination', 'classic'], ['minimesh-identity', 'classic'],
+    ['minimesh-destination', 'native'],
+    ['minimesh-injector', 'native'],
+    ['minimesh-identity', 'native'],
+    ['minimesh-destination', 'classic'],
+    ['minimesh-identity', 'classic'],
   ] as const)('%s (%s sidecar)', (name, mode) => {
     const objects = mode === 'native' ? objectsNative() : classic;
     const cm = findObject(objects, 'ConfigMap', 'minimesh-config') as unknown as { data: Record<string, string> };
     const config = parseMeshConfig(JSON.parse(cm.data['config.json'] ?? ''));
-    const template = structuredClone((findObject(objects, 'Deployment', name) as unknown as { spec: { template: Template } }).spec.template);
+    const template = structuredClone(
+      (findObject(objects, 'Deployment', name) as unknown as { spec: { template: Template } }).spec.template,
+    );
 
     // The pod as a user would have written it: no mesh containers or volumes, asking for injection.
     const pod: PodLike = {
@@ -62,9 +71,11 @@ describe('the chart\'s control-plane proxies equal what the injector adds', () =
     // (In the control-plane namespace itself the injector refuses, as it should: use another one.)
     const { patch } = createPatch(pod, { config, namespace: 'parity' });
     expect(patch.length).toBeGreaterThan(0);
-    const injected = jsonpatch.applyPatch(structuredClone(pod), patch as jsonpatch.Operation[]).newDocument as unknown as Template;
+    const injected = jsonpatch.applyPatch(structuredClone(pod), patch as jsonpatch.Operation[])
+      .newDocument as unknown as Template;
 
-    const meshOf = (t: Template): Named[] => [...t.spec.initContainers, ...t.spec.containers].filter((c) => MESH_CONTAINERS.has(c.name));
+    const meshOf = (t: Template): Named[] =>
+      [...t.spec.initContainers, ...t.spec.containers].filter((c) => MESH_CONTAINERS.has(c.name));
     const chartMesh = meshOf(template);
     const injectorMesh = meshOf(injected);
     // Same places too: native → initContainers[0..1]; classic → init first, proxy first of the containers.
@@ -73,12 +84,21 @@ describe('the chart\'s control-plane proxies equal what the injector adds', () =
     if (name === 'minimesh-identity') {
       // The one intended difference: identity's proxy asks its own identity over loopback, and cannot
       // wait for readiness before the identity container starts.
-      const proxy = injectorMesh.find((c) => c.name === 'minimesh-proxy') as unknown as { env: { name: string; value?: string }[]; startupProbe?: unknown };
-      proxy.env = proxy.env.map((e) => (e.name === 'MINIMESH_PROXY_IDENTITY_SVC_ADDR' ? { ...e, value: 'localhost:8080' } : e));
+      const proxy = injectorMesh.find((c) => c.name === 'minimesh-proxy') as unknown as {
+        env: { name: string; value?: string }[];
+        startupProbe?: unknown;
+      };
+      proxy.env = proxy.env.map((e) =>
+        e.name === 'MINIMESH_PROXY_IDENTITY_SVC_ADDR' ? { ...e, value: 'localhost:8080' } : e,
+      );
       delete proxy.startupProbe;
     }
     expect(chartMesh).toEqual(injectorMesh);
-    expect(template.spec.volumes.filter((v) => MESH_VOLUMES.has(v.name))).toEqual(injected.spec.volumes.filter((v) => MESH_VOLUMES.has(v.name)));
-    expect(template.metadata.annotations['minimesh.io/trust-root-sha256']).toBe(injected.metadata.annotations['minimesh.io/trust-root-sha256']);
+    expect(template.spec.volumes.filter((v) => MESH_VOLUMES.has(v.name))).toEqual(
+      injected.spec.volumes.filter((v) => MESH_VOLUMES.has(v.name)),
+    );
+    expect(template.metadata.annotations['minimesh.io/trust-root-sha256']).toBe(
+      injected.metadata.annotations['minimesh.io/trust-root-sha256'],
+    );
   });
 });

@@ -20,12 +20,29 @@ export function createK3dDriver(): Driver {
   async function debug(namespace: string, pod: string, command: readonly string[]): Promise<RunResult> {
     const name = `mm-debug-${randomBytes(3).toString('hex')}`;
     const started = await kubectl([
-      'debug', '-n', namespace, pod, `--container=${name}`, '--profile=netadmin', '--quiet',
-      `--image=ghcr.io/minimesh/proxy-init:${version}`, '--image-pull-policy=IfNotPresent', '--', ...command,
+      'debug',
+      '-n',
+      namespace,
+      pod,
+      `--container=${name}`,
+      '--profile=netadmin',
+      '--quiet',
+      `--image=ghcr.io/minimesh/proxy-init:${version}`,
+      '--image-pull-policy=IfNotPresent',
+      '--',
+      ...command,
     ]);
     if (started.code !== 0) return started;
     for (let i = 0; i < 60; i++) {
-      const st = await kubectl(['get', 'pod', '-n', namespace, pod, '-o', `jsonpath={.status.ephemeralContainerStatuses[?(@.name=="${name}")].state.terminated.exitCode}`]);
+      const st = await kubectl([
+        'get',
+        'pod',
+        '-n',
+        namespace,
+        pod,
+        '-o',
+        `jsonpath={.status.ephemeralContainerStatuses[?(@.name=="${name}")].state.terminated.exitCode}`,
+      ]);
       if (st.stdout.trim() !== '') {
         const logs = await kubectl(['logs', '-n', namespace, pod, '-c', name]);
         return { code: Number(st.stdout.trim()), stdout: logs.stdout, stderr: logs.stderr };
@@ -39,7 +56,10 @@ export function createK3dDriver(): Driver {
     name: 'k3d',
     async setup() {
       const r = await kubectl(['version', '-o', 'json']);
-      if (r.code !== 0) throw new Error(`k3d driver: the cluster (context ${context}) does not answer: run \`npm run k3d -- up\` first (${r.stderr.trim()})`);
+      if (r.code !== 0)
+        throw new Error(
+          `k3d driver: the cluster (context ${context}) does not answer: run \`npm run k3d -- up\` first (${r.stderr.trim()})`,
+        );
       return `k3d cluster ${clusterName} (context ${context})`;
     },
     kubeArgs: () => ['--context', context],
@@ -60,7 +80,12 @@ export function createK3dDriver(): Driver {
       return r.code === 0 ? r.stdout : '';
     },
     async auditEvents() {
-      const r = await run('docker', ['exec', `k3d-${clusterName}-server-0`, 'cat', '/var/log/kubernetes/audit/audit.log']);
+      const r = await run('docker', [
+        'exec',
+        `k3d-${clusterName}-server-0`,
+        'cat',
+        '/var/log/kubernetes/audit/audit.log',
+      ]);
       if (r.code !== 0) throw new Error(`k3d driver: cannot read the audit log: ${r.stderr.trim()}`);
       const events: AuditEvent[] = [];
       for (const line of r.stdout.split('\n')) {

@@ -19,7 +19,12 @@ export function createLocalDriver(): Driver {
       return `local cluster ${info.server} (kube-apiserver ${info.binDir})`;
     },
     kubeArgs: () => ['--kubeconfig', cluster().kubeconfigPath],
-    kubectl: (args, input) => run(cluster().kubectlPath, ['--kubeconfig', cluster().kubeconfigPath, ...args], input === undefined ? {} : { input }),
+    kubectl: (args, input) =>
+      run(
+        cluster().kubectlPath,
+        ['--kubeconfig', cluster().kubeconfigPath, ...args],
+        input === undefined ? {} : { input },
+      ),
     helm: (args) => run(ensureHelm(), [...args, '--kubeconfig', cluster().kubeconfigPath], { timeoutMs: 600_000 }),
     fixtureImage: (name) => `minimesh.test/${name}:e2e`,
     async execInPod(namespace, pod, command): Promise<RunResult> {
@@ -35,12 +40,19 @@ export function createLocalDriver(): Driver {
       return out.join('\n');
     },
     async logs(namespace, pod, container) {
-      const r = await run(process.execPath, [join(repoRoot, 'packages', 'local-cluster', 'dist', 'main.js'), 'logs', `${namespace}/${pod}`, '-c', container]);
+      const r = await run(process.execPath, [
+        join(repoRoot, 'packages', 'local-cluster', 'dist', 'main.js'),
+        'logs',
+        `${namespace}/${pod}`,
+        '-c',
+        container,
+      ]);
       return r.code === 0 ? r.stdout : '';
     },
     async auditEvents() {
       return readAuditEvents() as unknown as AuditEvent[];
     },
-    kubeconfigHint: () => `export KUBECONFIG=${cluster().kubeconfigPath}   # or: npm run cluster -- kubectl get pods -A`,
+    kubeconfigHint: () =>
+      `export KUBECONFIG=${cluster().kubeconfigPath}   # or: npm run cluster -- kubectl get pods -A`,
   };
 }

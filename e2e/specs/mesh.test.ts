@@ -11,8 +11,23 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { selectDriver } from '../drivers/index.js';
 import { summarizeAudit } from '../src/audit.js';
 import {
-  appObjects, applyObjects, createMeshCerts, describePods, eventually, identityOf, installChart, listPods, metricLines,
-  parseClientLines, proxyMetrics, uninstallChart, waitForReadyPods, SERVER_GRPC_PORT, SERVER_HTTP_PORT, type MeshSetup, type Pod,
+  appObjects,
+  applyObjects,
+  createMeshCerts,
+  describePods,
+  eventually,
+  identityOf,
+  installChart,
+  listPods,
+  metricLines,
+  parseClientLines,
+  proxyMetrics,
+  uninstallChart,
+  waitForReadyPods,
+  SERVER_GRPC_PORT,
+  SERVER_HTTP_PORT,
+  type MeshSetup,
+  type Pod,
 } from '../src/mesh.js';
 
 const driver = selectDriver();
@@ -28,8 +43,17 @@ const m: MeshSetup = {
 };
 const ROLLOUT_MS = 180_000;
 const SEED_INIT_ARGS = [
-  '--ipv6=false', '--incoming-proxy-port', '4143', '--outgoing-proxy-port', '4140', '--proxy-uid', '2102',
-  '--inbound-ports-to-ignore', '4190,4191,4567,4568', '--outbound-ports-to-ignore', '443,6443',
+  '--ipv6=false',
+  '--incoming-proxy-port',
+  '4143',
+  '--outgoing-proxy-port',
+  '4140',
+  '--proxy-uid',
+  '2102',
+  '--inbound-ports-to-ignore',
+  '4190,4191,4567,4568',
+  '--outbound-ports-to-ignore',
+  '443,6443',
 ];
 let tmp = '';
 let server: Pod;
@@ -48,7 +72,8 @@ beforeAll(async () => {
   tmp = mkdtempSync(join(tmpdir(), 'mm-e2e-'));
   const certs = await createMeshCerts(tmp);
   await installChart(m, certs);
-  for (const c of ['identity', 'destination', 'injector']) await ready(m.cpNs, c, 1, 'minimesh.io/control-plane-component');
+  for (const c of ['identity', 'destination', 'injector'])
+    await ready(m.cpNs, c, 1, 'minimesh.io/control-plane-component');
   await applyObjects(driver, appObjects(m));
   [server] = (await ready(m.appNs, 'server', 1)) as [Pod];
   [client] = (await ready(m.appNs, 'client', 1)) as [Pod];
@@ -62,7 +87,7 @@ afterAll(async () => {
 });
 
 describe(`the mesh on the ${driver.name} cluster`, () => {
-  it('injects minimesh-init with the seed\'s arguments and the proxy as a native sidecar', () => {
+  it("injects minimesh-init with the seed's arguments and the proxy as a native sidecar", () => {
     for (const pod of [server, client]) {
       const [init, proxy, ...rest] = pod.spec.initContainers ?? [];
       expect(init?.name).toBe('minimesh-init');
@@ -80,28 +105,52 @@ describe(`the mesh on the ${driver.name} cluster`, () => {
     }
   }, 30_000);
 
-  it('writes the seed\'s nat chains in the server pod', async () => {
+  it("writes the seed's nat chains in the server pod", async () => {
     const rules = await driver.natRules(m.appNs, server.metadata.name);
     const expectRule = (chain: string, comment: string, ...parts: string[]): void => {
-      const line = rules.split('\n').find((l) => l.startsWith(`-A ${chain} `) && (l.includes(`"${comment}"`) || l.includes(`--comment ${comment} `)));
+      const line = rules
+        .split('\n')
+        .find(
+          (l) => l.startsWith(`-A ${chain} `) && (l.includes(`"${comment}"`) || l.includes(`--comment ${comment} `)),
+        );
       expect(line, `${chain} rule ${comment} in:\n${rules}`).toBeDefined();
       for (const p of parts) expect(line).toContain(p);
     };
     expect(rules).toContain(':PROXY_INIT_REDIRECT');
     expect(rules).toContain(':PROXY_INIT_OUTPUT');
     expectRule('PREROUTING', 'proxy-init/install-proxy-init-prerouting', '-j PROXY_INIT_REDIRECT');
-    expectRule('PROXY_INIT_REDIRECT', 'proxy-init/ignore-port-4190,4191,4567,4568', '--dports 4190,4191,4567,4568', '-j RETURN');
-    expectRule('PROXY_INIT_REDIRECT', 'proxy-init/redirect-all-incoming-to-proxy-port', '-p tcp', '-j REDIRECT', '--to-ports 4143');
+    expectRule(
+      'PROXY_INIT_REDIRECT',
+      'proxy-init/ignore-port-4190,4191,4567,4568',
+      '--dports 4190,4191,4567,4568',
+      '-j RETURN',
+    );
+    expectRule(
+      'PROXY_INIT_REDIRECT',
+      'proxy-init/redirect-all-incoming-to-proxy-port',
+      '-p tcp',
+      '-j REDIRECT',
+      '--to-ports 4143',
+    );
     expectRule('OUTPUT', 'proxy-init/install-proxy-init-output', '-j PROXY_INIT_OUTPUT');
     expectRule('PROXY_INIT_OUTPUT', 'proxy-init/ignore-proxy-user-id', '--uid-owner 2102', '-j RETURN');
     expectRule('PROXY_INIT_OUTPUT', 'proxy-init/ignore-loopback', '-o lo', '-j RETURN');
     expectRule('PROXY_INIT_OUTPUT', 'proxy-init/ignore-port-443,6443', '--dports 443,6443', '-j RETURN');
-    expectRule('PROXY_INIT_OUTPUT', 'proxy-init/redirect-all-outgoing-to-proxy-port', '-p tcp', '-j REDIRECT', '--to-ports 4140');
+    expectRule(
+      'PROXY_INIT_OUTPUT',
+      'proxy-init/redirect-all-outgoing-to-proxy-port',
+      '-p tcp',
+      '-j REDIRECT',
+      '--to-ports 4140',
+    );
   }, 60_000);
 
-  it('carries HTTP and gRPC requests over mTLS with the client\'s identity', async () => {
+  it("carries HTTP and gRPC requests over mTLS with the client's identity", async () => {
     const clientId = identityOf('client', m.appNs, m.cpNs);
-    for (const [container, ok] of [['http', (l: { status?: number }) => l.status === 200], ['grpc', (l: { ok?: boolean }) => l.ok === true]] as const) {
+    for (const [container, ok] of [
+      ['http', (l: { status?: number }) => l.status === 200],
+      ['grpc', (l: { ok?: boolean }) => l.ok === true],
+    ] as const) {
       await eventually(`client ${container} requests answered`, 60_000, async () => {
         const lines = parseClientLines(await driver.logs(m.appNs, client.metadata.name, container));
         return lines.filter(ok).length >= 3;
@@ -110,16 +159,31 @@ describe(`the mesh on the ${driver.name} cluster`, () => {
     for (const port of [SERVER_HTTP_PORT, SERVER_GRPC_PORT]) {
       const text = await eventually(`server proxy counts mTLS requests on ${port}`, 60_000, async () => {
         const t = await proxyMetrics(driver, m.appNs, server.metadata.name);
-        return metricLines(t, 'request_total', { direction: 'inbound', tls: 'true', client_id: clientId, target_addr: `${server.status.podIP}:${port}` }).length > 0 ? t : undefined;
+        return metricLines(t, 'request_total', {
+          direction: 'inbound',
+          tls: 'true',
+          client_id: clientId,
+          target_addr: `${server.status.podIP}:${port}`,
+        }).length > 0
+          ? t
+          : undefined;
       });
-      expect(metricLines(text, 'request_total', { direction: 'inbound', tls: 'true', client_id: clientId }).length).toBeGreaterThan(0);
+      expect(
+        metricLines(text, 'request_total', { direction: 'inbound', tls: 'true', client_id: clientId }).length,
+      ).toBeGreaterThan(0);
     }
     // The client side names the server's identity.
     const out = await proxyMetrics(driver, m.appNs, client.metadata.name);
-    expect(metricLines(out, 'request_total', { direction: 'outbound', tls: 'true', server_id: identityOf('server', m.appNs, m.cpNs) }).length).toBeGreaterThan(0);
+    expect(
+      metricLines(out, 'request_total', {
+        direction: 'outbound',
+        tls: 'true',
+        server_id: identityOf('server', m.appNs, m.cpNs),
+      }).length,
+    ).toBeGreaterThan(0);
   }, 240_000);
 
-  it('moves the client\'s traffic to new endpoints when the server scales up and down', async () => {
+  it("moves the client's traffic to new endpoints when the server scales up and down", async () => {
     const scale = async (n: number): Promise<Pod[]> => {
       const r = await driver.kubectl(['scale', 'deployment/server', '-n', m.appNs, `--replicas=${n}`]);
       expect(r.code, r.stderr).toBe(0);
@@ -129,7 +193,8 @@ describe(`the mesh on the ${driver.name} cluster`, () => {
       const lines = parseClientLines(await driver.logs(m.appNs, client.metadata.name, 'http'));
       return new Set(lines.filter((l) => l.n > since && l.status === 200 && l.pod).map((l) => l.pod as string));
     };
-    const lastN = async (): Promise<number> => Math.max(0, ...parseClientLines(await driver.logs(m.appNs, client.metadata.name, 'http')).map((l) => l.n));
+    const lastN = async (): Promise<number> =>
+      Math.max(0, ...parseClientLines(await driver.logs(m.appNs, client.metadata.name, 'http')).map((l) => l.n));
 
     const two = await scale(2);
     const mark = await lastN();
@@ -141,25 +206,41 @@ describe(`the mesh on the ${driver.name} cluster`, () => {
     // The client's proxy itself connected to both endpoints (an unmeshed keep-alive client would stick to one).
     const outbound = await proxyMetrics(driver, m.appNs, client.metadata.name);
     for (const p of two) {
-      expect(metricLines(outbound, 'request_total', { direction: 'outbound', target_addr: `${p.status.podIP}:${SERVER_HTTP_PORT}` }).length, `outbound requests to ${p.metadata.name}`).toBeGreaterThan(0);
+      expect(
+        metricLines(outbound, 'request_total', {
+          direction: 'outbound',
+          target_addr: `${p.status.podIP}:${SERVER_HTTP_PORT}`,
+        }).length,
+        `outbound requests to ${p.metadata.name}`,
+      ).toBeGreaterThan(0);
     }
 
     const [kept] = await scale(1);
-    await eventually('the client reaches only the remaining pod', 60_000, async () => {
-      const m2 = await lastN();
-      await new Promise((r) => setTimeout(r, 3000));
-      const pods = await answeredBy(m2);
-      return pods.size === 1 && pods.has(kept?.metadata.name ?? '');
-    }, 1000);
+    await eventually(
+      'the client reaches only the remaining pod',
+      60_000,
+      async () => {
+        const m2 = await lastN();
+        await new Promise((r) => setTimeout(r, 3000));
+        const pods = await answeredBy(m2);
+        return pods.size === 1 && pods.has(kept?.metadata.name ?? '');
+      },
+      1000,
+    );
     server = kept as Pod;
   }, 600_000);
 
   it('shows every component at work in the audit log, and nothing refused by RBAC', async () => {
     const appPods = (await listPods(driver, m.appNs, 'app')).map((p) => p.metadata.name);
-    const report = await eventually('audit log complete', 60_000, async () => {
-      const r = summarizeAudit(await driver.auditEvents(), m.cpNs, [m.appNs]);
-      return r.leaseRenewals.length >= 5 && r.mutatedPods.length >= appPods.length ? r : undefined;
-    }, 2000);
+    const report = await eventually(
+      'audit log complete',
+      60_000,
+      async () => {
+        const r = summarizeAudit(await driver.auditEvents(), m.cpNs, [m.appNs]);
+        return r.leaseRenewals.length >= 5 && r.mutatedPods.length >= appPods.length ? r : undefined;
+      },
+      2000,
+    );
     expect(report.destinationWatches).toEqual(expect.arrayContaining(['endpointslices', 'pods', 'services']));
     // Renewed about every 2 s.
     expect(report.leaseRenewMedianMs).toBeGreaterThan(1000);

@@ -27,7 +27,12 @@ function median(xs: number[]): number {
 }
 
 /** Summarises the audit events of the control plane in cpNs; appNamespaces are where the apps' pods are created. */
-export function summarizeAudit(events: readonly AuditEvent[], cpNs: string, appNamespaces: readonly string[], leaseName = 'minimesh-destination-endpoint-write'): AuditReport {
+export function summarizeAudit(
+  events: readonly AuditEvent[],
+  cpNs: string,
+  appNamespaces: readonly string[],
+  leaseName = 'minimesh-destination-endpoint-write',
+): AuditReport {
   const dst = sa(cpNs, 'minimesh-destination');
   const identity = sa(cpNs, 'minimesh-identity');
   const mine = new Set([dst, identity, sa(cpNs, 'minimesh-injector')]);
@@ -44,18 +49,43 @@ export function summarizeAudit(events: readonly AuditEvent[], cpNs: string, appN
       watches.add(e.objectRef.resource);
     }
     if (
-      user === dst && e.stage === 'ResponseComplete' && e.objectRef?.resource === 'leases' && e.objectRef.name === leaseName &&
-      (e.verb === 'update' || e.verb === 'patch') && (e.responseStatus?.code ?? 0) < 300
+      user === dst &&
+      e.stage === 'ResponseComplete' &&
+      e.objectRef?.resource === 'leases' &&
+      e.objectRef.name === leaseName &&
+      (e.verb === 'update' || e.verb === 'patch') &&
+      (e.responseStatus?.code ?? 0) < 300
     ) {
       renewals.push(Date.parse(e.stageTimestamp ?? e.requestReceivedTimestamp ?? ''));
     }
-    if (user === identity && e.stage === 'ResponseComplete' && e.verb === 'create' && e.objectRef?.resource === 'tokenreviews') {
+    if (
+      user === identity &&
+      e.stage === 'ResponseComplete' &&
+      e.verb === 'create' &&
+      e.objectRef?.resource === 'tokenreviews'
+    ) {
       const status = e.responseObject?.status ?? {};
       reviews.push({ user: String(status.user?.username ?? '?'), authenticated: status.authenticated === true });
     }
-    if (e.stage === 'ResponseComplete' && e.verb === 'create' && e.objectRef?.resource === 'pods' && !e.objectRef.subresource && appNamespaces.includes(e.objectRef.namespace ?? '')) {
-      const ann = Object.entries(e.annotations ?? {}).find(([k, v]) => k.startsWith('mutation.webhook.admission.k8s.io/') && v.includes('minimesh-injector.minimesh.io') && v.includes('"mutated":true'));
-      if (ann) mutated.push({ namespace: e.objectRef.namespace ?? '', name: String(e.responseObject?.metadata?.name ?? e.objectRef.name ?? '?'), annotation: `${ann[0]}: ${ann[1]}` });
+    if (
+      e.stage === 'ResponseComplete' &&
+      e.verb === 'create' &&
+      e.objectRef?.resource === 'pods' &&
+      !e.objectRef.subresource &&
+      appNamespaces.includes(e.objectRef.namespace ?? '')
+    ) {
+      const ann = Object.entries(e.annotations ?? {}).find(
+        ([k, v]) =>
+          k.startsWith('mutation.webhook.admission.k8s.io/') &&
+          v.includes('minimesh-injector.minimesh.io') &&
+          v.includes('"mutated":true'),
+      );
+      if (ann)
+        mutated.push({
+          namespace: e.objectRef.namespace ?? '',
+          name: String(e.responseObject?.metadata?.name ?? e.objectRef.name ?? '?'),
+          annotation: `${ann[0]}: ${ann[1]}`,
+        });
     }
     // RBAC's verdict, not any 403 (a write into a terminating namespace is a 403 that RBAC allowed).
     if (mine.has(user) && e.annotations?.['authorization.k8s.io/decision'] === 'forbid') {

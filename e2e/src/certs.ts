@@ -31,14 +31,44 @@ export async function createTestCerts(dir: string, trustDomain = 'cluster.local'
   const ssl = (args: string[]): Promise<string> => runOk('openssl', args, { cwd: dir });
   await ssl(['ecparam', '-name', 'prime256v1', '-genkey', '-noout', '-out', f.caKey]);
   await ssl([
-    'req', '-x509', '-new', '-key', f.caKey, '-subj', `/CN=root.minimesh.${trustDomain}`, '-days', '3650', '-out', f.caCrt,
-    '-addext', 'basicConstraints=critical,CA:TRUE,pathlen:1', '-addext', 'keyUsage=critical,keyCertSign,cRLSign',
+    'req',
+    '-x509',
+    '-new',
+    '-key',
+    f.caKey,
+    '-subj',
+    `/CN=root.minimesh.${trustDomain}`,
+    '-days',
+    '3650',
+    '-out',
+    f.caCrt,
+    '-addext',
+    'basicConstraints=critical,CA:TRUE,pathlen:1',
+    '-addext',
+    'keyUsage=critical,keyCertSign,cRLSign',
   ]);
   await ssl(['ecparam', '-name', 'prime256v1', '-genkey', '-noout', '-out', f.issuerKey]);
   const csr = join(dir, 'issuer.csr');
   const ext = join(dir, 'issuer.ext');
   writeFileSync(ext, 'basicConstraints=critical,CA:TRUE,pathlen:0\nkeyUsage=critical,keyCertSign,cRLSign\n');
   await ssl(['req', '-new', '-key', f.issuerKey, '-subj', `/CN=identity.minimesh.${trustDomain}`, '-out', csr]);
-  await ssl(['x509', '-req', '-in', csr, '-CA', f.caCrt, '-CAkey', f.caKey, '-set_serial', '2', '-days', '365', '-extfile', ext, '-out', f.issuerCrt]);
+  await ssl([
+    'x509',
+    '-req',
+    '-in',
+    csr,
+    '-CA',
+    f.caCrt,
+    '-CAkey',
+    f.caKey,
+    '-set_serial',
+    '2',
+    '-days',
+    '365',
+    '-extfile',
+    ext,
+    '-out',
+    f.issuerCrt,
+  ]);
   return f;
 }

@@ -13,31 +13,56 @@ export interface K8sObject {
 /** The seed's install flags, with our chart in place of Linkerd's (the seed passes the last one twice). */
 export function seedInstallArgs(certs: CertFiles): string[] {
   return [
-    '--set-file', `identityTrustAnchorsPEM=${certs.caCrt}`,
-    '--set-file', `identity.issuer.tls.crtPEM=${certs.issuerCrt}`,
-    '--set-file', `identity.issuer.tls.keyPEM=${certs.issuerKey}`,
-    '--set', 'controllerLogLevel=debug',
-    '--set', 'policyController.logLevel=debug',
-    '--set', 'policyController.logLevel=debug',
+    '--set-file',
+    `identityTrustAnchorsPEM=${certs.caCrt}`,
+    '--set-file',
+    `identity.issuer.tls.crtPEM=${certs.issuerCrt}`,
+    '--set-file',
+    `identity.issuer.tls.keyPEM=${certs.issuerKey}`,
+    '--set',
+    'controllerLogLevel=debug',
+    '--set',
+    'policyController.logLevel=debug',
+    '--set',
+    'policyController.logLevel=debug',
   ];
 }
 
 /** Only the certificate flags. */
 export function certArgs(certs: CertFiles): string[] {
   return [
-    '--set-file', `identityTrustAnchorsPEM=${certs.caCrt}`,
-    '--set-file', `identity.issuer.tls.crtPEM=${certs.issuerCrt}`,
-    '--set-file', `identity.issuer.tls.keyPEM=${certs.issuerKey}`,
+    '--set-file',
+    `identityTrustAnchorsPEM=${certs.caCrt}`,
+    '--set-file',
+    `identity.issuer.tls.crtPEM=${certs.issuerCrt}`,
+    '--set-file',
+    `identity.issuer.tls.keyPEM=${certs.issuerKey}`,
   ];
 }
 
 /** `helm template <release> charts/minimesh -n <ns> <args>`; never throws on a failed render. */
-export function helmTemplate(namespace: string, args: readonly string[], opts: { release?: string; includeCrds?: boolean } = {}): Promise<RunResult> {
+export function helmTemplate(
+  namespace: string,
+  args: readonly string[],
+  opts: { release?: string; includeCrds?: boolean } = {},
+): Promise<RunResult> {
   const extra = opts.includeCrds ? ['--include-crds'] : [];
-  return run(ensureHelm(), ['template', opts.release ?? 'minimesh', chartDir, '--namespace', namespace, ...extra, ...args]);
+  return run(ensureHelm(), [
+    'template',
+    opts.release ?? 'minimesh',
+    chartDir,
+    '--namespace',
+    namespace,
+    ...extra,
+    ...args,
+  ]);
 }
 
-export async function renderObjects(namespace: string, args: readonly string[], opts: { includeCrds?: boolean } = {}): Promise<K8sObject[]> {
+export async function renderObjects(
+  namespace: string,
+  args: readonly string[],
+  opts: { includeCrds?: boolean } = {},
+): Promise<K8sObject[]> {
   const r = await helmTemplate(namespace, args, opts);
   if (r.code !== 0) throw new Error(`helm template failed: ${r.stderr}`);
   return parseManifests(r.stdout);
@@ -62,6 +87,9 @@ export function maskRender(text: string): string {
 
 export function findObject(objects: readonly K8sObject[], kind: string, name: string): K8sObject {
   const o = objects.find((x) => x.kind === kind && x.metadata.name === name);
-  if (!o) throw new Error(`no ${kind} ${name} in the render (have: ${objects.map((x) => `${x.kind}/${x.metadata.name}`).join(', ')})`);
+  if (!o)
+    throw new Error(
+      `no ${kind} ${name} in the render (have: ${objects.map((x) => `${x.kind}/${x.metadata.name}`).join(', ')})`,
+    );
   return o;
 }

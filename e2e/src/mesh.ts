@@ -26,7 +26,12 @@ export interface MeshSetup {
 }
 
 /** Polls `check` until it returns a value other than undefined/false, or throws after timeoutMs. */
-export async function eventually<T>(what: string, timeoutMs: number, check: () => Promise<T | undefined | false>, everyMs = 500): Promise<T> {
+export async function eventually<T>(
+  what: string,
+  timeoutMs: number,
+  check: () => Promise<T | undefined | false>,
+  everyMs = 500,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {
@@ -38,7 +43,9 @@ export async function eventually<T>(what: string, timeoutMs: number, check: () =
       last = err;
     }
     if (Date.now() > deadline) {
-      throw new Error(`${what}: not true after ${Math.round(timeoutMs / 1000)}s${last ? ` (last error: ${(last as Error).message})` : ''}`);
+      throw new Error(
+        `${what}: not true after ${Math.round(timeoutMs / 1000)}s${last ? ` (last error: ${(last as Error).message})` : ''}`,
+      );
     }
     await sleep(everyMs);
   }
@@ -47,14 +54,27 @@ export async function eventually<T>(what: string, timeoutMs: number, check: () =
 /** `minimesh certs create` into dir (ca.crt, ca.key, issuer.crt, issuer.key). */
 export async function createMeshCerts(dir: string): Promise<CertFiles> {
   mkdirSync(dir, { recursive: true });
-  await runOk(process.execPath, [join(repoRoot, 'packages', 'cli', 'dist', 'main.js'), 'certs', 'create', '--dir', dir, '--force']);
+  await runOk(process.execPath, [
+    join(repoRoot, 'packages', 'cli', 'dist', 'main.js'),
+    'certs',
+    'create',
+    '--dir',
+    dir,
+    '--force',
+  ]);
   return certFiles(dir);
 }
 
 /** helm upgrade --install with the seed's command (plus, on shared clusters, the webhook scope). */
 export async function installChart(m: MeshSetup, certs: CertFiles): Promise<string> {
   const args = [
-    'upgrade', '--install', m.release, chartDir, '-n', m.cpNs, '--create-namespace',
+    'upgrade',
+    '--install',
+    m.release,
+    chartDir,
+    '-n',
+    m.cpNs,
+    '--create-namespace',
     ...seedInstallArgs(certs),
   ];
   if (m.scopeWebhook) args.push('--set', `proxyInjector.namespaceSelector.matchLabels.${E2E_SCOPE_LABEL}=${m.cpNs}`);
@@ -81,7 +101,13 @@ export async function applyObjects(driver: Driver, objects: readonly K8sObject[]
 }
 
 export interface Pod {
-  metadata: { name: string; namespace: string; uid: string; labels?: Record<string, string>; annotations?: Record<string, string> };
+  metadata: {
+    name: string;
+    namespace: string;
+    uid: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+  };
   spec: { initContainers?: PodContainer[]; containers: PodContainer[]; serviceAccountName?: string };
   status: {
     phase?: string;
@@ -112,17 +138,29 @@ export async function listPods(driver: Driver, ns: string, selector: string): Pr
 }
 
 /** Container states that will not fix themselves: waiting for them longer than a few seconds is pointless. */
-const STUCK_REASONS = new Set(['ErrImageNeverPull', 'CreateContainerError', 'InvalidImageName', 'CreateContainerConfigError']);
+const STUCK_REASONS = new Set([
+  'ErrImageNeverPull',
+  'CreateContainerError',
+  'InvalidImageName',
+  'CreateContainerConfigError',
+]);
 
 /** "pod/container: reason: message" for every container that is waiting or crashed. */
 export function containerProblems(pods: readonly Pod[]): string[] {
   const out: string[] = [];
   for (const p of pods) {
-    const statuses = [...(p.status.initContainerStatuses ?? []), ...((p.status.containerStatuses ?? []) as ContainerStatus[])] as ContainerStatus[];
+    const statuses = [
+      ...(p.status.initContainerStatuses ?? []),
+      ...((p.status.containerStatuses ?? []) as ContainerStatus[]),
+    ] as ContainerStatus[];
     for (const st of statuses) {
       const waiting = st.state?.waiting as { reason?: string; message?: string } | undefined;
-      const last = (st as { lastState?: { terminated?: { exitCode?: number; reason?: string } } }).lastState?.terminated;
-      if (waiting) out.push(`${p.metadata.name}/${st.name}: ${waiting.reason ?? 'waiting'}${waiting.message ? `: ${waiting.message}` : ''}${last ? ` (last exit ${last.exitCode})` : ''}`);
+      const last = (st as { lastState?: { terminated?: { exitCode?: number; reason?: string } } }).lastState
+        ?.terminated;
+      if (waiting)
+        out.push(
+          `${p.metadata.name}/${st.name}: ${waiting.reason ?? 'waiting'}${waiting.message ? `: ${waiting.message}` : ''}${last ? ` (last exit ${last.exitCode})` : ''}`,
+        );
     }
   }
   return out;
@@ -130,18 +168,33 @@ export function containerProblems(pods: readonly Pod[]): string[] {
 type ContainerStatus = { name: string; ready: boolean; state?: Record<string, unknown> };
 
 /** Waits until the Deployment has `replicas` ready pods and no others; returns them. Fails early on stuck containers. */
-export async function waitForReadyPods(driver: Driver, ns: string, app: string, replicas: number, timeoutMs: number, selectorKey = 'app'): Promise<Pod[]> {
+export async function waitForReadyPods(
+  driver: Driver,
+  ns: string,
+  app: string,
+  replicas: number,
+  timeoutMs: number,
+  selectorKey = 'app',
+): Promise<Pod[]> {
   let stuckSince = 0;
-  return eventually(`${ns}/${app}: ${replicas} ready pod(s)`, timeoutMs, async () => {
-    const pods = (await listPods(driver, ns, `${selectorKey}=${app}`)).filter((p) => p.status.phase !== 'Succeeded' && p.status.phase !== 'Failed');
-    const ready = pods.filter(isReady);
-    if (ready.length === replicas && pods.length === replicas) return ready;
-    const stuck = containerProblems(pods).filter((line) => [...STUCK_REASONS].some((r) => line.includes(`: ${r}`)));
-    if (stuck.length === 0) stuckSince = 0;
-    else if (stuckSince === 0) stuckSince = Date.now();
-    else if (Date.now() - stuckSince > 20_000) throw new StuckError(`${ns}/${app}: containers cannot start:\n  ${stuck.join('\n  ')}`);
-    return undefined;
-  }, 1000);
+  return eventually(
+    `${ns}/${app}: ${replicas} ready pod(s)`,
+    timeoutMs,
+    async () => {
+      const pods = (await listPods(driver, ns, `${selectorKey}=${app}`)).filter(
+        (p) => p.status.phase !== 'Succeeded' && p.status.phase !== 'Failed',
+      );
+      const ready = pods.filter(isReady);
+      if (ready.length === replicas && pods.length === replicas) return ready;
+      const stuck = containerProblems(pods).filter((line) => [...STUCK_REASONS].some((r) => line.includes(`: ${r}`)));
+      if (stuck.length === 0) stuckSince = 0;
+      else if (stuckSince === 0) stuckSince = Date.now();
+      else if (Date.now() - stuckSince > 20_000)
+        throw new StuckError(`${ns}/${app}: containers cannot start:\n  ${stuck.join('\n  ')}`);
+      return undefined;
+    },
+    1000,
+  );
 }
 
 class StuckError extends Error {}
@@ -149,14 +202,24 @@ class StuckError extends Error {}
 /** Explains why a component is not ready (for failure messages): pods, container problems, recent events. */
 export async function describePods(driver: Driver, ns: string): Promise<string> {
   const r = await driver.kubectl(['get', 'pods', '-n', ns, '-o', 'wide']);
-  const pods = await kubectlJson<{ items: Pod[] }>(driver, ['get', 'pods', '-n', ns]).then((l) => l.items, () => []);
+  const pods = await kubectlJson<{ items: Pod[] }>(driver, ['get', 'pods', '-n', ns]).then(
+    (l) => l.items,
+    () => [],
+  );
   const events = await driver.kubectl(['get', 'events', '-n', ns, '--sort-by=.lastTimestamp']);
   // The last words of every container that is not ready.
   const tails: string[] = [];
   for (const p of pods) {
-    const statuses = [...(p.status.initContainerStatuses ?? []), ...((p.status.containerStatuses ?? []) as ContainerStatus[])] as ContainerStatus[];
+    const statuses = [
+      ...(p.status.initContainerStatuses ?? []),
+      ...((p.status.containerStatuses ?? []) as ContainerStatus[]),
+    ] as ContainerStatus[];
     for (const st of statuses.filter((x) => !x.ready && !('terminated' in (x.state ?? {})))) {
-      const text = (await driver.logs(ns, p.metadata.name, st.name).catch(() => '')).trim().split('\n').slice(-6).join('\n    ');
+      const text = (await driver.logs(ns, p.metadata.name, st.name).catch(() => ''))
+        .trim()
+        .split('\n')
+        .slice(-6)
+        .join('\n    ');
       if (text) tails.push(`--- ${p.metadata.name}/${st.name} (last lines)\n    ${text}`);
     }
   }
@@ -192,7 +255,10 @@ export function identityOf(sa: string, ns: string, cpNs: string, trustDomain = '
 }
 
 /** The client and server apps, in a namespace annotated minimesh.io/inject: enabled. */
-export function appObjects(m: Pick<MeshSetup, 'appNs' | 'cpNs' | 'scopeWebhook' | 'driver'>, serverReplicas = 1): K8sObject[] {
+export function appObjects(
+  m: Pick<MeshSetup, 'appNs' | 'cpNs' | 'scopeWebhook' | 'driver'>,
+  serverReplicas = 1,
+): K8sObject[] {
   const ns = m.appNs;
   const podName = { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } };
   const host = `server.${ns}.svc.cluster.local`;
@@ -211,7 +277,11 @@ export function appObjects(m: Pick<MeshSetup, 'appNs' | 'cpNs' | 'scopeWebhook' 
     },
   });
   return [
-    { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns, labels, annotations: { 'minimesh.io/inject': 'enabled' } } },
+    {
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: { name: ns, labels, annotations: { 'minimesh.io/inject': 'enabled' } },
+    },
     { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'server', namespace: ns } },
     { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'client', namespace: ns } },
     {

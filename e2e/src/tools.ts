@@ -84,18 +84,31 @@ export interface RunResult {
 }
 
 /** Runs a program without a shell; never throws on a non-zero exit (the caller checks `code`). */
-export function run(file: string, args: readonly string[], opts: { input?: string; env?: NodeJS.ProcessEnv; cwd?: string; timeoutMs?: number } = {}): Promise<RunResult> {
+export function run(
+  file: string,
+  args: readonly string[],
+  opts: { input?: string; env?: NodeJS.ProcessEnv; cwd?: string; timeoutMs?: number } = {},
+): Promise<RunResult> {
   return new Promise((resolvePromise, reject) => {
     const child = execFile(
       file,
       [...args],
-      { cwd: opts.cwd ?? repoRoot, env: opts.env ?? process.env, maxBuffer: 256 * 1024 * 1024, timeout: opts.timeoutMs ?? 120_000 },
+      {
+        cwd: opts.cwd ?? repoRoot,
+        env: opts.env ?? process.env,
+        maxBuffer: 256 * 1024 * 1024,
+        timeout: opts.timeoutMs ?? 120_000,
+      },
       (err, stdout, stderr) => {
         if (err && typeof (err as { code?: unknown }).code !== 'number') {
           reject(new Error(`${file} ${args.join(' ')}: ${err.message}`, { cause: err }));
           return;
         }
-        resolvePromise({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout: String(stdout), stderr: String(stderr) });
+        resolvePromise({
+          code: err ? ((err as { code?: number }).code ?? 1) : 0,
+          stdout: String(stdout),
+          stderr: String(stderr),
+        });
       },
     );
     if (opts.input !== undefined) child.stdin?.end(opts.input);
@@ -103,8 +116,13 @@ export function run(file: string, args: readonly string[], opts: { input?: strin
 }
 
 /** Like run, but throws with the program's stderr when it exits non-zero. */
-export async function runOk(file: string, args: readonly string[], opts: Parameters<typeof run>[2] = {}): Promise<string> {
+export async function runOk(
+  file: string,
+  args: readonly string[],
+  opts: Parameters<typeof run>[2] = {},
+): Promise<string> {
   const r = await run(file, args, opts);
-  if (r.code !== 0) throw new Error(`${file} ${args.join(' ')} exited ${r.code}: ${r.stderr.trim() || r.stdout.trim()}`);
+  if (r.code !== 0)
+    throw new Error(`${file} ${args.join(' ')} exited ${r.code}: ${r.stderr.trim() || r.stdout.trim()}`);
   return r.stdout;
 }

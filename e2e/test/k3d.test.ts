@@ -13,7 +13,7 @@ afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 describe('k3d/cluster.yaml', () => {
   const cfg = parse(readFileSync(join(repoRoot, 'k3d', 'cluster.yaml'), 'utf8')) as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
-  it('is the seed\'s cluster', () => {
+  it("is the seed's cluster", () => {
     expect(cfg.apiVersion).toBe('k3d.io/v1alpha5');
     expect(cfg.kind).toBe('Simple');
     expect(cfg.metadata.name).toBe('cluster');
@@ -30,15 +30,31 @@ describe('k3d/cluster.yaml', () => {
       '--kube-apiserver-arg=audit-policy-file=/etc/rancher/k3s/audit-policy.yaml',
       '--kube-apiserver-arg=audit-log-path=/var/log/kubernetes/audit/audit.log',
     ]);
-    expect(cfg.volumes).toEqual([{ volume: '__AUDIT_POLICY_PATH__:/etc/rancher/k3s/audit-policy.yaml', nodeFilters: ['server:0'] }]);
+    expect(cfg.volumes).toEqual([
+      { volume: '__AUDIT_POLICY_PATH__:/etc/rancher/k3s/audit-policy.yaml', nodeFilters: ['server:0'] },
+    ]);
   });
 
-  it('mounts an audit policy that exists and records the mesh\'s requests', () => {
-    const policy = parse(readFileSync(join(repoRoot, 'k3d', 'audit-policy.yaml'), 'utf8')) as { apiVersion: string; kind: string; rules: { level: string; resources?: { group: string }[] }[] };
+  it("mounts an audit policy that exists and records the mesh's requests", () => {
+    const policy = parse(readFileSync(join(repoRoot, 'k3d', 'audit-policy.yaml'), 'utf8')) as {
+      apiVersion: string;
+      kind: string;
+      rules: { level: string; resources?: { group: string }[] }[];
+    };
     expect(policy.apiVersion).toBe('audit.k8s.io/v1');
     expect(policy.kind).toBe('Policy');
-    const groups = policy.rules.filter((r) => r.level === 'RequestResponse').flatMap((r) => (r.resources ?? []).map((x) => x.group));
-    for (const g of ['', 'workload.minimesh.io', 'coordination.k8s.io', 'authentication.k8s.io', 'discovery.k8s.io', 'admissionregistration.k8s.io']) expect(groups).toContain(g);
+    const groups = policy.rules
+      .filter((r) => r.level === 'RequestResponse')
+      .flatMap((r) => (r.resources ?? []).map((x) => x.group));
+    for (const g of [
+      '',
+      'workload.minimesh.io',
+      'coordination.k8s.io',
+      'authentication.k8s.io',
+      'discovery.k8s.io',
+      'admissionregistration.k8s.io',
+    ])
+      expect(groups).toContain(g);
     expect(policy.rules.at(-1)).toEqual({ level: 'None' });
   });
 });

@@ -7,12 +7,53 @@ export { TEMPLATE_PATHS, parseManifests, formatManifests } from './manifest.js';
 export type { Command, CommandIO } from './io.js';
 export { explainCommand } from './commands/explain.js';
 export { checkCommand, runChecks } from './commands/check.js';
-export { parseNatTable, parseRule, tokenize, parsePortRange, parseCidrText, cidrContains, parseIp, type NatTable, type NatChain, type NatRule, type NatTarget } from './explain/nat-table.js';
+export {
+  parseNatTable,
+  parseRule,
+  tokenize,
+  parsePortRange,
+  parseCidrText,
+  cidrContains,
+  parseIp,
+  type NatTable,
+  type NatChain,
+  type NatRule,
+  type NatTarget,
+} from './explain/nat-table.js';
 export { walkPacket, matchRule, type Packet, type Walk, type WalkStep, type Verdict } from './explain/packet-walk.js';
 export { toPodFacts, type PodFacts, type PodLike } from './explain/pod-facts.js';
-export { describeExplanation, type Explanation, type Discovery, type DiscoveredEndpoint, type Outcome } from './explain/describe.js';
+export {
+  describeExplanation,
+  type Explanation,
+  type Discovery,
+  type DiscoveredEndpoint,
+  type Outcome,
+} from './explain/describe.js';
 export { explainConnection, buildPacket, parseHostPort, type ExplainRequest } from './explain/explain.js';
-export { fileNatSource, execNatSource, localClusterNatSource, kubectlDebugHint, SAVE_BINARIES, type NatSource, type ExecInPod } from './explain/nat-source.js';
-export { checkCertificates, splitPemCertificates, DEFAULT_WARN_DAYS, type CertificateInputs } from './check/certificates.js';
-export { checkApi, checkDeployments, checkWebhook, checkReadiness, checkNamespace, COMPONENTS, type DeploymentLike, type WebhookConfigLike, type ReadyProbe } from './check/control-plane.js';
+export {
+  fileNatSource,
+  execNatSource,
+  localClusterNatSource,
+  kubectlDebugHint,
+  SAVE_BINARIES,
+  type NatSource,
+  type ExecInPod,
+} from './explain/nat-source.js';
+export {
+  checkCertificates,
+  splitPemCertificates,
+  DEFAULT_WARN_DAYS,
+  type CertificateInputs,
+} from './check/certificates.js';
+export {
+  checkApi,
+  checkDeployments,
+  checkWebhook,
+  checkReadiness,
+  checkNamespace,
+  COMPONENTS,
+  type DeploymentLike,
+  type WebhookConfigLike,
+  type ReadyProbe,
+} from './check/control-plane.js';
 export { formatResults, exitCodeOf, type CheckResult, type CheckStatus } from './check/types.js';

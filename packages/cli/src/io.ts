@@ -12,8 +12,13 @@ export interface CommandIO {
 export type Command = (argv: string[], io: CommandIO) => Promise<number>;
 
 /** FILE or "-" (stdin; also when no argument is given). */
-export async function readInput(positionals: string[], io: CommandIO, command: string): Promise<{ text: string; source: string }> {
-  if (positionals.length > 1) throw new UsageError(`${command}: expected one FILE or "-", got ${positionals.length} arguments`);
+export async function readInput(
+  positionals: string[],
+  io: CommandIO,
+  command: string,
+): Promise<{ text: string; source: string }> {
+  if (positionals.length > 1)
+    throw new UsageError(`${command}: expected one FILE or "-", got ${positionals.length} arguments`);
   const source = positionals[0] ?? '-';
   if (source === '-') {
     const chunks: Buffer[] = [];

@@ -6,7 +6,10 @@ import { join } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
 
 /** The local cluster's admin kubeconfig (see @minimesh/local-cluster), used when nothing else is configured. */
-export const LOCAL_CLUSTER_KUBECONFIG = join(process.env.MINIMESH_CLUSTER_DIR ?? '/tmp/minimesh-cluster', 'admin.kubeconfig');
+export const LOCAL_CLUSTER_KUBECONFIG = join(
+  process.env.MINIMESH_CLUSTER_DIR ?? '/tmp/minimesh-cluster',
+  'admin.kubeconfig',
+);
 export const LOCAL_CLUSTER_SERVER = 'https://127.0.0.1:6443';
 
 export class KubeAccessError extends Error {
@@ -23,7 +26,9 @@ export function resolveKubeconfigPath(flag: string | undefined): string | undefi
   return undefined;
 }
 
-export async function loadKubeConfig(flag: string | undefined): Promise<{ kc: KubeConfig; path: string | undefined; server: string }> {
+export async function loadKubeConfig(
+  flag: string | undefined,
+): Promise<{ kc: KubeConfig; path: string | undefined; server: string }> {
   const k8s = await import('@kubernetes/client-node');
   const kc = new k8s.KubeConfig();
   const path = resolveKubeconfigPath(flag);
@@ -40,7 +45,9 @@ export async function loadKubeConfig(flag: string | undefined): Promise<{ kc: Ku
 
 /** True when the kubeconfig's API server is the local cluster on this machine (its pods are network namespaces here). */
 export function isLocalCluster(server: string): boolean {
-  return server.replace(/\/$/, '') === LOCAL_CLUSTER_SERVER && typeof process.getuid === 'function' && process.getuid() === 0;
+  return (
+    server.replace(/\/$/, '') === LOCAL_CLUSTER_SERVER && typeof process.getuid === 'function' && process.getuid() === 0
+  );
 }
 
 /** A client-node error as one line: HTTP status and the API's message when there is one. */

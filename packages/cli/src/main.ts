@@ -11,7 +11,11 @@ import type { Command } from './io.js';
 const COMMANDS: Record<string, { run: Command; summary: string }> = {
   inject: { run: injectCommand, summary: 'add the proxy to the workloads of a YAML manifest' },
   uninject: { run: uninjectCommand, summary: 'remove what inject added' },
-  explain: { run: explainCommand, summary: "say which nat rule a pod's connection meets and where its bytes go (explain ns/pod --port P | --to HOST:PORT)" },
+  explain: {
+    run: explainCommand,
+    summary:
+      "say which nat rule a pod's connection meets and where its bytes go (explain ns/pod --port P | --to HOST:PORT)",
+  },
   check: { run: checkCommand, summary: 'check the control plane, webhook, certificates (expiry, chain) and readiness' },
   certs: { run: certsCommand, summary: 'create the trust anchor and issuer certificates (certs create)' },
 };
@@ -28,7 +32,10 @@ async function main(argv: string[]): Promise<number> {
     return name === undefined ? 2 : 0;
   }
   const command = COMMANDS[name];
-  if (!command) throw new UsageError(`unknown command "${name}": expected one of ${Object.keys(COMMANDS).join(', ')} (see minimesh --help)`);
+  if (!command)
+    throw new UsageError(
+      `unknown command "${name}": expected one of ${Object.keys(COMMANDS).join(', ')} (see minimesh --help)`,
+    );
   try {
     return await command.run(rest, { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr });
   } catch (err) {

@@ -20,7 +20,9 @@ export function parseManifests(text: string, source: string): unknown[] {
   const out: unknown[] = [];
   for (const [i, doc] of docs.entries()) {
     if (doc.errors.length > 0) {
-      throw new UsageError(`${source}: document ${i + 1} is not valid YAML: ${(doc.errors[0]?.message ?? 'parse error').split('\n')[0]}`);
+      throw new UsageError(
+        `${source}: document ${i + 1} is not valid YAML: ${(doc.errors[0]?.message ?? 'parse error').split('\n')[0]}`,
+      );
     }
     const value: unknown = doc.toJS();
     if (value !== null && value !== undefined) out.push(value);
@@ -50,7 +52,8 @@ export function mapObjects(objects: unknown[], fn: (o: KubeObject) => KubeObject
   return objects.map((o) => {
     if (typeof o !== 'object' || o === null) return o;
     const obj = o as KubeObject;
-    if (obj.kind === 'List' && Array.isArray(obj.items)) return { ...obj, items: mapObjects(obj.items as unknown[], fn) };
+    if (obj.kind === 'List' && Array.isArray(obj.items))
+      return { ...obj, items: mapObjects(obj.items as unknown[], fn) };
     return fn(obj);
   });
 }

@@ -7,7 +7,13 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { adminClient, createNamespace, ensureCluster, type ClusterInfo, type KubeObject } from '@minimesh/local-cluster';
+import {
+  adminClient,
+  createNamespace,
+  ensureCluster,
+  type ClusterInfo,
+  type KubeObject,
+} from '@minimesh/local-cluster';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMeshCerts } from '../src/certs.js';
 
@@ -70,10 +76,16 @@ beforeAll(async () => {
   const api = adminClient();
   // The issuer expires in 30 days: inside check's 60-day warning window.
   const certs = await createMeshCerts({ issuerLifetimeHours: 30 * 24 });
-  await api.request('POST', `/api/v1/namespaces/${ns}/configmaps`, { metadata: { name: 'minimesh-identity-trust-roots' }, data: { 'ca-bundle.crt': certs.caCrt } });
+  await api.request('POST', `/api/v1/namespaces/${ns}/configmaps`, {
+    metadata: { name: 'minimesh-identity-trust-roots' },
+    data: { 'ca-bundle.crt': certs.caCrt },
+  });
   await api.request('POST', `/api/v1/namespaces/${ns}/secrets`, {
     metadata: { name: 'minimesh-identity-issuer' },
-    data: { 'crt.pem': Buffer.from(certs.issuerCrt).toString('base64'), 'key.pem': Buffer.from(certs.issuerKey).toString('base64') },
+    data: {
+      'crt.pem': Buffer.from(certs.issuerCrt).toString('base64'),
+      'key.pem': Buffer.from(certs.issuerKey).toString('base64'),
+    },
   });
   // Selects no object and ignores failures: it cannot affect anyone else's pods.
   await api.request('POST', '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations', {
@@ -81,8 +93,13 @@ beforeAll(async () => {
     webhooks: [
       {
         name: 'minimesh-injector.minimesh.io',
-        clientConfig: { service: { name: 'minimesh-injector', namespace: ns, path: '/', port: 443 }, caBundle: Buffer.from(certs.caCrt).toString('base64') },
-        rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['pods'], scope: 'Namespaced' }],
+        clientConfig: {
+          service: { name: 'minimesh-injector', namespace: ns, path: '/', port: 443 },
+          caBundle: Buffer.from(certs.caCrt).toString('base64'),
+        },
+        rules: [
+          { operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['pods'], scope: 'Namespaced' },
+        ],
         objectSelector: { matchLabels: { 'mm-cli-test-never': ns } },
         namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': ns } },
         failurePolicy: 'Ignore',
@@ -91,11 +108,18 @@ beforeAll(async () => {
       },
     ],
   });
-  for (const [component, port] of COMPONENTS) await api.request('POST', `/apis/apps/v1/namespaces/${ns}/deployments`, deployment(component, port));
+  for (const [component, port] of COMPONENTS)
+    await api.request('POST', `/apis/apps/v1/namespaces/${ns}/deployments`, deployment(component, port));
   // Wait until every Deployment reports an available replica.
   const deadline = Date.now() + 120_000;
   for (let i = 0; i < 400 && Date.now() < deadline; i++) {
-    const ready = await Promise.all(COMPONENTS.map(async ([c]) => ((await api.get(`/apis/apps/v1/namespaces/${ns}/deployments/minimesh-${c}`))?.status?.availableReplicas ?? 0) >= 1));
+    const ready = await Promise.all(
+      COMPONENTS.map(
+        async ([c]) =>
+          ((await api.get(`/apis/apps/v1/namespaces/${ns}/deployments/minimesh-${c}`))?.status?.availableReplicas ??
+            0) >= 1,
+      ),
+    );
     if (ready.every(Boolean)) return;
     await new Promise((r) => setTimeout(r, 500));
   }
@@ -103,8 +127,12 @@ beforeAll(async () => {
 }, 300_000);
 
 afterAll(async () => {
-  await adminClient().request('DELETE', `/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/${webhookName}`).catch(() => undefined);
-  await adminClient().request('DELETE', `/api/v1/namespaces/${ns}`).catch(() => undefined);
+  await adminClient()
+    .request('DELETE', `/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/${webhookName}`)
+    .catch(() => undefined);
+  await adminClient()
+    .request('DELETE', `/api/v1/namespaces/${ns}`)
+    .catch(() => undefined);
 });
 
 describe('minimesh check against a stand-in control plane', () => {
@@ -120,14 +148,25 @@ describe('minimesh check against a stand-in control plane', () => {
     expect(r.stdout).toContain('✔ webhook minimesh-injector.minimesh.io has a CA bundle');
     expect(r.stdout).toContain('✔ issuer certificate is issued by the trust anchor');
     expect(r.stdout).toContain('✔ issuer key matches the issuer certificate');
-    expect(r.stdout).toMatch(/‼ issuer certificate is valid for at least 60 days\n {4}identity\.minimesh\.cluster\.local expires on .* \(in (29|30) days\)/);
+    expect(r.stdout).toMatch(
+      /‼ issuer certificate is valid for at least 60 days\n {4}identity\.minimesh\.cluster\.local expires on .* \(in (29|30) days\)/,
+    );
     expect(r.stdout).not.toContain('✖');
     expect(r.stdout).toMatch(/Status check results are ✔ \(1 warning\)/);
     expect(r.code).toBe(0);
   });
 
   it('--json carries the same results', async () => {
-    const r = await run(['check', '--namespace', ns, '--kubeconfig', cluster.kubeconfigPath, '--json', '--warn-days', '7']);
+    const r = await run([
+      'check',
+      '--namespace',
+      ns,
+      '--kubeconfig',
+      cluster.kubeconfigPath,
+      '--json',
+      '--warn-days',
+      '7',
+    ]);
     expect(r.code).toBe(0);
     const out = JSON.parse(r.stdout) as { ok: boolean; results: { status: string }[] };
     expect(out.ok).toBe(true);
@@ -136,7 +175,17 @@ describe('minimesh check against a stand-in control plane', () => {
 
   it('fails when the issuer does not chain to the trust anchor', async () => {
     const other = await createMeshCerts();
-    await adminClient().request('PATCH', `/api/v1/namespaces/${ns}/secrets/minimesh-identity-issuer`, { data: { 'crt.pem': Buffer.from(other.issuerCrt).toString('base64'), 'key.pem': Buffer.from(other.issuerKey).toString('base64') } }, 'application/merge-patch+json');
+    await adminClient().request(
+      'PATCH',
+      `/api/v1/namespaces/${ns}/secrets/minimesh-identity-issuer`,
+      {
+        data: {
+          'crt.pem': Buffer.from(other.issuerCrt).toString('base64'),
+          'key.pem': Buffer.from(other.issuerKey).toString('base64'),
+        },
+      },
+      'application/merge-patch+json',
+    );
     const r = await run(['check', '--namespace', ns, '--kubeconfig', cluster.kubeconfigPath]);
     expect(r.code).toBe(1);
     expect(r.stdout).toContain('✖ issuer certificate is issued by the trust anchor');

@@ -77,14 +77,24 @@ describe('minimesh inject', () => {
     const tmpl = deploy!.spec.template;
     expect(tmpl.metadata.annotations['minimesh.io/inject']).toBe('enabled');
     expect(tmpl.metadata.annotations['minimesh.io/created-by']).toBe('minimesh/injector 0.1.0');
-    expect(tmpl.metadata.labels).toEqual({ app: 'web', 'minimesh.io/control-plane-ns': 'minimesh', 'minimesh.io/workload-ns': 'shop' });
-    expect(tmpl.spec.initContainers.map((c: { name: string }) => c.name)).toEqual(['minimesh-init', 'minimesh-proxy', 'migrate']);
+    expect(tmpl.metadata.labels).toEqual({
+      app: 'web',
+      'minimesh.io/control-plane-ns': 'minimesh',
+      'minimesh.io/workload-ns': 'shop',
+    });
+    expect(tmpl.spec.initContainers.map((c: { name: string }) => c.name)).toEqual([
+      'minimesh-init',
+      'minimesh-proxy',
+      'migrate',
+    ]);
     expect(tmpl.spec.initContainers[0].args.join(' ')).toBe(
       '--ipv6=false --incoming-proxy-port 4143 --outgoing-proxy-port 4140 --proxy-uid 2102 --inbound-ports-to-ignore 4190,4191,4567,4568 --outbound-ports-to-ignore 443,6443 --iptables-mode nft',
     );
     expect(tmpl.spec.initContainers[1].restartPolicy).toBe('Always');
     expect(tmpl.spec.volumes.map((v: { name: string }) => v.name)).toEqual([
-      'minimesh-proxy-init-xtables-lock', 'minimesh-identity-end-entity', 'minimesh-identity-token',
+      'minimesh-proxy-init-xtables-lock',
+      'minimesh-identity-end-entity',
+      'minimesh-identity-token',
     ]);
     expect(svc).toEqual(docs(MANIFEST)[1]);
     expect(cron!.spec.jobTemplate.spec.template.spec.initContainers[1].name).toBe('minimesh-proxy');
@@ -107,8 +117,22 @@ describe('minimesh inject', () => {
     const anchors = join(work, 'anchors.pem');
     writeFileSync(anchors, '-----BEGIN CERTIFICATE-----\nMIIBtest\n-----END CERTIFICATE-----\n');
     const r = run(
-      ['inject', '--proxy-log-level', 'debug', '--skip-outbound-ports', '3306', '--proxy-image', 'registry.local/proxy', '--proxy-version', 'dev',
-        '--proxy-enable-native-sidecar', 'false', '--trust-anchors', anchors, '-'],
+      [
+        'inject',
+        '--proxy-log-level',
+        'debug',
+        '--skip-outbound-ports',
+        '3306',
+        '--proxy-image',
+        'registry.local/proxy',
+        '--proxy-version',
+        'dev',
+        '--proxy-enable-native-sidecar',
+        'false',
+        '--trust-anchors',
+        anchors,
+        '-',
+      ],
       MANIFEST,
     );
     expect(r.code).toBe(0);
@@ -148,7 +172,13 @@ describe('minimesh inject', () => {
   });
 
   it('--help everywhere', () => {
-    for (const args of [['--help'], ['inject', '--help'], ['uninject', '--help'], ['certs', '--help'], ['certs', 'create', '--help']]) {
+    for (const args of [
+      ['--help'],
+      ['inject', '--help'],
+      ['uninject', '--help'],
+      ['certs', '--help'],
+      ['certs', 'create', '--help'],
+    ]) {
       const r = run(args);
       expect(r.code, args.join(' ')).toBe(0);
       expect(r.stdout).toMatch(/Usage: minimesh/);
@@ -157,22 +187,30 @@ describe('minimesh inject', () => {
 });
 
 describe('minimesh certs create', () => {
-  it('writes a root and an issuer that openssl verifies, with the seed\'s profiles', () => {
+  it("writes a root and an issuer that openssl verifies, with the seed's profiles", () => {
     const dir = join(work, 'certs');
     const r = run(['certs', 'create', '--dir', dir]);
     expect(r.code).toBe(0);
-    expect(execFileSync('openssl', ['verify', '-CAfile', join(dir, 'ca.crt'), join(dir, 'issuer.crt')], { encoding: 'utf8' })).toMatch(/issuer\.crt: OK/);
+    expect(
+      execFileSync('openssl', ['verify', '-CAfile', join(dir, 'ca.crt'), join(dir, 'issuer.crt')], {
+        encoding: 'utf8',
+      }),
+    ).toMatch(/issuer\.crt: OK/);
     const root = execFileSync('openssl', ['x509', '-in', join(dir, 'ca.crt'), '-noout', '-text'], { encoding: 'utf8' });
     expect(root).toMatch(/Subject: CN ?= ?root\.minimesh\.cluster\.local/);
     expect(root).toMatch(/CA:TRUE, pathlen:1/);
     expect(root).toMatch(/ASN1 OID: prime256v1/);
     expect(root).toMatch(/ecdsa-with-SHA256/);
-    const issuer = execFileSync('openssl', ['x509', '-in', join(dir, 'issuer.crt'), '-noout', '-text'], { encoding: 'utf8' });
+    const issuer = execFileSync('openssl', ['x509', '-in', join(dir, 'issuer.crt'), '-noout', '-text'], {
+      encoding: 'utf8',
+    });
     expect(issuer).toMatch(/Subject: CN ?= ?identity\.minimesh\.cluster\.local/);
     expect(issuer).toMatch(/Issuer: CN ?= ?root\.minimesh\.cluster\.local/);
     expect(issuer).toMatch(/CA:TRUE, pathlen:0/);
     expect(issuer).toMatch(/Certificate Sign, CRL Sign/);
-    const endDate = execFileSync('openssl', ['x509', '-in', join(dir, 'issuer.crt'), '-noout', '-enddate'], { encoding: 'utf8' });
+    const endDate = execFileSync('openssl', ['x509', '-in', join(dir, 'issuer.crt'), '-noout', '-enddate'], {
+      encoding: 'utf8',
+    });
     const days = (Date.parse(endDate.replace('notAfter=', '').trim()) - Date.now()) / 86_400_000;
     expect(days).toBeGreaterThan(364);
     expect(days).toBeLessThan(366);
@@ -180,8 +218,12 @@ describe('minimesh certs create', () => {
     expect(readFileSync(join(dir, 'issuer.key'), 'utf8')).toMatch(/^-----BEGIN PRIVATE KEY-----/);
     expect(statSync(join(dir, 'issuer.key')).mode & 0o777).toBe(0o600);
     const pub = (args: string[]): string => execFileSync('openssl', args, { encoding: 'utf8' });
-    expect(pub(['pkey', '-in', join(dir, 'issuer.key'), '-pubout'])).toBe(pub(['x509', '-in', join(dir, 'issuer.crt'), '-noout', '-pubkey']));
-    expect(pub(['pkey', '-in', join(dir, 'ca.key'), '-pubout'])).toBe(pub(['x509', '-in', join(dir, 'ca.crt'), '-noout', '-pubkey']));
+    expect(pub(['pkey', '-in', join(dir, 'issuer.key'), '-pubout'])).toBe(
+      pub(['x509', '-in', join(dir, 'issuer.crt'), '-noout', '-pubkey']),
+    );
+    expect(pub(['pkey', '-in', join(dir, 'ca.key'), '-pubout'])).toBe(
+      pub(['x509', '-in', join(dir, 'ca.crt'), '-noout', '-pubkey']),
+    );
   });
 
   it('refuses to overwrite without --force', () => {

@@ -9,7 +9,13 @@ import { fileURLToPath } from 'node:url';
 import jsonpatch from 'fast-json-patch';
 import { defaultMeshConfig } from '@minimesh/config';
 import { createPatch, type PodLike } from '@minimesh/injector';
-import { adminClient, createNamespace, ensureCluster, type ClusterInfo, type KubeObject } from '@minimesh/local-cluster';
+import {
+  adminClient,
+  createNamespace,
+  ensureCluster,
+  type ClusterInfo,
+  type KubeObject,
+} from '@minimesh/local-cluster';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const bin = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'main.js');
@@ -55,18 +61,30 @@ beforeAll(async () => {
     kind: 'Pod',
     metadata: { name: 'web', namespace: ns, annotations: { 'minimesh.io/inject': 'enabled' } },
     spec: {
-      containers: [{ name: 'web', image: 'minimesh.test/http-echo:1', ports: [{ containerPort: 8080, name: 'http' }], securityContext: { runAsUser: 1000 } }],
+      containers: [
+        {
+          name: 'web',
+          image: 'minimesh.test/http-echo:1',
+          ports: [{ containerPort: 8080, name: 'http' }],
+          securityContext: { runAsUser: 1000 },
+        },
+      ],
     },
   } as PodLike;
   const { patch, skipped } = createPatch(pod, { config: defaultMeshConfig(), namespace: ns });
   expect(skipped).toBeUndefined();
   const meshed = jsonpatch.applyPatch(structuredClone(pod), patch as jsonpatch.Operation[], true, false).newDocument;
   await adminClient().request('POST', `/api/v1/namespaces/${ns}/pods`, meshed);
-  await adminClient().request('POST', `/api/v1/namespaces/${ns}/services`, { metadata: { name: 'web' }, spec: { ports: [{ port: 80, targetPort: 8080 }] } });
+  await adminClient().request('POST', `/api/v1/namespaces/${ns}/services`, {
+    metadata: { name: 'web' },
+    spec: { ports: [{ port: 80, targetPort: 8080 }] },
+  });
   // proxy-init is the first init container: once it has exited 0, the nat rules are in place.
   await waitFor('minimesh-init to complete', async () => {
     const p = (await adminClient().get(`/api/v1/namespaces/${ns}/pods/web`)) as KubeObject | undefined;
-    const init = (p?.status?.initContainerStatuses as { name: string; state?: { terminated?: { exitCode: number } } }[] | undefined)?.find((s) => s.name === 'minimesh-init');
+    const init = (
+      p?.status?.initContainerStatuses as { name: string; state?: { terminated?: { exitCode: number } } }[] | undefined
+    )?.find((s) => s.name === 'minimesh-init');
     const term = init?.state?.terminated;
     if (term && term.exitCode !== 0) throw new Error(`minimesh-init exited ${term.exitCode}`);
     return term ? true : undefined;
@@ -74,7 +92,9 @@ beforeAll(async () => {
 }, 300_000);
 
 afterAll(async () => {
-  await adminClient().request('DELETE', `/api/v1/namespaces/${ns}`).catch(() => undefined);
+  await adminClient()
+    .request('DELETE', `/api/v1/namespaces/${ns}`)
+    .catch(() => undefined);
 });
 
 describe('minimesh explain on a live pod', () => {
@@ -84,9 +104,15 @@ describe('minimesh explain on a live pod', () => {
     expect(r.code).toBe(0);
     expect(r.stdout).toContain(`${ns}/web: redirected to the proxy's inbound listener on port 4143`);
     expect(r.stdout).toContain('(nat rules from the local cluster');
-    expect(r.stdout).toContain('PREROUTING rule 1 (proxy-init/install-proxy-init-prerouting) jumps to PROXY_INIT_REDIRECT');
-    expect(r.stdout).toMatch(/Port 8080 is not in 4190,4191,[\d,]*: PROXY_INIT_REDIRECT rule 1 \(proxy-init\/ignore-port-[\d,]+\) does not match\./);
-    expect(r.stdout).toContain('PROXY_INIT_REDIRECT rule 2 (proxy-init/redirect-all-incoming-to-proxy-port) matches and redirects to port 4143.');
+    expect(r.stdout).toContain(
+      'PREROUTING rule 1 (proxy-init/install-proxy-init-prerouting) jumps to PROXY_INIT_REDIRECT',
+    );
+    expect(r.stdout).toMatch(
+      /Port 8080 is not in 4190,4191,[\d,]*: PROXY_INIT_REDIRECT rule 1 \(proxy-init\/ignore-port-[\d,]+\) does not match\./,
+    );
+    expect(r.stdout).toContain(
+      'PROXY_INIT_REDIRECT rule 2 (proxy-init/redirect-all-incoming-to-proxy-port) matches and redirects to port 4143.',
+    );
     expect(r.stdout).toContain(`identity (default.${ns}.serviceaccount.identity.minimesh.cluster.local)`);
   });
 
@@ -95,14 +121,19 @@ describe('minimesh explain on a live pod', () => {
     expect(r.code).toBe(0);
     const e = JSON.parse(r.stdout) as { outcome: string; steps: { comment?: string; result: string }[] };
     expect(e.outcome).toBe('not-redirected');
-    expect(e.steps.filter((s) => s.result === 'yes').map((s) => s.comment)).toEqual(['proxy-init/install-proxy-init-prerouting', expect.stringMatching(/^proxy-init\/ignore-port-4190,4191/)]);
+    expect(e.steps.filter((s) => s.result === 'yes').map((s) => s.comment)).toEqual([
+      'proxy-init/install-proxy-init-prerouting',
+      expect.stringMatching(/^proxy-init\/ignore-port-4190,4191/),
+    ]);
   });
 
   it('outbound from the app (uid 1000) to 8080 is redirected to 4140; to the API server port it is not', async () => {
     const r = await run(['explain', `${ns}/web`, '--to', '10.247.0.1:8080', '--kubeconfig', cluster.kubeconfigPath]);
     expect(r.code).toBe(0);
     expect(r.stdout).toContain("redirected to the proxy's outbound listener 127.0.0.1:4140");
-    expect(r.stdout).toContain("uid 1000 is not the proxy's uid 2102: PROXY_INIT_OUTPUT rule 1 (proxy-init/ignore-proxy-user-id) does not match.");
+    expect(r.stdout).toContain(
+      "uid 1000 is not the proxy's uid 2102: PROXY_INIT_OUTPUT rule 1 (proxy-init/ignore-proxy-user-id) does not match.",
+    );
     const api = await run(['explain', `${ns}/web`, '--to', '10.247.0.1:443', '--kubeconfig', cluster.kubeconfigPath]);
     expect(api.stdout).toContain('not redirected: goes straight to 10.247.0.1:443');
   });
@@ -110,7 +141,14 @@ describe('minimesh explain on a live pod', () => {
   it('a Service name is resolved to its ClusterIP, which becomes the original destination', async () => {
     const svc = (await adminClient().get(`/api/v1/namespaces/${ns}/services/web`)) as KubeObject;
     const ip = String(svc.spec.clusterIP);
-    const r = await run(['explain', `${ns}/web`, '--to', `web.${ns}.svc.cluster.local:80`, '--kubeconfig', cluster.kubeconfigPath]);
+    const r = await run([
+      'explain',
+      `${ns}/web`,
+      '--to',
+      `web.${ns}.svc.cluster.local:80`,
+      '--kubeconfig',
+      cluster.kubeconfigPath,
+    ]);
     expect(r.code).toBe(0);
     expect(r.stdout).toContain(`original destination ${ip}:80 with SO_ORIGINAL_DST`);
     expect(r.stdout).toContain(`- web.${ns}.svc.cluster.local is Service ${ns}/web, ClusterIP ${ip}`);

@@ -44,14 +44,24 @@ beforeAll(async () => {
   });
   server.addService(destination.DestinationService, {
     get(call: ServerWritableStream<destination.GetDestination, destination.Update>) {
-      if (call.request.path === 'web.shop.svc.cluster.local:80') call.write({ update: { $case: 'add', value: { addrs: [weighted('10.23.0.8'), weighted('10.23.0.9')], metricLabels: {} } } });
+      if (call.request.path === 'web.shop.svc.cluster.local:80')
+        call.write({
+          update: { $case: 'add', value: { addrs: [weighted('10.23.0.8'), weighted('10.23.0.9')], metricLabels: {} } },
+        });
       else call.write({ update: { $case: 'noEndpoints', value: { exists: false } } });
     },
     getProfile(call: ServerWritableStream<destination.GetDestination, destination.DestinationProfile>) {
-      call.write({ routes: [], dstOverrides: [], opaqueProtocol: false, fullyQualifiedName: call.request.path === '10.247.0.10:80' ? 'web.shop.svc.cluster.local' : '' });
+      call.write({
+        routes: [],
+        dstOverrides: [],
+        opaqueProtocol: false,
+        fullyQualifiedName: call.request.path === '10.247.0.10:80' ? 'web.shop.svc.cluster.local' : '',
+      });
     },
   });
-  const port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))));
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+  );
   dstAddr = `127.0.0.1:${port}`;
 });
 
@@ -62,21 +72,49 @@ afterAll(() => {
 
 describe('minimesh explain --nat-file', () => {
   it('outbound to a ClusterIP, asking destination: numbered lines end in mTLS to two meshed endpoints', async () => {
-    const r = await run(['explain', 'shop/client', '--nat-file', golden, '--to', '10.247.0.10:80', '--uid', '1000', '--destination-addr', dstAddr]);
+    const r = await run([
+      'explain',
+      'shop/client',
+      '--nat-file',
+      golden,
+      '--to',
+      '10.247.0.10:80',
+      '--uid',
+      '1000',
+      '--destination-addr',
+      dstAddr,
+    ]);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     const lines = r.stdout.split('\n');
     expect(lines[0]).toBe("shop/client: redirected to the proxy's outbound listener 127.0.0.1:4140");
-    expect(lines).toContain("3. uid 1000 is not the proxy's uid 2102: PROXY_INIT_OUTPUT rule 1 (proxy-init/ignore-proxy-user-id) does not match.");
-    expect(r.stdout).toMatch(/7\. REDIRECT to 127\.0\.0\.1:4140: .*original destination 10\.247\.0\.10:80 with SO_ORIGINAL_DST/);
-    expect(r.stdout).toContain(`Destination answers for web.shop.svc.cluster.local:80: 2 endpoints (10.23.0.8:8080, 10.23.0.9:8080), both meshed (identity ${ID}) → mTLS`);
+    expect(lines).toContain(
+      "3. uid 1000 is not the proxy's uid 2102: PROXY_INIT_OUTPUT rule 1 (proxy-init/ignore-proxy-user-id) does not match.",
+    );
+    expect(r.stdout).toMatch(
+      /7\. REDIRECT to 127\.0\.0\.1:4140: .*original destination 10\.247\.0\.10:80 with SO_ORIGINAL_DST/,
+    );
+    expect(r.stdout).toContain(
+      `Destination answers for web.shop.svc.cluster.local:80: 2 endpoints (10.23.0.8:8080, 10.23.0.9:8080), both meshed (identity ${ID}) → mTLS`,
+    );
     expect(r.stdout).toMatch(/Notes:\n- pod shop\/client not read/);
   });
 
   it('a destination that is not there is reported, not fatal', async () => {
-    const r = await run(['explain', 'shop/client', '--nat-file', golden, '--to', 'web.shop.svc.cluster.local:80', '--destination-addr', '127.0.0.1:1']);
+    const r = await run([
+      'explain',
+      'shop/client',
+      '--nat-file',
+      golden,
+      '--to',
+      'web.shop.svc.cluster.local:80',
+      '--destination-addr',
+      '127.0.0.1:1',
+    ]);
     expect(r.code).toBe(0);
-    expect(r.stdout).toMatch(/Destination could not be asked \(destination 127\.0\.0\.1:1 Get web\.shop\.svc\.cluster\.local:80: /);
+    expect(r.stdout).toMatch(
+      /Destination could not be asked \(destination 127\.0\.0\.1:1 Get web\.shop\.svc\.cluster\.local:80: /,
+    );
   });
 
   it('--json carries the steps and the outcome', async () => {
@@ -95,11 +133,16 @@ describe('minimesh explain --nat-file', () => {
 
   it('reads a saved table with other tables and counters', async () => {
     const file = join(work, 'live.nat');
-    writeFileSync(file, `*filter\n:INPUT ACCEPT [0:0]\nCOMMIT\n*nat\n:PREROUTING ACCEPT [1:60]\n:OUTPUT ACCEPT [1:60]\n:PROXY_INIT_REDIRECT - [0:0]\n-A PREROUTING -m comment --comment "proxy-init/install-proxy-init-prerouting" -j PROXY_INIT_REDIRECT\n-A PROXY_INIT_REDIRECT -p tcp -m tcp --dport 9090 -m comment --comment "proxy-init/redirect-port-9090-to-proxy-port" -j REDIRECT --to-ports 4143\nCOMMIT\n`);
+    writeFileSync(
+      file,
+      `*filter\n:INPUT ACCEPT [0:0]\nCOMMIT\n*nat\n:PREROUTING ACCEPT [1:60]\n:OUTPUT ACCEPT [1:60]\n:PROXY_INIT_REDIRECT - [0:0]\n-A PREROUTING -m comment --comment "proxy-init/install-proxy-init-prerouting" -j PROXY_INIT_REDIRECT\n-A PROXY_INIT_REDIRECT -p tcp -m tcp --dport 9090 -m comment --comment "proxy-init/redirect-port-9090-to-proxy-port" -j REDIRECT --to-ports 4143\nCOMMIT\n`,
+    );
     const inside = await run(['explain', 'shop/client', '--nat-file', file, '--port', '9090']);
     expect(inside.stdout).toContain("redirected to the proxy's inbound listener on port 4143");
     const outside = await run(['explain', 'shop/client', '--nat-file', file, '--port', '8080']);
-    expect(outside.stdout).toContain('Port 8080 is not 9090: PROXY_INIT_REDIRECT rule 1 (proxy-init/redirect-port-9090-to-proxy-port) does not match.');
+    expect(outside.stdout).toContain(
+      'Port 8080 is not 9090: PROXY_INIT_REDIRECT rule 1 (proxy-init/redirect-port-9090-to-proxy-port) does not match.',
+    );
     expect(outside.stdout).toContain('not redirected');
   });
 
@@ -108,7 +151,10 @@ describe('minimesh explain --nat-file', () => {
     [['explain', 'web'], /"web" is not valid: expected <namespace>\/<pod>/],
     [['explain', 'shop/web', '--port', 'http'], /--port "http" is not valid: expected a number from 1 to 65535/],
     [['explain', 'shop/web', '--to', 'web'], /--to "web" is not valid: expected HOST:PORT/],
-    [['explain', 'shop/web', '--to', 'web:80', '--port', '80'], /--port \(inbound\) and --to \(outbound\) exclude each other/],
+    [
+      ['explain', 'shop/web', '--to', 'web:80', '--port', '80'],
+      /--port \(inbound\) and --to \(outbound\) exclude each other/,
+    ],
     [['explain', 'shop/web', '--from', 'me'], /--from "me" is not valid: expected an IP address/],
     [['explain', 'shop/web', '--bogus'], /bogus/],
     [['check', '--namespace', 'Bad_NS'], /--namespace "Bad_NS" is not valid/],

@@ -11,7 +11,11 @@ export interface IdentityParts {
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
 export function toIdentityName(p: IdentityParts): string {
-  for (const [field, value] of [['serviceAccount', p.serviceAccount], ['namespace', p.namespace], ['controlPlaneNamespace', p.controlPlaneNamespace]] as const) {
+  for (const [field, value] of [
+    ['serviceAccount', p.serviceAccount],
+    ['namespace', p.namespace],
+    ['controlPlaneNamespace', p.controlPlaneNamespace],
+  ] as const) {
     if (!DNS_LABEL.test(value)) throw new ConfigError(field, value, 'a DNS label (lowercase letters, digits and "-")');
   }
   return `${p.serviceAccount}.${p.namespace}.serviceaccount.identity.${p.controlPlaneNamespace}.${p.trustDomain}`;

@@ -17,6 +17,12 @@ export {
   type LogLevel,
   type LogFormat,
 } from './parse.js';
-export { meshConfigSchema, parseMeshConfig, defaultMeshConfig, MINIMESH_VERSION, type MeshConfig } from './mesh-config.js';
+export {
+  meshConfigSchema,
+  parseMeshConfig,
+  defaultMeshConfig,
+  MINIMESH_VERSION,
+  type MeshConfig,
+} from './mesh-config.js';
 export { toIdentityName, fromIdentityName, type IdentityParts } from './identity-name.js';
 export { ANNOTATIONS, LABELS, CONTAINER_NAMES, DEFAULT_PORTS, PROXY_ENV } from './names.js';

@@ -9,7 +9,10 @@ const portList = z.string().superRefine((value, ctx) => {
   try {
     parsePortRanges('ports', value);
   } catch (err) {
-    ctx.addIssue({ code: z.ZodIssueCode.custom, message: 'a comma-separated list of ports or ranges lo-hi, e.g. "4567,4568,5000-5010"' });
+    ctx.addIssue({
+      code: z.ZodIssueCode.custom,
+      message: 'a comma-separated list of ports or ranges lo-hi, e.g. "4567,4568,5000-5010"',
+    });
     void err;
   }
 });
@@ -17,7 +20,10 @@ const cidrList = z.string().superRefine((value, ctx) => {
   try {
     parseCidrList('cidrs', value);
   } catch {
-    ctx.addIssue({ code: z.ZodIssueCode.custom, message: 'a comma-separated list of CIDRs, e.g. "10.0.0.0/8,fd00::/8"' });
+    ctx.addIssue({
+      code: z.ZodIssueCode.custom,
+      message: 'a comma-separated list of CIDRs, e.g. "10.0.0.0/8,fd00::/8"',
+    });
   }
 });
 const logLevel = z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']);
@@ -26,7 +32,10 @@ const image = z.object({
   version: z.string().min(1),
   pullPolicy: z.enum(['Always', 'IfNotPresent', 'Never']).default('IfNotPresent'),
 });
-const quantity = z.string().regex(/^\d+(\.\d+)?(m|Ki|Mi|Gi|Ti|k|M|G|T)?$/, 'a Kubernetes quantity such as 100m, 20Mi or 1').or(z.literal(''));
+const quantity = z
+  .string()
+  .regex(/^\d+(\.\d+)?(m|Ki|Mi|Gi|Ti|k|M|G|T)?$/, 'a Kubernetes quantity such as 100m, 20Mi or 1')
+  .or(z.literal(''));
 
 export const MINIMESH_VERSION = '0.1.0';
 
@@ -73,7 +82,11 @@ export const meshConfigSchema = z
       .default({}),
     proxyInit: z
       .object({
-        image: image.default({ name: 'ghcr.io/minimesh/proxy-init', version: MINIMESH_VERSION, pullPolicy: 'IfNotPresent' }),
+        image: image.default({
+          name: 'ghcr.io/minimesh/proxy-init',
+          version: MINIMESH_VERSION,
+          pullPolicy: 'IfNotPresent',
+        }),
         iptablesMode: z.enum(['nft', 'legacy', 'plain']).default('nft'),
         /** Extra inbound ports never redirected (the proxy's admin and control ports are always added). */
         ignoreInboundPorts: portList.default('4567,4568'),
@@ -114,7 +127,10 @@ export function parseMeshConfig(input: unknown): MeshConfig {
   if (result.success) return withDerivedDefaults(result.data);
   const issue = result.error.issues[0] as z.ZodIssue;
   const field = issue.path.join('.') || '(root)';
-  const value = issue.path.reduce<unknown>((v, k) => (v && typeof v === 'object' ? (v as Record<string, unknown>)[k as string] : undefined), input);
+  const value = issue.path.reduce<unknown>(
+    (v, k) => (v && typeof v === 'object' ? (v as Record<string, unknown>)[k as string] : undefined),
+    input,
+  );
   throw new ConfigError(field, value, describeIssue(issue), { cause: result.error });
 }
 
@@ -144,7 +160,13 @@ function withDerivedDefaults(cfg: MeshConfig): MeshConfig {
   return {
     ...cfg,
     identityTrustDomain: trustDomain,
-    identity: { ...cfg.identity, address: cfg.identity.address || `minimesh-identity.${ns}.svc.${cfg.clusterDomain}:8080` },
-    destination: { ...cfg.destination, address: cfg.destination.address || `minimesh-dst.${ns}.svc.${cfg.clusterDomain}:8086` },
+    identity: {
+      ...cfg.identity,
+      address: cfg.identity.address || `minimesh-identity.${ns}.svc.${cfg.clusterDomain}:8080`,
+    },
+    destination: {
+      ...cfg.destination,
+      address: cfg.destination.address || `minimesh-dst.${ns}.svc.${cfg.clusterDomain}:8086`,
+    },
   };
 }

@@ -52,19 +52,28 @@ describe('mesh config', () => {
     expect(cfg.proxyInit.kubeAPIServerPorts).toBe('443,6443');
   });
   it('names the bad field, its value and what was expected', () => {
-    expect(() => parseMeshConfig({ proxy: { ports: { admin: 70000 } } })).toThrow('proxy.ports.admin: 70000 is not valid: expected a value of at most 65535');
+    expect(() => parseMeshConfig({ proxy: { ports: { admin: 70000 } } })).toThrow(
+      'proxy.ports.admin: 70000 is not valid: expected a value of at most 65535',
+    );
     expect(() => parseMeshConfig({ proxyInit: { iptablesMode: 'iptables-who' } })).toThrow(
       'proxyInit.iptablesMode: "iptables-who" is not valid: expected one of nft, legacy, plain',
     );
     expect(() => parseMeshConfig({ proxy: { opaquePorts: '25,x' } })).toThrow('proxy.opaquePorts: "25,x" is not valid');
   });
   it('keeps unknown keys (the chart may pass more than we read)', () => {
-    expect((parseMeshConfig({ policyController: { logLevel: 'debug' } }) as Record<string, unknown>).policyController).toEqual({ logLevel: 'debug' });
+    expect(
+      (parseMeshConfig({ policyController: { logLevel: 'debug' } }) as Record<string, unknown>).policyController,
+    ).toEqual({ logLevel: 'debug' });
   });
 });
 
 describe('identity names', () => {
-  const parts = { serviceAccount: 'web', namespace: 'shop', controlPlaneNamespace: 'minimesh', trustDomain: 'cluster.local' };
+  const parts = {
+    serviceAccount: 'web',
+    namespace: 'shop',
+    controlPlaneNamespace: 'minimesh',
+    trustDomain: 'cluster.local',
+  };
   it('round-trips', () => {
     const name = toIdentityName(parts);
     expect(name).toBe('web.shop.serviceaccount.identity.minimesh.cluster.local');

@@ -81,7 +81,10 @@ export function parseCidr(field: string, value: string): Cidr {
 }
 
 export function parseCidrList(field: string, value: string | readonly string[]): Cidr[] {
-  const items = (Array.isArray(value) ? value.join(',') : (value as string)).split(',').map((s) => s.trim()).filter(Boolean);
+  const items = (Array.isArray(value) ? value.join(',') : (value as string))
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   return items.map((item) => parseCidr(field, item));
 }
 

@@ -60,7 +60,9 @@ export async function startDestination(opts: DestinationOptions): Promise<Destin
   const log = opts.logger;
   const registry = opts.registry ?? createRegistry();
   const metrics = createDestinationMetrics(registry);
-  const index = new EndpointIndex({ onListenerError: (err) => log.error({ err }, 'a stream listener failed on an index change') });
+  const index = new EndpointIndex({
+    onListenerError: (err) => log.error({ err }, 'a stream listener failed on an index change'),
+  });
   const informers = createResourceInformers({
     api: opts.api,
     index,
@@ -92,7 +94,10 @@ export async function startDestination(opts: DestinationOptions): Promise<Destin
     }),
   );
   // grpc.health.v1 on the same port: SERVING once every cache has synced (like /ready).
-  const health = new HealthImplementation({ '': 'NOT_SERVING', 'io.linkerd.proxy.destination.Destination': 'NOT_SERVING' });
+  const health = new HealthImplementation({
+    '': 'NOT_SERVING',
+    'io.linkerd.proxy.destination.Destination': 'NOT_SERVING',
+  });
   health.addToServer(server);
   void synced().then(() => {
     health.setStatus('', 'SERVING');
@@ -102,7 +107,15 @@ export async function startDestination(opts: DestinationOptions): Promise<Destin
   const bindHost = host.includes(':') ? `[${host}]` : host;
   const grpcPort = await new Promise<number>((resolve, reject) =>
     server.bindAsync(`${bindHost}:${port}`, ServerCredentials.createInsecure(), (err, bound) =>
-      err ? reject(new DestinationError('MINIMESH_DESTINATION_LISTEN', `gRPC address ${opts.addr}: cannot listen: ${err.message}`, { cause: err })) : resolve(bound),
+      err
+        ? reject(
+            new DestinationError(
+              'MINIMESH_DESTINATION_LISTEN',
+              `gRPC address ${opts.addr}: cannot listen: ${err.message}`,
+              { cause: err },
+            ),
+          )
+        : resolve(bound),
     ),
   );
   log.info({ addr: `${host}:${grpcPort}` }, 'gRPC server listening');
@@ -115,7 +128,12 @@ export async function startDestination(opts: DestinationOptions): Promise<Destin
           addr: opts.adminAddr,
           logger: log,
           registry,
-          ready: () => ready() || `waiting for caches: ${Object.entries(informers).filter(([, i]) => !i.synced).map(([k]) => k).join(', ')}`,
+          ready: () =>
+            ready() ||
+            `waiting for caches: ${Object.entries(informers)
+              .filter(([, i]) => !i.synced)
+              .map(([k]) => k)
+              .join(', ')}`,
         })
       : undefined;
   } catch (err) {

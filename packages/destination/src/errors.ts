@@ -38,6 +38,10 @@ export class ApiRequestError extends DestinationError {
     detail: string,
     options?: { cause?: unknown },
   ) {
-    super('MINIMESH_DESTINATION_API_REQUEST', `${method} ${path}: ${statusCode === 0 ? 'request failed' : `HTTP ${statusCode}`}${detail ? `: ${detail}` : ''}`, options);
+    super(
+      'MINIMESH_DESTINATION_API_REQUEST',
+      `${method} ${path}: ${statusCode === 0 ? 'request failed' : `HTTP ${statusCode}`}${detail ? `: ${detail}` : ''}`,
+      options,
+    );
   }
 }

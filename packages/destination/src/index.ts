@@ -1,14 +1,46 @@
 // @minimesh/destination: service discovery for minimesh proxies.
 export { startDestination, type Destination, type DestinationOptions } from './destination.js';
-export { EndpointIndex, resolveTargetPort, addressKey, type ServiceTarget, type ResolvedEndpoint, type EndpointListener, type Address, type ResourceKind } from './index/endpoint-index.js';
+export {
+  EndpointIndex,
+  resolveTargetPort,
+  addressKey,
+  type ServiceTarget,
+  type ResolvedEndpoint,
+  type EndpointListener,
+  type Address,
+  type ResourceKind,
+} from './index/endpoint-index.js';
 export { Informer, type InformerOptions, type InformerHandler } from './k8s/informer.js';
 export { createApiClient, loadKubeConfig, type ApiClient } from './k8s/api-client.js';
-export { createResourceInformers, RESOURCE_PATHS, EXTERNAL_WORKLOAD_API, type ResourceInformers } from './k8s/resource-informers.js';
+export {
+  createResourceInformers,
+  RESOURCE_PATHS,
+  EXTERNAL_WORKLOAD_API,
+  type ResourceInformers,
+} from './k8s/resource-informers.js';
 export * from './k8s/records.js';
 export { LeaseElector, toMicroTime, type LeaseElectorOptions } from './leader/lease-elector.js';
-export { ExternalWorkloadMirror, toDesiredSlices, MIRROR_MANAGER, type SliceManifest } from './leader/external-workload-mirror.js';
-export { parseAuthority, parseServiceAuthority, parseContextToken, type ParsedAuthority, type ContextToken } from './server/authority.js';
-export { toWeightedAddr, toAddUpdate, toRemoveUpdate, toNoEndpointsUpdate, ENDPOINT_WEIGHT, type TranslatorOptions } from './server/endpoint-translator.js';
+export {
+  ExternalWorkloadMirror,
+  toDesiredSlices,
+  MIRROR_MANAGER,
+  type SliceManifest,
+} from './leader/external-workload-mirror.js';
+export {
+  parseAuthority,
+  parseServiceAuthority,
+  parseContextToken,
+  type ParsedAuthority,
+  type ContextToken,
+} from './server/authority.js';
+export {
+  toWeightedAddr,
+  toAddUpdate,
+  toRemoveUpdate,
+  toNoEndpointsUpdate,
+  ENDPOINT_WEIGHT,
+  type TranslatorOptions,
+} from './server/endpoint-translator.js';
 export { toProfile, serviceFqdn } from './server/profile-translator.js';
 export { createDestinationHandlers, destinationServiceDefinition, toGrpcStatus } from './server/destination-server.js';
 export { createDestinationMetrics, type DestinationMetrics } from './metrics.js';

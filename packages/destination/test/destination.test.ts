@@ -10,13 +10,43 @@ import * as grpc from '@grpc/grpc-js';
 import { status } from '@grpc/grpc-js';
 import { service as healthService } from 'grpc-health-check';
 import { parsePortRanges } from '@minimesh/config';
-import { adminClient, createNamespace, ensureCluster, kubeconfigForServiceAccount, readAuditEvents, type KubeClient, type KubeObject } from '@minimesh/local-cluster';
+import {
+  adminClient,
+  createNamespace,
+  ensureCluster,
+  kubeconfigForServiceAccount,
+  readAuditEvents,
+  type KubeClient,
+  type KubeObject,
+} from '@minimesh/local-cluster';
 import { fromTcpAddress, type destination } from '@minimesh/proto';
 import { createLogger } from '@minimesh/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { createApiClient, EndpointIndex, Informer, keyOfObject, loadKubeConfig, MIRROR_MANAGER, RESOURCE_PATHS, startDestination, toSliceRecord, type Destination, type DestinationOptions, type SliceRecord } from '../src/index.js';
-import { createOrIgnore, deleteIgnoringMissing, describeUpdate, destinationRbac, dstClient, sleep, StreamReader, until } from './helpers.js';
+import {
+  createApiClient,
+  EndpointIndex,
+  Informer,
+  keyOfObject,
+  loadKubeConfig,
+  MIRROR_MANAGER,
+  RESOURCE_PATHS,
+  startDestination,
+  toSliceRecord,
+  type Destination,
+  type DestinationOptions,
+  type SliceRecord,
+} from '../src/index.js';
+import {
+  createOrIgnore,
+  deleteIgnoringMissing,
+  describeUpdate,
+  destinationRbac,
+  dstClient,
+  sleep,
+  StreamReader,
+  until,
+} from './helpers.js';
 
 const suffix = randomBytes(3).toString('hex');
 const ns = `mm-dst-app-${suffix}`;
@@ -24,7 +54,9 @@ const cpNs = `mm-dst-cp-${suffix}`;
 const SA = 'minimesh-destination';
 const rbacName = `mm-dst-${suffix}`;
 const LEASE = { durationMs: 6000, renewDeadlineMs: 4000, retryPeriodMs: 500 };
-const crdFile = fileURLToPath(new URL('../../../charts/minimesh/crds/externalworkloads.workload.minimesh.io.yaml', import.meta.url));
+const crdFile = fileURLToPath(
+  new URL('../../../charts/minimesh/crds/externalworkloads.workload.minimesh.io.yaml', import.meta.url),
+);
 const mainJs = fileURLToPath(new URL('../dist/main.js', import.meta.url));
 
 const logger = createLogger({ name: 'destination-test', level: process.env.DST_TEST_LOG ?? 'silent' });
@@ -51,13 +83,17 @@ function options(identity: string): DestinationOptions {
 }
 
 function get(path: string): StreamReader<destination.Update> {
-  const r = new StreamReader<destination.Update>(client.get({ scheme: 'k8s', path, contextToken: JSON.stringify({ ns, nodeName: 'mm-node', pod: 'tester' }) }));
+  const r = new StreamReader<destination.Update>(
+    client.get({ scheme: 'k8s', path, contextToken: JSON.stringify({ ns, nodeName: 'mm-node', pod: 'tester' }) }),
+  );
   readers.push(r as StreamReader<unknown>);
   return r;
 }
 
 function getProfile(path: string): StreamReader<destination.DestinationProfile> {
-  const r = new StreamReader<destination.DestinationProfile>(client.getProfile({ scheme: 'k8s', path, contextToken: '' }));
+  const r = new StreamReader<destination.DestinationProfile>(
+    client.getProfile({ scheme: 'k8s', path, contextToken: '' }),
+  );
   readers.push(r as StreamReader<unknown>);
   return r;
 }
@@ -73,11 +109,20 @@ function service(name: string, spec: Record<string, unknown>): KubeObject {
   return { apiVersion: 'v1', kind: 'Service', metadata: { name, namespace: ns }, spec };
 }
 
-function slice(name: string, svc: string, ports: Array<{ name: string; port: number }>, endpoints: unknown[]): KubeObject {
+function slice(
+  name: string,
+  svc: string,
+  ports: Array<{ name: string; port: number }>,
+  endpoints: unknown[],
+): KubeObject {
   return {
     apiVersion: 'discovery.k8s.io/v1',
     kind: 'EndpointSlice',
-    metadata: { name, namespace: ns, labels: { 'kubernetes.io/service-name': svc, 'endpointslice.kubernetes.io/managed-by': 'destination-test' } },
+    metadata: {
+      name,
+      namespace: ns,
+      labels: { 'kubernetes.io/service-name': svc, 'endpointslice.kubernetes.io/managed-by': 'destination-test' },
+    },
     addressType: 'IPv4',
     ports: ports.map((p) => ({ ...p, protocol: 'TCP' })),
     endpoints,
@@ -87,7 +132,11 @@ function slice(name: string, svc: string, ports: Array<{ name: string; port: num
 async function putSlice(obj: KubeObject): Promise<void> {
   const path = `/apis/discovery.k8s.io/v1/namespaces/${ns}/endpointslices`;
   const existing = await admin.get(`${path}/${obj.metadata.name}`);
-  if (existing) await admin.request('PUT', `${path}/${obj.metadata.name}`, { ...obj, metadata: { ...obj.metadata, resourceVersion: existing.metadata.resourceVersion } });
+  if (existing)
+    await admin.request('PUT', `${path}/${obj.metadata.name}`, {
+      ...obj,
+      metadata: { ...obj.metadata, resourceVersion: existing.metadata.resourceVersion },
+    });
   else await admin.request('POST', path, obj);
 }
 
@@ -95,12 +144,22 @@ async function putSlice(obj: KubeObject): Promise<void> {
  * A pod bound to a node that does not exist, so the local cluster's node agent leaves it alone, with
  * the status a kubelet would have written.
  */
-async function createPod(name: string, ip: string, labels: Record<string, string>, serviceAccount: string): Promise<void> {
+async function createPod(
+  name: string,
+  ip: string,
+  labels: Record<string, string>,
+  serviceAccount: string,
+): Promise<void> {
   await admin.request('POST', `/api/v1/namespaces/${ns}/pods`, {
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: { name, namespace: ns, labels },
-    spec: { nodeName: 'mm-dst-absent-node', serviceAccountName: serviceAccount, automountServiceAccountToken: false, containers: [{ name: 'app', image: 'minimesh.test/none:1' }] },
+    spec: {
+      nodeName: 'mm-dst-absent-node',
+      serviceAccountName: serviceAccount,
+      automountServiceAccountToken: false,
+      containers: [{ name: 'app', image: 'minimesh.test/none:1' }],
+    },
   });
   await admin.request(
     'PATCH',
@@ -114,11 +173,17 @@ async function applyCrd(): Promise<void> {
   const crd = parse(readFileSync(crdFile, 'utf8')) as KubeObject;
   const path = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions';
   const existing = await admin.get(`${path}/${crd.metadata.name}`);
-  if (existing) await admin.request('PUT', `${path}/${crd.metadata.name}`, { ...crd, metadata: { ...crd.metadata, resourceVersion: existing.metadata.resourceVersion } });
+  if (existing)
+    await admin.request('PUT', `${path}/${crd.metadata.name}`, {
+      ...crd,
+      metadata: { ...crd.metadata, resourceVersion: existing.metadata.resourceVersion },
+    });
   else await admin.request('POST', path, crd);
   await until('CRD established', async () => {
     const c = await admin.get(`${path}/${crd.metadata.name}`);
-    return (c?.status?.conditions ?? []).some((x: { type: string; status: string }) => x.type === 'Established' && x.status === 'True');
+    return (c?.status?.conditions ?? []).some(
+      (x: { type: string; status: string }) => x.type === 'Established' && x.status === 'True',
+    );
   });
 }
 
@@ -134,7 +199,11 @@ beforeAll(async () => {
   await createOrIgnore(admin, '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', rbac.clusterRoleBinding);
   await createOrIgnore(admin, `/apis/rbac.authorization.k8s.io/v1/namespaces/${cpNs}/roles`, rbac.role);
   await createOrIgnore(admin, `/apis/rbac.authorization.k8s.io/v1/namespaces/${cpNs}/rolebindings`, rbac.roleBinding);
-  await createOrIgnore(admin, `/api/v1/namespaces/${ns}/serviceaccounts`, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'web', namespace: ns } });
+  await createOrIgnore(admin, `/api/v1/namespaces/${ns}/serviceaccounts`, {
+    apiVersion: 'v1',
+    kind: 'ServiceAccount',
+    metadata: { name: 'web', namespace: ns },
+  });
   // Let the authorizer's informers see the new bindings before destination's first list.
   await until('RBAC in effect', async () => {
     const probe = createApiClient(loadKubeConfig(kubeconfig));
@@ -166,38 +235,75 @@ describe('destination on the local cluster', () => {
     const ready = await fetch(`http://127.0.0.1:${port}/ready`);
     expect(ready.status).toBe(200);
     const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-    for (const name of ['destination_open_streams', 'destination_updates_sent_total', 'endpoint_updates_queue_overflow_total', 'destination_watch_restarts_total', 'destination_leader']) {
+    for (const name of [
+      'destination_open_streams',
+      'destination_updates_sent_total',
+      'endpoint_updates_queue_overflow_total',
+      'destination_watch_restarts_total',
+      'destination_leader',
+    ]) {
       expect(metrics).toContain(name);
     }
-    for (const kind of ['service', 'endpointslice', 'pod', 'externalworkload'] as const) expect(dst.informers[kind].listCount).toBeGreaterThanOrEqual(1);
+    for (const kind of ['service', 'endpointslice', 'pod', 'externalworkload'] as const)
+      expect(dst.informers[kind].listCount).toBeGreaterThanOrEqual(1);
     // grpc.health.v1 on the gRPC port says the same
-    const healthClient = new (grpc.makeGenericClientConstructor(healthService, 'grpc.health.v1.Health'))(`127.0.0.1:${dst.grpcPort}`, grpc.credentials.createInsecure());
+    const healthClient = new (grpc.makeGenericClientConstructor(healthService, 'grpc.health.v1.Health'))(
+      `127.0.0.1:${dst.grpcPort}`,
+      grpc.credentials.createInsecure(),
+    );
     const health = await new Promise<{ status: string }>((resolve, reject) =>
-      (healthClient as unknown as { check(req: unknown, cb: (e: Error | null, r: { status: string }) => void): void }).check({ service: '' }, (e, r) => (e ? reject(e) : resolve(r))),
+      (
+        healthClient as unknown as { check(req: unknown, cb: (e: Error | null, r: { status: string }) => void): void }
+      ).check({ service: '' }, (e, r) => (e ? reject(e) : resolve(r))),
     );
     expect(health.status).toBe('SERVING');
     healthClient.close();
   });
 
   it('streams the endpoints of a Service: first message at once, then diffs, with identity for meshed pods', async () => {
-    await admin.request('POST', `/api/v1/namespaces/${ns}/services`, service('web', { ports: [{ name: 'http', port: 80, targetPort: 'http' }] }));
+    await admin.request(
+      'POST',
+      `/api/v1/namespaces/${ns}/services`,
+      service('web', { ports: [{ name: 'http', port: 80, targetPort: 'http' }] }),
+    );
     await createPod('web-0', '10.23.200.1', { app: 'web', 'minimesh.io/control-plane-ns': cpNs }, 'web');
     await createPod('web-1', '10.23.200.2', { app: 'web' }, 'web');
-    const ep = (ip: string, pod: string, ready = true) => ({ addresses: [ip], conditions: { ready }, targetRef: { kind: 'Pod', namespace: ns, name: pod } });
+    const ep = (ip: string, pod: string, ready = true) => ({
+      addresses: [ip],
+      conditions: { ready },
+      targetRef: { kind: 'Pod', namespace: ns, name: pod },
+    });
     await putSlice(slice('web-a', 'web', [{ name: 'http', port: 8080 }], [ep('10.23.200.1', 'web-0')]));
-    await until('the index to hold web-a', () => dst.index.resolve({ namespace: ns, service: 'web', port: 80 }).endpoints.length === 1);
+    await until(
+      'the index to hold web-a',
+      () => dst.index.resolve({ namespace: ns, service: 'web', port: 80 }).endpoints.length === 1,
+    );
 
     const s = get(fqdn('web', 80));
     expect(await next(s)).toEqual([`add 10.23.200.1:8080 id=${identityOf('web')} hint=h2`]);
 
-    await putSlice(slice('web-a', 'web', [{ name: 'http', port: 8080 }], [ep('10.23.200.1', 'web-0'), ep('10.23.200.2', 'web-1')]));
+    await putSlice(
+      slice('web-a', 'web', [{ name: 'http', port: 8080 }], [ep('10.23.200.1', 'web-0'), ep('10.23.200.2', 'web-1')]),
+    );
     expect(await next(s)).toEqual(['add 10.23.200.2:8080']);
 
-    await putSlice(slice('web-a', 'web', [{ name: 'http', port: 8080 }], [ep('10.23.200.1', 'web-0', false), ep('10.23.200.2', 'web-1')]));
+    await putSlice(
+      slice(
+        'web-a',
+        'web',
+        [{ name: 'http', port: 8080 }],
+        [ep('10.23.200.1', 'web-0', false), ep('10.23.200.2', 'web-1')],
+      ),
+    );
     expect(await next(s)).toEqual(['remove 10.23.200.1:8080']);
 
     // the pod is relabeled as meshed: its endpoint is re-sent with identity
-    await admin.request('PATCH', `/api/v1/namespaces/${ns}/pods/web-1`, { metadata: { labels: { 'minimesh.io/control-plane-ns': cpNs } } }, 'application/merge-patch+json');
+    await admin.request(
+      'PATCH',
+      `/api/v1/namespaces/${ns}/pods/web-1`,
+      { metadata: { labels: { 'minimesh.io/control-plane-ns': cpNs } } },
+      'application/merge-patch+json',
+    );
     expect(await next(s)).toEqual([`add 10.23.200.2:8080 id=${identityOf('web')} hint=h2`]);
 
     // metric labels carry pod, namespace, service, serviceaccount
@@ -206,7 +312,12 @@ describe('destination on the local cluster', () => {
     expect(first?.$case).toBe('add');
     if (first?.$case === 'add') {
       expect(first.value.metricLabels).toEqual({ service: 'web', namespace: ns });
-      expect(first.value.addrs[0]?.metricLabels).toMatchObject({ pod: 'web-1', namespace: ns, serviceaccount: 'web', control_plane_ns: cpNs });
+      expect(first.value.addrs[0]?.metricLabels).toMatchObject({
+        pod: 'web-1',
+        namespace: ns,
+        serviceaccount: 'web',
+        control_plane_ns: cpNs,
+      });
       expect(first.value.addrs[0]?.weight).toBe(10000);
     }
     again.cancel();
@@ -219,7 +330,11 @@ describe('destination on the local cluster', () => {
   it('an unknown Service gets no_endpoints(exists=false); endpoints follow when it appears', async () => {
     const s = get(fqdn('later', 8080));
     expect(await next(s)).toEqual(['none exists=false']);
-    await admin.request('POST', `/api/v1/namespaces/${ns}/services`, service('later', { ports: [{ port: 8080, targetPort: 8080 }] }));
+    await admin.request(
+      'POST',
+      `/api/v1/namespaces/${ns}/services`,
+      service('later', { ports: [{ port: 8080, targetPort: 8080 }] }),
+    );
     await putSlice(slice('later-a', 'later', [{ name: '', port: 8080 }], [{ addresses: ['10.23.201.1'] }]));
     expect(await next(s)).toEqual(['add 10.23.201.1:8080']);
     s.cancel();
@@ -231,7 +346,11 @@ describe('destination on the local cluster', () => {
       expect(st.code, path).toBe(status.INVALID_ARGUMENT);
       expect(st.details).toContain('<service>.<namespace>.svc.cluster.local');
     }
-    await admin.request('POST', `/api/v1/namespaces/${ns}/services`, service('ext', { type: 'ExternalName', externalName: 'db.example.com' }));
+    await admin.request(
+      'POST',
+      `/api/v1/namespaces/${ns}/services`,
+      service('ext', { type: 'ExternalName', externalName: 'db.example.com' }),
+    );
     await until('ext in the index', () => dst.index.getService(ns, 'ext'));
     const st = await get(fqdn('ext', 80)).status();
     expect(st.code).toBe(status.INVALID_ARGUMENT);
@@ -248,24 +367,45 @@ describe('destination on the local cluster', () => {
     expect(profile.opaqueProtocol).toBe(false);
     p.cancel();
 
-    const created = await admin.request<KubeObject>('POST', `/api/v1/namespaces/${ns}/services`, service('db', { ports: [{ port: 5432, targetPort: 5432 }] }));
+    const created = await admin.request<KubeObject>(
+      'POST',
+      `/api/v1/namespaces/${ns}/services`,
+      service('db', { ports: [{ port: 5432, targetPort: 5432 }] }),
+    );
     const clusterIp = created.spec.clusterIP as string;
-    await admin.request('PATCH', `/api/v1/namespaces/${ns}/services/db`, { metadata: { annotations: { 'config.minimesh.io/opaque-ports': '5432' } } }, 'application/merge-patch+json');
+    await admin.request(
+      'PATCH',
+      `/api/v1/namespaces/${ns}/services/db`,
+      { metadata: { annotations: { 'config.minimesh.io/opaque-ports': '5432' } } },
+      'application/merge-patch+json',
+    );
     await until('db annotated in the index', () => dst.index.getService(ns, 'db')?.opaquePorts === '5432');
     const q = getProfile(`${clusterIp}:5432`);
     const byIp = await q.next();
     expect(byIp.fullyQualifiedName).toBe(`db.${ns}.svc.cluster.local`);
     expect(byIp.opaqueProtocol).toBe(true);
     // a change is pushed on the open stream
-    await admin.request('PATCH', `/api/v1/namespaces/${ns}/services/db`, { metadata: { annotations: { 'config.minimesh.io/opaque-ports': '3306' } } }, 'application/merge-patch+json');
+    await admin.request(
+      'PATCH',
+      `/api/v1/namespaces/${ns}/services/db`,
+      { metadata: { annotations: { 'config.minimesh.io/opaque-ports': '3306' } } },
+      'application/merge-patch+json',
+    );
     expect((await q.next()).opaqueProtocol).toBe(false);
     q.cancel();
   });
 
   it('a cut watch connection is resumed, and an expired resourceVersion (410) relists', async () => {
-    await admin.request('POST', `/api/v1/namespaces/${ns}/services`, service('resume', { ports: [{ port: 80, targetPort: 8080 }] }));
+    await admin.request(
+      'POST',
+      `/api/v1/namespaces/${ns}/services`,
+      service('resume', { ports: [{ port: 80, targetPort: 8080 }] }),
+    );
     await putSlice(slice('resume-a', 'resume', [{ name: '', port: 8080 }], [{ addresses: ['10.23.203.1'] }]));
-    await until('resume-a in the index', () => dst.index.resolve({ namespace: ns, service: 'resume', port: 80 }).endpoints.length === 1);
+    await until(
+      'resume-a in the index',
+      () => dst.index.resolve({ namespace: ns, service: 'resume', port: 80 }).endpoints.length === 1,
+    );
     const s = get(fqdn('resume', 80));
     expect(await next(s)).toEqual(['add 10.23.203.1:8080']);
 
@@ -274,7 +414,14 @@ describe('destination on the local cluster', () => {
     const lists = informer.listCount;
     expect(await until('an open watch to abort', () => informer.abortWatch())).toBe(true);
     await until('the watch to be reopened', () => informer.watchCount > watches);
-    await putSlice(slice('resume-a', 'resume', [{ name: '', port: 8080 }], [{ addresses: ['10.23.203.1'] }, { addresses: ['10.23.203.2'] }]));
+    await putSlice(
+      slice(
+        'resume-a',
+        'resume',
+        [{ name: '', port: 8080 }],
+        [{ addresses: ['10.23.203.1'] }, { addresses: ['10.23.203.2'] }],
+      ),
+    );
     expect(await next(s)).toEqual(['add 10.23.203.2:8080']);
     expect(informer.listCount).toBe(lists);
 
@@ -291,17 +438,31 @@ describe('destination on the local cluster', () => {
   });
 
   it('a relist after a gap resets the index from the new list: what was deleted meanwhile is gone', async () => {
-    await admin.request('POST', `/api/v1/namespaces/${ns}/services`, service('gap', { ports: [{ port: 80, targetPort: 8080 }] }));
+    await admin.request(
+      'POST',
+      `/api/v1/namespaces/${ns}/services`,
+      service('gap', { ports: [{ port: 80, targetPort: 8080 }] }),
+    );
     await putSlice(slice('gap-a', 'gap', [{ name: '', port: 8080 }], [{ addresses: ['10.23.204.1'] }]));
     await putSlice(slice('gap-b', 'gap', [{ name: '', port: 8080 }], [{ addresses: ['10.23.204.2'] }]));
     const index = new EndpointIndex();
-    index.apply('service', { namespace: ns, name: 'gap', uid: '', type: 'ClusterIP', clusterIPs: [], ports: [{ name: '', port: 80, protocol: 'TCP', targetPort: 8080 }] });
-    const events: string[] = [];
-    index.subscribe({ namespace: ns, service: 'gap', port: 80 }, {
-      add: (_s, eps) => events.push(...eps.map((e) => `add ${e.ip}`)),
-      remove: (a) => events.push(...a.map((e) => `remove ${e.ip}`)),
-      noEndpoints: () => undefined,
+    index.apply('service', {
+      namespace: ns,
+      name: 'gap',
+      uid: '',
+      type: 'ClusterIP',
+      clusterIPs: [],
+      ports: [{ name: '', port: 80, protocol: 'TCP', targetPort: 8080 }],
     });
+    const events: string[] = [];
+    index.subscribe(
+      { namespace: ns, service: 'gap', port: 80 },
+      {
+        add: (_s, eps) => events.push(...eps.map((e) => `add ${e.ip}`)),
+        remove: (a) => events.push(...a.map((e) => `remove ${e.ip}`)),
+        noEndpoints: () => undefined,
+      },
+    );
     const informerFor = () =>
       new Informer<SliceRecord>({
         api: createApiClient(loadKubeConfig(kubeconfig)),
@@ -309,7 +470,11 @@ describe('destination on the local cluster', () => {
         path: RESOURCE_PATHS.endpointslice,
         transform: toSliceRecord,
         keyOf: keyOfObject,
-        handler: { apply: (r) => index.apply('endpointslice', r), delete: (k) => index.delete('endpointslice', k), reset: (rs) => index.reset('endpointslice', rs) },
+        handler: {
+          apply: (r) => index.apply('endpointslice', r),
+          delete: (k) => index.delete('endpointslice', k),
+          reset: (rs) => index.reset('endpointslice', rs),
+        },
         logger,
       });
     const first = informerFor();
@@ -325,11 +490,21 @@ describe('destination on the local cluster', () => {
     await second.waitForSync();
     await second.stop();
     expect(events).toEqual(['add 10.23.204.3', 'remove 10.23.204.1']);
-    expect(index.resolve({ namespace: ns, service: 'gap', port: 80 }).endpoints.map((e) => e.ip).sort()).toEqual(['10.23.204.2', '10.23.204.3']);
+    expect(
+      index
+        .resolve({ namespace: ns, service: 'gap', port: 80 })
+        .endpoints.map((e) => e.ip)
+        .sort(),
+    ).toEqual(['10.23.204.2', '10.23.204.3']);
   });
 
   it('cancelled streams release their subscriptions', async () => {
-    await until('earlier streams released', () => dst.index.listenerCount() === 0 && dst.metrics.openStreams.get().then((m) => m.values.every((v) => v.value === 0)));
+    await until(
+      'earlier streams released',
+      () =>
+        dst.index.listenerCount() === 0 &&
+        dst.metrics.openStreams.get().then((m) => m.values.every((v) => v.value === 0)),
+    );
     const streams = Array.from({ length: 20 }, () => get(fqdn('resume', 80)));
     await Promise.all(streams.map((s) => s.next()));
     expect(dst.index.listenerCount()).toBe(20);
@@ -339,7 +514,11 @@ describe('destination on the local cluster', () => {
 
   it('an ExternalWorkload selected by a Service is mirrored into an EndpointSlice by the leader and served with its identity', async () => {
     await until('replica-a leads', () => dst.elector.isLeader);
-    await admin.request('POST', `/api/v1/namespaces/${ns}/services`, service('legacy', { selector: { app: 'legacy' }, ports: [{ name: 'http', port: 80, targetPort: 'http' }] }));
+    await admin.request(
+      'POST',
+      `/api/v1/namespaces/${ns}/services`,
+      service('legacy', { selector: { app: 'legacy' }, ports: [{ name: 'http', port: 80, targetPort: 'http' }] }),
+    );
     await until('legacy in the index', () => dst.index.getService(ns, 'legacy'));
     const s = get(fqdn('legacy', 80));
     expect(await next(s)).toEqual(['none exists=true']);
@@ -348,33 +527,71 @@ describe('destination on the local cluster', () => {
       apiVersion: 'workload.minimesh.io/v1beta1',
       kind: 'ExternalWorkload',
       metadata: { name: 'vm-1', namespace: ns, labels: { app: 'legacy' } },
-      spec: { meshTLS: { identity: vmIdentity, serverName: vmIdentity }, workloadIPs: [{ ip: '10.23.250.10' }], ports: [{ name: 'http', port: 8080 }] },
+      spec: {
+        meshTLS: { identity: vmIdentity, serverName: vmIdentity },
+        workloadIPs: [{ ip: '10.23.250.10' }],
+        ports: [{ name: 'http', port: 8080 }],
+      },
     });
     expect(await next(s)).toEqual([`add 10.23.250.10:8080 id=${vmIdentity} hint=h2`]);
-    const slices = await admin.request<KubeObject>('GET', `/apis/discovery.k8s.io/v1/namespaces/${ns}/endpointslices?labelSelector=kubernetes.io/service-name=legacy`);
-    const mirrored = slices.items.filter((x: KubeObject) => x.metadata.labels?.['endpointslice.kubernetes.io/managed-by'] === MIRROR_MANAGER);
+    const slices = await admin.request<KubeObject>(
+      'GET',
+      `/apis/discovery.k8s.io/v1/namespaces/${ns}/endpointslices?labelSelector=kubernetes.io/service-name=legacy`,
+    );
+    const mirrored = slices.items.filter(
+      (x: KubeObject) => x.metadata.labels?.['endpointslice.kubernetes.io/managed-by'] === MIRROR_MANAGER,
+    );
     expect(mirrored).toHaveLength(1);
     expect(mirrored[0].metadata.ownerReferences[0]).toMatchObject({ kind: 'Service', name: 'legacy' });
     expect(mirrored[0].endpoints[0].targetRef).toMatchObject({ kind: 'ExternalWorkload', name: 'vm-1' });
 
     // the workload stops matching: the mirror empties its slice
-    await admin.request('PATCH', `/apis/workload.minimesh.io/v1beta1/namespaces/${ns}/externalworkloads/vm-1`, { metadata: { labels: { app: 'other' } } }, 'application/merge-patch+json');
+    await admin.request(
+      'PATCH',
+      `/apis/workload.minimesh.io/v1beta1/namespaces/${ns}/externalworkloads/vm-1`,
+      { metadata: { labels: { app: 'other' } } },
+      'application/merge-patch+json',
+    );
     expect(await next(s)).toEqual(['remove 10.23.250.10:8080']);
     s.cancel();
   });
 
   it('the audit log shows watch streams (never polling), Lease updates, and no RBAC denial for its ServiceAccount', async () => {
     const user = `system:serviceaccount:${cpNs}:${SA}`;
-    await until('lease updates in the audit log', () => readAuditEvents((e) => e.user?.username === user && e.verb === 'update' && e.objectRef?.resource === 'leases').length >= 2);
+    await until(
+      'lease updates in the audit log',
+      () =>
+        readAuditEvents((e) => e.user?.username === user && e.verb === 'update' && e.objectRef?.resource === 'leases')
+          .length >= 2,
+    );
     const events = readAuditEvents((e) => e.user?.username === user);
-    const watched = new Set(events.filter((e) => e.verb === 'watch' && /[?&]watch=true/.test(e.requestURI) && /allowWatchBookmarks=true/.test(e.requestURI)).map((e) => e.objectRef?.resource));
+    const watched = new Set(
+      events
+        .filter(
+          (e) =>
+            e.verb === 'watch' && /[?&]watch=true/.test(e.requestURI) && /allowWatchBookmarks=true/.test(e.requestURI),
+        )
+        .map((e) => e.objectRef?.resource),
+    );
     expect([...watched].sort()).toEqual(['endpointslices', 'externalworkloads', 'pods', 'services']);
-    for (const [kind, resource] of [['service', 'services'], ['pod', 'pods'], ['externalworkload', 'externalworkloads']] as const) {
-      const lists = new Set(events.filter((e) => e.verb === 'list' && e.objectRef?.resource === resource).map((e) => e.auditID)).size;
+    for (const [kind, resource] of [
+      ['service', 'services'],
+      ['pod', 'pods'],
+      ['externalworkload', 'externalworkloads'],
+    ] as const) {
+      const lists = new Set(
+        events.filter((e) => e.verb === 'list' && e.objectRef?.resource === resource).map((e) => e.auditID),
+      ).size;
       expect(lists, `${resource} lists`).toBe(dst.informers[kind].listCount);
     }
-    expect(events.filter((e) => e.annotations?.['authorization.k8s.io/decision'] === 'forbid').map((e) => `${e.verb} ${e.requestURI}`)).toEqual([]);
-    expect(events.some((e) => e.objectRef?.resource === 'leases' && e.userAgent?.startsWith('minimesh-destination/'))).toBe(true);
+    expect(
+      events
+        .filter((e) => e.annotations?.['authorization.k8s.io/decision'] === 'forbid')
+        .map((e) => `${e.verb} ${e.requestURI}`),
+    ).toEqual([]);
+    expect(
+      events.some((e) => e.objectRef?.resource === 'leases' && e.userAgent?.startsWith('minimesh-destination/')),
+    ).toBe(true);
   });
 
   it('two replicas elect one leader; the other takes over within the lease duration when the first stops; the lease is released on shutdown', async () => {
@@ -432,7 +649,23 @@ describe('the minimesh-destination binary', () => {
       });
     const help = await run(['--help']);
     expect(help.code).toBe(0);
-    for (const flag of ['--addr', '--admin-addr', '--controller-namespace', '--cluster-domain', '--identity-trust-domain', '--default-opaque-ports', '--enable-h2-upgrade', '--stream-queue-capacity', '--kubeconfig', '--lease-name', '--lease-duration', '--lease-renew-deadline', '--lease-retry-period', '--log-level', '--log-format']) {
+    for (const flag of [
+      '--addr',
+      '--admin-addr',
+      '--controller-namespace',
+      '--cluster-domain',
+      '--identity-trust-domain',
+      '--default-opaque-ports',
+      '--enable-h2-upgrade',
+      '--stream-queue-capacity',
+      '--kubeconfig',
+      '--lease-name',
+      '--lease-duration',
+      '--lease-renew-deadline',
+      '--lease-retry-period',
+      '--log-level',
+      '--log-format',
+    ]) {
       expect(help.out).toContain(flag);
     }
     const bad = await run(['--default-opaque-ports', 'mysql']);
@@ -446,13 +679,31 @@ describe('the minimesh-destination binary', () => {
     const lease = `bin-${suffix}`;
     child = spawn(
       process.execPath,
-      [mainJs, '--kubeconfig', kubeconfig, '--addr', `127.0.0.1:${grpcPort}`, '--admin-addr', `127.0.0.1:${adminPort}`, '--controller-namespace', cpNs, '--lease-name', lease, '--log-level', 'debug'],
+      [
+        mainJs,
+        '--kubeconfig',
+        kubeconfig,
+        '--addr',
+        `127.0.0.1:${grpcPort}`,
+        '--admin-addr',
+        `127.0.0.1:${adminPort}`,
+        '--controller-namespace',
+        cpNs,
+        '--lease-name',
+        lease,
+        '--log-level',
+        'debug',
+      ],
       { env: { ...process.env, POD_NAME: 'destination-bin-0' } },
     );
     let logs = '';
     child.stdout?.on('data', (d: Buffer) => (logs += d.toString()));
     child.stderr?.on('data', (d: Buffer) => (logs += d.toString()));
-    await until('binary ready', async () => (await fetch(`http://127.0.0.1:${adminPort}/ready`)).status === 200, 30_000);
+    await until(
+      'binary ready',
+      async () => (await fetch(`http://127.0.0.1:${adminPort}/ready`)).status === 200,
+      30_000,
+    );
     expect(logs).toContain('caches synced');
     expect(logs).toMatch(/Adding ES mm-dst-app-[0-9a-f]+\/resume-a/);
     const c = dstClient(grpcPort);
@@ -461,7 +712,10 @@ describe('the minimesh-destination binary', () => {
     s.cancel();
     c.close();
     const leasePath = `/apis/coordination.k8s.io/v1/namespaces/${cpNs}/leases/${lease}`;
-    await until('the binary holds its lease', async () => (await admin.get(leasePath))?.spec?.holderIdentity === 'destination-bin-0');
+    await until(
+      'the binary holds its lease',
+      async () => (await admin.get(leasePath))?.spec?.holderIdentity === 'destination-bin-0',
+    );
     const exited = new Promise<number | null>((resolve) => child?.on('exit', resolve));
     child.kill('SIGTERM');
     expect(await exited).toBe(0);

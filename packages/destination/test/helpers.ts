@@ -5,7 +5,11 @@ import { KubeApiError, type KubeClient } from '@minimesh/local-cluster';
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-export async function until<T>(what: string, fn: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 20_000): Promise<T> {
+export async function until<T>(
+  what: string,
+  fn: () => Promise<T | undefined | false> | T | undefined | false,
+  timeoutMs = 20_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {
@@ -15,7 +19,8 @@ export async function until<T>(what: string, fn: () => Promise<T | undefined | f
     } catch (err) {
       last = err;
     }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ''}`);
     await sleep(50);
   }
 }
@@ -70,7 +75,11 @@ export class StreamReader<T> {
   }
 
   async status(timeoutMs = 15_000): Promise<ServiceError> {
-    await until('stream status', () => this.error ?? (this.ended ? ({ code: 0 } as ServiceError) : undefined), timeoutMs);
+    await until(
+      'stream status',
+      () => this.error ?? (this.ended ? ({ code: 0 } as ServiceError) : undefined),
+      timeoutMs,
+    );
     return this.error ?? ({ code: 0 } as ServiceError);
   }
 
@@ -88,7 +97,8 @@ export function describeUpdate(u: destination.Update): string[] {
   const x = u.update;
   if (!x) return ['empty'];
   if (x.$case === 'noEndpoints') return [`none exists=${x.value.exists}`];
-  if (x.$case === 'remove') return x.value.addrs.map((a) => `remove ${fromTcpAddress(a)?.ip}:${fromTcpAddress(a)?.port}`).sort();
+  if (x.$case === 'remove')
+    return x.value.addrs.map((a) => `remove ${fromTcpAddress(a)?.ip}:${fromTcpAddress(a)?.port}`).sort();
   return x.value.addrs
     .map((a) => {
       const t = fromTcpAddress(a.addr);
@@ -126,7 +136,11 @@ export function destinationRbac(name: string, cpNamespace: string, serviceAccoun
       metadata: { name },
       rules: [
         { apiGroups: [''], resources: ['services', 'pods'], verbs: ['get', 'list', 'watch'] },
-        { apiGroups: ['discovery.k8s.io'], resources: ['endpointslices'], verbs: ['get', 'list', 'watch', 'create', 'update'] },
+        {
+          apiGroups: ['discovery.k8s.io'],
+          resources: ['endpointslices'],
+          verbs: ['get', 'list', 'watch', 'create', 'update'],
+        },
         { apiGroups: ['workload.minimesh.io'], resources: ['externalworkloads'], verbs: ['get', 'list', 'watch'] },
       ],
     },

@@ -41,11 +41,19 @@ export interface Certifier {
 const SA_USER = /^system:serviceaccount:([^:]+):([^:]+)$/;
 
 /** The identity a TokenReview username stands for, or undefined when it is not a service account. */
-export function identityForUser(username: string, opts: { controllerNamespace: string; trustDomain: string }): string | undefined {
+export function identityForUser(
+  username: string,
+  opts: { controllerNamespace: string; trustDomain: string },
+): string | undefined {
   const m = SA_USER.exec(username);
   if (!m) return undefined;
   try {
-    return toIdentityName({ serviceAccount: m[2] as string, namespace: m[1] as string, controlPlaneNamespace: opts.controllerNamespace, trustDomain: opts.trustDomain });
+    return toIdentityName({
+      serviceAccount: m[2] as string,
+      namespace: m[1] as string,
+      controlPlaneNamespace: opts.controllerNamespace,
+      trustDomain: opts.trustDomain,
+    });
   } catch {
     return undefined;
   }
@@ -59,7 +67,11 @@ export function createCertifier(opts: CertifierOptions): Certifier {
       const issuer = opts.issuer();
       const t = now();
       if (!issuer) throw new IdentityError('MINIMESH_IDENTITY_ISSUER_UNAVAILABLE', 'no valid issuer is loaded');
-      if (t > issuer.notAfter) throw new IdentityError('MINIMESH_IDENTITY_ISSUER_UNAVAILABLE', `the issuer expired at ${issuer.notAfter.toISOString()}`);
+      if (t > issuer.notAfter)
+        throw new IdentityError(
+          'MINIMESH_IDENTITY_ISSUER_UNAVAILABLE',
+          `the issuer expired at ${issuer.notAfter.toISOString()}`,
+        );
 
       // 2. Everything present.
       const missing = [
@@ -67,14 +79,16 @@ export function createCertifier(opts: CertifierOptions): Certifier {
         input.token.length === 0 ? 'token' : undefined,
         input.csr.length === 0 ? 'certificate_signing_request' : undefined,
       ].filter((m) => m !== undefined);
-      if (missing.length > 0) throw new IdentityError('MINIMESH_IDENTITY_REQUEST_INCOMPLETE', `request has no ${missing.join(', ')}`);
+      if (missing.length > 0)
+        throw new IdentityError('MINIMESH_IDENTITY_REQUEST_INCOMPLETE', `request has no ${missing.join(', ')}`);
 
       // 3. The CSR asks for exactly the requested identity, with a P-256 key it holds.
       const csr = validateCsr(input.csr, input.identity);
 
       // 4. The token is authentic for our audience.
       const review = await opts.reviewer.review(input.token.toString('utf8').trim());
-      if (!review.authenticated) throw new IdentityError('MINIMESH_IDENTITY_TOKEN_UNAUTHENTICATED', `token not authenticated: ${review.reason}`);
+      if (!review.authenticated)
+        throw new IdentityError('MINIMESH_IDENTITY_TOKEN_UNAUTHENTICATED', `token not authenticated: ${review.reason}`);
 
       // 5. The token's service account is exactly the requested identity.
       const tokenIdentity = identityForUser(review.username, opts);
@@ -86,7 +100,14 @@ export function createCertifier(opts: CertifierOptions): Certifier {
       }
 
       // 6. Sign.
-      const leaf = buildLeaf({ issuer, identity: input.identity, publicKeyInfo: csr.publicKeyInfo, lifetime: opts.lifetime, clockSkew: opts.clockSkew, now: t });
+      const leaf = buildLeaf({
+        issuer,
+        identity: input.identity,
+        publicKeyInfo: csr.publicKeyInfo,
+        lifetime: opts.lifetime,
+        clockSkew: opts.clockSkew,
+        now: t,
+      });
       return { leaf: leaf.der, chain: issuer.chain, validUntil: leaf.notAfter, serial: leaf.serial };
     },
   };

@@ -15,9 +15,33 @@ export {
   type ParseIssuerOptions,
 } from './ca/issuer.js';
 export { buildLeaf, leafValidity, randomSerial, type Leaf, type LeafOptions } from './ca/leaf.js';
-export { createCertifier, identityForUser, type Certifier, type CertifierOptions, type CertifyInput, type CertifyOutput } from './certifier.js';
-export { createKubeTokenReviewer, loadKubeConfig, type TokenReviewer, type TokenReviewResult, type KubeTokenReviewer } from './k8s/token-reviewer.js';
+export {
+  createCertifier,
+  identityForUser,
+  type Certifier,
+  type CertifierOptions,
+  type CertifyInput,
+  type CertifyOutput,
+} from './certifier.js';
+export {
+  createKubeTokenReviewer,
+  loadKubeConfig,
+  type TokenReviewer,
+  type TokenReviewResult,
+  type KubeTokenReviewer,
+} from './k8s/token-reviewer.js';
 export { startApiProbe, type ApiProbe } from './k8s/api-probe.js';
-export { createIssuerWatcher, type IssuerWatcher, type IssuerWatcherOptions, type ReloadOutcome } from './issuer-watcher.js';
+export {
+  createIssuerWatcher,
+  type IssuerWatcher,
+  type IssuerWatcherOptions,
+  type ReloadOutcome,
+} from './issuer-watcher.js';
 export { createIdentityMetrics, type IdentityMetrics, type CertifyResult } from './metrics.js';
-export { startIdentityServer, toGrpcStatus, IDENTITY_SERVICE_NAME, type IdentityServer, type IdentityServerOptions } from './server/identity-server.js';
+export {
+  startIdentityServer,
+  toGrpcStatus,
+  IDENTITY_SERVICE_NAME,
+  type IdentityServer,
+  type IdentityServerOptions,
+} from './server/identity-server.js';

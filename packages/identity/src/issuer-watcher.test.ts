@@ -17,9 +17,14 @@ let watcher: IssuerWatcher | undefined;
 let logText = '';
 const registry = new Registry();
 
-async function secretFiles(ca: Ca, scheme: 'minimesh.io/tls' | 'kubernetes.io/tls' = 'minimesh.io/tls'): Promise<Record<string, string>> {
+async function secretFiles(
+  ca: Ca,
+  scheme: 'minimesh.io/tls' | 'kubernetes.io/tls' = 'minimesh.io/tls',
+): Promise<Record<string, string>> {
   const key = await privateKeyPem(ca.keys);
-  return scheme === 'minimesh.io/tls' ? { 'crt.pem': ca.certPem, 'key.pem': key } : { 'tls.crt': ca.certPem, 'tls.key': key, 'ca.crt': root.certPem };
+  return scheme === 'minimesh.io/tls'
+    ? { 'crt.pem': ca.certPem, 'key.pem': key }
+    : { 'tls.crt': ca.certPem, 'tls.key': key, 'ca.crt': root.certPem };
 }
 
 const fp = (ca: Ca): string => new X509Certificate(ca.certPem).fingerprint256;
@@ -60,7 +65,15 @@ describe('createIssuerWatcher', () => {
     const logger = createLogger({ name: 'identity', format: 'json', level: 'debug', destination: out });
     const metrics = createIdentityMetrics(registry, () => watcher?.current());
     // No poll: only the directory watch can notice the swaps.
-    watcher = await createIssuerWatcher({ dir: volume, scheme: 'minimesh.io/tls', anchors: parseTrustAnchors(root.certPem, 'ca.crt'), logger, metrics, debounceMs: 50, pollIntervalMs: 0 });
+    watcher = await createIssuerWatcher({
+      dir: volume,
+      scheme: 'minimesh.io/tls',
+      anchors: parseTrustAnchors(root.certPem, 'ca.crt'),
+      logger,
+      metrics,
+      debounceMs: 50,
+      pollIntervalMs: 0,
+    });
     const w = watcher;
     expect(w.current().fingerprint).toBe(fp(first));
 
@@ -72,7 +85,9 @@ describe('createIssuerWatcher', () => {
     await writeSecretVolume(volume, await secretFiles(stranger));
     await eventually(async () => (await reloads('refused')) === 1, 'the stranger to be refused');
     expect(w.current().fingerprint).toBe(fp(second));
-    expect(logText).toMatch(/issuer update refused, keeping issuer [0-9A-F:]+: .*crt\.pem: issuer \\"CN=stranger\\" does not chain to the trust anchors/);
+    expect(logText).toMatch(
+      /issuer update refused, keeping issuer [0-9A-F:]+: .*crt\.pem: issuer \\"CN=stranger\\" does not chain to the trust anchors/,
+    );
 
     // An unchanged re-read is not a reload.
     expect(await w.reload()).toBe('unchanged');
@@ -87,14 +102,20 @@ describe('createIssuerWatcher', () => {
     await eventually(() => w.current().fingerprint === fp(first), 'the first issuer to come back');
     expect(await reloads('updated')).toBe(2);
     expect(logText).not.toContain('PRIVATE KEY');
-    expect((await registry.metrics())).toMatch(/identity_issuer_cert_ttl_seconds \d+/);
+    expect(await registry.metrics()).toMatch(/identity_issuer_cert_ttl_seconds \d+/);
   });
 
   it('reads the kubernetes.io/tls layout (tls.crt, tls.key) as cert-manager writes it', async () => {
     const ca = await createIntermediateCa(root, { name: 'from-cert-manager' });
     const volume = join(dir, 'cert-manager');
     await writeSecretVolume(volume, await secretFiles(ca, 'kubernetes.io/tls'));
-    const w = await createIssuerWatcher({ dir: volume, scheme: 'kubernetes.io/tls', anchors: parseTrustAnchors(root.certPem, 'ca.crt'), logger: createLogger({ name: 't', level: 'silent' }), pollIntervalMs: 0 });
+    const w = await createIssuerWatcher({
+      dir: volume,
+      scheme: 'kubernetes.io/tls',
+      anchors: parseTrustAnchors(root.certPem, 'ca.crt'),
+      logger: createLogger({ name: 't', level: 'silent' }),
+      pollIntervalMs: 0,
+    });
     try {
       expect(w.current().fingerprint).toBe(fp(ca));
     } finally {

@@ -44,7 +44,11 @@ async function readSnapshot(dir: string, scheme: IssuerScheme): Promise<Snapshot
     try {
       return await readFile(file, 'utf8');
     } catch (err) {
-      throw new IdentityError('MINIMESH_IDENTITY_ISSUER_INVALID', `${file}: cannot read the ${what} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`, { cause: err });
+      throw new IdentityError(
+        'MINIMESH_IDENTITY_ISSUER_INVALID',
+        `${file}: cannot read the ${what} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`,
+        { cause: err },
+      );
     }
   };
   const [certPem, keyPem] = await Promise.all([read(certFile, 'issuer certificate'), read(keyFile, 'issuer key')]);
@@ -56,12 +60,16 @@ async function readSnapshot(dir: string, scheme: IssuerScheme): Promise<Snapshot
 export async function createIssuerWatcher(opts: IssuerWatcherOptions): Promise<IssuerWatcher> {
   const log = opts.logger;
   const files = issuerFiles(opts.dir, opts.scheme);
-  const parse = (s: Snapshot): Issuer => parseIssuer({ certPem: s.certPem, keyPem: s.keyPem, anchors: opts.anchors, ...files });
+  const parse = (s: Snapshot): Issuer =>
+    parseIssuer({ certPem: s.certPem, keyPem: s.keyPem, anchors: opts.anchors, ...files });
 
   const first = await readSnapshot(opts.dir, opts.scheme);
   let issuer = parse(first);
   let seen = first.digest;
-  log.info({ fingerprint: issuer.fingerprint, keyAlgorithm: issuer.keyAlgorithm, notAfter: issuer.notAfter.toISOString() }, 'issuer loaded');
+  log.info(
+    { fingerprint: issuer.fingerprint, keyAlgorithm: issuer.keyAlgorithm, notAfter: issuer.notAfter.toISOString() },
+    'issuer loaded',
+  );
 
   let closed = false;
   let running: Promise<ReloadOutcome> | undefined;
@@ -76,7 +84,10 @@ export async function createIssuerWatcher(opts: IssuerWatcherOptions): Promise<I
       if (seen === 'unreadable') return 'unchanged';
       seen = 'unreadable';
       opts.metrics?.issuerReloads.inc({ result: 'refused' });
-      log.warn({ code: (err as IdentityError).code }, `issuer update refused, keeping issuer ${issuer.fingerprint}: ${(err as Error).message}`);
+      log.warn(
+        { code: (err as IdentityError).code },
+        `issuer update refused, keeping issuer ${issuer.fingerprint}: ${(err as Error).message}`,
+      );
       return 'refused';
     }
     if (snap.digest === seen) return 'unchanged';
@@ -85,12 +96,18 @@ export async function createIssuerWatcher(opts: IssuerWatcherOptions): Promise<I
       const next = parse(snap);
       issuer = next;
       opts.metrics?.issuerReloads.inc({ result: 'updated' });
-      log.info({ fingerprint: next.fingerprint, keyAlgorithm: next.keyAlgorithm, notAfter: next.notAfter.toISOString() }, 'issuer updated');
+      log.info(
+        { fingerprint: next.fingerprint, keyAlgorithm: next.keyAlgorithm, notAfter: next.notAfter.toISOString() },
+        'issuer updated',
+      );
       opts.onUpdate?.(next);
       return 'updated';
     } catch (err) {
       opts.metrics?.issuerReloads.inc({ result: 'refused' });
-      log.warn({ code: (err as IdentityError).code }, `issuer update refused, keeping issuer ${issuer.fingerprint}: ${(err as Error).message}`);
+      log.warn(
+        { code: (err as IdentityError).code },
+        `issuer update refused, keeping issuer ${issuer.fingerprint}: ${(err as Error).message}`,
+      );
       return 'refused';
     }
   }

@@ -3,7 +3,8 @@ import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { Issuer } from './ca/issuer.js';
 
 /** Result labels of identity_certify_requests_total: one per gRPC outcome. */
-export type CertifyResult = 'ok' | 'unavailable' | 'invalid_argument' | 'unauthenticated' | 'permission_denied' | 'internal';
+export type CertifyResult =
+  'ok' | 'unavailable' | 'invalid_argument' | 'unauthenticated' | 'permission_denied' | 'internal';
 
 export interface IdentityMetrics {
   certifyRequests: Counter<'result'>;
@@ -11,7 +12,11 @@ export interface IdentityMetrics {
   issuerReloads: Counter<'result'>;
 }
 
-export function createIdentityMetrics(registry: Registry, currentIssuer: () => Issuer | undefined, now: () => number = Date.now): IdentityMetrics {
+export function createIdentityMetrics(
+  registry: Registry,
+  currentIssuer: () => Issuer | undefined,
+  now: () => number = Date.now,
+): IdentityMetrics {
   new Gauge({
     name: 'identity_issuer_cert_ttl_seconds',
     help: 'Seconds until the loaded issuer certificate (or the earliest in its chain) expires; absent while no issuer is loaded.',

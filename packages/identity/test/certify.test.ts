@@ -11,7 +11,15 @@ import * as tls from 'node:tls';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { identity } from '@minimesh/proto';
-import { adminClient, createNamespace, createServiceAccountToken, ensureCluster, kubeconfigForServiceAccount, KubeApiError, readAuditEvents } from '@minimesh/local-cluster';
+import {
+  adminClient,
+  createNamespace,
+  createServiceAccountToken,
+  ensureCluster,
+  kubeconfigForServiceAccount,
+  KubeApiError,
+  readAuditEvents,
+} from '@minimesh/local-cluster';
 import { protoPath as healthProtoPath } from 'grpc-health-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startBinary, type RunningIdentity } from './helpers/binary.js';
@@ -22,7 +30,8 @@ const AUDIENCE = 'identity.minimesh.io';
 const suffix = randomBytes(3).toString('hex');
 const ns = `mm-id-${suffix}`;
 const roleName = `mm-id-${suffix}-tokenreviews`;
-const idFor = (sa: string, namespace = ns): string => `${sa}.${namespace}.serviceaccount.identity.minimesh.cluster.local`;
+const idFor = (sa: string, namespace = ns): string =>
+  `${sa}.${namespace}.serviceaccount.identity.minimesh.cluster.local`;
 const WEB = idFor('web');
 
 let dir: string;
@@ -36,7 +45,11 @@ const tokens = { web: '', wrongAudience: '', db: '', identitySa: '' };
 function certify(req: Partial<identity.CertifyRequest>): Promise<identity.CertifyResponse> {
   return new Promise((resolve, reject) => {
     client.certify(
-      { identity: req.identity ?? '', token: req.token ?? Buffer.alloc(0), certificateSigningRequest: req.certificateSigningRequest ?? Buffer.alloc(0) },
+      {
+        identity: req.identity ?? '',
+        token: req.token ?? Buffer.alloc(0),
+        certificateSigningRequest: req.certificateSigningRequest ?? Buffer.alloc(0),
+      },
       new grpc.Metadata(),
       { deadline: Date.now() + 15_000 },
       (err, res) => (err ? reject(err) : resolve(res)),
@@ -53,7 +66,8 @@ async function refusal(req: Partial<identity.CertifyRequest>): Promise<grpc.Serv
   throw new Error('Certify succeeded but should have been refused');
 }
 
-const pem = (der: Buffer): string => `-----BEGIN CERTIFICATE-----\n${der.toString('base64').replace(/.{64}/g, '$&\n')}\n-----END CERTIFICATE-----\n`;
+const pem = (der: Buffer): string =>
+  `-----BEGIN CERTIFICATE-----\n${der.toString('base64').replace(/.{64}/g, '$&\n')}\n-----END CERTIFICATE-----\n`;
 
 async function admin(method: string, path: string, body?: unknown): Promise<void> {
   try {
@@ -68,28 +82,51 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'mm-id-certify-'));
   pki = makeSeedPki(dir);
   issuerDir = join(dir, 'issuer');
-  await writeSecretVolume(issuerDir, { 'crt.pem': readFileSync(pki.issuerCrt, 'utf8'), 'key.pem': readFileSync(pki.issuerKey, 'utf8') });
+  await writeSecretVolume(issuerDir, {
+    'crt.pem': readFileSync(pki.issuerCrt, 'utf8'),
+    'key.pem': readFileSync(pki.issuerKey, 'utf8'),
+  });
 
   // The identity ServiceAccount may create TokenReviews: real RBAC, nothing more.
   await createNamespace(ns);
   await admin('POST', '/apis/rbac.authorization.k8s.io/v1/clusterroles', {
-    apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: roleName },
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRole',
+    metadata: { name: roleName },
     rules: [{ apiGroups: ['authentication.k8s.io'], resources: ['tokenreviews'], verbs: ['create'] }],
   });
   await admin('POST', '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', {
-    apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name: roleName },
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRoleBinding',
+    metadata: { name: roleName },
     roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: roleName },
     subjects: [{ kind: 'ServiceAccount', name: 'minimesh-identity', namespace: ns }],
   });
   kubeconfig = await kubeconfigForServiceAccount({ namespace: ns, serviceAccount: 'minimesh-identity' });
-  tokens.identitySa = (JSON.parse(readFileSync(kubeconfig, 'utf8')) as { users: { user: { token: string } }[] }).users[0]?.user.token ?? '';
+  tokens.identitySa =
+    (JSON.parse(readFileSync(kubeconfig, 'utf8')) as { users: { user: { token: string } }[] }).users[0]?.user.token ??
+    '';
   tokens.web = await createServiceAccountToken({ namespace: ns, serviceAccount: 'web', audiences: [AUDIENCE] });
-  tokens.wrongAudience = await createServiceAccountToken({ namespace: ns, serviceAccount: 'web', audiences: ['https://some-other-service.example'] });
+  tokens.wrongAudience = await createServiceAccountToken({
+    namespace: ns,
+    serviceAccount: 'web',
+    audiences: ['https://some-other-service.example'],
+  });
   tokens.db = await createServiceAccountToken({ namespace: ns, serviceAccount: 'db', audiences: [AUDIENCE] });
 
   server = await startBinary([
-    '--issuer-dir', issuerDir, '--trust-anchors', pki.caCrt, '--kubeconfig', kubeconfig,
-    '--trust-domain', 'cluster.local', '--controller-namespace', 'minimesh', '--log-level', 'trace',
+    '--issuer-dir',
+    issuerDir,
+    '--trust-anchors',
+    pki.caCrt,
+    '--kubeconfig',
+    kubeconfig,
+    '--trust-domain',
+    'cluster.local',
+    '--controller-namespace',
+    'minimesh',
+    '--log-level',
+    'trace',
   ]);
   client = new identity.IdentityClient(`127.0.0.1:${server.grpcPort}`, grpc.credentials.createInsecure());
 }, 600_000);
@@ -109,11 +146,22 @@ describe('Certify against the real API server', () => {
     const t0 = Date.now();
     const res = await certify({ identity: WEB, token: Buffer.from(tokens.web), certificateSigningRequest: der });
     writeFileSync(join(dir, 'leaf.crt'), pem(res.leafCertificate));
-    const verified = execFileSync('openssl', ['verify', '-CAfile', 'ca.crt', '-untrusted', 'issuer.crt', 'leaf.crt'], { cwd: dir, encoding: 'utf8' });
+    const verified = execFileSync('openssl', ['verify', '-CAfile', 'ca.crt', '-untrusted', 'issuer.crt', 'leaf.crt'], {
+      cwd: dir,
+      encoding: 'utf8',
+    });
     expect(verified.trim()).toBe('leaf.crt: OK');
     // And as a TLS client or server would use it.
-    execFileSync('openssl', ['verify', '-purpose', 'sslclient', '-CAfile', 'ca.crt', '-untrusted', 'issuer.crt', 'leaf.crt'], { cwd: dir });
-    execFileSync('openssl', ['verify', '-purpose', 'sslserver', '-CAfile', 'ca.crt', '-untrusted', 'issuer.crt', 'leaf.crt'], { cwd: dir });
+    execFileSync(
+      'openssl',
+      ['verify', '-purpose', 'sslclient', '-CAfile', 'ca.crt', '-untrusted', 'issuer.crt', 'leaf.crt'],
+      { cwd: dir },
+    );
+    execFileSync(
+      'openssl',
+      ['verify', '-purpose', 'sslserver', '-CAfile', 'ca.crt', '-untrusted', 'issuer.crt', 'leaf.crt'],
+      { cwd: dir },
+    );
 
     expect(res.intermediateCertificates).toEqual([new X509Certificate(readFileSync(pki.issuerCrt)).raw]);
     const leaf = new X509Certificate(res.leafCertificate);
@@ -130,19 +178,36 @@ describe('Certify against the real API server', () => {
   it('issues leaves two workloads can use for mutual TLS 1.3 with only ca.crt as trust', async () => {
     const issue = async (sa: 'web' | 'db'): Promise<{ key: string; cert: string }> => {
       const { der, keys } = await createCsr({ dns: [idFor(sa)] });
-      const res = await certify({ identity: idFor(sa), token: Buffer.from(tokens[sa]), certificateSigningRequest: der });
-      return { key: await privateKeyPem(keys, 'pkcs8'), cert: [res.leafCertificate, ...res.intermediateCertificates].map(pem).join('') };
+      const res = await certify({
+        identity: idFor(sa),
+        token: Buffer.from(tokens[sa]),
+        certificateSigningRequest: der,
+      });
+      return {
+        key: await privateKeyPem(keys, 'pkcs8'),
+        cert: [res.leafCertificate, ...res.intermediateCertificates].map(pem).join(''),
+      };
     };
     const [web, db] = await Promise.all([issue('web'), issue('db')]);
     const ca = readFileSync(pki.caCrt);
-    const srv = tls.createServer({ ...web, ca, requestCert: true, rejectUnauthorized: true, minVersion: 'TLSv1.3' }, (sock) => {
-      sock.end((sock.getPeerCertificate().subjectaltname ?? 'none') + '\n');
-    });
+    const srv = tls.createServer(
+      { ...web, ca, requestCert: true, rejectUnauthorized: true, minVersion: 'TLSv1.3' },
+      (sock) => {
+        sock.end((sock.getPeerCertificate().subjectaltname ?? 'none') + '\n');
+      },
+    );
     await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
     try {
       const port = (srv.address() as { port: number }).port;
       const seen = await new Promise<string>((resolve, reject) => {
-        const sock = tls.connect({ host: '127.0.0.1', port, servername: WEB, ...db, ca, checkServerIdentity: (host, cert) => tls.checkServerIdentity(host, cert) });
+        const sock = tls.connect({
+          host: '127.0.0.1',
+          port,
+          servername: WEB,
+          ...db,
+          ca,
+          checkServerIdentity: (host, cert) => tls.checkServerIdentity(host, cert),
+        });
         let text = '';
         sock.on('data', (d) => (text += String(d)));
         sock.on('end', () => resolve(text.trim()));
@@ -155,16 +220,43 @@ describe('Certify against the real API server', () => {
   });
 
   it('shows up in the audit log as a TokenReview created by the identity ServiceAccount, allowed by RBAC', () => {
-    const events = readAuditEvents((e) => e.user.username === `system:serviceaccount:${ns}:minimesh-identity` && e.objectRef?.resource === 'tokenreviews');
+    const events = readAuditEvents(
+      (e) =>
+        e.user.username === `system:serviceaccount:${ns}:minimesh-identity` && e.objectRef?.resource === 'tokenreviews',
+    );
     expect(events.length).toBeGreaterThan(0);
     expect(events.some((e) => e.verb === 'create' && e.responseStatus?.code === 201)).toBe(true);
   });
 
   it.each([
-    ['no identity', () => ({ token: Buffer.from(tokens.web), certificateSigningRequest: Buffer.from([0x30, 0]) }), grpc.status.INVALID_ARGUMENT, /^request has no identity$/],
-    ['no token', () => ({ identity: WEB, certificateSigningRequest: Buffer.from([0x30, 0]) }), grpc.status.INVALID_ARGUMENT, /^request has no token$/],
-    ['no CSR', () => ({ identity: WEB, token: Buffer.from(tokens.web) }), grpc.status.INVALID_ARGUMENT, /^request has no certificate_signing_request$/],
-    ['a CSR that is not DER', () => ({ identity: WEB, token: Buffer.from(tokens.web), certificateSigningRequest: Buffer.from('-----BEGIN CERTIFICATE REQUEST-----') }), grpc.status.INVALID_ARGUMENT, /^CSR: not a DER-encoded PKCS#10/],
+    [
+      'no identity',
+      () => ({ token: Buffer.from(tokens.web), certificateSigningRequest: Buffer.from([0x30, 0]) }),
+      grpc.status.INVALID_ARGUMENT,
+      /^request has no identity$/,
+    ],
+    [
+      'no token',
+      () => ({ identity: WEB, certificateSigningRequest: Buffer.from([0x30, 0]) }),
+      grpc.status.INVALID_ARGUMENT,
+      /^request has no token$/,
+    ],
+    [
+      'no CSR',
+      () => ({ identity: WEB, token: Buffer.from(tokens.web) }),
+      grpc.status.INVALID_ARGUMENT,
+      /^request has no certificate_signing_request$/,
+    ],
+    [
+      'a CSR that is not DER',
+      () => ({
+        identity: WEB,
+        token: Buffer.from(tokens.web),
+        certificateSigningRequest: Buffer.from('-----BEGIN CERTIFICATE REQUEST-----'),
+      }),
+      grpc.status.INVALID_ARGUMENT,
+      /^CSR: not a DER-encoded PKCS#10/,
+    ],
   ])('refuses %s with InvalidArgument', async (_name, req, code, message) => {
     const err = await refusal(req());
     expect(err.code).toBe(code);
@@ -190,7 +282,11 @@ describe('Certify against the real API server', () => {
 
   it('refuses a token minted for another audience with Unauthenticated', async () => {
     const { der } = await createCsr({ dns: [WEB] });
-    const err = await refusal({ identity: WEB, token: Buffer.from(tokens.wrongAudience), certificateSigningRequest: der });
+    const err = await refusal({
+      identity: WEB,
+      token: Buffer.from(tokens.wrongAudience),
+      certificateSigningRequest: der,
+    });
     expect(err.code).toBe(grpc.status.UNAUTHENTICATED);
     expect(err.details).toMatch(/^token not authenticated: .*audience/);
   });
@@ -201,11 +297,13 @@ describe('Certify against the real API server', () => {
     expect(err.code).toBe(grpc.status.UNAUTHENTICATED);
   });
 
-  it('refuses another service account\'s token with PermissionDenied', async () => {
+  it("refuses another service account's token with PermissionDenied", async () => {
     const { der } = await createCsr({ dns: [WEB] });
     const err = await refusal({ identity: WEB, token: Buffer.from(tokens.db), certificateSigningRequest: der });
     expect(err.code).toBe(grpc.status.PERMISSION_DENIED);
-    expect(err.details).toBe(`token belongs to system:serviceaccount:${ns}:db (identity ${idFor('db')}), not to the requested identity ${WEB}`);
+    expect(err.details).toBe(
+      `token belongs to system:serviceaccount:${ns}:db (identity ${idFor('db')}), not to the requested identity ${WEB}`,
+    );
   });
 
   it('refuses a good token asking for the same name in another namespace with PermissionDenied', async () => {
@@ -217,18 +315,48 @@ describe('Certify against the real API server', () => {
 
   it('serves gRPC health and reflection so ordinary gRPC tools can call it', async () => {
     const health = grpc.loadPackageDefinition(protoLoader.loadSync(healthProtoPath, { enums: String })) as unknown as {
-      grpc: { health: { v1: { Health: new (addr: string, creds: grpc.ChannelCredentials) => grpc.Client & { check(req: object, cb: (e: Error | null, r: { status: string }) => void): void } } } };
+      grpc: {
+        health: {
+          v1: {
+            Health: new (
+              addr: string,
+              creds: grpc.ChannelCredentials,
+            ) => grpc.Client & { check(req: object, cb: (e: Error | null, r: { status: string }) => void): void };
+          };
+        };
+      };
     };
     const h = new health.grpc.health.v1.Health(`127.0.0.1:${server.grpcPort}`, grpc.credentials.createInsecure());
-    const status = await new Promise<string>((resolve, reject) => h.check({ service: 'io.linkerd.proxy.identity.Identity' }, (e, r) => (e ? reject(e) : resolve(r.status))));
+    const status = await new Promise<string>((resolve, reject) =>
+      h.check({ service: 'io.linkerd.proxy.identity.Identity' }, (e, r) => (e ? reject(e) : resolve(r.status))),
+    );
     expect(status).toBe('SERVING');
     h.close();
 
-    const reflectionProto = createRequire(import.meta.url).resolve('@grpc/reflection/build/proto/grpc/reflection/v1/reflection.proto');
+    const reflectionProto = createRequire(import.meta.url).resolve(
+      '@grpc/reflection/build/proto/grpc/reflection/v1/reflection.proto',
+    );
     const refl = grpc.loadPackageDefinition(protoLoader.loadSync(reflectionProto, { keepCase: true })) as unknown as {
-      grpc: { reflection: { v1: { ServerReflection: new (addr: string, creds: grpc.ChannelCredentials) => grpc.Client & { ServerReflectionInfo(): grpc.ClientDuplexStream<object, { list_services_response?: { service: { name: string }[] } }> } } } };
+      grpc: {
+        reflection: {
+          v1: {
+            ServerReflection: new (
+              addr: string,
+              creds: grpc.ChannelCredentials,
+            ) => grpc.Client & {
+              ServerReflectionInfo(): grpc.ClientDuplexStream<
+                object,
+                { list_services_response?: { service: { name: string }[] } }
+              >;
+            };
+          };
+        };
+      };
     };
-    const r = new refl.grpc.reflection.v1.ServerReflection(`127.0.0.1:${server.grpcPort}`, grpc.credentials.createInsecure());
+    const r = new refl.grpc.reflection.v1.ServerReflection(
+      `127.0.0.1:${server.grpcPort}`,
+      grpc.credentials.createInsecure(),
+    );
     const stream = r.ServerReflectionInfo();
     const services = await new Promise<string[]>((resolve, reject) => {
       stream.on('data', (m) => {
@@ -259,21 +387,39 @@ describe('Certify against the real API server', () => {
 
   it('hot-reloads the issuer: new leaves come from the new issuer; an invalid one is refused and the old kept', async () => {
     makeSigned(dir, { name: 'issuer2', ca: 'ca', cn: 'identity-2.minimesh.cluster.local', profile: 'intermediate-ca' });
-    await writeSecretVolume(issuerDir, { 'crt.pem': readFileSync(join(dir, 'issuer2.crt'), 'utf8'), 'key.pem': readFileSync(join(dir, 'issuer2.key'), 'utf8') });
+    await writeSecretVolume(issuerDir, {
+      'crt.pem': readFileSync(join(dir, 'issuer2.crt'), 'utf8'),
+      'key.pem': readFileSync(join(dir, 'issuer2.key'), 'utf8'),
+    });
     const { der } = await createCsr({ dns: [WEB] });
-    const issuedBy = async (): Promise<string> => new X509Certificate((await certify({ identity: WEB, token: Buffer.from(tokens.web), certificateSigningRequest: der })).leafCertificate).issuer;
+    const issuedBy = async (): Promise<string> =>
+      new X509Certificate(
+        (await certify({ identity: WEB, token: Buffer.from(tokens.web), certificateSigningRequest: der }))
+          .leafCertificate,
+      ).issuer;
     const deadline = Date.now() + 10_000;
-    while ((await issuedBy()) !== 'CN=identity-2.minimesh.cluster.local' && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    while ((await issuedBy()) !== 'CN=identity-2.minimesh.cluster.local' && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 100));
     expect(await issuedBy()).toBe('CN=identity-2.minimesh.cluster.local');
 
     // Certificate and key from different issuers: refused, counted, and issuer2 keeps signing.
-    await writeSecretVolume(issuerDir, { 'crt.pem': readFileSync(pki.issuerCrt, 'utf8'), 'key.pem': readFileSync(join(dir, 'issuer2.key'), 'utf8') });
-    const refusedCount = async (): Promise<number> => Number(/identity_issuer_reloads_total\{result="refused"\} (\d+)/.exec(await (await fetch(`http://127.0.0.1:${server.adminPort}/metrics`)).text())?.[1] ?? 0);
+    await writeSecretVolume(issuerDir, {
+      'crt.pem': readFileSync(pki.issuerCrt, 'utf8'),
+      'key.pem': readFileSync(join(dir, 'issuer2.key'), 'utf8'),
+    });
+    const refusedCount = async (): Promise<number> =>
+      Number(
+        /identity_issuer_reloads_total\{result="refused"\} (\d+)/.exec(
+          await (await fetch(`http://127.0.0.1:${server.adminPort}/metrics`)).text(),
+        )?.[1] ?? 0,
+      );
     const until = Date.now() + 10_000;
     while ((await refusedCount()) < 1 && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
     expect(await refusedCount()).toBe(1);
     expect(await issuedBy()).toBe('CN=identity-2.minimesh.cluster.local');
-    expect(server.output()).toMatch(/issuer update refused, keeping issuer .*key\.pem: private key does not match the issuer certificate/);
+    expect(server.output()).toMatch(
+      /issuer update refused, keeping issuer .*key\.pem: private key does not match the issuer certificate/,
+    );
   });
 
   it('never logs a token or a private key (trace level, after every kind of request)', () => {
@@ -286,7 +432,9 @@ describe('Certify against the real API server', () => {
       for (const part of token.split('.')) expect(out).not.toContain(part);
     }
     for (const keyFile of [pki.issuerKey, join(dir, 'issuer2.key')]) {
-      const body = readFileSync(keyFile, 'utf8').split('\n').filter((l) => l && !l.startsWith('-----'));
+      const body = readFileSync(keyFile, 'utf8')
+        .split('\n')
+        .filter((l) => l && !l.startsWith('-----'));
       for (const line of body) expect(out).not.toContain(line);
     }
     expect(out).not.toContain('PRIVATE KEY');
@@ -301,13 +449,22 @@ describe('an issuer that expires while the server runs', () => {
     const d = join(dir, 'short-lived');
     await writeSecretVolume(d, { 'crt.pem': ca.certPem, 'key.pem': await privateKeyPem(ca.keys) });
     writeFileSync(join(dir, 'short-root.crt'), root.certPem);
-    const s = await startBinary(['--issuer-dir', d, '--trust-anchors', join(dir, 'short-root.crt'), '--kubeconfig', kubeconfig]);
+    const s = await startBinary([
+      '--issuer-dir',
+      d,
+      '--trust-anchors',
+      join(dir, 'short-root.crt'),
+      '--kubeconfig',
+      kubeconfig,
+    ]);
     const c = new identity.IdentityClient(`127.0.0.1:${s.grpcPort}`, grpc.credentials.createInsecure());
     try {
       const { der } = await createCsr({ dns: [WEB] });
       const ask = () =>
         new Promise<grpc.ServiceError | null>((resolve) =>
-          c.certify({ identity: WEB, token: Buffer.from(tokens.web), certificateSigningRequest: der }, (err) => resolve(err)),
+          c.certify({ identity: WEB, token: Buffer.from(tokens.web), certificateSigningRequest: der }, (err) =>
+            resolve(err),
+          ),
         );
       expect(await ask()).toBeNull();
       await new Promise((r) => setTimeout(r, Math.max(0, expiresAt.getTime() - Date.now() + 1100)));

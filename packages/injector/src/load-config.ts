@@ -10,18 +10,25 @@ export function loadMeshConfig(file: string): MeshConfig {
   try {
     text = readFileSync(file, 'utf8');
   } catch (err) {
-    throw new InjectorError('MINIMESH_INJECTOR_CONFIG', `config ${file}: cannot read it: ${(err as Error).message}`, { cause: err });
+    throw new InjectorError('MINIMESH_INJECTOR_CONFIG', `config ${file}: cannot read it: ${(err as Error).message}`, {
+      cause: err,
+    });
   }
   let data: unknown;
   try {
     data = parse(text); // YAML is a superset of JSON
   } catch (err) {
-    throw new InjectorError('MINIMESH_INJECTOR_CONFIG', `config ${file}: not valid JSON or YAML: ${(err as Error).message.split('\n')[0]}`, { cause: err });
+    throw new InjectorError(
+      'MINIMESH_INJECTOR_CONFIG',
+      `config ${file}: not valid JSON or YAML: ${(err as Error).message.split('\n')[0]}`,
+      { cause: err },
+    );
   }
   try {
     return parseMeshConfig(data ?? {});
   } catch (err) {
-    if (err instanceof ConfigError) throw new InjectorError('MINIMESH_INJECTOR_CONFIG', `config ${file}: ${err.message}`, { cause: err });
+    if (err instanceof ConfigError)
+      throw new InjectorError('MINIMESH_INJECTOR_CONFIG', `config ${file}: ${err.message}`, { cause: err });
     throw err;
   }
 }

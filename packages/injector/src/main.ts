@@ -1,7 +1,15 @@
 #!/usr/bin/env node
 // minimesh-injector: wiring only. flags → logger → config → namespace watch → admin → HTTPS webhook.
 import { KubeConfig } from '@kubernetes/client-node';
-import { createLogger, createRegistry, parseFlags, parseListenAddr, runMain, startAdminServer, UsageError } from '@minimesh/runtime';
+import {
+  createLogger,
+  createRegistry,
+  parseFlags,
+  parseListenAddr,
+  runMain,
+  startAdminServer,
+  UsageError,
+} from '@minimesh/runtime';
 import { InjectorError } from './errors.js';
 import { createNamespaceWatcher } from './k8s/namespace-watcher.js';
 import { loadMeshConfig } from './load-config.js';
@@ -16,10 +24,22 @@ const info = {
 const flags = {
   addr: { type: 'string', default: '0.0.0.0:8443', description: 'HTTPS address of the webhook' },
   'admin-addr': { type: 'string', default: '0.0.0.0:9995', description: 'address of /live, /ready and /metrics' },
-  'tls-cert': { type: 'string', description: 'PEM certificate of the webhook (reloaded when the file changes); required' },
-  'tls-key': { type: 'string', description: 'PEM private key of the webhook (reloaded when the file changes); required' },
-  config: { type: 'string', description: 'mesh configuration file (JSON or YAML, as the chart renders it); defaults when absent' },
-  kubeconfig: { type: 'string', description: 'kubeconfig for the namespace watch; else $KUBECONFIG, in-cluster, ~/.kube/config' },
+  'tls-cert': {
+    type: 'string',
+    description: 'PEM certificate of the webhook (reloaded when the file changes); required',
+  },
+  'tls-key': {
+    type: 'string',
+    description: 'PEM private key of the webhook (reloaded when the file changes); required',
+  },
+  config: {
+    type: 'string',
+    description: 'mesh configuration file (JSON or YAML, as the chart renders it); defaults when absent',
+  },
+  kubeconfig: {
+    type: 'string',
+    description: 'kubeconfig for the namespace watch; else $KUBECONFIG, in-cluster, ~/.kube/config',
+  },
   'log-level': { type: 'string', default: 'info', description: 'trace, debug, info, warn, error' },
   'log-format': { type: 'string', default: 'plain', description: 'plain or json' },
 } as const;
@@ -31,8 +51,10 @@ async function main(argv: string[]): Promise<void> {
     return;
   }
   const f = parsed.values;
-  if (parsed.positionals.length > 0) throw new UsageError(`unexpected argument "${parsed.positionals[0]}" (see --help)`);
-  if (!f['tls-cert'] || !f['tls-key']) throw new UsageError('--tls-cert and --tls-key are required: the API server only calls webhooks over HTTPS');
+  if (parsed.positionals.length > 0)
+    throw new UsageError(`unexpected argument "${parsed.positionals[0]}" (see --help)`);
+  if (!f['tls-cert'] || !f['tls-key'])
+    throw new UsageError('--tls-cert and --tls-key are required: the API server only calls webhooks over HTTPS');
   if (!['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'].includes(f['log-level'])) {
     throw new UsageError(`--log-level: "${f['log-level']}" is not valid: expected trace, debug, info, warn or error`);
   }
@@ -60,7 +82,9 @@ async function main(argv: string[]): Promise<void> {
     try {
       kubeConfig.loadFromFile(f.kubeconfig);
     } catch (err) {
-      throw new UsageError(`--kubeconfig: cannot load ${f.kubeconfig}: ${(err as Error).message.split('\n')[0]}`, { cause: err });
+      throw new UsageError(`--kubeconfig: cannot load ${f.kubeconfig}: ${(err as Error).message.split('\n')[0]}`, {
+        cause: err,
+      });
     }
   } else if (!process.env.KUBECONFIG && process.env.KUBERNETES_SERVICE_HOST) kubeConfig.loadFromCluster();
   else kubeConfig.loadFromDefault();
@@ -80,7 +104,8 @@ async function main(argv: string[]): Promise<void> {
       metrics,
     });
   } catch (err) {
-    if (err instanceof InjectorError && err.code === 'MINIMESH_INJECTOR_TLS') throw new UsageError(err.message, { cause: err });
+    if (err instanceof InjectorError && err.code === 'MINIMESH_INJECTOR_TLS')
+      throw new UsageError(err.message, { cause: err });
     throw err;
   }
   const watcher = await createNamespaceWatcher({ kubeConfig, logger: logger.child({ component: 'namespace-watch' }) });
@@ -108,7 +133,11 @@ async function main(argv: string[]): Promise<void> {
   }
   listening = true;
   logger.info(
-    { addr: `${addr.host}:${port}`, controlPlaneNamespace: config.controlPlaneNamespace, proxyImage: `${config.proxy.image.name}:${config.proxy.image.version}` },
+    {
+      addr: `${addr.host}:${port}`,
+      controlPlaneNamespace: config.controlPlaneNamespace,
+      proxyImage: `${config.proxy.image.name}:${config.proxy.image.version}`,
+    },
     'webhook listening',
   );
 

@@ -15,18 +15,35 @@ describe('golden patches', () => {
   it('has the fixtures the issue lists', () => {
     expect(fixtures.map((f) => f.name)).toEqual(
       expect.arrayContaining([
-        'plain', 'with-init-containers', 'existing-volumes-env', 'annotated-overrides', 'malformed-overrides',
-        'already-injected', 'host-network', 'namespace-opt-in', 'classic-sidecar',
+        'plain',
+        'with-init-containers',
+        'existing-volumes-env',
+        'annotated-overrides',
+        'malformed-overrides',
+        'already-injected',
+        'host-network',
+        'namespace-opt-in',
+        'classic-sidecar',
       ]),
     );
   });
 
   it.each(fixtures.map((f) => [f.name, f] as const))('%s', (name, f) => {
-    const result = createPatch(f.pod, { config: f.config, namespace: f.namespace, namespaceAnnotations: f.namespaceAnnotations });
+    const result = createPatch(f.pod, {
+      config: f.config,
+      namespace: f.namespace,
+      namespaceAnnotations: f.namespaceAnnotations,
+    });
     // validateOperation=true: an op whose parent is missing throws instead of being silently dropped.
     const patched = jsonpatch.applyPatch(structuredClone(f.pod), result.patch, true, false).newDocument as PodLike;
     const actual = stringify(
-      { description: f.description, skipped: result.skipped ?? null, warnings: result.warnings, patchOps: result.patch.length, pod: patched },
+      {
+        description: f.description,
+        skipped: result.skipped ?? null,
+        warnings: result.warnings,
+        patchOps: result.patch.length,
+        pod: patched,
+      },
       { lineWidth: 0 },
     );
     const file = join(goldenDir, `${name}.yaml`);
@@ -40,7 +57,11 @@ describe('golden patches', () => {
     expect(patched === f.pod).toBe(false);
 
     // Re-admitting the result is a no-op.
-    const again = createPatch(patched, { config: f.config, namespace: f.namespace, namespaceAnnotations: f.namespaceAnnotations });
+    const again = createPatch(patched, {
+      config: f.config,
+      namespace: f.namespace,
+      namespaceAnnotations: f.namespaceAnnotations,
+    });
     expect(again.patch).toEqual([]);
     if (!result.skipped) expect(again.skipped?.reason).toBe('already-injected');
   });

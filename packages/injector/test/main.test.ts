@@ -17,13 +17,16 @@ writeFileSync(notYaml, 'proxy: [\n');
 // A kubeconfig whose server refuses connections: the watch keeps retrying, which must not keep a
 // process that failed to start alive.
 const kubeconfig = join(dir, 'kubeconfig');
-writeFileSync(kubeconfig, `apiVersion: v1
+writeFileSync(
+  kubeconfig,
+  `apiVersion: v1
 kind: Config
 clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
 users: [{name: u, user: {token: t}}]
 contexts: [{name: x, context: {cluster: c, user: u}}]
 current-context: x
-`);
+`,
+);
 const busy = createServer().listen(0, '127.0.0.1');
 let busyPort = 0;
 beforeAll(async () => {
@@ -41,7 +44,16 @@ describe('minimesh-injector', () => {
   it('--help lists every flag of the issue', () => {
     const r = run(['--help']);
     expect(r.status).toBe(0);
-    for (const flag of ['--addr', '--admin-addr', '--tls-cert', '--tls-key', '--config', '--kubeconfig', '--log-level', '--log-format']) {
+    for (const flag of [
+      '--addr',
+      '--admin-addr',
+      '--tls-cert',
+      '--tls-key',
+      '--config',
+      '--kubeconfig',
+      '--log-level',
+      '--log-format',
+    ]) {
       expect(r.stdout).toContain(flag);
     }
     expect(r.stdout).toContain('0.0.0.0:8443');
@@ -52,10 +64,16 @@ describe('minimesh-injector', () => {
     [[], /--tls-cert and --tls-key are required/],
     [['--tls-cert', tls.certFile, '--tls-key', tls.keyFile, '--addr', 'nowhere'], /--addr: "nowhere" is not valid/],
     [['--tls-cert', tls.certFile, '--tls-key', tls.keyFile, '--log-level', 'loud'], /--log-level: "loud" is not valid/],
-    [['--tls-cert', tls.certFile, '--tls-key', tls.keyFile, '--config', badConfig], /config .*bad\.yaml: proxy\.uid: "root" is not valid: expected number/],
+    [
+      ['--tls-cert', tls.certFile, '--tls-key', tls.keyFile, '--config', badConfig],
+      /config .*bad\.yaml: proxy\.uid: "root" is not valid: expected number/,
+    ],
     [['--tls-cert', tls.certFile, '--tls-key', tls.keyFile, '--config', notYaml], /not valid JSON or YAML/],
     [['--tls-cert', tls.certFile, '--tls-key', tls.keyFile, '--config', join(dir, 'missing.yaml')], /cannot read it/],
-    [['--tls-cert', tls.certFile, '--tls-key', tls.keyFile, '--kubeconfig', join(dir, 'missing.kubeconfig')], /--kubeconfig: cannot load/],
+    [
+      ['--tls-cert', tls.certFile, '--tls-key', tls.keyFile, '--kubeconfig', join(dir, 'missing.kubeconfig')],
+      /--kubeconfig: cannot load/,
+    ],
     [['--tls-cert', tls.certFile, '--tls-key', join(dir, 'missing.key')], /TLS certificate .* \/ key .*missing\.key/],
     [['--bogus'], /bogus/],
   ])('exits 2 for %j', (args, message) => {

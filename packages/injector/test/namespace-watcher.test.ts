@@ -10,7 +10,11 @@ import { createNamespaceWatcher, type NamespaceWatcher } from '../src/index.js';
 const suffix = Math.random().toString(16).slice(2, 8);
 const early = `mm-inj-nsw-a-${suffix}`;
 const late = `mm-inj-nsw-b-${suffix}`;
-const silent = createLogger({ name: 'test', level: 'silent', destination: new Writable({ write: (_c, _e, cb) => cb() }) });
+const silent = createLogger({
+  name: 'test',
+  level: 'silent',
+  destination: new Writable({ write: (_c, _e, cb) => cb() }),
+});
 let watcher: NamespaceWatcher;
 
 async function eventually<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
@@ -25,7 +29,11 @@ async function eventually<T>(what: string, fn: () => Promise<T | undefined>, tim
 
 beforeAll(async () => {
   const info = await ensureCluster();
-  await adminClient().request('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: early, annotations: { 'minimesh.io/inject': 'enabled' } } });
+  await adminClient().request('POST', '/api/v1/namespaces', {
+    apiVersion: 'v1',
+    kind: 'Namespace',
+    metadata: { name: early, annotations: { 'minimesh.io/inject': 'enabled' } },
+  });
   const kubeConfig = new KubeConfig();
   kubeConfig.loadFromFile(info.kubeconfigPath);
   watcher = await createNamespaceWatcher({ kubeConfig, logger: silent });
@@ -34,7 +42,10 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await watcher?.stop();
-  for (const ns of [early, late]) await adminClient().request('DELETE', `/api/v1/namespaces/${ns}`).catch(() => undefined);
+  for (const ns of [early, late])
+    await adminClient()
+      .request('DELETE', `/api/v1/namespaces/${ns}`)
+      .catch(() => undefined);
 });
 
 describe('namespace watcher', () => {
@@ -44,16 +55,29 @@ describe('namespace watcher', () => {
   });
 
   it('follows annotation changes through the watch', async () => {
-    await adminClient().request('PATCH', `/api/v1/namespaces/${early}`, { metadata: { annotations: { 'minimesh.io/inject': 'disabled' } } }, 'application/merge-patch+json');
-    const seen = await eventually('the watch delivers the change', async () => {
-      const a = await watcher.annotations(early);
-      return a?.['minimesh.io/inject'] === 'disabled' ? a : undefined;
-    }, 10_000);
+    await adminClient().request(
+      'PATCH',
+      `/api/v1/namespaces/${early}`,
+      { metadata: { annotations: { 'minimesh.io/inject': 'disabled' } } },
+      'application/merge-patch+json',
+    );
+    const seen = await eventually(
+      'the watch delivers the change',
+      async () => {
+        const a = await watcher.annotations(early);
+        return a?.['minimesh.io/inject'] === 'disabled' ? a : undefined;
+      },
+      10_000,
+    );
     expect(seen['minimesh.io/inject']).toBe('disabled');
   });
 
   it('answers for a namespace created a moment ago, and undefined for one that does not exist', async () => {
-    await adminClient().request('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: late, annotations: { 'config.minimesh.io/proxy-log-level': 'debug' } } });
+    await adminClient().request('POST', '/api/v1/namespaces', {
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: { name: late, annotations: { 'config.minimesh.io/proxy-log-level': 'debug' } },
+    });
     // Immediately: from the cache if the watch was quicker, else from the fallback GET.
     expect(await watcher.annotations(late)).toEqual({ 'config.minimesh.io/proxy-log-level': 'debug' });
     expect(await watcher.annotations(`mm-inj-nope-${suffix}`)).toBeUndefined();

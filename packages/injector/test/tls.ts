@@ -9,11 +9,29 @@ import type { PeerCertificate, TLSSocket } from 'node:tls';
 export function makeCert(dir: string, cn: string, prefix = 'tls'): { certFile: string; keyFile: string; cert: string } {
   const certFile = join(dir, `${prefix}.crt`);
   const keyFile = join(dir, `${prefix}.key`);
-  execFileSync('openssl', [
-    'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes',
-    '-keyout', keyFile, '-out', certFile, '-days', '2', '-subj', `/CN=${cn}`,
-    '-addext', 'subjectAltName=IP:127.0.0.1,DNS:localhost',
-  ], { stdio: 'pipe' });
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-keyout',
+      keyFile,
+      '-out',
+      certFile,
+      '-days',
+      '2',
+      '-subj',
+      `/CN=${cn}`,
+      '-addext',
+      'subjectAltName=IP:127.0.0.1,DNS:localhost',
+    ],
+    { stdio: 'pipe' },
+  );
   return { certFile, keyFile, cert: readFileSync(certFile, 'utf8') };
 }
 
@@ -31,7 +49,15 @@ export interface HttpResult {
 export function post(port: number, body: string | Buffer, ca: string | string[], path = '/'): Promise<HttpResult> {
   return new Promise((resolve, reject) => {
     const req = request(
-      { host: '127.0.0.1', port, path, method: 'POST', ca, headers: { 'content-type': 'application/json' }, agent: false },
+      {
+        host: '127.0.0.1',
+        port,
+        path,
+        method: 'POST',
+        ca,
+        headers: { 'content-type': 'application/json' },
+        agent: false,
+      },
       (res) => {
         const chunks: Buffer[] = [];
         const peer = (res.socket as TLSSocket).getPeerCertificate();

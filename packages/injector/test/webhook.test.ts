@@ -6,11 +6,21 @@ import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '@minimesh/runtime';
 import { Writable } from 'node:stream';
-import { createWebhookMetrics, createWebhookServer, type PodLike, type StringMap, type WebhookServer } from '../src/index.js';
+import {
+  createWebhookMetrics,
+  createWebhookServer,
+  type PodLike,
+  type StringMap,
+  type WebhookServer,
+} from '../src/index.js';
 import { testConfig } from './helpers.js';
 import { makeCert, post, tempDir } from './tls.js';
 
-const silent = createLogger({ name: 'test', level: 'silent', destination: new Writable({ write: (_c, _e, cb) => cb() }) });
+const silent = createLogger({
+  name: 'test',
+  level: 'silent',
+  destination: new Writable({ write: (_c, _e, cb) => cb() }),
+});
 
 function review(object: unknown, extra: Record<string, unknown> = {}): Record<string, unknown> {
   return {
@@ -140,7 +150,9 @@ describe('webhook over HTTPS', () => {
   });
 
   it('carries a warning per malformed override and still injects', async () => {
-    const { response } = await send(review(pod({ 'minimesh.io/inject': 'enabled', 'config.minimesh.io/proxy-uid': '-1' })));
+    const { response } = await send(
+      review(pod({ 'minimesh.io/inject': 'enabled', 'config.minimesh.io/proxy-uid': '-1' })),
+    );
     expect(response.patchType).toBe('JSONPatch');
     expect(response.warnings).toHaveLength(1);
     expect(response.warnings?.[0]).toMatch(/^config\.minimesh\.io\/proxy-uid: "-1" is not valid/);
@@ -148,10 +160,22 @@ describe('webhook over HTTPS', () => {
 
   it.each([
     ['malformed JSON', '{"apiVersion": "admission.k8s.io/v1", "kind": ', /not valid JSON/],
-    ['no request', JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview' }), /"request" is missing/],
+    [
+      'no request',
+      JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview' }),
+      /"request" is missing/,
+    ],
     ['not a review', JSON.stringify({ hello: 'world' }), /expected admission\.k8s\.io\/v1 AdmissionReview/],
-    ['a Service', JSON.stringify(review({ kind: 'Service' }, { kind: { group: '', version: 'v1', kind: 'Service' } })), /request\.kind is core\/v1 Service; the injector only handles core\/v1 Pod/],
-    ['a Deployment', JSON.stringify(review({ kind: 'Deployment' }, { kind: { group: 'apps', version: 'v1', kind: 'Deployment' } })), /apps\/v1 Deployment/],
+    [
+      'a Service',
+      JSON.stringify(review({ kind: 'Service' }, { kind: { group: '', version: 'v1', kind: 'Service' } })),
+      /request\.kind is core\/v1 Service; the injector only handles core\/v1 Pod/,
+    ],
+    [
+      'a Deployment',
+      JSON.stringify(review({ kind: 'Deployment' }, { kind: { group: 'apps', version: 'v1', kind: 'Deployment' } })),
+      /apps\/v1 Deployment/,
+    ],
     ['no object', JSON.stringify(review(null)), /request\.object is missing/],
     ['an empty body', '', /not valid JSON/],
   ])('rejects %s with 400 and a message naming the problem', async (_name, body, message) => {
@@ -179,7 +203,9 @@ describe('webhook over HTTPS', () => {
       failLookup = false;
     }
     // A pod shape we do not expect (spec.containers not a list) takes the same path.
-    const { response } = await send(review({ metadata: { annotations: { 'minimesh.io/inject': 'enabled' } }, spec: { containers: 5 } }));
+    const { response } = await send(
+      review({ metadata: { annotations: { 'minimesh.io/inject': 'enabled' } }, spec: { containers: 5 } }),
+    );
     expect(response.allowed).toBe(true);
     expect(response.patch).toBeUndefined();
     expect(response.warnings?.[0]).toMatch(/spec\.containers is missing or not a list/);

@@ -9,7 +9,14 @@ export interface AuditEvent {
   requestURI: string;
   verb: string;
   user: { username: string; uid?: string; groups?: string[] };
-  objectRef?: { resource?: string; namespace?: string; name?: string; apiGroup?: string; apiVersion?: string; subresource?: string };
+  objectRef?: {
+    resource?: string;
+    namespace?: string;
+    name?: string;
+    apiGroup?: string;
+    apiVersion?: string;
+    subresource?: string;
+  };
   responseStatus?: { code?: number; status?: string; reason?: string; message?: string };
   annotations?: Record<string, string>;
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -22,7 +29,10 @@ export interface AuditEvent {
 }
 
 /** Every event in the audit log so far, optionally filtered. */
-export function readAuditEvents(filter?: (e: AuditEvent) => boolean, path = statePaths(stateDir()).auditLog): AuditEvent[] {
+export function readAuditEvents(
+  filter?: (e: AuditEvent) => boolean,
+  path = statePaths(stateDir()).auditLog,
+): AuditEvent[] {
   let text = '';
   try {
     text = readFileSync(path, 'utf8');

@@ -15,7 +15,8 @@ function splitHostPort(s: string): { host: string; port: number } {
   const i = s.lastIndexOf(':');
   const host = s.slice(0, i);
   const port = Number(s.slice(i + 1));
-  if (i <= 0 || !Number.isInteger(port) || port <= 0 || port > 65535) throw new Error(`address ${s} is not valid: expected host:port`);
+  if (i <= 0 || !Number.isInteger(port) || port <= 0 || port > 65535)
+    throw new Error(`address ${s} is not valid: expected host:port`);
   return { host, port };
 }
 
@@ -111,7 +112,9 @@ const [mode, ...args] = process.argv.slice(2);
 if (mode === 'dialer' && args[0]) dialer(args[0], args.includes('--loopback-only'));
 else if (mode === 'listen' && args.length === 3) listen(args[0]!, args[1]!, args[2]!);
 else {
-  process.stderr.write('usage: bridge.js dialer <socket> [--loopback-only] | bridge.js listen <host:port> <socket> <target host:port>\n');
+  process.stderr.write(
+    'usage: bridge.js dialer <socket> [--loopback-only] | bridge.js listen <host:port> <socket> <target host:port>\n',
+  );
   process.exit(2);
 }
 for (const sig of ['SIGTERM', 'SIGINT'] as const) process.on(sig, () => process.exit(0));

@@ -6,10 +6,35 @@ import { join } from 'node:path';
 import { ensurePki } from './pki.js';
 import { createKubeClient, credentialsFromFiles, renderKubeconfig, type KubeClient } from './kube-client.js';
 import {
-  API_PORT, API_SERVER, BRIDGE, CLUSTER_CIDR, NODE_IP, NODE_NAME, NODE_NETNS, POD_NETNS_PREFIX, SA_ISSUER, SERVICE_CIDR,
-  binDir, binPath, packageDir, repoRoot, stateDir, statePaths, type StatePaths,
+  API_PORT,
+  API_SERVER,
+  BRIDGE,
+  CLUSTER_CIDR,
+  NODE_IP,
+  NODE_NAME,
+  NODE_NETNS,
+  POD_NETNS_PREFIX,
+  SA_ISSUER,
+  SERVICE_CIDR,
+  binDir,
+  binPath,
+  packageDir,
+  repoRoot,
+  stateDir,
+  statePaths,
+  type StatePaths,
 } from './paths.js';
-import { destroyNetns, isRunning, listNetns, pidFileNames, readPid, killGroup, startDetached, stopProcess, run } from './procs.js';
+import {
+  destroyNetns,
+  isRunning,
+  listNetns,
+  pidFileNames,
+  readPid,
+  killGroup,
+  startDetached,
+  stopProcess,
+  run,
+} from './procs.js';
 
 export interface ClusterInfo {
   /** The state directory (MINIMESH_CLUSTER_DIR, default /tmp/minimesh-cluster). */
@@ -75,7 +100,9 @@ async function waitFor(what: string, timeoutMs: number, check: () => Promise<boo
 }
 
 function buildBinaries(log: Log): void {
-  const missing = ['kube-apiserver', 'kube-controller-manager', 'etcd', 'kubectl'].some((b) => !existsSync(join(binDir(), b)));
+  const missing = ['kube-apiserver', 'kube-controller-manager', 'etcd', 'kubectl'].some(
+    (b) => !existsSync(join(binDir(), b)),
+  );
   if (!missing) return;
   log('Kubernetes binaries missing: building them (scripts/build-k8s.sh)');
   execFileSync('bash', [join(packageDir, 'scripts', 'build-k8s.sh')], { stdio: ['ignore', 2, 2] });
@@ -98,7 +125,12 @@ function writeKubeconfigs(p: StatePaths): void {
   if (!existsSync(p.adminKubeconfig)) {
     writeFileSync(
       p.adminKubeconfig,
-      renderKubeconfig({ name: 'minimesh-admin', caPem, certPem: readFileSync(p.adminCert, 'utf8'), keyPem: readFileSync(p.adminKey, 'utf8') }),
+      renderKubeconfig({
+        name: 'minimesh-admin',
+        caPem,
+        certPem: readFileSync(p.adminCert, 'utf8'),
+        keyPem: readFileSync(p.adminKey, 'utf8'),
+      }),
       { mode: 0o600 },
     );
   }
@@ -183,7 +215,8 @@ export async function up(log: Log = () => {}): Promise<ClusterInfo> {
     await down(log);
   }
   buildBinaries(log);
-  if (!existsSync(distFile('main.js'))) throw new Error(`local cluster: ${distFile('main.js')} is missing: run npm run build -w @minimesh/local-cluster`);
+  if (!existsSync(distFile('main.js')))
+    throw new Error(`local cluster: ${distFile('main.js')} is missing: run npm run build -w @minimesh/local-cluster`);
   for (const d of [p.dir, p.logs, p.pids, p.sockets, p.pods]) mkdirSync(d, { recursive: true });
   writeFileSync(join(p.dir, OWNER_FILE), repoRoot);
   ensurePki(p);
@@ -192,12 +225,23 @@ export async function up(log: Log = () => {}): Promise<ClusterInfo> {
 
   if (!isRunning(p, 'etcd')) {
     log('starting etcd');
-    startDetached(p, 'etcd', binPath('etcd'), [
-      '--name=mm-etcd', `--data-dir=${p.etcdData}`,
-      '--listen-client-urls=http://127.0.0.1:2379', '--advertise-client-urls=http://127.0.0.1:2379',
-      '--listen-peer-urls=http://127.0.0.1:2380', '--initial-advertise-peer-urls=http://127.0.0.1:2380',
-      '--initial-cluster=mm-etcd=http://127.0.0.1:2380', '--unsafe-no-fsync', '--log-level=warn',
-    ], { netns: NODE_NETNS });
+    startDetached(
+      p,
+      'etcd',
+      binPath('etcd'),
+      [
+        '--name=mm-etcd',
+        `--data-dir=${p.etcdData}`,
+        '--listen-client-urls=http://127.0.0.1:2379',
+        '--advertise-client-urls=http://127.0.0.1:2379',
+        '--listen-peer-urls=http://127.0.0.1:2380',
+        '--initial-advertise-peer-urls=http://127.0.0.1:2380',
+        '--initial-cluster=mm-etcd=http://127.0.0.1:2380',
+        '--unsafe-no-fsync',
+        '--log-level=warn',
+      ],
+      { netns: NODE_NETNS },
+    );
   }
   if (!isRunning(p, 'node-dialer')) {
     startDetached(p, 'node-dialer', node, [distFile('bridge.js'), 'dialer', p.nodeDialer], { netns: NODE_NETNS });
@@ -206,7 +250,13 @@ export async function up(log: Log = () => {}): Promise<ClusterInfo> {
     startDetached(p, 'host-dialer', node, [distFile('bridge.js'), 'dialer', p.hostDialer, '--loopback-only']);
   }
   if (!isRunning(p, 'api-bridge')) {
-    startDetached(p, 'api-bridge', node, [distFile('bridge.js'), 'listen', `127.0.0.1:${API_PORT}`, p.nodeDialer, `127.0.0.1:${API_PORT}`]);
+    startDetached(p, 'api-bridge', node, [
+      distFile('bridge.js'),
+      'listen',
+      `127.0.0.1:${API_PORT}`,
+      p.nodeDialer,
+      `127.0.0.1:${API_PORT}`,
+    ]);
   }
   if (!isRunning(p, 'kube-apiserver')) {
     log('starting kube-apiserver');
@@ -224,24 +274,40 @@ export async function up(log: Log = () => {}): Promise<ClusterInfo> {
   });
   if (!isRunning(p, 'kube-controller-manager')) {
     log('starting kube-controller-manager');
-    startDetached(p, 'kube-controller-manager', binPath('kube-controller-manager'), controllerManagerArgs(p), { netns: NODE_NETNS });
+    startDetached(p, 'kube-controller-manager', binPath('kube-controller-manager'), controllerManagerArgs(p), {
+      netns: NODE_NETNS,
+    });
   }
   if (!isRunning(p, 'node-agent')) {
     log('starting the node agent');
-    startDetached(p, 'node-agent', node, [distFile('agent/main.js')], { env: { ...process.env, MINIMESH_CLUSTER_DIR: p.dir } });
+    startDetached(p, 'node-agent', node, [distFile('agent/main.js')], {
+      env: { ...process.env, MINIMESH_CLUSTER_DIR: p.dir },
+    });
   }
-  await waitFor('the default ServiceAccount (kube-controller-manager, see logs/kube-controller-manager.log)', 120_000, async () =>
-    Boolean(await admin.get('/api/v1/namespaces/default/serviceaccounts/default')),
+  await waitFor(
+    'the default ServiceAccount (kube-controller-manager, see logs/kube-controller-manager.log)',
+    120_000,
+    async () => Boolean(await admin.get('/api/v1/namespaces/default/serviceaccounts/default')),
   );
   await waitFor(`Node ${NODE_NAME} Ready (node agent, see logs/node-agent.log)`, 120_000, async () => {
     const n = await admin.get(`/api/v1/nodes/${NODE_NAME}`);
-    return Boolean(n?.status?.conditions?.some((c: { type: string; status: string }) => c.type === 'Ready' && c.status === 'True'));
+    return Boolean(
+      n?.status?.conditions?.some((c: { type: string; status: string }) => c.type === 'Ready' && c.status === 'True'),
+    );
   });
   log(`cluster up in ${((Date.now() - started) / 1000).toFixed(1)}s`);
   return clusterInfo(p.dir);
 }
 
-const COMPONENTS = ['etcd', 'node-dialer', 'host-dialer', 'api-bridge', 'kube-apiserver', 'kube-controller-manager', 'node-agent'];
+const COMPONENTS = [
+  'etcd',
+  'node-dialer',
+  'host-dialer',
+  'api-bridge',
+  'kube-apiserver',
+  'kube-controller-manager',
+  'node-agent',
+];
 
 /** True when every component runs and the API answers /readyz. */
 export async function isHealthy(dir = stateDir()): Promise<boolean> {
@@ -306,7 +372,11 @@ function runLocked(command: 'up' | 'down'): Promise<void> {
     child.stdout.on('data', (c: Buffer) => (output += c.toString()));
     child.stderr.on('data', (c: Buffer) => (output += c.toString()));
     child.on('error', reject);
-    child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`local cluster: ${command} failed (exit ${code}):\n${output.slice(-4000)}`))));
+    child.on('exit', (code) =>
+      code === 0
+        ? resolve()
+        : reject(new Error(`local cluster: ${command} failed (exit ${code}):\n${output.slice(-4000)}`)),
+    );
   });
 }
 
@@ -360,7 +430,9 @@ function unmountUnder(dir: string): void {
 /** Directories the node agent had to create on the host filesystem as mount points; removed when empty. */
 function removeCreatedMountpoints(p: StatePaths): void {
   if (!existsSync(p.createdMountpoints)) return;
-  const dirs = [...new Set(readFileSync(p.createdMountpoints, 'utf8').split('\n').filter(Boolean))].sort((a, b) => b.length - a.length);
+  const dirs = [...new Set(readFileSync(p.createdMountpoints, 'utf8').split('\n').filter(Boolean))].sort(
+    (a, b) => b.length - a.length,
+  );
   for (const d of dirs) {
     try {
       if (existsSync(d) && readdirSync(d).length === 0) rmdirSync(d);

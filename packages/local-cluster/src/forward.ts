@@ -60,7 +60,9 @@ export async function forwardToNode(target: string): Promise<Forward> {
     client.on('error', done).on('close', done);
     upstream.on('error', done).on('close', done);
   });
-  await new Promise<void>((resolve, reject) => server.once('error', reject).listen({ host: '127.0.0.1', port: 0 }, resolve));
+  await new Promise<void>((resolve, reject) =>
+    server.once('error', reject).listen({ host: '127.0.0.1', port: 0 }, resolve),
+  );
   const addr = server.address();
   const port = typeof addr === 'object' && addr ? addr.port : 0;
   server.unref();
@@ -91,12 +93,19 @@ export async function exposeHostPort(hostPort: number): Promise<Exposure> {
   const name = `expose-${hostPort}`;
   await stopProcess(p, name, 500);
   process.env.NODE_NO_WARNINGS ??= '1';
-  startDetached(p, name, process.execPath, [join(packageDir, 'dist', 'bridge.js'), 'listen', `0.0.0.0:${hostPort}`, p.hostDialer, `127.0.0.1:${hostPort}`], {
-    netns: NODE_NETNS,
-  });
+  startDetached(
+    p,
+    name,
+    process.execPath,
+    [join(packageDir, 'dist', 'bridge.js'), 'listen', `0.0.0.0:${hostPort}`, p.hostDialer, `127.0.0.1:${hostPort}`],
+    {
+      netns: NODE_NETNS,
+    },
+  );
   const deadline = Date.now() + 10_000;
   while (!(await probeNodeTcp(`127.0.0.1:${hostPort}`))) {
-    if (Date.now() > deadline) throw new Error(`exposeHostPort ${hostPort}: the node-namespace listener did not come up (see logs/${name}.log)`);
+    if (Date.now() > deadline)
+      throw new Error(`exposeHostPort ${hostPort}: the node-namespace listener did not come up (see logs/${name}.log)`);
     await new Promise((r) => setTimeout(r, 100));
   }
   return { port: hostPort, close: () => stopProcess(p, name, 500) };
@@ -109,14 +118,28 @@ export interface ExecResult {
 }
 
 /** Runs a command inside a pod's network namespace (like `kubectl debug --profile=netadmin`). */
-export async function execInPod(namespace: string, pod: string, command: string[], opts: { timeoutMs?: number } = {}): Promise<ExecResult> {
+export async function execInPod(
+  namespace: string,
+  pod: string,
+  command: string[],
+  opts: { timeoutMs?: number } = {},
+): Promise<ExecResult> {
   const obj = await adminClient().get(`/api/v1/namespaces/${namespace}/pods/${pod}`);
   if (!obj) throw new Error(`execInPod ${namespace}/${pod}: pod not found`);
   const netns = podNetnsName(String(obj.metadata.uid));
   return new Promise((resolve) => {
-    execFile('ip', ['netns', 'exec', netns, ...command], { timeout: opts.timeoutMs ?? 30_000, maxBuffer: 16 << 20 }, (err, stdout, stderr) => {
-      const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : 1) : 0;
-      resolve({ code, stdout, stderr });
-    });
+    execFile(
+      'ip',
+      ['netns', 'exec', netns, ...command],
+      { timeout: opts.timeoutMs ?? 30_000, maxBuffer: 16 << 20 },
+      (err, stdout, stderr) => {
+        const code = err
+          ? typeof (err as { code?: unknown }).code === 'number'
+            ? (err as { code: number }).code
+            : 1
+          : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
   });
 }

@@ -28,12 +28,36 @@ export const PROGRAMS: Record<string, () => string[]> = {
 };
 
 export const IMAGE_TABLE: ImageEntry[] = [
-  { repository: 'ghcr.io/minimesh/proxy-init', entrypoint: program('proxy-init'), description: 'node packages/proxy-init/dist/main.js' },
-  { repository: 'ghcr.io/minimesh/proxy', entrypoint: program('proxy'), description: 'node packages/proxy/dist/main.js' },
-  { repository: 'ghcr.io/minimesh/destination', entrypoint: program('destination'), description: 'node packages/destination/dist/main.js' },
-  { repository: 'ghcr.io/minimesh/identity', entrypoint: program('identity'), description: 'node packages/identity/dist/main.js' },
-  { repository: 'ghcr.io/minimesh/injector', entrypoint: program('injector'), description: 'node packages/injector/dist/main.js' },
-  { repository: 'ghcr.io/minimesh/controller', entrypoint: program('cli'), description: 'node packages/cli/dist/main.js (map by command: destination, identity, injector...)' },
+  {
+    repository: 'ghcr.io/minimesh/proxy-init',
+    entrypoint: program('proxy-init'),
+    description: 'node packages/proxy-init/dist/main.js',
+  },
+  {
+    repository: 'ghcr.io/minimesh/proxy',
+    entrypoint: program('proxy'),
+    description: 'node packages/proxy/dist/main.js',
+  },
+  {
+    repository: 'ghcr.io/minimesh/destination',
+    entrypoint: program('destination'),
+    description: 'node packages/destination/dist/main.js',
+  },
+  {
+    repository: 'ghcr.io/minimesh/identity',
+    entrypoint: program('identity'),
+    description: 'node packages/identity/dist/main.js',
+  },
+  {
+    repository: 'ghcr.io/minimesh/injector',
+    entrypoint: program('injector'),
+    description: 'node packages/injector/dist/main.js',
+  },
+  {
+    repository: 'ghcr.io/minimesh/controller',
+    entrypoint: program('cli'),
+    description: 'node packages/cli/dist/main.js (map by command: destination, identity, injector...)',
+  },
   { repository: 'ghcr.io/minimesh/cli', entrypoint: program('cli'), description: 'node packages/cli/dist/main.js' },
   {
     repository: 'minimesh.test/*',
@@ -74,7 +98,11 @@ export function resolveImage(image: string, command?: string[], args?: string[])
   }
   const entrypoint = entry.entrypoint(image);
   if (repo.startsWith('minimesh.test/') && !existsSync(entrypoint[1] ?? '')) {
-    return { ok: false, reason: 'ErrImageNeverPull', message: `image ${image}: fixture ${entrypoint[1]} does not exist` };
+    return {
+      ok: false,
+      reason: 'ErrImageNeverPull',
+      message: `image ${image}: fixture ${entrypoint[1]} does not exist`,
+    };
   }
   let argv: string[];
   if (command && command.length > 0) {

@@ -55,13 +55,20 @@ export function createKubeClient(creds: KubeCredentials): KubeClient {
     ca: creds.ca,
     cert: creds.cert,
     key: creds.key,
-    headers: { accept: 'application/json', ...(creds.token ? { authorization: `Bearer ${creds.token}` } : {}), ...headers },
+    headers: {
+      accept: 'application/json',
+      ...(creds.token ? { authorization: `Bearer ${creds.token}` } : {}),
+      ...headers,
+    },
   });
 
   function request<T>(method: string, path: string, body?: unknown, contentType = 'application/json'): Promise<T> {
     return new Promise((resolve, reject) => {
-      const payload = body === undefined ? undefined : Buffer.from(typeof body === 'string' ? body : JSON.stringify(body));
-      const headers: Record<string, string> = payload ? { 'content-type': contentType, 'content-length': String(payload.length) } : {};
+      const payload =
+        body === undefined ? undefined : Buffer.from(typeof body === 'string' ? body : JSON.stringify(body));
+      const headers: Record<string, string> = payload
+        ? { 'content-type': contentType, 'content-length': String(payload.length) }
+        : {};
       const req = httpsRequest(options(method, path, headers), (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
@@ -109,7 +116,11 @@ export function createKubeClient(creds: KubeCredentials): KubeClient {
           while (!stopped) {
             const outcome = await new Promise<string>((resolve) => {
               const req = httpsRequest(
-                options('GET', `${path}${sep}watch=true&allowWatchBookmarks=true&timeoutSeconds=300&resourceVersion=${rv}`, {}),
+                options(
+                  'GET',
+                  `${path}${sep}watch=true&allowWatchBookmarks=true&timeoutSeconds=300&resourceVersion=${rv}`,
+                  {},
+                ),
                 (res) => {
                   if (res.statusCode !== 200) {
                     res.resume();
@@ -162,7 +173,15 @@ export function createKubeClient(creds: KubeCredentials): KubeClient {
 }
 
 /** A kubeconfig file's text for a client-certificate user or a token user. */
-export function renderKubeconfig(opts: { name: string; server?: string; caPem: string; certPem?: string; keyPem?: string; token?: string; namespace?: string }): string {
+export function renderKubeconfig(opts: {
+  name: string;
+  server?: string;
+  caPem: string;
+  certPem?: string;
+  keyPem?: string;
+  token?: string;
+  namespace?: string;
+}): string {
   const b64 = (s: string) => Buffer.from(s).toString('base64');
   const user: Record<string, string> = {};
   if (opts.token) user.token = opts.token;
@@ -171,9 +190,23 @@ export function renderKubeconfig(opts: { name: string; server?: string; caPem: s
   const config = {
     apiVersion: 'v1',
     kind: 'Config',
-    clusters: [{ name: 'minimesh-local', cluster: { server: opts.server ?? API_SERVER, 'certificate-authority-data': b64(opts.caPem) } }],
+    clusters: [
+      {
+        name: 'minimesh-local',
+        cluster: { server: opts.server ?? API_SERVER, 'certificate-authority-data': b64(opts.caPem) },
+      },
+    ],
     users: [{ name: opts.name, user }],
-    contexts: [{ name: opts.name, context: { cluster: 'minimesh-local', user: opts.name, ...(opts.namespace ? { namespace: opts.namespace } : {}) } }],
+    contexts: [
+      {
+        name: opts.name,
+        context: {
+          cluster: 'minimesh-local',
+          user: opts.name,
+          ...(opts.namespace ? { namespace: opts.namespace } : {}),
+        },
+      },
+    ],
     'current-context': opts.name,
   };
   return JSON.stringify(config, null, 2) + '\n';

@@ -55,7 +55,8 @@ async function main(argv: string[]): Promise<number> {
       err('[cluster] down: nothing left');
       return 0;
     case 'status': {
-      for (const c of componentStatus()) out(`${c.name.padEnd(24)} ${c.running ? `running (pid ${c.pid})` : 'stopped'}`);
+      for (const c of componentStatus())
+        out(`${c.name.padEnd(24)} ${c.running ? `running (pid ${c.pid})` : 'stopped'}`);
       const healthy = await isHealthy();
       out(`api ${healthy ? 'ready' : 'not ready'} (${p.dir})`);
       return healthy ? 0 : 1;
@@ -77,7 +78,10 @@ async function main(argv: string[]): Promise<number> {
       const files = existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith('.log')) : [];
       let container = ci >= 0 ? rest[ci + 1] : undefined;
       if (!container) {
-        if (files.length !== 1) usage(`pod ${namespace}/${name} has containers ${files.map((f) => f.slice(0, -4)).join(', ') || '(none started)'}: choose one with -c`);
+        if (files.length !== 1)
+          usage(
+            `pod ${namespace}/${name} has containers ${files.map((f) => f.slice(0, -4)).join(', ') || '(none started)'}: choose one with -c`,
+          );
         container = files[0]!.slice(0, -4);
       }
       const file = join(dir, `${container}.log`);

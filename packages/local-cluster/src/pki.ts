@@ -29,12 +29,27 @@ function leaf(pki: string, opts: LeafOptions): void {
   openssl(['req', '-new', '-key', key, '-subj', opts.subject, '-out', csr]);
   writeFileSync(ext, opts.extensions);
   openssl([
-    'x509', '-req', '-in', csr, '-CA', join(pki, 'ca.crt'), '-CAkey', join(pki, 'ca.key'), '-CAcreateserial',
-    '-days', DAYS, '-sha256', '-extfile', ext, '-out', join(pki, `${opts.name}.crt`),
+    'x509',
+    '-req',
+    '-in',
+    csr,
+    '-CA',
+    join(pki, 'ca.crt'),
+    '-CAkey',
+    join(pki, 'ca.key'),
+    '-CAcreateserial',
+    '-days',
+    DAYS,
+    '-sha256',
+    '-extfile',
+    ext,
+    '-out',
+    join(pki, `${opts.name}.crt`),
   ]);
 }
 
-const CLIENT_EXT = 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n';
+const CLIENT_EXT =
+  'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n';
 
 /** Creates every certificate and key the cluster needs, unless they already exist. */
 export function ensurePki(paths: StatePaths): void {
@@ -43,13 +58,32 @@ export function ensurePki(paths: StatePaths): void {
   mkdirSync(pki, { recursive: true, mode: 0o700 });
   ecKey(join(pki, 'ca.key'));
   openssl([
-    'req', '-x509', '-new', '-key', join(pki, 'ca.key'), '-subj', '/CN=minimesh-local-cluster-ca', '-days', DAYS,
-    '-sha256', '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign,digitalSignature',
-    '-out', join(pki, 'ca.crt'),
+    'req',
+    '-x509',
+    '-new',
+    '-key',
+    join(pki, 'ca.key'),
+    '-subj',
+    '/CN=minimesh-local-cluster-ca',
+    '-days',
+    DAYS,
+    '-sha256',
+    '-addext',
+    'basicConstraints=critical,CA:TRUE',
+    '-addext',
+    'keyUsage=critical,keyCertSign,cRLSign,digitalSignature',
+    '-out',
+    join(pki, 'ca.crt'),
   ]);
   const sans = [
-    'IP:127.0.0.1', `IP:${NODE_IP}`, `IP:${KUBERNETES_SERVICE_IP}`, 'DNS:localhost', 'DNS:kubernetes', 'DNS:kubernetes.default',
-    'DNS:kubernetes.default.svc', 'DNS:kubernetes.default.svc.cluster.local',
+    'IP:127.0.0.1',
+    `IP:${NODE_IP}`,
+    `IP:${KUBERNETES_SERVICE_IP}`,
+    'DNS:localhost',
+    'DNS:kubernetes',
+    'DNS:kubernetes.default',
+    'DNS:kubernetes.default.svc',
+    'DNS:kubernetes.default.svc.cluster.local',
   ].join(',');
   leaf(pki, {
     name: 'apiserver',

@@ -40,7 +40,13 @@ export interface StartOptions {
 }
 
 /** Starts `cmd args` detached (inside `netns` when given), logging to logs/<name>.log. */
-export function startDetached(paths: StatePaths, name: string, cmd: string, args: string[], opts: StartOptions = {}): number {
+export function startDetached(
+  paths: StatePaths,
+  name: string,
+  cmd: string,
+  args: string[],
+  opts: StartOptions = {},
+): number {
   mkdirSync(paths.pids, { recursive: true });
   mkdirSync(paths.logs, { recursive: true });
   const log = openSync(join(paths.logs, `${name}.log`), 'a');

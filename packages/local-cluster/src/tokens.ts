@@ -42,23 +42,37 @@ async function ensureNamespaceAndServiceAccount(ref: ServiceAccountRef): Promise
 /** A token for `system:serviceaccount:<namespace>:<serviceAccount>` (the namespace and SA are created if missing). */
 export async function createServiceAccountToken(opts: TokenOptions): Promise<string> {
   await ensureNamespaceAndServiceAccount(opts);
-  const res = await adminClient().request('POST', `/api/v1/namespaces/${opts.namespace}/serviceaccounts/${opts.serviceAccount}/token`, {
-    apiVersion: 'authentication.k8s.io/v1',
-    kind: 'TokenRequest',
-    spec: { ...(opts.audiences ? { audiences: opts.audiences } : {}), expirationSeconds: opts.expirationSeconds ?? 86_400 },
-  });
+  const res = await adminClient().request(
+    'POST',
+    `/api/v1/namespaces/${opts.namespace}/serviceaccounts/${opts.serviceAccount}/token`,
+    {
+      apiVersion: 'authentication.k8s.io/v1',
+      kind: 'TokenRequest',
+      spec: {
+        ...(opts.audiences ? { audiences: opts.audiences } : {}),
+        expirationSeconds: opts.expirationSeconds ?? 86_400,
+      },
+    },
+  );
   return String(res.status.token);
 }
 
 /** Writes a kubeconfig whose user is the ServiceAccount's token; returns its path. */
-export async function kubeconfigForServiceAccount(opts: ServiceAccountRef & { expirationSeconds?: number }): Promise<string> {
+export async function kubeconfigForServiceAccount(
+  opts: ServiceAccountRef & { expirationSeconds?: number },
+): Promise<string> {
   const token = await createServiceAccountToken({ ...opts, expirationSeconds: opts.expirationSeconds ?? 86_400 });
   const p = statePaths(stateDir());
   mkdirSync(p.tokens, { recursive: true, mode: 0o700 });
   const file = join(p.tokens, `${opts.namespace}.${opts.serviceAccount}.kubeconfig`);
   writeFileSync(
     file,
-    renderKubeconfig({ name: `${opts.namespace}-${opts.serviceAccount}`, caPem: readFileSync(p.caCert, 'utf8'), token, namespace: opts.namespace }),
+    renderKubeconfig({
+      name: `${opts.namespace}-${opts.serviceAccount}`,
+      caPem: readFileSync(p.caCert, 'utf8'),
+      token,
+      namespace: opts.namespace,
+    }),
     { mode: 0o600 },
   );
   return file;

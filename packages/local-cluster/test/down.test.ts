@@ -8,9 +8,15 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { adminClient, createNamespace, ensureCluster, type KubeObject } from '../src/index.js';
 import { eventually, uniqueName } from './helpers.js';
 
-const alive = (pid: number) => existsSync(`/proc/${pid}`) && !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-const netnsList = () => execFileSync('ip', ['netns', 'list'], { encoding: 'utf8' }).split('\n').map((l) => l.split(' ')[0] ?? '').filter(Boolean);
-const netnsPids = (ns: string) => execFileSync('ip', ['netns', 'pids', ns], { encoding: 'utf8' }).split('\n').filter(Boolean).map(Number);
+const alive = (pid: number) =>
+  existsSync(`/proc/${pid}`) && !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+const netnsList = () =>
+  execFileSync('ip', ['netns', 'list'], { encoding: 'utf8' })
+    .split('\n')
+    .map((l) => l.split(' ')[0] ?? '')
+    .filter(Boolean);
+const netnsPids = (ns: string) =>
+  execFileSync('ip', ['netns', 'pids', ns], { encoding: 'utf8' }).split('\n').filter(Boolean).map(Number);
 
 afterAll(async () => {
   await ensureCluster();
@@ -23,10 +29,19 @@ describe('cluster down', () => {
     await createNamespace(ns);
     // A pod with a memory-backed emptyDir (a tmpfs mount) and a mount point the agent had to create.
     await adminClient().request('POST', `/api/v1/namespaces/${ns}/pods`, {
-      apiVersion: 'v1', kind: 'Pod', metadata: { name: 'mounts' },
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'mounts' },
       spec: {
         volumes: [{ name: 'mem', emptyDir: { medium: 'Memory' } }],
-        containers: [{ name: 'c', image: 'busybox', command: ['sleep', '3600'], volumeMounts: [{ name: 'mem', mountPath: `/mm-down-test/${ns}` }] }],
+        containers: [
+          {
+            name: 'c',
+            image: 'busybox',
+            command: ['sleep', '3600'],
+            volumeMounts: [{ name: 'mem', mountPath: `/mm-down-test/${ns}` }],
+          },
+        ],
       },
     });
     await eventually('pod running', async () => {
@@ -40,14 +55,20 @@ describe('cluster down', () => {
     const pidDir = join(info.dir, 'pids');
     for (const f of readdirSync(pidDir)) pids.add(Number(readFileSync(join(pidDir, f), 'utf8')));
     expect(pids.size).toBeGreaterThan(6);
-    const mountsBefore = readFileSync('/proc/self/mountinfo', 'utf8').split('\n').filter((l) => l.includes(info.dir));
+    const mountsBefore = readFileSync('/proc/self/mountinfo', 'utf8')
+      .split('\n')
+      .filter((l) => l.includes(info.dir));
     expect(mountsBefore.length).toBeGreaterThan(0);
 
     execFileSync('bash', ['../../scripts/cluster.sh', 'down'], { stdio: 'ignore' });
 
     expect(netnsList().filter((n) => n === 'mm-node' || n.startsWith('mm-pod-'))).toEqual([]);
     expect([...pids].filter(alive)).toEqual([]);
-    expect(readFileSync('/proc/self/mountinfo', 'utf8').split('\n').filter((l) => l.includes(info.dir))).toEqual([]);
+    expect(
+      readFileSync('/proc/self/mountinfo', 'utf8')
+        .split('\n')
+        .filter((l) => l.includes(info.dir)),
+    ).toEqual([]);
     expect(existsSync(info.dir)).toBe(false);
     expect(existsSync(`/mm-down-test/${ns}`)).toBe(false);
     expect(existsSync('/mm-down-test')).toBe(false);

@@ -4,7 +4,11 @@ import { randomBytes } from 'node:crypto';
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Polls `fn` until it returns a truthy value (bounded by `timeoutMs`); returns that value. */
-export async function eventually<T>(what: string, fn: () => Promise<T | undefined | null | false> | T | undefined | null | false, timeoutMs = 30_000): Promise<T> {
+export async function eventually<T>(
+  what: string,
+  fn: () => Promise<T | undefined | null | false> | T | undefined | null | false,
+  timeoutMs = 30_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let lastErr: unknown;
   for (;;) {
@@ -14,7 +18,10 @@ export async function eventually<T>(what: string, fn: () => Promise<T | undefine
     } catch (err) {
       lastErr = err;
     }
-    if (Date.now() > deadline) throw new Error(`${what}: not true after ${timeoutMs / 1000}s${lastErr ? ` (last error: ${String(lastErr)})` : ''}`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `${what}: not true after ${timeoutMs / 1000}s${lastErr ? ` (last error: ${String(lastErr)})` : ''}`,
+      );
     await sleep(200);
   }
 }

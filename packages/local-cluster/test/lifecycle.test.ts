@@ -18,21 +18,31 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await admin().request('DELETE', `/api/v1/namespaces/${ns}`).catch(() => undefined);
+  await admin()
+    .request('DELETE', `/api/v1/namespaces/${ns}`)
+    .catch(() => undefined);
 });
 
 describe('pod lifecycle', () => {
   it('starts a native sidecar and waits for its startup probe before the next init container', async () => {
     await admin().request('POST', `/api/v1/namespaces/${ns}/pods`, {
-      apiVersion: 'v1', kind: 'Pod', metadata: { name: 'sidecar' },
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'sidecar' },
       spec: {
         initContainers: [
           {
-            name: 'proxy', image: 'minimesh.test/http-echo:v1', restartPolicy: 'Always',
+            name: 'proxy',
+            image: 'minimesh.test/http-echo:v1',
+            restartPolicy: 'Always',
             env: [{ name: 'PORT', value: '8081' }],
             startupProbe: { httpGet: { path: '/healthz', port: 8081 }, periodSeconds: 1, failureThreshold: 30 },
           },
-          { name: 'needs-sidecar', image: 'busybox', command: ['curl', '-sf', '--max-time', '2', 'http://127.0.0.1:8081/healthz'] },
+          {
+            name: 'needs-sidecar',
+            image: 'busybox',
+            command: ['curl', '-sf', '--max-time', '2', 'http://127.0.0.1:8081/healthz'],
+          },
         ],
         containers: [{ name: 'app', image: 'minimesh.test/http-echo:v1' }],
       },
@@ -51,28 +61,46 @@ describe('pod lifecycle', () => {
 
   it('restarts a container whose liveness probe fails', async () => {
     await admin().request('POST', `/api/v1/namespaces/${ns}/pods`, {
-      apiVersion: 'v1', kind: 'Pod', metadata: { name: 'unlive' },
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'unlive' },
       spec: {
         terminationGracePeriodSeconds: 1,
-        containers: [{ name: 'app', image: 'minimesh.test/http-echo:v1', livenessProbe: { httpGet: { path: '/status/500', port: 8080 }, periodSeconds: 1, failureThreshold: 2 } }],
+        containers: [
+          {
+            name: 'app',
+            image: 'minimesh.test/http-echo:v1',
+            livenessProbe: { httpGet: { path: '/status/500', port: 8080 }, periodSeconds: 1, failureThreshold: 2 },
+          },
+        ],
       },
     });
-    const p = await eventually('a liveness restart', async () => {
-      const x = await getPod('unlive');
-      return x.status?.containerStatuses?.[0]?.restartCount >= 1 ? x : undefined;
-    }, 30_000);
+    const p = await eventually(
+      'a liveness restart',
+      async () => {
+        const x = await getPod('unlive');
+        return x.status?.containerStatuses?.[0]?.restartCount >= 1 ? x : undefined;
+      },
+      30_000,
+    );
     expect(p.status.containerStatuses[0].lastState.terminated).toBeTruthy();
   });
 
   it('gives a non-root container the capabilities it adds', async () => {
     await admin().request('POST', `/api/v1/namespaces/${ns}/pods`, {
-      apiVersion: 'v1', kind: 'Pod', metadata: { name: 'caps' },
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'caps' },
       spec: {
         restartPolicy: 'Never',
-        containers: [{
-          name: 'c', image: 'busybox', command: ['sh', '-c', 'test "$(id -u)" = 2102 && grep -q "^CapEff:.*0000000000001000$" /proc/self/status'],
-          securityContext: { runAsUser: 2102, capabilities: { add: ['NET_ADMIN'], drop: ['ALL'] } },
-        }],
+        containers: [
+          {
+            name: 'c',
+            image: 'busybox',
+            command: ['sh', '-c', 'test "$(id -u)" = 2102 && grep -q "^CapEff:.*0000000000001000$" /proc/self/status'],
+            securityContext: { runAsUser: 2102, capabilities: { add: ['NET_ADMIN'], drop: ['ALL'] } },
+          },
+        ],
       },
     });
     const p = await eventually('caps pod finished', async () => {
@@ -82,36 +110,69 @@ describe('pod lifecycle', () => {
     expect(p.status.containerStatuses[0].state.terminated.exitCode).toBe(0);
   });
 
-  it('runs a Deployment: replicas become Running pods in the Service\'s EndpointSlice', async () => {
+  it("runs a Deployment: replicas become Running pods in the Service's EndpointSlice", async () => {
     await admin().request('POST', `/apis/apps/v1/namespaces/${ns}/deployments`, {
-      apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'web' },
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'web' },
       spec: {
         replicas: 2,
         selector: { matchLabels: { app: 'web' } },
         template: {
           metadata: { labels: { app: 'web' } },
-          spec: { containers: [{ name: 'app', image: 'minimesh.test/http-echo:v1', ports: [{ containerPort: 8080 }], readinessProbe: { httpGet: { path: '/healthz', port: 8080 }, periodSeconds: 2 } }] },
+          spec: {
+            containers: [
+              {
+                name: 'app',
+                image: 'minimesh.test/http-echo:v1',
+                ports: [{ containerPort: 8080 }],
+                readinessProbe: { httpGet: { path: '/healthz', port: 8080 }, periodSeconds: 2 },
+              },
+            ],
+          },
         },
       },
     });
     await admin().request('POST', `/api/v1/namespaces/${ns}/services`, {
-      apiVersion: 'v1', kind: 'Service', metadata: { name: 'web' }, spec: { selector: { app: 'web' }, ports: [{ port: 80, targetPort: 8080 }] },
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: 'web' },
+      spec: { selector: { app: 'web' }, ports: [{ port: 80, targetPort: 8080 }] },
     });
-    const d = await eventually('deployment available', async () => {
-      const x = await admin().request('GET', `/apis/apps/v1/namespaces/${ns}/deployments/web`);
-      return x.status?.readyReplicas === 2 ? x : undefined;
-    }, 45_000);
+    const d = await eventually(
+      'deployment available',
+      async () => {
+        const x = await admin().request('GET', `/apis/apps/v1/namespaces/${ns}/deployments/web`);
+        return x.status?.readyReplicas === 2 ? x : undefined;
+      },
+      45_000,
+    );
     expect(d.status.availableReplicas).toBe(2);
     await eventually('2 ready endpoints', async () => {
-      const list = await admin().request('GET', `/apis/discovery.k8s.io/v1/namespaces/${ns}/endpointslices?labelSelector=kubernetes.io/service-name=web`);
-      const ready = list.items.flatMap((s: KubeObject) => s.endpoints ?? []).filter((e: KubeObject) => e.conditions.ready);
+      const list = await admin().request(
+        'GET',
+        `/apis/discovery.k8s.io/v1/namespaces/${ns}/endpointslices?labelSelector=kubernetes.io/service-name=web`,
+      );
+      const ready = list.items
+        .flatMap((s: KubeObject) => s.endpoints ?? [])
+        .filter((e: KubeObject) => e.conditions.ready);
       return ready.length === 2;
     });
   });
-  it('a restarted node agent cleans what it left and runs the node\'s pods again', async () => {
+  it("a restarted node agent cleans what it left and runs the node's pods again", async () => {
     await admin().request('POST', `/api/v1/namespaces/${ns}/pods`, {
-      apiVersion: 'v1', kind: 'Pod', metadata: { name: 'survivor' },
-      spec: { containers: [{ name: 'app', image: 'minimesh.test/http-echo:v1', readinessProbe: { httpGet: { path: '/healthz', port: 8080 }, periodSeconds: 1 } }] },
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'survivor' },
+      spec: {
+        containers: [
+          {
+            name: 'app',
+            image: 'minimesh.test/http-echo:v1',
+            readinessProbe: { httpGet: { path: '/healthz', port: 8080 }, periodSeconds: 1 },
+          },
+        ],
+      },
     });
     const ready = async () => {
       const x = await getPod('survivor');
@@ -119,16 +180,29 @@ describe('pod lifecycle', () => {
     };
     const before = await eventually('survivor Ready', ready);
     const info = await ensureCluster();
-    const oldPids = execFileSync('ip', ['netns', 'pids', podNetnsName(before.metadata.uid)], { encoding: 'utf8' }).split('\n').filter(Boolean);
+    const oldPids = execFileSync('ip', ['netns', 'pids', podNetnsName(before.metadata.uid)], { encoding: 'utf8' })
+      .split('\n')
+      .filter(Boolean);
     expect(oldPids.length).toBeGreaterThan(0);
     const agentPid = Number(readFileSync(join(info.dir, 'pids', 'node-agent.pid'), 'utf8'));
     process.kill(agentPid, 'SIGKILL');
-    await eventually('agent gone', () => !existsSync(`/proc/${agentPid}`) || /^\d+ \(.*\) Z/.test(readFileSync(`/proc/${agentPid}/stat`, 'utf8')));
+    await eventually(
+      'agent gone',
+      () => !existsSync(`/proc/${agentPid}`) || /^\d+ \(.*\) Z/.test(readFileSync(`/proc/${agentPid}/stat`, 'utf8')),
+    );
     await ensureCluster();
-    const after = await eventually('survivor Ready again with a new container', async () => {
-      const x = await ready();
-      return x && x.status.containerStatuses[0].state.running.startedAt !== before.status.containerStatuses[0].state.running.startedAt ? x : undefined;
-    }, 30_000);
+    const after = await eventually(
+      'survivor Ready again with a new container',
+      async () => {
+        const x = await ready();
+        return x &&
+          x.status.containerStatuses[0].state.running.startedAt !==
+            before.status.containerStatuses[0].state.running.startedAt
+          ? x
+          : undefined;
+      },
+      30_000,
+    );
     expect(after.status.podIP).toMatch(/^10\.23\./);
     // The old container processes are gone (the new agent destroyed the old namespace first). Their
     // parent, the old agent, was SIGKILLed, so a killed process may linger as a zombie until init reaps

@@ -17,7 +17,9 @@ describe('local cluster version', () => {
   });
 
   it('kubectl version with the printed kubeconfig shows the server version', () => {
-    const out = execFileSync(info.kubectlPath, ['--kubeconfig', info.kubeconfigPath, 'version', '-o', 'json'], { encoding: 'utf8' });
+    const out = execFileSync(info.kubectlPath, ['--kubeconfig', info.kubeconfigPath, 'version', '-o', 'json'], {
+      encoding: 'utf8',
+    });
     const v = JSON.parse(out) as { serverVersion: { gitVersion: string } };
     expect(v.serverVersion.gitVersion).toBe('v1.33.13');
   });

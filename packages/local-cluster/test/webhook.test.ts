@@ -7,7 +7,15 @@ import { createServer, type Server } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { adminClient, createNamespace, ensureCluster, exposeHostPort, readAuditEvents, type Exposure, type KubeObject } from '../src/index.js';
+import {
+  adminClient,
+  createNamespace,
+  ensureCluster,
+  exposeHostPort,
+  readAuditEvents,
+  type Exposure,
+  type KubeObject,
+} from '../src/index.js';
 import { eventually, uniqueName } from './helpers.js';
 
 const ns = uniqueName('lc-webhook');
@@ -21,11 +29,64 @@ const reviews: KubeObject[] = [];
 function makeCert(): { key: string; cert: string; ca: string } {
   dir = mkdtempSync(join(tmpdir(), 'mm-lc-webhook-'));
   const run = (args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'ignore' });
-  run(['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', 'ca.key', '-out', 'ca.crt', '-subj', '/CN=webhook-test-ca', '-days', '1', '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign']);
-  run(['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', 'srv.key', '-out', 'srv.csr', '-subj', '/CN=webhook']);
+  run([
+    'req',
+    '-x509',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:prime256v1',
+    '-nodes',
+    '-keyout',
+    'ca.key',
+    '-out',
+    'ca.crt',
+    '-subj',
+    '/CN=webhook-test-ca',
+    '-days',
+    '1',
+    '-addext',
+    'basicConstraints=critical,CA:TRUE',
+    '-addext',
+    'keyUsage=critical,keyCertSign',
+  ]);
+  run([
+    'req',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:prime256v1',
+    '-nodes',
+    '-keyout',
+    'srv.key',
+    '-out',
+    'srv.csr',
+    '-subj',
+    '/CN=webhook',
+  ]);
   writeFileSync(join(dir, 'ext'), 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n');
-  run(['x509', '-req', '-in', 'srv.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '1', '-extfile', 'ext', '-out', 'srv.crt']);
-  return { key: readFileSync(join(dir, 'srv.key'), 'utf8'), cert: readFileSync(join(dir, 'srv.crt'), 'utf8'), ca: readFileSync(join(dir, 'ca.crt'), 'utf8') };
+  run([
+    'x509',
+    '-req',
+    '-in',
+    'srv.csr',
+    '-CA',
+    'ca.crt',
+    '-CAkey',
+    'ca.key',
+    '-CAcreateserial',
+    '-days',
+    '1',
+    '-extfile',
+    'ext',
+    '-out',
+    'srv.crt',
+  ]);
+  return {
+    key: readFileSync(join(dir, 'srv.key'), 'utf8'),
+    cert: readFileSync(join(dir, 'srv.crt'), 'utf8'),
+    ca: readFileSync(join(dir, 'ca.crt'), 'utf8'),
+  };
 }
 
 beforeAll(async () => {
@@ -41,30 +102,49 @@ beforeAll(async () => {
       reviews.push(review);
       const patch = [{ op: 'add', path: '/metadata/annotations', value: { 'webhook.minimesh.io/seen': 'yes' } }];
       res.setHeader('content-type', 'application/json');
-      res.end(JSON.stringify({
-        apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview',
-        response: { uid: review.request.uid, allowed: true, patchType: 'JSONPatch', patch: Buffer.from(JSON.stringify(patch)).toString('base64') },
-      }));
+      res.end(
+        JSON.stringify({
+          apiVersion: 'admission.k8s.io/v1',
+          kind: 'AdmissionReview',
+          response: {
+            uid: review.request.uid,
+            allowed: true,
+            patchType: 'JSONPatch',
+            patch: Buffer.from(JSON.stringify(patch)).toString('base64'),
+          },
+        }),
+      );
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const port = (server.address() as { port: number }).port;
   exposure = await exposeHostPort(port);
   await adminClient().request('POST', '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations', {
-    apiVersion: 'admissionregistration.k8s.io/v1', kind: 'MutatingWebhookConfiguration', metadata: { name: webhookName },
-    webhooks: [{
-      name: webhookName,
-      clientConfig: { url: `https://127.0.0.1:${port}/mutate`, caBundle: Buffer.from(caPem).toString('base64') },
-      rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['pods'] }],
-      namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': ns } },
-      sideEffects: 'None', admissionReviewVersions: ['v1'], failurePolicy: 'Fail', timeoutSeconds: 5,
-    }],
+    apiVersion: 'admissionregistration.k8s.io/v1',
+    kind: 'MutatingWebhookConfiguration',
+    metadata: { name: webhookName },
+    webhooks: [
+      {
+        name: webhookName,
+        clientConfig: { url: `https://127.0.0.1:${port}/mutate`, caBundle: Buffer.from(caPem).toString('base64') },
+        rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['pods'] }],
+        namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': ns } },
+        sideEffects: 'None',
+        admissionReviewVersions: ['v1'],
+        failurePolicy: 'Fail',
+        timeoutSeconds: 5,
+      },
+    ],
   });
 });
 
 afterAll(async () => {
-  await adminClient().request('DELETE', `/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/${webhookName}`).catch(() => undefined);
-  await adminClient().request('DELETE', `/api/v1/namespaces/${ns}`).catch(() => undefined);
+  await adminClient()
+    .request('DELETE', `/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/${webhookName}`)
+    .catch(() => undefined);
+  await adminClient()
+    .request('DELETE', `/api/v1/namespaces/${ns}`)
+    .catch(() => undefined);
   await exposure?.close();
   server?.close();
   if (dir) rmSync(dir, { recursive: true, force: true });
@@ -77,50 +157,120 @@ describe('admission webhook by service reference', () => {
     await createNamespace(svcNs);
     try {
       const run = (args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'ignore' });
-      run(['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', 'svc.key', '-out', 'svc.csr', '-subj', '/CN=webhook']);
+      run([
+        'req',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:prime256v1',
+        '-nodes',
+        '-keyout',
+        'svc.key',
+        '-out',
+        'svc.csr',
+        '-subj',
+        '/CN=webhook',
+      ]);
       writeFileSync(join(dir, 'svc-ext'), `subjectAltName=DNS:webhook.${svcNs}.svc\nextendedKeyUsage=serverAuth\n`);
-      run(['x509', '-req', '-in', 'svc.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '1', '-extfile', 'svc-ext', '-out', 'svc.crt']);
+      run([
+        'x509',
+        '-req',
+        '-in',
+        'svc.csr',
+        '-CA',
+        'ca.crt',
+        '-CAkey',
+        'ca.key',
+        '-CAcreateserial',
+        '-days',
+        '1',
+        '-extfile',
+        'svc-ext',
+        '-out',
+        'svc.crt',
+      ]);
       await admin.request('POST', `/api/v1/namespaces/${svcNs}/secrets`, {
-        apiVersion: 'v1', kind: 'Secret', metadata: { name: 'webhook-tls' }, type: 'kubernetes.io/tls',
-        data: { 'tls.crt': readFileSync(join(dir, 'svc.crt')).toString('base64'), 'tls.key': readFileSync(join(dir, 'svc.key')).toString('base64') },
+        apiVersion: 'v1',
+        kind: 'Secret',
+        metadata: { name: 'webhook-tls' },
+        type: 'kubernetes.io/tls',
+        data: {
+          'tls.crt': readFileSync(join(dir, 'svc.crt')).toString('base64'),
+          'tls.key': readFileSync(join(dir, 'svc.key')).toString('base64'),
+        },
       });
       await admin.request('POST', `/api/v1/namespaces/${svcNs}/pods`, {
-        apiVersion: 'v1', kind: 'Pod', metadata: { name: 'webhook', labels: { app: 'webhook' } },
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: 'webhook', labels: { app: 'webhook' } },
         spec: {
           volumes: [{ name: 'tls', secret: { secretName: 'webhook-tls' } }],
-          containers: [{
-            name: 'webhook', image: 'minimesh.test/admission-annotate:v1',
-            env: [{ name: 'TLS_CERT_FILE', value: '/etc/webhook/tls.crt' }, { name: 'TLS_KEY_FILE', value: '/etc/webhook/tls.key' }, { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } }],
-            ports: [{ name: 'https', containerPort: 8443 }],
-            volumeMounts: [{ name: 'tls', mountPath: '/etc/webhook', readOnly: true }],
-            readinessProbe: { httpGet: { path: '/healthz', port: 'https', scheme: 'HTTPS' }, periodSeconds: 2 },
-          }],
+          containers: [
+            {
+              name: 'webhook',
+              image: 'minimesh.test/admission-annotate:v1',
+              env: [
+                { name: 'TLS_CERT_FILE', value: '/etc/webhook/tls.crt' },
+                { name: 'TLS_KEY_FILE', value: '/etc/webhook/tls.key' },
+                { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+              ],
+              ports: [{ name: 'https', containerPort: 8443 }],
+              volumeMounts: [{ name: 'tls', mountPath: '/etc/webhook', readOnly: true }],
+              readinessProbe: { httpGet: { path: '/healthz', port: 'https', scheme: 'HTTPS' }, periodSeconds: 2 },
+            },
+          ],
         },
       });
       await admin.request('POST', `/api/v1/namespaces/${svcNs}/services`, {
-        apiVersion: 'v1', kind: 'Service', metadata: { name: 'webhook' }, spec: { selector: { app: 'webhook' }, ports: [{ name: 'https', port: 443, targetPort: 'https' }] },
+        apiVersion: 'v1',
+        kind: 'Service',
+        metadata: { name: 'webhook' },
+        spec: { selector: { app: 'webhook' }, ports: [{ name: 'https', port: 443, targetPort: 'https' }] },
       });
       await eventually('webhook endpoint ready', async () => {
-        const list = await admin.request('GET', `/apis/discovery.k8s.io/v1/namespaces/${svcNs}/endpointslices?labelSelector=kubernetes.io/service-name=webhook`);
+        const list = await admin.request(
+          'GET',
+          `/apis/discovery.k8s.io/v1/namespaces/${svcNs}/endpointslices?labelSelector=kubernetes.io/service-name=webhook`,
+        );
         return list.items.some((s: KubeObject) => s.endpoints?.some((e: KubeObject) => e.conditions.ready));
       });
       await admin.request('POST', '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations', {
-        apiVersion: 'admissionregistration.k8s.io/v1', kind: 'MutatingWebhookConfiguration', metadata: { name: `svc.${webhookName}` },
-        webhooks: [{
-          name: `svc.${webhookName}`,
-          clientConfig: { service: { namespace: svcNs, name: 'webhook', path: '/mutate', port: 443 }, caBundle: Buffer.from(caPem).toString('base64') },
-          rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }],
-          namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': svcNs } },
-          sideEffects: 'None', admissionReviewVersions: ['v1'], failurePolicy: 'Fail', timeoutSeconds: 5,
-        }],
+        apiVersion: 'admissionregistration.k8s.io/v1',
+        kind: 'MutatingWebhookConfiguration',
+        metadata: { name: `svc.${webhookName}` },
+        webhooks: [
+          {
+            name: `svc.${webhookName}`,
+            clientConfig: {
+              service: { namespace: svcNs, name: 'webhook', path: '/mutate', port: 443 },
+              caBundle: Buffer.from(caPem).toString('base64'),
+            },
+            rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }],
+            namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': svcNs } },
+            sideEffects: 'None',
+            admissionReviewVersions: ['v1'],
+            failurePolicy: 'Fail',
+            timeoutSeconds: 5,
+          },
+        ],
       });
-      const cm = await eventually('a ConfigMap admitted through the Service', async () => {
-        const c = await admin.request('POST', `/api/v1/namespaces/${svcNs}/configmaps`, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { generateName: 'probe-' } });
-        return c.metadata.annotations?.['fixtures.minimesh.io/admitted-by'] ? c : undefined;
-      }, 20_000);
+      const cm = await eventually(
+        'a ConfigMap admitted through the Service',
+        async () => {
+          const c = await admin.request('POST', `/api/v1/namespaces/${svcNs}/configmaps`, {
+            apiVersion: 'v1',
+            kind: 'ConfigMap',
+            metadata: { generateName: 'probe-' },
+          });
+          return c.metadata.annotations?.['fixtures.minimesh.io/admitted-by'] ? c : undefined;
+        },
+        20_000,
+      );
       expect(cm.metadata.annotations['fixtures.minimesh.io/admitted-by']).toBe('webhook');
     } finally {
-      await admin.request('DELETE', `/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/svc.${webhookName}`).catch(() => undefined);
+      await admin
+        .request('DELETE', `/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/svc.${webhookName}`)
+        .catch(() => undefined);
       await admin.request('DELETE', `/api/v1/namespaces/${svcNs}`).catch(() => undefined);
     }
   });
@@ -129,22 +279,41 @@ describe('admission webhook by service reference', () => {
 describe('admission webhook by url', () => {
   it('is called on pod CREATE and its patch lands in the stored pod and the audit log', async () => {
     // The API server learns about new webhook configurations through an informer: retry with fresh pods.
-    const stored = await eventually('a pod mutated by the webhook', async () => {
-      const name = `p-${Date.now()}`;
-      const pod = await adminClient().request('POST', `/api/v1/namespaces/${ns}/pods`, {
-        apiVersion: 'v1', kind: 'Pod', metadata: { name },
-        spec: { containers: [{ name: 'sh', image: 'busybox', command: ['sleep', '60'] }] },
-      });
-      return pod.metadata.annotations?.['webhook.minimesh.io/seen'] === 'yes' ? pod : undefined;
-    }, 20_000);
+    const stored = await eventually(
+      'a pod mutated by the webhook',
+      async () => {
+        const name = `p-${Date.now()}`;
+        const pod = await adminClient().request('POST', `/api/v1/namespaces/${ns}/pods`, {
+          apiVersion: 'v1',
+          kind: 'Pod',
+          metadata: { name },
+          spec: { containers: [{ name: 'sh', image: 'busybox', command: ['sleep', '60'] }] },
+        });
+        return pod.metadata.annotations?.['webhook.minimesh.io/seen'] === 'yes' ? pod : undefined;
+      },
+      20_000,
+    );
     const again = await adminClient().request('GET', `/api/v1/namespaces/${ns}/pods/${stored.metadata.name}`);
     expect(again.metadata.annotations['webhook.minimesh.io/seen']).toBe('yes');
-    const call = reviews.find((r) => r.request.name === stored.metadata.name || r.request.object?.metadata?.name === stored.metadata.name);
+    const call = reviews.find(
+      (r) => r.request.name === stored.metadata.name || r.request.object?.metadata?.name === stored.metadata.name,
+    );
     expect(call?.request.operation).toBe('CREATE');
-    const events = await eventually('the pod create event with the patch annotation', () => {
-      const evs = readAuditEvents((e) => e.verb === 'create' && e.objectRef?.resource === 'pods' && e.objectRef.namespace === ns && e.objectRef.name === stored.metadata.name && e.stage === 'ResponseComplete');
-      return evs.length ? evs : undefined;
-    }, 10_000);
+    const events = await eventually(
+      'the pod create event with the patch annotation',
+      () => {
+        const evs = readAuditEvents(
+          (e) =>
+            e.verb === 'create' &&
+            e.objectRef?.resource === 'pods' &&
+            e.objectRef.namespace === ns &&
+            e.objectRef.name === stored.metadata.name &&
+            e.stage === 'ResponseComplete',
+        );
+        return evs.length ? evs : undefined;
+      },
+      10_000,
+    );
     const annotations = events[0]!.annotations ?? {};
     const patchKey = Object.keys(annotations).find((k) => k.startsWith('patch.webhook.admission.k8s.io/'));
     expect(patchKey).toBeDefined();

@@ -14,4 +14,10 @@ export { toIpAddress, fromIpAddress, toTcpAddress, fromTcpAddress } from './net-
 /** Directory holding the .proto sources (for gRPC server reflection and other tools). */
 export const protoDir: string = fileURLToPath(new URL('../proto', import.meta.url));
 /** The .proto files, relative to protoDir. */
-export const protoFiles: readonly string[] = ['net.proto', 'meta.proto', 'http_types.proto', 'destination.proto', 'identity.proto'];
+export const protoFiles: readonly string[] = [
+  'net.proto',
+  'meta.proto',
+  'http_types.proto',
+  'destination.proto',
+  'identity.proto',
+];

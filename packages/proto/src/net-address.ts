@@ -58,12 +58,19 @@ function expandIpv6(ip: string): number[] {
 
 function compressIpv6(hextets: string[]): string {
   // Longest run of zeros (length ≥ 2) becomes "::", as RFC 5952 says.
-  let best = -1, bestLen = 0;
-  for (let i = 0; i < 8; ) {
-    if (hextets[i] !== '0') { i++; continue; }
+  let best = -1,
+    bestLen = 0;
+  for (let i = 0; i < 8;) {
+    if (hextets[i] !== '0') {
+      i++;
+      continue;
+    }
     let j = i;
     while (j < 8 && hextets[j] === '0') j++;
-    if (j - i > bestLen && j - i >= 2) { best = i; bestLen = j - i; }
+    if (j - i > bestLen && j - i >= 2) {
+      best = i;
+      bestLen = j - i;
+    }
     i = j;
   }
   if (best < 0) return hextets.join(':');

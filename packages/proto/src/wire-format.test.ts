@@ -3,7 +3,10 @@ import { describe, expect, it } from 'vitest';
 import { destination, identity } from './index.js';
 import { toTcpAddress, fromTcpAddress } from './net-address.js';
 
-const hex = (b: Uint8Array) => Buffer.from(b).toString('hex').replace(/(..)(?!$)/g, '$1 ');
+const hex = (b: Uint8Array) =>
+  Buffer.from(b)
+    .toString('hex')
+    .replace(/(..)(?!$)/g, '$1 ');
 
 describe('wire format', () => {
   it('CertifyRequest{identity:"a", token:0x01, csr:0x02}', () => {
@@ -38,12 +41,17 @@ describe('wire format', () => {
     expect(hex(bytes)).toBe('0a 11 0a 0f 0a 0a 0a 05 0d 01 00 00 0a 10 90 3f 18 90 4e');
     const back = destination.Update.decode(bytes);
     expect(back.update?.$case).toBe('add');
-    if (back.update?.$case === 'add') expect(fromTcpAddress(back.update.value.addrs[0]?.addr)).toEqual({ ip: '10.0.0.1', port: 8080 });
+    if (back.update?.$case === 'add')
+      expect(fromTcpAddress(back.update.value.addrs[0]?.addr)).toEqual({ ip: '10.0.0.1', port: 8080 });
   });
 
   it('Update{no_endpoints:{exists:true}} and Update{remove}', () => {
-    expect(hex(destination.Update.encode({ update: { $case: 'noEndpoints', value: { exists: true } } }).finish())).toBe('1a 02 08 01');
-    const remove = destination.Update.encode({ update: { $case: 'remove', value: { addrs: [toTcpAddress('192.168.1.2', 80)] } } }).finish();
+    expect(hex(destination.Update.encode({ update: { $case: 'noEndpoints', value: { exists: true } } }).finish())).toBe(
+      '1a 02 08 01',
+    );
+    const remove = destination.Update.encode({
+      update: { $case: 'remove', value: { addrs: [toTcpAddress('192.168.1.2', 80)] } },
+    }).finish();
     expect(hex(remove)).toBe('12 0b 0a 09 0a 05 0d 02 01 a8 c0 10 50');
   });
 

@@ -7,7 +7,8 @@ import type { CommandRunner } from './command-runner.js';
 import { planFirewall } from './plan.js';
 import { SEED } from './testdata/seed.js';
 
-const EMPTY = '*nat\n:PREROUTING ACCEPT [0:0]\n:INPUT ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n:POSTROUTING ACCEPT [0:0]\nCOMMIT\n';
+const EMPTY =
+  '*nat\n:PREROUTING ACCEPT [0:0]\n:INPUT ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n:POSTROUTING ACCEPT [0:0]\nCOMMIT\n';
 
 /** A fake iptables: save prints the table; restore records its input and may fail. */
 function fakeIptables(fail: { restoreOf?: string; saveOf?: string } = {}) {
@@ -16,7 +17,8 @@ function fakeIptables(fail: { restoreOf?: string; saveOf?: string } = {}) {
     describe: (argv) => argv,
     async run(argv, input) {
       calls.push({ argv, input });
-      if (argv[0] === fail.restoreOf || argv[0] === fail.saveOf) return { code: 1, stdout: '', stderr: `${argv[0]}: line 3 failed` };
+      if (argv[0] === fail.restoreOf || argv[0] === fail.saveOf)
+        return { code: 1, stdout: '', stderr: `${argv[0]}: line 3 failed` };
       return { code: 0, stdout: argv[0]!.endsWith('-save') ? EMPTY : '', stderr: '' };
     },
   };
@@ -44,13 +46,17 @@ describe('applyFirewall', () => {
       'iptables-nft-save -t nat',
       'ip6tables-nft-save -t nat',
     ]);
-    expect(calls[2]!.input).toContain('-A PROXY_INIT_OUTPUT -o lo -m comment --comment "proxy-init/ignore-loopback" -j RETURN');
+    expect(calls[2]!.input).toContain(
+      '-A PROXY_INIT_OUTPUT -o lo -m comment --comment "proxy-init/ignore-loopback" -j RETURN',
+    );
     expect(reports.map((r) => r.family)).toEqual([4, 6]);
   });
 
   it('changes nothing when a table cannot be read', async () => {
     const { runner, calls } = fakeIptables({ saveOf: 'ip6tables-nft-save' });
-    await expect(applyFirewall({ plan: planFirewall({ ...SEED, ipv6: true }), binaries, runner, logger })).rejects.toThrow(
+    await expect(
+      applyFirewall({ plan: planFirewall({ ...SEED, ipv6: true }), binaries, runner, logger }),
+    ).rejects.toThrow(
       'IPv6: reading the nat table: `ip6tables-nft-save -t nat` exited with 1: ip6tables-nft-save: line 3 failed',
     );
     expect(calls.some((c) => c.argv[0]!.endsWith('-restore'))).toBe(false);
@@ -72,7 +78,11 @@ describe('applyFirewall', () => {
   it('passes --wait when asked', async () => {
     const { runner, calls } = fakeIptables();
     await applyFirewall({ plan: planFirewall(SEED), binaries, runner, logger, wait: true });
-    expect(calls.find((c) => c.argv[0] === 'iptables-nft-restore')!.argv).toEqual(['iptables-nft-restore', '--noflush', '--wait']);
+    expect(calls.find((c) => c.argv[0] === 'iptables-nft-restore')!.argv).toEqual([
+      'iptables-nft-restore',
+      '--noflush',
+      '--wait',
+    ]);
   });
 });
 

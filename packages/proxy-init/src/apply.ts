@@ -36,7 +36,10 @@ async function run(opts: ApplyOptions, what: string, argv: string[], input?: str
   const shown = opts.runner.describe(argv).join(' ');
   const res = await opts.runner.run(argv, input);
   if (res.code !== 0) {
-    throw new ProxyInitError('MINIMESH_PROXY_INIT_COMMAND_FAILED', `${what}: \`${shown}\` exited with ${res.code}: ${res.stderr.trim() || res.stdout.trim() || 'no output'}`);
+    throw new ProxyInitError(
+      'MINIMESH_PROXY_INIT_COMMAND_FAILED',
+      `${what}: \`${shown}\` exited with ${res.code}: ${res.stderr.trim() || res.stdout.trim() || 'no output'}`,
+    );
   }
   return res.stdout;
 }
@@ -61,18 +64,27 @@ async function transact(
   const before = [];
   for (const plan of opts.plan.families) {
     const { text, state } = await readNat(opts, plan.family);
-    log.debug({ family: plan.family, chains: [...state.chains] }, `IPv${plan.family}: nat table before:\n${text.trimEnd()}`);
+    log.debug(
+      { family: plan.family, chains: [...state.chains] },
+      `IPv${plan.family}: nat table before:\n${text.trimEnd()}`,
+    );
     before.push({ plan, text, state, payload: render(plan, state) });
   }
   const done: typeof before = [];
   for (const item of before) {
     const b = binariesFor(opts, item.plan.family);
     if (item.payload === undefined) {
-      log.info({ family: item.plan.family }, `IPv${item.plan.family}: nothing of proxy-init's in the nat table; nothing to remove`);
+      log.info(
+        { family: item.plan.family },
+        `IPv${item.plan.family}: nothing of proxy-init's in the nat table; nothing to remove`,
+      );
       continue;
     }
     const argv = restoreArgs(opts, b, true);
-    log.info({ family: item.plan.family, command: opts.runner.describe(argv).join(' ') }, `IPv${item.plan.family}: ${verb} in one transaction (${opts.runner.describe(argv).join(' ')}):\n${item.payload.trimEnd()}`);
+    log.info(
+      { family: item.plan.family, command: opts.runner.describe(argv).join(' ') },
+      `IPv${item.plan.family}: ${verb} in one transaction (${opts.runner.describe(argv).join(' ')}):\n${item.payload.trimEnd()}`,
+    );
     try {
       await run(opts, `IPv${item.plan.family}: ${verb} the nat rules`, argv, item.payload);
     } catch (err) {
@@ -84,7 +96,10 @@ async function transact(
   const reports: FamilyReport[] = [];
   for (const item of before) {
     const { text } = await readNat(opts, item.plan.family);
-    log.info({ family: item.plan.family }, `IPv${item.plan.family}: iptables-save -t nat now shows:\n${text.trimEnd()}`);
+    log.info(
+      { family: item.plan.family },
+      `IPv${item.plan.family}: iptables-save -t nat now shows:\n${text.trimEnd()}`,
+    );
     reports.push({ family: item.plan.family, payload: item.payload, saved: text });
   }
   return reports;

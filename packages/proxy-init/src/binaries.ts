@@ -16,7 +16,12 @@ export interface ModeFlags {
   firewallSavePath: string;
 }
 
-const BIN_TO_MODE: Record<string, IptablesMode> = { '': 'legacy', 'iptables-legacy': 'legacy', 'iptables-nft': 'nft', iptables: 'plain' };
+const BIN_TO_MODE: Record<string, IptablesMode> = {
+  '': 'legacy',
+  'iptables-legacy': 'legacy',
+  'iptables-nft': 'nft',
+  iptables: 'plain',
+};
 
 /** The mode the flags ask for. --iptables-mode wins; otherwise the firewall paths decide; default legacy. */
 export function parseMode(flags: ModeFlags): IptablesMode {
@@ -28,13 +33,20 @@ export function parseMode(flags: ModeFlags): IptablesMode {
   const bin = basename(flags.firewallBinPath.trim());
   const fromBin = BIN_TO_MODE[bin];
   if (fromBin === undefined) {
-    throw new ConfigError('--firewall-bin-path', flags.firewallBinPath, 'iptables-legacy, iptables-nft or iptables (or use --iptables-mode)');
+    throw new ConfigError(
+      '--firewall-bin-path',
+      flags.firewallBinPath,
+      'iptables-legacy, iptables-nft or iptables (or use --iptables-mode)',
+    );
   }
   const save = basename(flags.firewallSavePath.trim());
   if (save !== '') {
     const fromSave = BIN_TO_MODE[save.replace(/-save$/, '')];
     if (!save.endsWith('-save') || fromSave === undefined || (bin !== '' && fromSave !== fromBin)) {
-      const want = bin === '' ? 'iptables-legacy-save, iptables-nft-save or iptables-save' : `${bin}-save, to match --firewall-bin-path`;
+      const want =
+        bin === ''
+          ? 'iptables-legacy-save, iptables-nft-save or iptables-save'
+          : `${bin}-save, to match --firewall-bin-path`;
       throw new ConfigError('--firewall-save-bin-path', flags.firewallSavePath, want);
     }
     if (bin === '') return fromSave;
@@ -80,7 +92,11 @@ export interface ResolvedBinaries {
  * Finds save/restore for every family in the asked mode, else in the fallbacks.
  * Throws MINIMESH_PROXY_INIT_MISSING_BINARY naming the mode and every binary looked for.
  */
-export function resolveBinaries(mode: IptablesMode, families: Family[], lookup: (name: string) => string | undefined = (n) => findInPath(n)): ResolvedBinaries {
+export function resolveBinaries(
+  mode: IptablesMode,
+  families: Family[],
+  lookup: (name: string) => string | undefined = (n) => findInPath(n),
+): ResolvedBinaries {
   const order: IptablesMode[] = [mode, ...(['nft', 'plain', 'legacy'] as const).filter((m) => m !== mode)];
   const tried: string[] = [];
   for (const candidate of order) {
@@ -94,7 +110,8 @@ export function resolveBinaries(mode: IptablesMode, families: Family[], lookup: 
       if (save && restore) byFamily.set(family, { mode: candidate, family, save, restore });
     }
     tried.push(`${candidate} (${names.join(', ')})`);
-    if (byFamily.size === families.length) return { mode: candidate, ...(candidate !== mode ? { fellBackFrom: mode } : {}), byFamily };
+    if (byFamily.size === families.length)
+      return { mode: candidate, ...(candidate !== mode ? { fellBackFrom: mode } : {}), byFamily };
   }
   throw new ProxyInitError(
     'MINIMESH_PROXY_INIT_MISSING_BINARY',
@@ -104,5 +121,8 @@ export function resolveBinaries(mode: IptablesMode, families: Family[], lookup: 
 
 /** Names for --simulate on a machine without iptables: the asked mode, unresolved. */
 export function nominalBinaries(mode: IptablesMode, families: Family[]): ResolvedBinaries {
-  return { mode, byFamily: new Map(families.map((family) => [family, { mode, family, ...binaryNames(mode, family) }])) };
+  return {
+    mode,
+    byFamily: new Map(families.map((family) => [family, { mode, family, ...binaryNames(mode, family) }])),
+  };
 }

@@ -21,7 +21,8 @@ export interface CommandRunnerOptions {
 }
 
 export function createCommandRunner(opts: CommandRunnerOptions = {}): CommandRunner {
-  const describe = (argv: string[]): string[] => (opts.netns ? ['nsenter', `--net=${opts.netns}`, '--', ...argv] : argv);
+  const describe = (argv: string[]): string[] =>
+    opts.netns ? ['nsenter', `--net=${opts.netns}`, '--', ...argv] : argv;
   return {
     describe,
     run(argv, input) {
@@ -33,7 +34,9 @@ export function createCommandRunner(opts: CommandRunnerOptions = {}): CommandRun
         child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
         child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
         child.on('error', (err) => resolve({ code: 127, stdout, stderr: stderr + err.message }));
-        child.on('close', (code, signal) => resolve({ code: code ?? 128, stdout, stderr: signal ? `${stderr}killed by ${signal}` : stderr }));
+        child.on('close', (code, signal) =>
+          resolve({ code: code ?? 128, stdout, stderr: signal ? `${stderr}killed by ${signal}` : stderr }),
+        );
         child.stdin.on('error', () => undefined);
         child.stdin.end(input ?? '');
       });

@@ -19,7 +19,16 @@ export { toMultiportGroups, MULTIPORT_LIMIT } from './port-groups.js';
 export { toNetworkCidr } from './cidr.js';
 export { parseNatSave, type NatState } from './nat-state.js';
 export { renderApplyPayload, renderCleanupPayload } from './restore-payload.js';
-export { parseMode, resolveBinaries, binaryNames, findInPath, MODES, type IptablesMode, type ResolvedBinaries, type Binaries } from './binaries.js';
+export {
+  parseMode,
+  resolveBinaries,
+  binaryNames,
+  findInPath,
+  MODES,
+  type IptablesMode,
+  type ResolvedBinaries,
+  type Binaries,
+} from './binaries.js';
 export { applyFirewall, cleanupFirewall, type ApplyOptions, type FamilyReport } from './apply.js';
 export { createCommandRunner, type CommandRunner, type CommandResult } from './command-runner.js';
 export { hasCapability, CAP_NET_ADMIN } from './capabilities.js';

@@ -27,7 +27,8 @@ export function parseNatSave(text: string): NatState {
     if (!line.startsWith('-A ')) continue;
     rules.push(line);
     for (const ours of OURS) {
-      if (new RegExp(`^-A (PREROUTING|OUTPUT) (.+ )?-j ${ours}( |$)`).test(line)) jumps.set(ours, [...(jumps.get(ours) ?? []), line]);
+      if (new RegExp(`^-A (PREROUTING|OUTPUT) (.+ )?-j ${ours}( |$)`).test(line))
+        jumps.set(ours, [...(jumps.get(ours) ?? []), line]);
     }
   }
   for (const builtin of ['PREROUTING', 'INPUT', 'OUTPUT', 'POSTROUTING']) chains.delete(builtin);

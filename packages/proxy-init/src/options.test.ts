@@ -4,7 +4,6 @@ import { parseMode } from './binaries.js';
 import { FLAGS, normalizeArgv, parseCommand, PROGRAM } from './options.js';
 import { SEED_ARGV as SEED_ARGS } from './testdata/seed.js';
 
-
 function command(argv: string[]) {
   const parsed = parseFlags(PROGRAM, FLAGS, normalizeArgv(argv));
   if ('help' in parsed) throw new Error('unexpected help');
@@ -38,7 +37,19 @@ describe('parseCommand', () => {
   });
 
   it('accepts Go-style booleans, short flags and repeated list flags', () => {
-    const cmd = command(['--ipv6', '--simulate', '-w', '-p', '5143', '-u', '0', '--outbound-ports-to-ignore', '443', '--outbound-ports-to-ignore', '443,25-26']);
+    const cmd = command([
+      '--ipv6',
+      '--simulate',
+      '-w',
+      '-p',
+      '5143',
+      '-u',
+      '0',
+      '--outbound-ports-to-ignore',
+      '443',
+      '--outbound-ports-to-ignore',
+      '443,25-26',
+    ]);
     expect(cmd.options.ipv6).toBe(true);
     expect(cmd.simulate).toBe(true);
     expect(cmd.wait).toBe(true);
@@ -51,17 +62,29 @@ describe('parseCommand', () => {
   });
 
   it.each([
-    [['--incoming-proxy-port', '70000'], '--incoming-proxy-port: "70000" is not valid: expected a TCP port number 1-65535'],
+    [
+      ['--incoming-proxy-port', '70000'],
+      '--incoming-proxy-port: "70000" is not valid: expected a TCP port number 1-65535',
+    ],
     [['--outgoing-proxy-port', '0'], '--outgoing-proxy-port: "0" is not valid: expected a TCP port number 1-65535'],
-    [['--inbound-ports-to-ignore', '4190,99999'], '--inbound-ports-to-ignore: "99999" is not valid: expected a TCP port number 1-65535'],
-    [['--outbound-ports-to-ignore', '20-10'], '--outbound-ports-to-ignore: "20-10" is not valid: expected a range whose start is not above its end'],
+    [
+      ['--inbound-ports-to-ignore', '4190,99999'],
+      '--inbound-ports-to-ignore: "99999" is not valid: expected a TCP port number 1-65535',
+    ],
+    [
+      ['--outbound-ports-to-ignore', '20-10'],
+      '--outbound-ports-to-ignore: "20-10" is not valid: expected a range whose start is not above its end',
+    ],
     [['--outbound-ports-to-ignore', '1-2-3'], '--outbound-ports-to-ignore: "1-2-3" is not valid: expected a port'],
     [['--subnets-to-ignore', '10.0.0.0/33'], '--subnets-to-ignore: "10.0.0.0/33" is not valid: expected a CIDR'],
     [['--iptables-mode', 'ebpf'], '--iptables-mode: "ebpf" is not valid: expected legacy, nft or plain'],
     [['--proxy-uid', 'proxy'], '--proxy-uid: "proxy" is not valid: expected a numeric id'],
     [['--ipv6=maybe'], '--ipv6: "maybe" is not valid: expected true or false'],
     [['--timeout-close-wait-secs', '1.5'], '--timeout-close-wait-secs: "1.5" is not valid'],
-    [['--netns', '/nonexistent/netns'], '--netns: "/nonexistent/netns" is not valid: expected the path of an existing network namespace file'],
+    [
+      ['--netns', '/nonexistent/netns'],
+      '--netns: "/nonexistent/netns" is not valid: expected the path of an existing network namespace file',
+    ],
     [['--log-format', 'xml'], '--log-format: "xml" is not valid: expected plain or json'],
   ])('refuses %j', (argv, message) => {
     expect(() => command(argv)).toThrow(message);
@@ -80,7 +103,13 @@ describe('parseMode', () => {
     [{ ...none, firewallSavePath: 'iptables-nft-save' }, 'nft'],
   ])('%o → %s', (flags, mode) => expect(parseMode(flags)).toBe(mode));
   it.each([
-    [{ ...none, firewallBinPath: 'nft' }, '--firewall-bin-path: "nft" is not valid: expected iptables-legacy, iptables-nft or iptables'],
-    [{ ...none, firewallBinPath: 'iptables-nft', firewallSavePath: 'iptables-legacy-save' }, '--firewall-save-bin-path: "iptables-legacy-save" is not valid: expected iptables-nft-save'],
+    [
+      { ...none, firewallBinPath: 'nft' },
+      '--firewall-bin-path: "nft" is not valid: expected iptables-legacy, iptables-nft or iptables',
+    ],
+    [
+      { ...none, firewallBinPath: 'iptables-nft', firewallSavePath: 'iptables-legacy-save' },
+      '--firewall-save-bin-path: "iptables-legacy-save" is not valid: expected iptables-nft-save',
+    ],
   ])('refuses %o', (flags, message) => expect(() => parseMode(flags)).toThrow(message));
 });

@@ -24,23 +24,85 @@ export const PROGRAM: ProgramInfo = {
 };
 
 export const FLAGS = {
-  'incoming-proxy-port': { type: 'string', short: 'p', default: String(DEFAULT_PORTS.inbound), description: 'port inbound TCP is redirected to (the proxy inbound listener)' },
-  'outgoing-proxy-port': { type: 'string', short: 'o', default: String(DEFAULT_PORTS.outbound), description: 'port outbound TCP is redirected to (the proxy outbound listener)' },
-  'proxy-uid': { type: 'string', short: 'u', default: '-1', description: "traffic from this uid is not redirected (the proxy's own); -1: none" },
-  'proxy-gid': { type: 'string', short: 'g', default: '-1', description: 'traffic from this gid is not redirected; -1: none' },
-  'ports-to-redirect': { type: 'string', short: 'r', multiple: true, description: 'redirect only these inbound ports (comma separated); default: all' },
-  'inbound-ports-to-ignore': { type: 'string', multiple: true, description: 'inbound ports not redirected: N or lo-hi, comma separated' },
-  'outbound-ports-to-ignore': { type: 'string', multiple: true, description: 'outbound ports not redirected: N or lo-hi, comma separated' },
-  'subnets-to-ignore': { type: 'string', multiple: true, description: 'inbound connections from these CIDRs are not redirected' },
-  'iptables-mode': { type: 'string', default: '', description: 'legacy, nft or plain (overrides --firewall-bin-path); default legacy' },
-  'firewall-bin-path': { type: 'string', default: '', description: 'older form of --iptables-mode: iptables-legacy, iptables-nft or iptables' },
-  'firewall-save-bin-path': { type: 'string', default: '', description: 'older form of --iptables-mode: the matching *-save binary' },
+  'incoming-proxy-port': {
+    type: 'string',
+    short: 'p',
+    default: String(DEFAULT_PORTS.inbound),
+    description: 'port inbound TCP is redirected to (the proxy inbound listener)',
+  },
+  'outgoing-proxy-port': {
+    type: 'string',
+    short: 'o',
+    default: String(DEFAULT_PORTS.outbound),
+    description: 'port outbound TCP is redirected to (the proxy outbound listener)',
+  },
+  'proxy-uid': {
+    type: 'string',
+    short: 'u',
+    default: '-1',
+    description: "traffic from this uid is not redirected (the proxy's own); -1: none",
+  },
+  'proxy-gid': {
+    type: 'string',
+    short: 'g',
+    default: '-1',
+    description: 'traffic from this gid is not redirected; -1: none',
+  },
+  'ports-to-redirect': {
+    type: 'string',
+    short: 'r',
+    multiple: true,
+    description: 'redirect only these inbound ports (comma separated); default: all',
+  },
+  'inbound-ports-to-ignore': {
+    type: 'string',
+    multiple: true,
+    description: 'inbound ports not redirected: N or lo-hi, comma separated',
+  },
+  'outbound-ports-to-ignore': {
+    type: 'string',
+    multiple: true,
+    description: 'outbound ports not redirected: N or lo-hi, comma separated',
+  },
+  'subnets-to-ignore': {
+    type: 'string',
+    multiple: true,
+    description: 'inbound connections from these CIDRs are not redirected',
+  },
+  'iptables-mode': {
+    type: 'string',
+    default: '',
+    description: 'legacy, nft or plain (overrides --firewall-bin-path); default legacy',
+  },
+  'firewall-bin-path': {
+    type: 'string',
+    default: '',
+    description: 'older form of --iptables-mode: iptables-legacy, iptables-nft or iptables',
+  },
+  'firewall-save-bin-path': {
+    type: 'string',
+    default: '',
+    description: 'older form of --iptables-mode: the matching *-save binary',
+  },
   ipv6: { type: 'string', default: 'true', description: 'also configure ip6tables (--ipv6=false to skip)' },
   simulate: { type: 'string', default: 'false', description: 'print the rules and commands; change nothing' },
   cleanup: { type: 'string', default: 'false', description: 'remove the chains and jumps proxy-init added, then exit' },
-  netns: { type: 'string', default: '', description: 'run the commands in this network namespace (nsenter --net=PATH)' },
-  'use-wait-flag': { type: 'string', short: 'w', default: 'false', description: 'pass --wait to iptables-restore (wait for the xtables lock)' },
-  'timeout-close-wait-secs': { type: 'string', default: '0', description: 'if > 0, set net.netfilter.nf_conntrack_tcp_timeout_close_wait first' },
+  netns: {
+    type: 'string',
+    default: '',
+    description: 'run the commands in this network namespace (nsenter --net=PATH)',
+  },
+  'use-wait-flag': {
+    type: 'string',
+    short: 'w',
+    default: 'false',
+    description: 'pass --wait to iptables-restore (wait for the xtables lock)',
+  },
+  'timeout-close-wait-secs': {
+    type: 'string',
+    default: '0',
+    description: 'if > 0, set net.netfilter.nf_conntrack_tcp_timeout_close_wait first',
+  },
   'log-format': { type: 'string', default: 'plain', description: 'plain or json' },
   'log-level': { type: 'string', default: 'info', description: 'trace, debug, info, warn, error' },
 } as const satisfies FlagSpecs;
@@ -77,18 +139,23 @@ function parseId(field: string, value: string): number | undefined {
   const text = value.trim();
   if (text === '-1') return undefined;
   const n = Number(text);
-  if (!/^\d+$/.test(text) || n > 4294967294) throw new ConfigError(field, value, 'a numeric id 0-4294967294, or -1 for none');
+  if (!/^\d+$/.test(text) || n > 4294967294)
+    throw new ConfigError(field, value, 'a numeric id 0-4294967294, or -1 for none');
   return n;
 }
 
 function parseSeconds(field: string, value: string): number {
   const text = value.trim();
-  if (!/^\d+$/.test(text) || Number(text) > 2_147_483_647) throw new ConfigError(field, value, 'a whole number of seconds (0 to leave the setting alone)');
+  if (!/^\d+$/.test(text) || Number(text) > 2_147_483_647)
+    throw new ConfigError(field, value, 'a whole number of seconds (0 to leave the setting alone)');
   return Number(text);
 }
 
 function parsePortList(field: string, values: readonly string[]): number[] {
-  const items = values.flatMap((v) => v.split(',')).map((s) => s.trim()).filter(Boolean);
+  const items = values
+    .flatMap((v) => v.split(','))
+    .map((s) => s.trim())
+    .filter(Boolean);
   return [...new Set(items.map((item) => parsePort(field, item)))].sort((a, b) => a - b);
 }
 
@@ -96,7 +163,11 @@ function parsePortList(field: string, values: readonly string[]): number[] {
 export function parseCommand(values: FlagValues<typeof FLAGS>): ProxyInitCommand {
   const netns = values.netns.trim();
   if (netns !== '' && !existsSync(netns)) {
-    throw new ConfigError('--netns', values.netns, 'the path of an existing network namespace file, e.g. /var/run/netns/<name>');
+    throw new ConfigError(
+      '--netns',
+      values.netns,
+      'the path of an existing network namespace file, e.g. /var/run/netns/<name>',
+    );
   }
   return {
     options: {
@@ -110,7 +181,11 @@ export function parseCommand(values: FlagValues<typeof FLAGS>): ProxyInitCommand
       subnetsToIgnore: parseCidrList('--subnets-to-ignore', values['subnets-to-ignore']),
       ipv6: parseBoolean('--ipv6', values.ipv6),
     },
-    mode: parseMode({ iptablesMode: values['iptables-mode'], firewallBinPath: values['firewall-bin-path'], firewallSavePath: values['firewall-save-bin-path'] }),
+    mode: parseMode({
+      iptablesMode: values['iptables-mode'],
+      firewallBinPath: values['firewall-bin-path'],
+      firewallSavePath: values['firewall-save-bin-path'],
+    }),
     simulate: parseBoolean('--simulate', values.simulate),
     cleanup: parseBoolean('--cleanup', values.cleanup),
     netns: netns === '' ? undefined : netns,

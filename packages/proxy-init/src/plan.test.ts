@@ -24,7 +24,9 @@ describe('planFirewall', () => {
   it("holds exactly the seed's chains, in order, with the seed's comments", () => {
     const lines = expectedSaveLines(planFirewall(SEED).families[0]!);
     expect(Object.fromEntries(lines)).toEqual({
-      PREROUTING: ['-A PREROUTING -m comment --comment "proxy-init/install-proxy-init-prerouting" -j PROXY_INIT_REDIRECT'],
+      PREROUTING: [
+        '-A PREROUTING -m comment --comment "proxy-init/install-proxy-init-prerouting" -j PROXY_INIT_REDIRECT',
+      ],
       PROXY_INIT_REDIRECT: [
         '-A PROXY_INIT_REDIRECT -p tcp -m multiport --dports 4190,4191,4567,4568 -m comment --comment "proxy-init/ignore-port-4190,4191,4567,4568" -j RETURN',
         '-A PROXY_INIT_REDIRECT -p tcp -m comment --comment "proxy-init/redirect-all-incoming-to-proxy-port" -j REDIRECT --to-ports 4143',
@@ -40,7 +42,10 @@ describe('planFirewall', () => {
   });
 
   it('renders ranges as lo:hi and folds duplicates', () => {
-    const plan = planFirewall({ ...SEED, inboundPortsToIgnore: parsePortRanges('in', '4190,4190,8000-8010,8005-8020,22') });
+    const plan = planFirewall({
+      ...SEED,
+      inboundPortsToIgnore: parsePortRanges('in', '4190,4190,8000-8010,8005-8020,22'),
+    });
     const redirect = plan.families[0]!.chains[0]!;
     expect(redirect.rules[0]).toEqual({
       matches: ['-p', 'tcp', '-m', 'multiport', '--dports', '22,4190,8000:8020'],
@@ -58,9 +63,15 @@ describe('planFirewall', () => {
   });
 
   it('makes no rule for the proxy gid unless asked, and one after the uid rule when asked', () => {
-    expect(planFirewall(SEED).families[0]!.chains[1]!.rules.map((r) => r.comment)).not.toContain('ignore-proxy-group-id');
+    expect(planFirewall(SEED).families[0]!.chains[1]!.rules.map((r) => r.comment)).not.toContain(
+      'ignore-proxy-group-id',
+    );
     const rules = planFirewall({ ...SEED, proxyGid: 2103 }).families[0]!.chains[1]!.rules;
-    expect(rules.slice(0, 3).map((r) => r.comment)).toEqual(['ignore-proxy-user-id', 'ignore-proxy-group-id', 'ignore-loopback']);
+    expect(rules.slice(0, 3).map((r) => r.comment)).toEqual([
+      'ignore-proxy-user-id',
+      'ignore-proxy-group-id',
+      'ignore-loopback',
+    ]);
     expect(rules[1]!.matches).toEqual(['-m', 'owner', '--gid-owner', '2103']);
   });
 
@@ -70,10 +81,17 @@ describe('planFirewall', () => {
   });
 
   it('ignores subnets by source, inbound only, each in its own family, in network form', () => {
-    const plan = planFirewall({ ...SEED, ipv6: true, subnetsToIgnore: parseCidrList('s', '10.1.2.3/8,192.168.0.0/16,FD00:0:0::7/16') });
+    const plan = planFirewall({
+      ...SEED,
+      ipv6: true,
+      subnetsToIgnore: parseCidrList('s', '10.1.2.3/8,192.168.0.0/16,FD00:0:0::7/16'),
+    });
     const [v4, v6] = plan.families;
     const subnetRules = (f: typeof v4) => f!.chains[0]!.rules.filter((r) => r.comment.startsWith('ignore-subnet-'));
-    expect(subnetRules(v4).map((r) => r.matches)).toEqual([['-s', '10.0.0.0/8'], ['-s', '192.168.0.0/16']]);
+    expect(subnetRules(v4).map((r) => r.matches)).toEqual([
+      ['-s', '10.0.0.0/8'],
+      ['-s', '192.168.0.0/16'],
+    ]);
     expect(subnetRules(v4).map((r) => r.comment)).toEqual(['ignore-subnet-10.0.0.0/8', 'ignore-subnet-192.168.0.0/16']);
     expect(subnetRules(v6).map((r) => r.comment)).toEqual(['ignore-subnet-fd00::/16']);
     expect(plan.families[0]!.chains[1]!.rules.some((r) => r.matches.includes('-s'))).toBe(false);
@@ -95,8 +113,16 @@ describe('planFirewall', () => {
   it('redirects only the listed ports when --ports-to-redirect is given', () => {
     const rules = planFirewall({ ...SEED, portsToRedirect: [80, 8080] }).families[0]!.chains[0]!.rules;
     expect(rules.slice(1)).toEqual([
-      { matches: ['-p', 'tcp', '-m', 'tcp', '--dport', '80'], comment: 'redirect-port-80-to-proxy-port', target: ['-j', 'REDIRECT', '--to-ports', '4143'] },
-      { matches: ['-p', 'tcp', '-m', 'tcp', '--dport', '8080'], comment: 'redirect-port-8080-to-proxy-port', target: ['-j', 'REDIRECT', '--to-ports', '4143'] },
+      {
+        matches: ['-p', 'tcp', '-m', 'tcp', '--dport', '80'],
+        comment: 'redirect-port-80-to-proxy-port',
+        target: ['-j', 'REDIRECT', '--to-ports', '4143'],
+      },
+      {
+        matches: ['-p', 'tcp', '-m', 'tcp', '--dport', '8080'],
+        comment: 'redirect-port-8080-to-proxy-port',
+        target: ['-j', 'REDIRECT', '--to-ports', '4143'],
+      },
     ]);
   });
 
@@ -125,11 +151,16 @@ describe('toMultiportGroups', () => {
   });
 
   it('never exceeds 15 references per group', () => {
-    const ranges = parsePortRanges('p', '1,2,3-4,10-20,30,40-41,50,60-70,80,90-95,100,110-120,130,140-150,160,170-180,190');
+    const ranges = parsePortRanges(
+      'p',
+      '1,2,3-4,10-20,30,40-41,50,60-70,80,90-95,100,110-120,130,140-150,160,170-180,190',
+    );
     for (const group of toMultiportGroups(ranges)) {
       expect(group.reduce((n, e) => n + (e.includes(':') ? 2 : 1), 0)).toBeLessThanOrEqual(15);
     }
-    expect(toMultiportGroups(ranges).flat().join(',')).toBe('1,2,3:4,10:20,30,40:41,50,60:70,80,90:95,100,110:120,130,140:150,160,170:180,190');
+    expect(toMultiportGroups(ranges).flat().join(',')).toBe(
+      '1,2,3:4,10:20,30,40:41,50,60:70,80,90:95,100,110:120,130,140:150,160,170:180,190',
+    );
   });
 });
 

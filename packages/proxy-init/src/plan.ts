@@ -75,7 +75,11 @@ function inboundChain(opts: ProxyInitOptions, family: Family): ChainPlan {
     rules.push({ matches: ['-p', 'tcp'], comment: 'redirect-all-incoming-to-proxy-port', target: to });
   } else {
     for (const port of opts.portsToRedirect) {
-      rules.push({ matches: ['-p', 'tcp', '-m', 'tcp', '--dport', String(port)], comment: `redirect-port-${port}-to-proxy-port`, target: to });
+      rules.push({
+        matches: ['-p', 'tcp', '-m', 'tcp', '--dport', String(port)],
+        comment: `redirect-port-${port}-to-proxy-port`,
+        target: to,
+      });
     }
   }
   return { name: REDIRECT_CHAIN, hook: 'PREROUTING', jumpComment: 'install-proxy-init-prerouting', rules };
@@ -84,10 +88,18 @@ function inboundChain(opts: ProxyInitOptions, family: Family): ChainPlan {
 function outboundChain(opts: ProxyInitOptions): ChainPlan {
   const rules: Rule[] = [];
   if (opts.proxyUid !== undefined) {
-    rules.push({ matches: ['-m', 'owner', '--uid-owner', String(opts.proxyUid)], comment: 'ignore-proxy-user-id', target: ['-j', 'RETURN'] });
+    rules.push({
+      matches: ['-m', 'owner', '--uid-owner', String(opts.proxyUid)],
+      comment: 'ignore-proxy-user-id',
+      target: ['-j', 'RETURN'],
+    });
   }
   if (opts.proxyGid !== undefined) {
-    rules.push({ matches: ['-m', 'owner', '--gid-owner', String(opts.proxyGid)], comment: 'ignore-proxy-group-id', target: ['-j', 'RETURN'] });
+    rules.push({
+      matches: ['-m', 'owner', '--gid-owner', String(opts.proxyGid)],
+      comment: 'ignore-proxy-group-id',
+      target: ['-j', 'RETURN'],
+    });
   }
   rules.push({ matches: ['-o', 'lo'], comment: 'ignore-loopback', target: ['-j', 'RETURN'] });
   rules.push(...ignorePortRules(opts.outboundPortsToIgnore));
@@ -102,7 +114,13 @@ function outboundChain(opts: ProxyInitOptions): ChainPlan {
 /** The whole plan: IPv4 always, IPv6 too when asked; in each, the inbound chain then the outbound one. */
 export function planFirewall(opts: ProxyInitOptions): FirewallPlan {
   const families: Family[] = opts.ipv6 ? [4, 6] : [4];
-  return { families: families.map((family) => ({ family, table: 'nat', chains: [inboundChain(opts, family), outboundChain(opts)] })) };
+  return {
+    families: families.map((family) => ({
+      family,
+      table: 'nat',
+      chains: [inboundChain(opts, family), outboundChain(opts)],
+    })),
+  };
 }
 
 /** A rule as iptables arguments after `-A <chain>`, the comment prefixed and quoted as iptables-save prints it. */
@@ -123,7 +141,10 @@ export function expectedSaveLines(plan: FamilyPlan): Map<string, string[]> {
   const out = new Map<string, string[]>();
   for (const chain of plan.chains) {
     out.set(chain.hook, [...(out.get(chain.hook) ?? []), ['-A', chain.hook, ...ruleArgs(jumpRule(chain))].join(' ')]);
-    out.set(chain.name, chain.rules.map((rule) => ['-A', chain.name, ...ruleArgs(rule)].join(' ')));
+    out.set(
+      chain.name,
+      chain.rules.map((rule) => ['-A', chain.name, ...ruleArgs(rule)].join(' ')),
+    );
   }
   return out;
 }

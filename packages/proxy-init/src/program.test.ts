@@ -16,7 +16,13 @@ function harness(over: Partial<ProgramDeps> = {}) {
       return { code: 0, stdout: '*nat\nCOMMIT\n', stderr: '' };
     },
   };
-  const deps: ProgramDeps = { stdout: out, lookup: (n) => `/sbin/${n}`, hasNetAdmin: () => true, runner: () => runner, ...over };
+  const deps: ProgramDeps = {
+    stdout: out,
+    lookup: (n) => `/sbin/${n}`,
+    hasNetAdmin: () => true,
+    runner: () => runner,
+    ...over,
+  };
   return { deps, ran, text: () => text };
 }
 
@@ -25,11 +31,15 @@ describe('proxyInitMain', () => {
     const h = harness();
     expect(await proxyInitMain(['--simulate', ...SEED_ARGV], h.deps)).toBe(0);
     expect(h.ran).toEqual([]);
-    expect(h.text()).toContain('-A PROXY_INIT_OUTPUT -m owner --uid-owner 2102 -m comment --comment "proxy-init/ignore-proxy-user-id" -j RETURN');
-    expect(h.text()).toContain('would run /sbin/iptables-legacy-save -t nat, then /sbin/iptables-legacy-restore --noflush');
+    expect(h.text()).toContain(
+      '-A PROXY_INIT_OUTPUT -m owner --uid-owner 2102 -m comment --comment "proxy-init/ignore-proxy-user-id" -j RETURN',
+    );
+    expect(h.text()).toContain(
+      'would run /sbin/iptables-legacy-save -t nat, then /sbin/iptables-legacy-restore --noflush',
+    );
   });
 
-  it('--simulate works without iptables installed, with the mode\'s names', async () => {
+  it("--simulate works without iptables installed, with the mode's names", async () => {
     const h = harness({ lookup: () => undefined });
     expect(await proxyInitMain(['--simulate', '--iptables-mode', 'nft', ...SEED_ARGV], h.deps)).toBe(0);
     expect(h.text()).toContain('would run iptables-nft-save -t nat, then iptables-nft-restore --noflush');
@@ -37,15 +47,21 @@ describe('proxyInitMain', () => {
 
   it('refuses without CAP_NET_ADMIN, before running anything', async () => {
     const h = harness({ hasNetAdmin: () => false });
-    await expect(proxyInitMain(SEED_ARGV, h.deps)).rejects.toMatchObject({ exitCode: 2, message: expect.stringMatching(/^no CAP_NET_ADMIN/) });
+    await expect(proxyInitMain(SEED_ARGV, h.deps)).rejects.toMatchObject({
+      exitCode: 2,
+      message: expect.stringMatching(/^no CAP_NET_ADMIN/),
+    });
     expect(h.ran).toEqual([]);
   });
 
   it('refuses bad input with exit code 2 before running anything', async () => {
     const h = harness();
-    await expect(proxyInitMain(['--proxy-uid', '2102', '--inbound-ports-to-ignore', '4190,x'], h.deps)).rejects.toMatchObject({
+    await expect(
+      proxyInitMain(['--proxy-uid', '2102', '--inbound-ports-to-ignore', '4190,x'], h.deps),
+    ).rejects.toMatchObject({
       exitCode: 2,
-      message: '--inbound-ports-to-ignore: "x" is not valid: expected a port (e.g. 4190) or an inclusive range lo-hi (e.g. 4000-4010)',
+      message:
+        '--inbound-ports-to-ignore: "x" is not valid: expected a port (e.g. 4190) or an inclusive range lo-hi (e.g. 4000-4010)',
     });
     await expect(proxyInitMain(['stray'], h.deps)).rejects.toMatchObject({ exitCode: 2 });
     expect(h.ran).toEqual([]);

@@ -25,20 +25,32 @@ function parse(argv: string[]): ProxyInitCommand | { help: string } {
   const parsed = parseFlags(PROGRAM, FLAGS, normalizeArgv(argv));
   if ('help' in parsed) return parsed;
   if (parsed.positionals.length > 0) {
-    throw new ProxyInitError('MINIMESH_PROXY_INIT_BAD_INPUT', `unexpected argument ${JSON.stringify(parsed.positionals[0])}: every setting is a --flag (see ${PROGRAM.name} --help)`);
+    throw new ProxyInitError(
+      'MINIMESH_PROXY_INIT_BAD_INPUT',
+      `unexpected argument ${JSON.stringify(parsed.positionals[0])}: every setting is a --flag (see ${PROGRAM.name} --help)`,
+    );
   }
   try {
     return parseCommand(parsed.values);
   } catch (err) {
-    if (err instanceof ConfigError) throw new ProxyInitError('MINIMESH_PROXY_INIT_BAD_INPUT', err.message, { cause: err });
+    if (err instanceof ConfigError)
+      throw new ProxyInitError('MINIMESH_PROXY_INIT_BAD_INPUT', err.message, { cause: err });
     throw err;
   }
 }
 
-function simulate(cmd: ProxyInitCommand, plan: FirewallPlan, binaries: ResolvedBinaries, runner: CommandRunner, log: Logger): void {
+function simulate(
+  cmd: ProxyInitCommand,
+  plan: FirewallPlan,
+  binaries: ResolvedBinaries,
+  runner: CommandRunner,
+  log: Logger,
+): void {
   log.info('simulate: printing what would run; nothing is changed');
   if (cmd.closeWaitTimeoutSecs > 0 && !cmd.cleanup) {
-    log.info(`would run: ${runner.describe(['sysctl', '-w', `net.netfilter.nf_conntrack_tcp_timeout_close_wait=${cmd.closeWaitTimeoutSecs}`]).join(' ')}`);
+    log.info(
+      `would run: ${runner.describe(['sysctl', '-w', `net.netfilter.nf_conntrack_tcp_timeout_close_wait=${cmd.closeWaitTimeoutSecs}`]).join(' ')}`,
+    );
   }
   for (const family of plan.families) {
     const b = binaries.byFamily.get(family.family);
@@ -46,9 +58,21 @@ function simulate(cmd: ProxyInitCommand, plan: FirewallPlan, binaries: ResolvedB
     const restore = runner.describe([b.restore, '--noflush', ...(cmd.wait ? ['--wait'] : [])]).join(' ');
     // Shown against a pod with nothing of ours yet (apply), or with everything of ours (cleanup).
     const payload = cmd.cleanup
-      ? renderCleanupPayload(family, parseNatSave(['*nat', ...family.chains.flatMap((c) => [`:${c.name} - [0:0]`, `-A ${c.hook} -j ${c.name}`]), 'COMMIT'].join('\n')))
+      ? renderCleanupPayload(
+          family,
+          parseNatSave(
+            [
+              '*nat',
+              ...family.chains.flatMap((c) => [`:${c.name} - [0:0]`, `-A ${c.hook} -j ${c.name}`]),
+              'COMMIT',
+            ].join('\n'),
+          ),
+        )
       : renderApplyPayload(family, parseNatSave(''));
-    log.info({ family: family.family }, `IPv${family.family}: would run ${runner.describe([b.save, '-t', 'nat']).join(' ')}, then ${restore} with:\n${(payload ?? '').trimEnd()}`);
+    log.info(
+      { family: family.family },
+      `IPv${family.family}: would run ${runner.describe([b.save, '-t', 'nat']).join(' ')}, then ${restore} with:\n${(payload ?? '').trimEnd()}`,
+    );
   }
 }
 
@@ -58,7 +82,12 @@ export async function proxyInitMain(argv: string[], deps: ProgramDeps = {}): Pro
     (deps.stdout ?? process.stdout).write(cmd.help);
     return 0;
   }
-  const log = createLogger({ name: 'proxy-init', level: cmd.logLevel, format: cmd.logFormat, ...(deps.stdout ? { destination: deps.stdout } : {}) });
+  const log = createLogger({
+    name: 'proxy-init',
+    level: cmd.logLevel,
+    format: cmd.logFormat,
+    ...(deps.stdout ? { destination: deps.stdout } : {}),
+  });
   const plan = planFirewall(cmd.options);
   const families = plan.families.map((f) => f.family);
   const lookup = deps.lookup ?? ((name: string) => findInPath(name));
@@ -73,14 +102,20 @@ export async function proxyInitMain(argv: string[], deps: ProgramDeps = {}): Pro
     binaries = nominalBinaries(cmd.mode, families);
   }
   if (binaries.fellBackFrom) {
-    log.warn({ mode: binaries.mode }, `iptables mode ${binaries.fellBackFrom}: its binaries are not installed; falling back to ${binaries.mode}`);
+    log.warn(
+      { mode: binaries.mode },
+      `iptables mode ${binaries.fellBackFrom}: its binaries are not installed; falling back to ${binaries.mode}`,
+    );
   }
   if (cmd.simulate) {
     simulate(cmd, plan, binaries, runner, log);
     return 0;
   }
   if (cmd.netns && !lookup('nsenter')) {
-    throw new ProxyInitError('MINIMESH_PROXY_INIT_MISSING_BINARY', `--netns ${cmd.netns}: needs nsenter (util-linux), which is not in PATH`);
+    throw new ProxyInitError(
+      'MINIMESH_PROXY_INIT_MISSING_BINARY',
+      `--netns ${cmd.netns}: needs nsenter (util-linux), which is not in PATH`,
+    );
   }
   if (!(deps.hasNetAdmin ?? (() => hasCapability(CAP_NET_ADMIN)))()) {
     throw new ProxyInitError(
@@ -88,13 +123,23 @@ export async function proxyInitMain(argv: string[], deps: ProgramDeps = {}): Pro
       'no CAP_NET_ADMIN: changing iptables needs the NET_ADMIN capability (run as root, or give the container NET_ADMIN and NET_RAW); nothing was changed',
     );
   }
-  log.info({ mode: binaries.mode, netns: cmd.netns, families }, `${cmd.cleanup ? 'removing' : 'configuring'} the nat table (iptables mode ${binaries.mode})`);
+  log.info(
+    { mode: binaries.mode, netns: cmd.netns, families },
+    `${cmd.cleanup ? 'removing' : 'configuring'} the nat table (iptables mode ${binaries.mode})`,
+  );
 
   if (!cmd.cleanup && cmd.closeWaitTimeoutSecs > 0) {
-    const argvSysctl = ['sysctl', '-w', `net.netfilter.nf_conntrack_tcp_timeout_close_wait=${cmd.closeWaitTimeoutSecs}`];
+    const argvSysctl = [
+      'sysctl',
+      '-w',
+      `net.netfilter.nf_conntrack_tcp_timeout_close_wait=${cmd.closeWaitTimeoutSecs}`,
+    ];
     const res = await runner.run(argvSysctl);
     if (res.code !== 0) {
-      throw new ProxyInitError('MINIMESH_PROXY_INIT_COMMAND_FAILED', `--timeout-close-wait-secs: \`${runner.describe(argvSysctl).join(' ')}\` exited with ${res.code}: ${res.stderr.trim()}; nothing was changed`);
+      throw new ProxyInitError(
+        'MINIMESH_PROXY_INIT_COMMAND_FAILED',
+        `--timeout-close-wait-secs: \`${runner.describe(argvSysctl).join(' ')}\` exited with ${res.code}: ${res.stderr.trim()}; nothing was changed`,
+      );
     }
     log.info(res.stdout.trim());
   }

@@ -29,8 +29,12 @@ describe('parseNatSave', () => {
   it('finds our chains and the jumps to them, only in the nat table', () => {
     const state = parseNatSave(INSTALLED);
     expect([...state.chains].sort()).toEqual(['OTHER', 'PROXY_INIT_OUTPUT', 'PROXY_INIT_REDIRECT']);
-    expect(state.jumps.get('PROXY_INIT_REDIRECT')).toEqual(['-A PREROUTING -m comment --comment "proxy-init/install-proxy-init-prerouting" -j PROXY_INIT_REDIRECT']);
-    expect(state.jumps.get('PROXY_INIT_OUTPUT')).toEqual(['-A OUTPUT -m comment --comment "proxy-init/install-proxy-init-output" -j PROXY_INIT_OUTPUT']);
+    expect(state.jumps.get('PROXY_INIT_REDIRECT')).toEqual([
+      '-A PREROUTING -m comment --comment "proxy-init/install-proxy-init-prerouting" -j PROXY_INIT_REDIRECT',
+    ]);
+    expect(state.jumps.get('PROXY_INIT_OUTPUT')).toEqual([
+      '-A OUTPUT -m comment --comment "proxy-init/install-proxy-init-output" -j PROXY_INIT_OUTPUT',
+    ]);
     expect(state.rules).toHaveLength(5);
   });
   it('sees an empty table as empty', () => {

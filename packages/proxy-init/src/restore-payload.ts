@@ -12,7 +12,8 @@ export function renderApplyPayload(plan: FamilyPlan, state: NatState): string {
   for (const chain of plan.chains) lines.push(`:${chain.name} - [0:0]`);
   for (const chain of plan.chains) {
     for (const rule of chain.rules) lines.push(['-A', chain.name, ...ruleArgs(rule)].join(' '));
-    if ((state.jumps.get(chain.name) ?? []).length === 0) lines.push(['-A', chain.hook, ...ruleArgs(jumpRule(chain))].join(' '));
+    if ((state.jumps.get(chain.name) ?? []).length === 0)
+      lines.push(['-A', chain.hook, ...ruleArgs(jumpRule(chain))].join(' '));
   }
   lines.push('COMMIT', '');
   return lines.join('\n');

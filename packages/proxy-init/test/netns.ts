@@ -22,7 +22,12 @@ export interface Result {
 export function run(argv: string[], opts: { timeoutMs?: number; env?: NodeJS.ProcessEnv } = {}): Promise<Result> {
   return new Promise((resolve) => {
     const [cmd, ...args] = argv as [string, ...string[]];
-    const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], timeout: opts.timeoutMs ?? 30_000, env: opts.env ?? process.env, cwd: REPO_DIR });
+    const child = spawn(cmd, args, {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      timeout: opts.timeoutMs ?? 30_000,
+      env: opts.env ?? process.env,
+      cwd: REPO_DIR,
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -58,7 +63,8 @@ export interface Pair {
 }
 
 export async function createPair(): Promise<Pair> {
-  if (!existsSync(BIN)) throw new Error(`${BIN} is missing: build proxy-init first (npx tsc -p tsconfig.build.json, or npm run build)`);
+  if (!existsSync(BIN))
+    throw new Error(`${BIN} is missing: build proxy-init first (npx tsc -p tsconfig.build.json, or npm run build)`);
   const id = randomBytes(3).toString('hex');
   const pod = `mm-pi-${id}-pod`;
   const peer = `mm-pi-${id}-peer`;
@@ -73,7 +79,10 @@ export async function createPair(): Promise<Pair> {
     exec: (ns, argv, opts) => run(['ip', 'netns', 'exec', ns, ...argv], opts ?? {}),
     proxyInit: (args) => run(['ip', 'netns', 'exec', pod, process.execPath, BIN, ...args]),
     async listen(ns, addrs) {
-      const child = spawn('ip', ['netns', 'exec', ns, process.execPath, '--import', 'tsx', LISTENER, ...addrs], { cwd: REPO_DIR, stdio: ['ignore', 'pipe', 'inherit'] });
+      const child = spawn('ip', ['netns', 'exec', ns, process.execPath, '--import', 'tsx', LISTENER, ...addrs], {
+        cwd: REPO_DIR,
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
       children.push(child);
       const timer = setTimeout(() => child.kill(), 20_000);
       let out = '';
@@ -85,7 +94,8 @@ export async function createPair(): Promise<Pair> {
       if (!out.includes('ready')) throw new Error(`listener in ${ns} on ${addrs.join(' ')} did not start`);
     },
     async connect(ns, host, port, opts = {}) {
-      const asUser = opts.uid === undefined ? [] : ['setpriv', `--reuid=${opts.uid}`, `--regid=${opts.uid}`, '--clear-groups'];
+      const asUser =
+        opts.uid === undefined ? [] : ['setpriv', `--reuid=${opts.uid}`, `--regid=${opts.uid}`, '--clear-groups'];
       const r = await pair.exec(ns, [...asUser, process.execPath, CLIENT, host, String(port)]);
       if (r.code !== 0) throw new Error(`client exited with ${r.code}: ${r.stderr}`);
       return JSON.parse(r.stdout.trim()) as Record<string, unknown>;
@@ -105,7 +115,21 @@ export async function createPair(): Promise<Pair> {
   try {
     await must(['ip', 'netns', 'add', pod]);
     await must(['ip', 'netns', 'add', peer]);
-    await must(['ip', 'link', 'add', `mm-pi-${id}a`, 'netns', pod, 'type', 'veth', 'peer', 'name', `mm-pi-${id}b`, 'netns', peer]);
+    await must([
+      'ip',
+      'link',
+      'add',
+      `mm-pi-${id}a`,
+      'netns',
+      pod,
+      'type',
+      'veth',
+      'peer',
+      'name',
+      `mm-pi-${id}b`,
+      'netns',
+      peer,
+    ]);
     for (const [ns, dev, ip, ip6] of [
       [pod, `mm-pi-${id}a`, pair.podIp, pair.podIp6],
       [peer, `mm-pi-${id}b`, pair.peerIp, pair.peerIp6],

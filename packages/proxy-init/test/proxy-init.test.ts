@@ -6,11 +6,16 @@ import { chainLines, createPair, normalizeSave, type Pair } from './netns.js';
 
 const SEED_ARGS = [
   '--ipv6=false',
-  '--incoming-proxy-port', '4143',
-  '--outgoing-proxy-port', '4140',
-  '--proxy-uid', '2102',
-  '--inbound-ports-to-ignore', '4190,4191,4567,4568',
-  '--outbound-ports-to-ignore', '443,6443',
+  '--incoming-proxy-port',
+  '4143',
+  '--outgoing-proxy-port',
+  '4140',
+  '--proxy-uid',
+  '2102',
+  '--inbound-ports-to-ignore',
+  '4190,4191,4567,4568',
+  '--outbound-ports-to-ignore',
+  '443,6443',
 ];
 
 const SEED_CHAINS = {
@@ -28,7 +33,14 @@ const SEED_CHAINS = {
   ],
 };
 
-const EMPTY_NAT = ['*nat', ':PREROUTING ACCEPT [0:0]', ':INPUT ACCEPT [0:0]', ':OUTPUT ACCEPT [0:0]', ':POSTROUTING ACCEPT [0:0]', 'COMMIT'].join('\n');
+const EMPTY_NAT = [
+  '*nat',
+  ':PREROUTING ACCEPT [0:0]',
+  ':INPUT ACCEPT [0:0]',
+  ':OUTPUT ACCEPT [0:0]',
+  ':POSTROUTING ACCEPT [0:0]',
+  'COMMIT',
+].join('\n');
 
 describe.each(['nft', 'legacy'] as const)('proxy-init --iptables-mode %s in a fresh pod namespace', (mode) => {
   const save = `iptables-${mode}-save`;
@@ -59,28 +71,40 @@ describe.each(['nft', 'legacy'] as const)('proxy-init --iptables-mode %s in a fr
     expect(r.stdout).toContain('IPv4: applying in one transaction');
     expect(r.stdout).toContain('IPv4: iptables-save -t nat now shows:');
     firstSave = await pair.save(pair.pod, save);
-    for (const [chain, lines] of Object.entries(SEED_CHAINS)) expect(chainLines(firstSave, chain), chain).toEqual(lines);
+    for (const [chain, lines] of Object.entries(SEED_CHAINS))
+      expect(chainLines(firstSave, chain), chain).toEqual(lines);
     expect(firstSave.split('\n').filter((l) => l.startsWith('-A '))).toHaveLength(8);
     // the listing an operator sees, as in the seed
     const listing = await pair.exec(pair.pod, [`iptables-${mode}`, '-t', 'nat', '-L', 'PROXY_INIT_OUTPUT', '-n', '-v']);
     expect(listing.stdout).toMatch(/Chain PROXY_INIT_OUTPUT \(1 references\)/);
     expect(listing.stdout).toMatch(/RETURN .*owner UID match 2102 \/\* proxy-init\/ignore-proxy-user-id \*\//);
     // (iptables 1.8.9 prints the protocol as its number: 6 is tcp)
-    expect(listing.stdout).toMatch(/REDIRECT\s+(tcp|6)\s.*\/\* proxy-init\/redirect-all-outgoing-to-proxy-port \*\/ redir ports 4140/);
+    expect(listing.stdout).toMatch(
+      /REDIRECT\s+(tcp|6)\s.*\/\* proxy-init\/redirect-all-outgoing-to-proxy-port \*\/ redir ports 4140/,
+    );
   });
 
   it('sends inbound TCP for an app port to 4143, where the addon reads the dialed address', async () => {
     const answer = await pair.connect(pair.peer, pair.podIp, 8080);
-    expect(answer).toMatchObject({ listener: '0.0.0.0:4143', originalDst: { address: pair.podIp, port: 8080, family: 4 } });
+    expect(answer).toMatchObject({
+      listener: '0.0.0.0:4143',
+      originalDst: { address: pair.podIp, port: 8080, family: 4 },
+    });
     expect(answer.remote).toMatch(new RegExp(`^${pair.peerIp.replace(/\./g, '\\.')}:`));
   });
 
   it('leaves inbound TCP to an ignored port alone (not redirected)', async () => {
-    expect(await pair.connect(pair.peer, pair.podIp, 4190)).toMatchObject({ listener: '0.0.0.0:4190', originalDst: { error: 'MINIMESH_PROXY_NOT_REDIRECTED' } });
+    expect(await pair.connect(pair.peer, pair.podIp, 4190)).toMatchObject({
+      listener: '0.0.0.0:4190',
+      originalDst: { error: 'MINIMESH_PROXY_NOT_REDIRECTED' },
+    });
   });
 
   it('sends outbound TCP from a non-proxy process to 4140, with the remote address as original destination', async () => {
-    expect(await pair.connect(pair.pod, pair.peerIp, 9000)).toMatchObject({ listener: '0.0.0.0:4140', originalDst: { address: pair.peerIp, port: 9000, family: 4 } });
+    expect(await pair.connect(pair.pod, pair.peerIp, 9000)).toMatchObject({
+      listener: '0.0.0.0:4140',
+      originalDst: { address: pair.peerIp, port: 9000, family: 4 },
+    });
     expect(await pair.connect(pair.pod, pair.peerIp, 9000, { uid: 1000 })).toMatchObject({ listener: '0.0.0.0:4140' });
   });
 
@@ -94,7 +118,10 @@ describe.each(['nft', 'legacy'] as const)('proxy-init --iptables-mode %s in a fr
   });
 
   it('does not redirect loopback traffic', async () => {
-    expect(await pair.connect(pair.pod, '127.0.0.1', 7000)).toMatchObject({ listener: '127.0.0.1:7000', originalDst: { error: 'MINIMESH_PROXY_NOT_REDIRECTED' } });
+    expect(await pair.connect(pair.pod, '127.0.0.1', 7000)).toMatchObject({
+      listener: '127.0.0.1:7000',
+      originalDst: { error: 'MINIMESH_PROXY_NOT_REDIRECTED' },
+    });
   });
 
   it('re-running yields an identical nat table (chains reused, jumps not duplicated)', async () => {
@@ -134,11 +161,20 @@ describe('proxy-init with --ipv6=true (nft)', () => {
     expect(r.code).toBe(0);
     const save6 = await pair.save(pair.pod, 'ip6tables-nft-save');
     for (const [chain, lines] of Object.entries(SEED_CHAINS)) expect(chainLines(save6, chain), chain).toEqual(lines);
-    expect(await pair.connect(pair.peer, pair.podIp6, 8080)).toMatchObject({ listener: 'dual:[::]:4143', originalDst: { address: pair.podIp6, port: 8080, family: 6 } });
-    expect(await pair.connect(pair.pod, pair.peerIp6, 9000)).toMatchObject({ listener: '[::]:4140', originalDst: { address: pair.peerIp6, port: 9000, family: 6 } });
+    expect(await pair.connect(pair.peer, pair.podIp6, 8080)).toMatchObject({
+      listener: 'dual:[::]:4143',
+      originalDst: { address: pair.podIp6, port: 8080, family: 6 },
+    });
+    expect(await pair.connect(pair.pod, pair.peerIp6, 9000)).toMatchObject({
+      listener: '[::]:4140',
+      originalDst: { address: pair.peerIp6, port: 9000, family: 6 },
+    });
     expect(await pair.connect(pair.pod, pair.peerIp6, 9000, { uid: 2102 })).toMatchObject({ listener: '[::]:9000' });
     // IPv4 got its rules too; on the dual-stack socket the addon asks the IPv4 way and answers plain IPv4
-    expect(await pair.connect(pair.peer, pair.podIp, 8080)).toMatchObject({ listener: 'dual:[::]:4143', originalDst: { address: pair.podIp, port: 8080, family: 4 } });
+    expect(await pair.connect(pair.peer, pair.podIp, 8080)).toMatchObject({
+      listener: 'dual:[::]:4143',
+      originalDst: { address: pair.podIp, port: 8080, family: 4 },
+    });
     const cleanup = await pair.proxyInit(['--iptables-mode', 'nft', '--cleanup']);
     expect(cleanup.code).toBe(0);
     expect(normalizeSave(await pair.save(pair.pod, 'ip6tables-nft-save'))).toBe(EMPTY_NAT);

@@ -28,23 +28,64 @@ describe('parseProxyConfig', () => {
   });
 
   it('a loopback control-plane address means plaintext and needs no name', () => {
-    const c = parseProxyConfig({ ...base, MINIMESH_PROXY_IDENTITY_SVC_ADDR: 'localhost.:8080', MINIMESH_PROXY_IDENTITY_SVC_NAME: '', MINIMESH_PROXY_DESTINATION_SVC_ADDR: '127.0.0.1:8086' });
+    const c = parseProxyConfig({
+      ...base,
+      MINIMESH_PROXY_IDENTITY_SVC_ADDR: 'localhost.:8080',
+      MINIMESH_PROXY_IDENTITY_SVC_NAME: '',
+      MINIMESH_PROXY_DESTINATION_SVC_ADDR: '127.0.0.1:8086',
+    });
     expect(c.identity.plaintext).toBe(true);
     expect(c.identity.addr).toBe('localhost:8080');
     expect(c.destination.plaintext).toBe(true);
   });
 
   it.each([
-    ['MINIMESH_PROXY_IDENTITY_LOCAL_NAME', undefined, /MINIMESH_PROXY_IDENTITY_LOCAL_NAME: "" is not valid: expected this proxy's identity/],
-    ['MINIMESH_PROXY_IDENTITY_TRUST_ANCHORS', 'not pem', /MINIMESH_PROXY_IDENTITY_TRUST_ANCHORS: "not pem" is not valid: expected PEM/],
-    ['MINIMESH_PROXY_IDENTITY_SVC_ADDR', 'nope', /MINIMESH_PROXY_IDENTITY_SVC_ADDR: "nope" is not valid: expected host:port/],
-    ['MINIMESH_PROXY_DESTINATION_SVC_NAME', '', /MINIMESH_PROXY_DESTINATION_SVC_NAME: "" is not valid: expected the identity of the service/],
-    ['MINIMESH_PROXY_INBOUND_LISTEN_ADDR', '0.0.0.0:99999', /MINIMESH_PROXY_INBOUND_LISTEN_ADDR: "0.0.0.0:99999" is not valid/],
-    ['MINIMESH_PROXY_DETECT_TIMEOUT', '10 parsecs', /MINIMESH_PROXY_DETECT_TIMEOUT: "10 parsecs" is not valid: expected a duration/],
-    ['MINIMESH_PROXY_INBOUND_PORTS_DISABLE_PROTOCOL_DETECTION', '25,x', /MINIMESH_PROXY_INBOUND_PORTS_DISABLE_PROTOCOL_DETECTION: "x" is not valid/],
+    [
+      'MINIMESH_PROXY_IDENTITY_LOCAL_NAME',
+      undefined,
+      /MINIMESH_PROXY_IDENTITY_LOCAL_NAME: "" is not valid: expected this proxy's identity/,
+    ],
+    [
+      'MINIMESH_PROXY_IDENTITY_TRUST_ANCHORS',
+      'not pem',
+      /MINIMESH_PROXY_IDENTITY_TRUST_ANCHORS: "not pem" is not valid: expected PEM/,
+    ],
+    [
+      'MINIMESH_PROXY_IDENTITY_SVC_ADDR',
+      'nope',
+      /MINIMESH_PROXY_IDENTITY_SVC_ADDR: "nope" is not valid: expected host:port/,
+    ],
+    [
+      'MINIMESH_PROXY_DESTINATION_SVC_NAME',
+      '',
+      /MINIMESH_PROXY_DESTINATION_SVC_NAME: "" is not valid: expected the identity of the service/,
+    ],
+    [
+      'MINIMESH_PROXY_INBOUND_LISTEN_ADDR',
+      '0.0.0.0:99999',
+      /MINIMESH_PROXY_INBOUND_LISTEN_ADDR: "0.0.0.0:99999" is not valid/,
+    ],
+    [
+      'MINIMESH_PROXY_DETECT_TIMEOUT',
+      '10 parsecs',
+      /MINIMESH_PROXY_DETECT_TIMEOUT: "10 parsecs" is not valid: expected a duration/,
+    ],
+    [
+      'MINIMESH_PROXY_INBOUND_PORTS_DISABLE_PROTOCOL_DETECTION',
+      '25,x',
+      /MINIMESH_PROXY_INBOUND_PORTS_DISABLE_PROTOCOL_DETECTION: "x" is not valid/,
+    ],
     ['MINIMESH_PROXY_LOG', 'loud', /MINIMESH_PROXY_LOG: "loud" is not valid/],
-    ['MINIMESH_PROXY_SHUTDOWN_ENDPOINT_ENABLED', 'maybe', /MINIMESH_PROXY_SHUTDOWN_ENDPOINT_ENABLED: "maybe" is not valid: expected true or false/],
-    ['MINIMESH_PROXY_DESTINATION_CONTEXT', '{bad', /MINIMESH_PROXY_DESTINATION_CONTEXT: "\{bad" is not valid: expected JSON/],
+    [
+      'MINIMESH_PROXY_SHUTDOWN_ENDPOINT_ENABLED',
+      'maybe',
+      /MINIMESH_PROXY_SHUTDOWN_ENDPOINT_ENABLED: "maybe" is not valid: expected true or false/,
+    ],
+    [
+      'MINIMESH_PROXY_DESTINATION_CONTEXT',
+      '{bad',
+      /MINIMESH_PROXY_DESTINATION_CONTEXT: "\{bad" is not valid: expected JSON/,
+    ],
   ])('%s=%j stops start-up with one line naming it', (name, value, message) => {
     const env: Record<string, string | undefined> = { ...base, [name]: value };
     let err: unknown;

@@ -86,7 +86,10 @@ function listenAddr(env: Env, name: string, fallback: string): { host: string; p
 const DNS_NAME = /^(?=.{1,253}$)([a-z0-9]([-a-z0-9]*[a-z0-9])?)(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\.?$/i;
 
 function isLoopbackHost(host: string): boolean {
-  const h = host.replace(/^\[|\]$/g, '').replace(/\.$/, '').toLowerCase();
+  const h = host
+    .replace(/^\[|\]$/g, '')
+    .replace(/\.$/, '')
+    .toLowerCase();
   if (h === 'localhost') return true;
   if (isIP(h) === 4) return h.startsWith('127.');
   if (isIP(h) === 6) return h === '::1';
@@ -94,7 +97,11 @@ function isLoopbackHost(host: string): boolean {
 }
 
 function controlAddr(env: Env, addrVar: string, nameVar: string): ControlAddr {
-  const addr = required(env, addrVar, 'host:port of the control-plane service, e.g. minimesh-dst-headless.minimesh.svc.cluster.local.:8086');
+  const addr = required(
+    env,
+    addrVar,
+    'host:port of the control-plane service, e.g. minimesh-dst-headless.minimesh.svc.cluster.local.:8086',
+  );
   if (addr.startsWith('unix:')) {
     return { addr, name: optional(env, nameVar), plaintext: true };
   }
@@ -102,12 +109,20 @@ function controlAddr(env: Env, addrVar: string, nameVar: string): ControlAddr {
   const host = m ? (m[1] ?? m[2] ?? '') : '';
   const port = m ? Number(m[3]) : NaN;
   if (!m || !(port >= 1 && port <= 65535) || (isIP(host) === 0 && !DNS_NAME.test(host))) {
-    throw new ConfigError(addrVar, addr, 'host:port such as minimesh-identity-headless.minimesh.svc.cluster.local.:8080 or 127.0.0.1:8080');
+    throw new ConfigError(
+      addrVar,
+      addr,
+      'host:port such as minimesh-identity-headless.minimesh.svc.cluster.local.:8080 or 127.0.0.1:8080',
+    );
   }
   const plaintext = isLoopbackHost(host);
   const name = optional(env, nameVar);
   if (!plaintext && name === undefined) {
-    throw new ConfigError(nameVar, '', `the identity of the service at ${addrVar} (required because ${addr} is not loopback)`);
+    throw new ConfigError(
+      nameVar,
+      '',
+      `the identity of the service at ${addrVar} (required because ${addr} is not loopback)`,
+    );
   }
   if (name !== undefined && !DNS_NAME.test(name)) throw new ConfigError(nameVar, name, 'a DNS-like identity name');
   // A fully qualified name's trailing dot is dropped for the gRPC target: name lookups through
@@ -123,14 +138,28 @@ function duration(env: Env, name: string, fallback: string): number {
 /** Parses the proxy environment. Throws ConfigError (exit code 2) on the first bad or missing setting. */
 export function parseProxyConfig(env: Env): ProxyConfig {
   const E = PROXY_ENV;
-  const localIdentity = required(env, E.identityLocalName, 'this proxy\'s identity, e.g. web.default.serviceaccount.identity.minimesh.cluster.local');
-  if (!DNS_NAME.test(localIdentity)) throw new ConfigError(E.identityLocalName, localIdentity, 'a DNS-like identity name');
-  const trustAnchorsPem = required(env, E.trustAnchors, 'the trust anchors as PEM text (-----BEGIN CERTIFICATE-----...)');
+  const localIdentity = required(
+    env,
+    E.identityLocalName,
+    "this proxy's identity, e.g. web.default.serviceaccount.identity.minimesh.cluster.local",
+  );
+  if (!DNS_NAME.test(localIdentity))
+    throw new ConfigError(E.identityLocalName, localIdentity, 'a DNS-like identity name');
+  const trustAnchorsPem = required(
+    env,
+    E.trustAnchors,
+    'the trust anchors as PEM text (-----BEGIN CERTIFICATE-----...)',
+  );
   if (!trustAnchorsPem.includes('-----BEGIN CERTIFICATE-----')) {
-    throw new ConfigError(E.trustAnchors, trustAnchorsPem.slice(0, 40), 'PEM certificates (-----BEGIN CERTIFICATE-----...)');
+    throw new ConfigError(
+      E.trustAnchors,
+      trustAnchorsPem.slice(0, 40),
+      'PEM certificates (-----BEGIN CERTIFICATE-----...)',
+    );
   }
   const clusterDomain = (optional(env, EXTRA_ENV.clusterDomain) ?? 'cluster.local').replace(/\.$/, '');
-  if (!DNS_NAME.test(clusterDomain)) throw new ConfigError(EXTRA_ENV.clusterDomain, clusterDomain, 'a DNS domain such as cluster.local');
+  if (!DNS_NAME.test(clusterDomain))
+    throw new ConfigError(EXTRA_ENV.clusterDomain, clusterDomain, 'a DNS domain such as cluster.local');
   const cfg: ProxyConfig = {
     logLevel: parseLogLevel(E.logLevel, optional(env, E.logLevel) ?? 'info'),
     logFormat: parseLogFormat(E.logFormat, optional(env, E.logFormat) ?? 'plain'),
@@ -152,7 +181,10 @@ export function parseProxyConfig(env: Env): ProxyConfig {
     inboundConnectTimeoutMs: duration(env, E.inboundConnectTimeout, '1s'),
     detectTimeoutMs: duration(env, E.detectTimeout, '10s'),
     outboundDiscoveryIdleMs: duration(env, EXTRA_ENV.outboundDiscoveryIdle, '5s'),
-    shutdownEndpointEnabled: parseBoolean(E.shutdownEndpointEnabled, optional(env, E.shutdownEndpointEnabled) ?? 'false'),
+    shutdownEndpointEnabled: parseBoolean(
+      E.shutdownEndpointEnabled,
+      optional(env, E.shutdownEndpointEnabled) ?? 'false',
+    ),
     shutdownGracePeriodMs: duration(env, E.shutdownGracePeriod, '2m'),
   };
   const admin = optional(env, E.adminListenAddr) ?? '0.0.0.0:4191';
@@ -163,7 +195,12 @@ export function parseProxyConfig(env: Env): ProxyConfig {
       JSON.parse(cfg.destinationContext);
     } catch (err) {
       if (!cfg.destinationContext.startsWith('ns:')) {
-        throw new ConfigError(E.destinationContext, cfg.destinationContext, 'JSON such as {"ns":"default","nodeName":"n1","pod":"web-0"}', { cause: err });
+        throw new ConfigError(
+          E.destinationContext,
+          cfg.destinationContext,
+          'JSON such as {"ns":"default","nodeName":"n1","pod":"web-0"}',
+          { cause: err },
+        );
       }
     }
   }

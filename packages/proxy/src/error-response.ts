@@ -41,7 +41,9 @@ const GRPC_STATUS: Record<ProxyErrorCode, number> = {
 };
 
 function asProxyError(err: unknown): ProxyError {
-  return err instanceof ProxyError ? err : new ProxyError('MINIMESH_PROXY_UPSTREAM_FAILED', (err as Error)?.message ?? String(err), { cause: err });
+  return err instanceof ProxyError
+    ? err
+    : new ProxyError('MINIMESH_PROXY_UPSTREAM_FAILED', (err as Error)?.message ?? String(err), { cause: err });
 }
 
 /** The short, header-safe reason, e.g. "MINIMESH_PROXY_CONNECT_REFUSED: endpoint 10.0.0.1:80: connection refused". */

@@ -29,17 +29,33 @@ export function toConnectError(target: string, err: unknown, expectedIdentity?: 
   if (err instanceof ProxyError) return err;
   const e = err as NodeJS.ErrnoException & { reason?: string };
   const code = e?.code ?? '';
-  if (code === 'ECONNREFUSED') return new ProxyError('MINIMESH_PROXY_CONNECT_REFUSED', `endpoint ${target}: connection refused`, { cause: err });
+  if (code === 'ECONNREFUSED')
+    return new ProxyError('MINIMESH_PROXY_CONNECT_REFUSED', `endpoint ${target}: connection refused`, { cause: err });
   if (code === 'ETIMEDOUT' || code === 'MINIMESH_CONNECT_TIMEOUT') {
     return new ProxyError('MINIMESH_PROXY_CONNECT_TIMEOUT', `endpoint ${target}: ${e.message}`, { cause: err });
   }
   if (code === 'ERR_TLS_CERT_ALTNAME_INVALID' || code === 'MINIMESH_IDENTITY_MISMATCH') {
-    return new ProxyError('MINIMESH_PROXY_PEER_IDENTITY_MISMATCH', `endpoint ${target}: peer certificate does not name ${expectedIdentity ?? 'the expected identity'}: ${e.message}`, { cause: err });
+    return new ProxyError(
+      'MINIMESH_PROXY_PEER_IDENTITY_MISMATCH',
+      `endpoint ${target}: peer certificate does not name ${expectedIdentity ?? 'the expected identity'}: ${e.message}`,
+      { cause: err },
+    );
   }
-  if (code.startsWith('ERR_SSL') || code.startsWith('ERR_TLS') || /certificate|ssl|tls/i.test(e?.message ?? '') || code === 'UNABLE_TO_VERIFY_LEAF_SIGNATURE' || code === 'SELF_SIGNED_CERT_IN_CHAIN' || code === 'DEPTH_ZERO_SELF_SIGNED_CERT' || code === 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY' || code === 'CERT_HAS_EXPIRED') {
+  if (
+    code.startsWith('ERR_SSL') ||
+    code.startsWith('ERR_TLS') ||
+    /certificate|ssl|tls/i.test(e?.message ?? '') ||
+    code === 'UNABLE_TO_VERIFY_LEAF_SIGNATURE' ||
+    code === 'SELF_SIGNED_CERT_IN_CHAIN' ||
+    code === 'DEPTH_ZERO_SELF_SIGNED_CERT' ||
+    code === 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY' ||
+    code === 'CERT_HAS_EXPIRED'
+  ) {
     return new ProxyError('MINIMESH_PROXY_TLS_FAILED', `endpoint ${target}: TLS failed: ${e.message}`, { cause: err });
   }
-  return new ProxyError('MINIMESH_PROXY_UPSTREAM_FAILED', `endpoint ${target}: ${e?.message ?? String(err)}`, { cause: err });
+  return new ProxyError('MINIMESH_PROXY_UPSTREAM_FAILED', `endpoint ${target}: ${e?.message ?? String(err)}`, {
+    cause: err,
+  });
 }
 
 /** The error a wrapper was made from (its `cause`), or the error itself: the socket-level reason to classify. */

@@ -19,7 +19,13 @@ void runMain('minimesh-proxy', async (argv) => {
     process.stdout.write(HELP);
     return 0;
   }
-  if (argv.length > 0) throw Object.assign(new Error(`unknown argument ${JSON.stringify(argv[0])}: expected no arguments (configuration is by environment; see --help)`), { exitCode: 2 });
+  if (argv.length > 0)
+    throw Object.assign(
+      new Error(
+        `unknown argument ${JSON.stringify(argv[0])}: expected no arguments (configuration is by environment; see --help)`,
+      ),
+      { exitCode: 2 },
+    );
   let config;
   try {
     config = parseProxyConfig(process.env);
@@ -30,7 +36,10 @@ void runMain('minimesh-proxy', async (argv) => {
   capYoungGeneration();
   limitHeapGrowth();
   const logger = createLogger({ name: 'proxy', level: config.logLevel, format: config.logFormat });
-  const proxy = await startProxy(config, logger, { env: process.env, onShutdownRequest: () => void stop('shutdown endpoint') });
+  const proxy = await startProxy(config, logger, {
+    env: process.env,
+    onShutdownRequest: () => void stop('shutdown endpoint'),
+  });
   let stopping = false;
   async function stop(why: string): Promise<void> {
     if (stopping) return;

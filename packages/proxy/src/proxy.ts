@@ -33,7 +33,15 @@ function listen(server: Server, host: string, port: number): Promise<number> {
   });
 }
 
-export async function startProxy(config: ProxyConfig, logger: Logger, opts: { onShutdownRequest?: () => void; env?: Record<string, string | undefined>; originalDst?: { inbound?: OriginalDstFn; outbound?: OriginalDstFn } } = {}): Promise<RunningProxy> {
+export async function startProxy(
+  config: ProxyConfig,
+  logger: Logger,
+  opts: {
+    onShutdownRequest?: () => void;
+    env?: Record<string, string | undefined>;
+    originalDst?: { inbound?: OriginalDstFn; outbound?: OriginalDstFn };
+  } = {},
+): Promise<RunningProxy> {
   const registry = createRegistry();
   const metrics = new ProxyMetrics(registry);
   const creds = new TlsCredentials(config.localIdentity, config.trustAnchorsPem);
@@ -51,15 +59,42 @@ export async function startProxy(config: ProxyConfig, logger: Logger, opts: { on
     }
     return dstClient;
   };
-  const resolver = new DestinationResolver({ client, contextToken: config.destinationContext, idleMs: config.outboundDiscoveryIdleMs, firstUpdateTimeoutMs: Math.max(500, config.outboundConnectTimeoutMs), logger: logger.child({ component: 'destination' }) });
+  const resolver = new DestinationResolver({
+    client,
+    contextToken: config.destinationContext,
+    idleMs: config.outboundDiscoveryIdleMs,
+    firstUpdateTimeoutMs: Math.max(500, config.outboundConnectTimeoutMs),
+    logger: logger.child({ component: 'destination' }),
+  });
 
-  const identity = new CertifyClient({ addr: config.identity, localIdentity: config.localIdentity, tokenFile: config.tokenFile, tls: creds, metrics, logger: logger.child({ component: 'identity' }) });
+  const identity = new CertifyClient({
+    addr: config.identity,
+    localIdentity: config.localIdentity,
+    tokenFile: config.tokenFile,
+    tls: creds,
+    metrics,
+    logger: logger.child({ component: 'identity' }),
+  });
   const ready = identity.start().then(() => latch.release());
 
-  const outbound = createOutboundStack({ config, resolver, creds, metrics, logger, originalDst: opts.originalDst?.outbound });
+  const outbound = createOutboundStack({
+    config,
+    resolver,
+    creds,
+    metrics,
+    logger,
+    originalDst: opts.originalDst?.outbound,
+  });
   const inboundPort = config.inboundAddr.port;
   const outboundPort = config.outboundAddr.port;
-  const inbound = createInboundStack({ config, creds, metrics, logger, proxyPorts: [inboundPort, outboundPort, config.controlAddr.port].filter((p) => p > 0), originalDst: opts.originalDst?.inbound });
+  const inbound = createInboundStack({
+    config,
+    creds,
+    metrics,
+    logger,
+    proxyPorts: [inboundPort, outboundPort, config.controlAddr.port].filter((p) => p > 0),
+    originalDst: opts.originalDst?.inbound,
+  });
   const boundOut = await listen(outbound.server, config.outboundAddr.host, config.outboundAddr.port);
   const boundIn = await listen(inbound.server, config.inboundAddr.host, config.inboundAddr.port);
   let shuttingDown: Promise<void> | undefined;
@@ -72,7 +107,15 @@ export async function startProxy(config: ProxyConfig, logger: Logger, opts: { on
     onShutdown: () => (opts.onShutdownRequest ? opts.onShutdownRequest() : void shutdown()),
     env: opts.env ?? {},
   });
-  logger.info({ inbound: `${config.inboundAddr.host}:${boundIn}`, outbound: `${config.outboundAddr.host}:${boundOut}`, admin: config.adminAddr, identity: config.localIdentity }, 'proxy listening');
+  logger.info(
+    {
+      inbound: `${config.inboundAddr.host}:${boundIn}`,
+      outbound: `${config.outboundAddr.host}:${boundOut}`,
+      admin: config.adminAddr,
+      identity: config.localIdentity,
+    },
+    'proxy listening',
+  );
 
   function shutdown(graceMs = config.shutdownGracePeriodMs): Promise<void> {
     shuttingDown ??= (async () => {
@@ -87,5 +130,13 @@ export async function startProxy(config: ProxyConfig, logger: Logger, opts: { on
     return shuttingDown;
   }
 
-  return { ports: { inbound: boundIn, outbound: boundOut, admin: admin.port }, metrics, creds, latch, resolver, ready, shutdown };
+  return {
+    ports: { inbound: boundIn, outbound: boundOut, admin: admin.port },
+    metrics,
+    creds,
+    latch,
+    resolver,
+    ready,
+    shutdown,
+  };
 }

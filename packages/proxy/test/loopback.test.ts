@@ -34,7 +34,12 @@ let b: RunningProxy;
 const servers: Array<{ close(): unknown }> = [];
 const appPorts: Record<string, number> = {};
 
-function get(port: number, path: string, headers: Record<string, string>, agent?: Agent): Promise<{ status: number; headers: Record<string, unknown>; body: string }> {
+function get(
+  port: number,
+  path: string,
+  headers: Record<string, string>,
+  agent?: Agent,
+): Promise<{ status: number; headers: Record<string, unknown>; body: string }> {
   return new Promise((resolve, reject) => {
     const req = h1request({ host: '127.0.0.1', port, path, headers, agent: agent ?? false }, (res) => {
       let body = '';
@@ -64,7 +69,14 @@ beforeAll(async () => {
   appPorts.grpc = Number(grpcApp.addr.split(':')[1]);
   grpcApp.destination.set('app.default.svc.cluster.local:80', [{ ip: '10.9.9.9', port: 80 }]);
   // B: one proxy, several "pods" told apart by the loopback address dialed.
-  const byLocal: Record<string, number> = { '127.0.0.2': appPorts.web1, '127.0.0.3': appPorts.h2, '127.0.0.4': appPorts.banner, '127.0.0.5': appPorts.web2, '127.0.0.6': appPorts.grpc, '127.0.0.7': appPorts.grpc };
+  const byLocal: Record<string, number> = {
+    '127.0.0.2': appPorts.web1,
+    '127.0.0.3': appPorts.h2,
+    '127.0.0.4': appPorts.banner,
+    '127.0.0.5': appPorts.web2,
+    '127.0.0.6': appPorts.grpc,
+    '127.0.0.7': appPorts.grpc,
+  };
   b = await startHarnessProxy({
     identity: B_ID,
     anchorPem: pki.anchorPem,
@@ -86,7 +98,11 @@ beforeAll(async () => {
     });
   });
   appPorts.dead = deadPort;
-  const bySource: Record<string, { ip: string; port: number }> = { '127.0.1.1': { ip: '10.96.0.25', port: 25 }, '127.0.1.2': { ip: '10.96.0.26', port: 2526 }, '127.0.1.3': { ip: '127.0.0.1', port: deadPort } };
+  const bySource: Record<string, { ip: string; port: number }> = {
+    '127.0.1.1': { ip: '10.96.0.25', port: 25 },
+    '127.0.1.2': { ip: '10.96.0.26', port: 2526 },
+    '127.0.1.3': { ip: '127.0.0.1', port: deadPort },
+  };
   a = await startHarnessProxy({
     identity: A_ID,
     anchorPem: pki.anchorPem,
@@ -147,9 +163,13 @@ describe('proxy on loopback', () => {
     }
     agent.destroy();
     const m = await b.metrics.registry.getSingleMetricAsString('request_total');
-    expect(m).toMatch(new RegExp(`request_total\\{direction="inbound"[^}]*tls="true"[^}]*client_id="${A_ID.replace(/\./g, '\\.')}"`));
+    expect(m).toMatch(
+      new RegExp(`request_total\\{direction="inbound"[^}]*tls="true"[^}]*client_id="${A_ID.replace(/\./g, '\\.')}"`),
+    );
     const out = await a.metrics.registry.getSingleMetricAsString('response_total');
-    expect(out).toMatch(/direction="outbound"[^}]*tls="true"[^}]*server_id="web\.default[^}]*dst_pod="web-1"[^}]*status_code="200"[^}]*classification="success"/);
+    expect(out).toMatch(
+      /direction="outbound"[^}]*tls="true"[^}]*server_id="web\.default[^}]*dst_pod="web-1"[^}]*status_code="200"[^}]*classification="success"/,
+    );
   });
 
   it('a 4 MiB HTTP/1 body crosses the multiplexed HTTP/2 connection intact, both ways', async () => {
@@ -157,11 +177,20 @@ describe('proxy on loopback', () => {
     payload.write('begin', 0);
     payload.write('end', payload.length - 3);
     const body = await new Promise<string>((resolve, reject) => {
-      const req = h1request({ host: '127.0.0.1', port: a.ports.outbound, path: '/upload', method: 'POST', headers: { host: WEB, 'content-length': payload.length } }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve(Buffer.concat(chunks).toString()));
-      });
+      const req = h1request(
+        {
+          host: '127.0.0.1',
+          port: a.ports.outbound,
+          path: '/upload',
+          method: 'POST',
+          headers: { host: WEB, 'content-length': payload.length },
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => resolve(Buffer.concat(chunks).toString()));
+        },
+      );
       req.on('error', reject);
       req.end(payload);
     });
@@ -188,19 +217,27 @@ describe('proxy on loopback', () => {
   it('gRPC unary, streaming and trailers-only errors keep their trailers', async () => {
     const s = h2connect(`http://127.0.0.1:${a.ports.outbound}`);
     const call = (path: string, msgs: string[]) =>
-      new Promise<{ data: Buffer; trailers: Record<string, unknown>; headers: Record<string, unknown> }>((resolve, reject) => {
-        const r = s.request({ ':method': 'POST', ':path': path, ':authority': 'h2.default.svc.cluster.local:80', 'content-type': 'application/grpc', te: 'trailers' });
-        const chunks: Buffer[] = [];
-        let headers: Record<string, unknown> = {};
-        let trailers: Record<string, unknown> = {};
-        r.on('response', (h) => (headers = h));
-        r.on('trailers', (t) => (trailers = t));
-        r.on('data', (c: Buffer) => chunks.push(c));
-        r.on('end', () => resolve({ data: Buffer.concat(chunks), trailers, headers }));
-        r.on('error', reject);
-        for (const m of msgs) r.write(grpcFrame(Buffer.from(m)));
-        r.end();
-      });
+      new Promise<{ data: Buffer; trailers: Record<string, unknown>; headers: Record<string, unknown> }>(
+        (resolve, reject) => {
+          const r = s.request({
+            ':method': 'POST',
+            ':path': path,
+            ':authority': 'h2.default.svc.cluster.local:80',
+            'content-type': 'application/grpc',
+            te: 'trailers',
+          });
+          const chunks: Buffer[] = [];
+          let headers: Record<string, unknown> = {};
+          let trailers: Record<string, unknown> = {};
+          r.on('response', (h) => (headers = h));
+          r.on('trailers', (t) => (trailers = t));
+          r.on('data', (c: Buffer) => chunks.push(c));
+          r.on('end', () => resolve({ data: Buffer.concat(chunks), trailers, headers }));
+          r.on('error', reject);
+          for (const m of msgs) r.write(grpcFrame(Buffer.from(m)));
+          r.end();
+        },
+      );
     const unary = await call('/test.Echo/Unary', ['ping']);
     expect(unary.data.subarray(5).toString()).toBe('ping');
     expect(unary.trailers['grpc-status']).toBe('0');
@@ -237,22 +274,41 @@ describe('proxy on loopback', () => {
     const ic = new identity.IdentityClient(`127.0.0.1:${a.ports.outbound}`, credentials.createInsecure(), opts);
     const csr = await createKeyAndCsr('x.default.serviceaccount.identity.minimesh.cluster.local');
     const res = await new Promise<identity.CertifyResponse>((resolve, reject) =>
-      ic.certify({ identity: 'x.default.serviceaccount.identity.minimesh.cluster.local', token: Buffer.from('t'), certificateSigningRequest: csr.csrDer }, (err, r) => (err ? reject(err) : resolve(r))),
+      ic.certify(
+        {
+          identity: 'x.default.serviceaccount.identity.minimesh.cluster.local',
+          token: Buffer.from('t'),
+          certificateSigningRequest: csr.csrDer,
+        },
+        (err, r) => (err ? reject(err) : resolve(r)),
+      ),
     );
     expect(res.leafCertificate.length).toBeGreaterThan(100);
     ic.close();
   });
 
-  it('a new proxy bootstraps through a control-plane pod\'s inbound proxy: TLS verifying its name, no client certificate yet', async () => {
+  it("a new proxy bootstraps through a control-plane pod's inbound proxy: TLS verifying its name, no client certificate yet", async () => {
     // B plays the identity pod's proxy (its identity is the *_NAME); its app is a plaintext gRPC identity.
     const creds = new TlsCredentials('fresh.default.serviceaccount.identity.minimesh.cluster.local', pkiAnchor);
     const dir = tempDir();
     writeFileSync(join(dir, 'token'), 'tok');
-    const client = new CertifyClient({ addr: { addr: `127.0.0.7:${b.ports.inbound}`, name: B_ID, plaintext: false }, localIdentity: 'fresh.default.serviceaccount.identity.minimesh.cluster.local', tokenFile: join(dir, 'token'), tls: creds, metrics: new ProxyMetrics(new Registry()), logger: createLogger({ name: 't', level: 'silent' }), callTimeoutMs: 3000 });
+    const client = new CertifyClient({
+      addr: { addr: `127.0.0.7:${b.ports.inbound}`, name: B_ID, plaintext: false },
+      localIdentity: 'fresh.default.serviceaccount.identity.minimesh.cluster.local',
+      tokenFile: join(dir, 'token'),
+      tls: creds,
+      metrics: new ProxyMetrics(new Registry()),
+      logger: createLogger({ name: 't', level: 'silent' }),
+      callTimeoutMs: 3000,
+    });
     await client.start();
     client.stop();
-    expect(creds.certificate?.leaf.subjectAltName).toBe('DNS:fresh.default.serviceaccount.identity.minimesh.cluster.local');
-    expect(await b.metrics.registry.getSingleMetricAsString('request_total')).toMatch(/direction="inbound",authority="[^"]*",target_addr="127\.0\.0\.7:\d+",tls="true"(?![^}]*client_id)[^}]*\}/);
+    expect(creds.certificate?.leaf.subjectAltName).toBe(
+      'DNS:fresh.default.serviceaccount.identity.minimesh.cluster.local',
+    );
+    expect(await b.metrics.registry.getSingleMetricAsString('request_total')).toMatch(
+      /direction="inbound",authority="[^"]*",target_addr="127\.0\.0\.7:\d+",tls="true"(?![^}]*client_id)[^}]*\}/,
+    );
   });
 
   it('WebSocket-style Upgrade is tunnelled over mTLS', async () => {
@@ -321,17 +377,21 @@ describe('proxy on loopback', () => {
     const agent = new Agent({ keepAlive: true, maxSockets: 4 });
     const count = async (n: number) => {
       const seen: Record<string, number> = {};
-      await Promise.all(Array.from({ length: n }, async () => {
-        const r = await get(a.ports.outbound, '/spread', { host: 'spread.default.svc.cluster.local' }, agent);
-        const app = JSON.parse(r.body).app as string;
-        seen[app] = (seen[app] ?? 0) + 1;
-      }));
+      await Promise.all(
+        Array.from({ length: n }, async () => {
+          const r = await get(a.ports.outbound, '/spread', { host: 'spread.default.svc.cluster.local' }, agent);
+          const app = JSON.parse(r.body).app as string;
+          seen[app] = (seen[app] ?? 0) + 1;
+        }),
+      );
       return seen;
     };
     const before = await count(200);
     expect(before['web-1']).toBeGreaterThan(10);
     expect(before['web-2']).toBeGreaterThan(10);
-    cp.destination.set('spread.default.svc.cluster.local:80', [{ ip: '127.0.0.2', port: b.ports.inbound, identity: B_ID }]);
+    cp.destination.set('spread.default.svc.cluster.local:80', [
+      { ip: '127.0.0.2', port: b.ports.inbound, identity: B_ID },
+    ]);
     await new Promise((r) => setTimeout(r, 200));
     const after = await count(100);
     expect(after['web-2'] ?? 0).toBe(0);
@@ -355,13 +415,20 @@ describe('proxy on loopback', () => {
     expect(JSON.parse(body).headers['l5d-client-id']).toBeUndefined();
   });
 
-  it('failures answer in the caller\'s protocol: HTTP 502, a gRPC status, a TCP reset', async () => {
+  it("failures answer in the caller's protocol: HTTP 502, a gRPC status, a TCP reset", async () => {
     const r = await get(a.ports.outbound, '/', { host: 'dead.default.svc.cluster.local' });
     expect(r.status).toBe(502);
-    expect(String(r.headers['x-minimesh-proxy-error'])).toMatch(/^MINIMESH_PROXY_CONNECT_REFUSED: endpoint 127\.0\.0\.1:\d+: connection refused/);
+    expect(String(r.headers['x-minimesh-proxy-error'])).toMatch(
+      /^MINIMESH_PROXY_CONNECT_REFUSED: endpoint 127\.0\.0\.1:\d+: connection refused/,
+    );
     const s = h2connect(`http://127.0.0.1:${a.ports.outbound}`);
     const headers = await new Promise<Record<string, unknown>>((resolve, reject) => {
-      const q = s.request({ ':method': 'POST', ':path': '/x.Y/Z', ':authority': 'dead.default.svc.cluster.local', 'content-type': 'application/grpc' });
+      const q = s.request({
+        ':method': 'POST',
+        ':path': '/x.Y/Z',
+        ':authority': 'dead.default.svc.cluster.local',
+        'content-type': 'application/grpc',
+      });
       q.on('response', (h) => resolve(h));
       q.on('error', reject);
       q.end(grpcFrame(Buffer.from('x')));

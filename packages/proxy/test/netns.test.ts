@@ -12,7 +12,13 @@ import { request } from 'node:http';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
-import { adminClient, createNamespace, createServiceAccountToken, ensureCluster, type ClusterInfo } from '@minimesh/local-cluster';
+import {
+  adminClient,
+  createNamespace,
+  createServiceAccountToken,
+  ensureCluster,
+  type ClusterInfo,
+} from '@minimesh/local-cluster';
 import { createTestPki, type TestPki } from './support/pki.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
@@ -74,7 +80,11 @@ function logOf(key: string): string {
   return (procs.get(key) as (ChildProcess & { log?: () => string }) | undefined)?.log?.() ?? '';
 }
 
-async function waitFor<T>(what: string, fn: () => Promise<T | undefined> | T | undefined, timeoutMs = 20_000): Promise<T> {
+async function waitFor<T>(
+  what: string,
+  fn: () => Promise<T | undefined> | T | undefined,
+  timeoutMs = 20_000,
+): Promise<T> {
   const end = Date.now() + timeoutMs;
   let last: unknown;
   while (Date.now() < end) {
@@ -105,11 +115,14 @@ async function unixBridge(path: string, port: number): Promise<void> {
 /** Calls the client agent in pod a. */
 function agent<T = unknown>(op: string, body: unknown): Promise<T> {
   return new Promise((resolve, reject) => {
-    const req = request({ socketPath: join(dir, 'agent.sock'), path: `/${op}`, method: 'POST', timeout: 60_000 }, (res) => {
-      let b = '';
-      res.on('data', (c: Buffer) => (b += c.toString()));
-      res.on('end', () => resolve(JSON.parse(b) as T));
-    });
+    const req = request(
+      { socketPath: join(dir, 'agent.sock'), path: `/${op}`, method: 'POST', timeout: 60_000 },
+      (res) => {
+        let b = '';
+        res.on('data', (c: Buffer) => (b += c.toString()));
+        res.on('end', () => resolve(JSON.parse(b) as T));
+      },
+    );
     req.on('error', reject);
     req.end(JSON.stringify(body));
   });
@@ -117,7 +130,15 @@ function agent<T = unknown>(op: string, body: unknown): Promise<T> {
 
 /** GET inside a pod's namespace (e.g. its proxy's admin on 127.0.0.1:4191). */
 function podFetch(pod: string, url: string): { status: number; body: string } {
-  const out = sh(['ip', 'netns', 'exec', netnsOf(pod), process.execPath, '-e', `fetch(${JSON.stringify(url)}).then(async r=>process.stdout.write(JSON.stringify({status:r.status,body:await r.text()}))).catch(e=>process.stdout.write(JSON.stringify({status:0,body:String(e)})))`]);
+  const out = sh([
+    'ip',
+    'netns',
+    'exec',
+    netnsOf(pod),
+    process.execPath,
+    '-e',
+    `fetch(${JSON.stringify(url)}).then(async r=>process.stdout.write(JSON.stringify({status:r.status,body:await r.text()}))).catch(e=>process.stdout.write(JSON.stringify({status:0,body:String(e)})))`,
+  ]);
   return JSON.parse(out) as { status: number; body: string };
 }
 
@@ -137,23 +158,41 @@ async function kube(method: string, path: string, body?: unknown, contentType?: 
 
 function startProxy(pod: PodSpec): void {
   const token = join(dir, `token-${pod.name}`);
-  startProc(`proxy-${pod.name}`, ['ip', 'netns', 'exec', netnsOf(pod.name), 'setpriv', '--reuid', '2102', '--regid', '2102', '--clear-groups', process.execPath, PROXY], {
-    MINIMESH_PROXY_LOG: 'info',
-    MINIMESH_PROXY_LOG_FORMAT: 'json',
-    MINIMESH_PROXY_IDENTITY_LOCAL_NAME: idOf(pod.sa),
-    MINIMESH_PROXY_IDENTITY_TRUST_ANCHORS: pki.anchorPem,
-    MINIMESH_PROXY_IDENTITY_TOKEN_FILE: token,
-    MINIMESH_PROXY_IDENTITY_SVC_ADDR: `unix:${join(dir, 'identity.sock')}`,
-    MINIMESH_PROXY_DESTINATION_SVC_ADDR: `unix:${join(dir, 'destination.sock')}`,
-    MINIMESH_PROXY_DESTINATION_CONTEXT: JSON.stringify({ ns: KNS, nodeName: 'mm-px-node', pod: pod.name }),
-    MINIMESH_PROXY_INBOUND_PORTS_DISABLE_PROTOCOL_DETECTION: OPAQUE,
-    MINIMESH_PROXY_SHUTDOWN_GRACE_PERIOD: '1s',
-  });
+  startProc(
+    `proxy-${pod.name}`,
+    [
+      'ip',
+      'netns',
+      'exec',
+      netnsOf(pod.name),
+      'setpriv',
+      '--reuid',
+      '2102',
+      '--regid',
+      '2102',
+      '--clear-groups',
+      process.execPath,
+      PROXY,
+    ],
+    {
+      MINIMESH_PROXY_LOG: 'info',
+      MINIMESH_PROXY_LOG_FORMAT: 'json',
+      MINIMESH_PROXY_IDENTITY_LOCAL_NAME: idOf(pod.sa),
+      MINIMESH_PROXY_IDENTITY_TRUST_ANCHORS: pki.anchorPem,
+      MINIMESH_PROXY_IDENTITY_TOKEN_FILE: token,
+      MINIMESH_PROXY_IDENTITY_SVC_ADDR: `unix:${join(dir, 'identity.sock')}`,
+      MINIMESH_PROXY_DESTINATION_SVC_ADDR: `unix:${join(dir, 'destination.sock')}`,
+      MINIMESH_PROXY_DESTINATION_CONTEXT: JSON.stringify({ ns: KNS, nodeName: 'mm-px-node', pod: pod.name }),
+      MINIMESH_PROXY_INBOUND_PORTS_DISABLE_PROTOCOL_DETECTION: OPAQUE,
+      MINIMESH_PROXY_SHUTDOWN_GRACE_PERIOD: '1s',
+    },
+  );
 }
 
 beforeAll(async () => {
   if (!asRoot) throw new Error('the proxy integration test runs as root (network namespaces, iptables, setpriv)');
-  for (const f of [PROXY, PROXY_INIT, IDENTITY, DESTINATION]) if (!existsSync(f)) throw new Error(`${f} is missing: build the packages first (npm run build)`);
+  for (const f of [PROXY, PROXY_INIT, IDENTITY, DESTINATION])
+    if (!existsSync(f)) throw new Error(`${f} is missing: build the packages first (npm run build)`);
   dir = mkdtempSync('/tmp/mm-px-');
   chmodSync(dir, 0o755);
   cluster = await ensureCluster();
@@ -181,7 +220,11 @@ beforeAll(async () => {
   // --- API objects: namespace, pods (owned by this test), selector-less services with slices ---
   await createNamespace(KNS);
   for (const sa of ['client', 'web']) {
-    const token = await createServiceAccountToken({ namespace: KNS, serviceAccount: sa, audiences: ['identity.minimesh.io'] });
+    const token = await createServiceAccountToken({
+      namespace: KNS,
+      serviceAccount: sa,
+      audiences: ['identity.minimesh.io'],
+    });
     for (const pod of PODS.filter((p) => p.sa === sa)) {
       writeFileSync(join(dir, `token-${pod.name}`), token);
       chmodSync(join(dir, `token-${pod.name}`), 0o644);
@@ -189,23 +232,65 @@ beforeAll(async () => {
   }
   const podObjects = [...PODS, { name: 'imp', ip: PODS[3]!.ip, sa: 'web', meshed: true }];
   for (const pod of podObjects) {
-    await kube('POST', `/api/v1/namespaces/${KNS}/serviceaccounts`, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: pod.sa } }).catch(() => undefined);
+    await kube('POST', `/api/v1/namespaces/${KNS}/serviceaccounts`, {
+      apiVersion: 'v1',
+      kind: 'ServiceAccount',
+      metadata: { name: pod.sa },
+    }).catch(() => undefined);
     await kube('POST', `/api/v1/namespaces/${KNS}/pods`, {
       apiVersion: 'v1',
       kind: 'Pod',
-      metadata: { name: pod.name, labels: { app: pod.name, ...(pod.meshed ? { 'minimesh.io/control-plane-ns': KNS } : {}) } },
-      spec: { schedulerName: 'none', serviceAccountName: pod.sa, containers: [{ name: 'app', image: 'busybox', command: ['sleep', '3600'] }] },
+      metadata: {
+        name: pod.name,
+        labels: { app: pod.name, ...(pod.meshed ? { 'minimesh.io/control-plane-ns': KNS } : {}) },
+      },
+      spec: {
+        schedulerName: 'none',
+        serviceAccountName: pod.sa,
+        containers: [{ name: 'app', image: 'busybox', command: ['sleep', '3600'] }],
+      },
     });
-    await kube('PATCH', `/api/v1/namespaces/${KNS}/pods/${pod.name}/status`, {
-      status: { phase: 'Running', podIP: pod.ip, podIPs: [{ ip: pod.ip }], conditions: [{ type: 'Ready', status: 'True' }, { type: 'ContainersReady', status: 'True' }] },
-    }, 'application/merge-patch+json');
+    await kube(
+      'PATCH',
+      `/api/v1/namespaces/${KNS}/pods/${pod.name}/status`,
+      {
+        status: {
+          phase: 'Running',
+          podIP: pod.ip,
+          podIPs: [{ ip: pod.ip }],
+          conditions: [
+            { type: 'Ready', status: 'True' },
+            { type: 'ContainersReady', status: 'True' },
+          ],
+        },
+      },
+      'application/merge-patch+json',
+    );
   }
-  const service = async (name: string, ports: Array<{ name: string; port: number; targetPort: number }>, pods: string[]) => {
-    const svc = (await kube('POST', `/api/v1/namespaces/${KNS}/services`, { apiVersion: 'v1', kind: 'Service', metadata: { name }, spec: { ports: ports.map((p) => ({ ...p, protocol: 'TCP' })) } })) as { spec: { clusterIP: string } };
+  const service = async (
+    name: string,
+    ports: Array<{ name: string; port: number; targetPort: number }>,
+    pods: string[],
+  ) => {
+    const svc = (await kube('POST', `/api/v1/namespaces/${KNS}/services`, {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name },
+      spec: { ports: ports.map((p) => ({ ...p, protocol: 'TCP' })) },
+    })) as { spec: { clusterIP: string } };
     clusterIps[name] = svc.spec.clusterIP;
     await writeSlice(name, ports, pods);
   };
-  await service('web', [{ name: 'http', port: 80, targetPort: 8080 }, { name: 'grpc', port: 81, targetPort: 8081 }, { name: 'smtp', port: 25, targetPort: 25 }, { name: 'echo', port: 9000, targetPort: 9000 }], ['b1', 'b2']);
+  await service(
+    'web',
+    [
+      { name: 'http', port: 80, targetPort: 8080 },
+      { name: 'grpc', port: 81, targetPort: 8081 },
+      { name: 'smtp', port: 25, targetPort: 25 },
+      { name: 'echo', port: 9000, targetPort: 9000 },
+    ],
+    ['b1', 'b2'],
+  );
   await service('plain', [{ name: 'http', port: 80, targetPort: 8080 }], ['u']);
   await service('impostor', [{ name: 'http', port: 80, targetPort: 8443 }], ['imp']);
 
@@ -216,42 +301,134 @@ beforeAll(async () => {
   writeFileSync(join(dir, 'ca.crt'), pki.anchorPem);
   const idPort = await freePort();
   const dstPort = await freePort();
-  startProc('identity', [process.execPath, IDENTITY, '--addr', `127.0.0.1:${idPort}`, '--admin-addr', `127.0.0.1:${await freePort()}`, '--issuer-dir', join(dir, 'issuer'), '--trust-anchors', join(dir, 'ca.crt'), '--trust-domain', TRUST_DOMAIN, '--controller-namespace', KNS, '--issuance-lifetime', '40s', '--clock-skew-allowance', '1s', '--kubeconfig', cluster.kubeconfigPath]);
-  const startDestination = () => startProc('destination', [process.execPath, DESTINATION, '--addr', `127.0.0.1:${dstPort}`, '--admin-addr', `127.0.0.1:${0}`, '--controller-namespace', KNS, '--identity-trust-domain', TRUST_DOMAIN, '--kubeconfig', cluster.kubeconfigPath, '--lease-name', `mm-px-${R}`]);
+  startProc('identity', [
+    process.execPath,
+    IDENTITY,
+    '--addr',
+    `127.0.0.1:${idPort}`,
+    '--admin-addr',
+    `127.0.0.1:${await freePort()}`,
+    '--issuer-dir',
+    join(dir, 'issuer'),
+    '--trust-anchors',
+    join(dir, 'ca.crt'),
+    '--trust-domain',
+    TRUST_DOMAIN,
+    '--controller-namespace',
+    KNS,
+    '--issuance-lifetime',
+    '40s',
+    '--clock-skew-allowance',
+    '1s',
+    '--kubeconfig',
+    cluster.kubeconfigPath,
+  ]);
+  const startDestination = () =>
+    startProc('destination', [
+      process.execPath,
+      DESTINATION,
+      '--addr',
+      `127.0.0.1:${dstPort}`,
+      '--admin-addr',
+      `127.0.0.1:${0}`,
+      '--controller-namespace',
+      KNS,
+      '--identity-trust-domain',
+      TRUST_DOMAIN,
+      '--kubeconfig',
+      cluster.kubeconfigPath,
+      '--lease-name',
+      `mm-px-${R}`,
+    ]);
   startDestination();
   await unixBridge(join(dir, 'identity.sock'), idPort);
   await unixBridge(join(dir, 'destination.sock'), dstPort);
-  await waitFor('identity and destination to listen', async () => (await canConnect(idPort)) && (await canConnect(dstPort)), 30_000);
+  await waitFor(
+    'identity and destination to listen',
+    async () => (await canConnect(idPort)) && (await canConnect(dstPort)),
+    30_000,
+  );
 
   // --- pods: proxy-init's real rules, the proxy as uid 2102, the apps ---
   for (const pod of PODS.filter((p) => p.meshed)) {
-    sh(['ip', 'netns', 'exec', netnsOf(pod.name), process.execPath, PROXY_INIT, '--incoming-proxy-port', '4143', '--outgoing-proxy-port', '4140', '--proxy-uid', '2102', '--inbound-ports-to-ignore', '4190,4191', '--outbound-ports-to-ignore', '443,6443', '--ipv6=false']);
+    sh([
+      'ip',
+      'netns',
+      'exec',
+      netnsOf(pod.name),
+      process.execPath,
+      PROXY_INIT,
+      '--incoming-proxy-port',
+      '4143',
+      '--outgoing-proxy-port',
+      '4140',
+      '--proxy-uid',
+      '2102',
+      '--inbound-ports-to-ignore',
+      '4190,4191',
+      '--outbound-ports-to-ignore',
+      '443,6443',
+      '--ipv6=false',
+    ]);
     startProxy(pod);
   }
-  for (const pod of ['b1', 'b2', 'u']) startProc(`app-${pod}`, ['ip', 'netns', 'exec', netnsOf(pod), process.execPath, AGENT, 'server', pod]);
+  for (const pod of ['b1', 'b2', 'u'])
+    startProc(`app-${pod}`, ['ip', 'netns', 'exec', netnsOf(pod), process.execPath, AGENT, 'server', pod]);
   const evil = await pki.leaf(`evil.${KNS}.serviceaccount.identity.${KNS}.${TRUST_DOMAIN}`);
   writeFileSync(join(dir, 'evil.crt'), evil.certPem);
   writeFileSync(join(dir, 'evil.key'), evil.keyPem);
-  startProc('app-imp', ['ip', 'netns', 'exec', netnsOf('u'), process.execPath, AGENT, 'impostor', join(dir, 'evil.crt'), join(dir, 'evil.key')]);
+  startProc('app-imp', [
+    'ip',
+    'netns',
+    'exec',
+    netnsOf('u'),
+    process.execPath,
+    AGENT,
+    'impostor',
+    join(dir, 'evil.crt'),
+    join(dir, 'evil.key'),
+  ]);
   startProc('agent', ['ip', 'netns', 'exec', netnsOf('a'), process.execPath, AGENT, 'client', join(dir, 'agent.sock')]);
   await waitFor('the client agent', () => existsSync(join(dir, 'agent.sock')));
   for (const pod of PODS.filter((p) => p.meshed)) {
-    await waitFor(`proxy in ${pod.name} to be ready (log: ${logOf(`proxy-${pod.name}`).slice(-500)})`, () => podFetch(pod.name, 'http://127.0.0.1:4191/ready').status === 200, 20_000);
+    await waitFor(
+      `proxy in ${pod.name} to be ready (log: ${logOf(`proxy-${pod.name}`).slice(-500)})`,
+      () => podFetch(pod.name, 'http://127.0.0.1:4191/ready').status === 200,
+      20_000,
+    );
   }
 }, 300_000);
 
-async function writeSlice(name: string, ports: Array<{ name: string; targetPort: number }>, pods: string[]): Promise<void> {
+async function writeSlice(
+  name: string,
+  ports: Array<{ name: string; targetPort: number }>,
+  pods: string[],
+): Promise<void> {
   const all = [...PODS, { name: 'imp', ip: PODS[3]!.ip }];
   const body = {
     apiVersion: 'discovery.k8s.io/v1',
     kind: 'EndpointSlice',
-    metadata: { name: `${name}-slice`, labels: { 'kubernetes.io/service-name': name, 'endpointslice.kubernetes.io/managed-by': 'mm-px-test' } },
+    metadata: {
+      name: `${name}-slice`,
+      labels: { 'kubernetes.io/service-name': name, 'endpointslice.kubernetes.io/managed-by': 'mm-px-test' },
+    },
     addressType: 'IPv4',
-    endpoints: pods.map((p) => ({ addresses: [all.find((x) => x.name === p)!.ip], conditions: { ready: true }, targetRef: { kind: 'Pod', name: p, namespace: KNS } })),
+    endpoints: pods.map((p) => ({
+      addresses: [all.find((x) => x.name === p)!.ip],
+      conditions: { ready: true },
+      targetRef: { kind: 'Pod', name: p, namespace: KNS },
+    })),
     ports: ports.map((p) => ({ name: p.name, port: p.targetPort, protocol: 'TCP' })),
   };
   const existing = await adminClient().get(`/apis/discovery.k8s.io/v1/namespaces/${KNS}/endpointslices/${name}-slice`);
-  if (existing) await kube('PUT', `/apis/discovery.k8s.io/v1/namespaces/${KNS}/endpointslices/${name}-slice`, { ...body, metadata: { ...body.metadata, resourceVersion: (existing as { metadata: { resourceVersion: string } }).metadata.resourceVersion } });
+  if (existing)
+    await kube('PUT', `/apis/discovery.k8s.io/v1/namespaces/${KNS}/endpointslices/${name}-slice`, {
+      ...body,
+      metadata: {
+        ...body.metadata,
+        resourceVersion: (existing as { metadata: { resourceVersion: string } }).metadata.resourceVersion,
+      },
+    });
   else await kube('POST', `/apis/discovery.k8s.io/v1/namespaces/${KNS}/endpointslices`, body);
 }
 
@@ -288,12 +465,21 @@ describe('proxy in network namespaces with the real control plane', () => {
   it('/ready latched on every meshed proxy once identity issued a certificate', () => {
     for (const pod of ['a', 'b1', 'b2']) {
       expect(podFetch(pod, 'http://127.0.0.1:4191/ready').status).toBe(200);
-      expect(podFetch(pod, 'http://127.0.0.1:4191/metrics').body).toMatch(/control_identity_cert_refreshes_total\{result="ok"\} [1-9]/);
+      expect(podFetch(pod, 'http://127.0.0.1:4191/metrics').body).toMatch(
+        /control_identity_cert_refreshes_total\{result="ok"\} [1-9]/,
+      );
     }
   });
 
   it('HTTP/1.1 keep-alive: meshed → meshed is mTLS, load spreads, the server side sees the client identity', async () => {
-    const rs = await agent<H1[]>('h1', { ip: clusterIps.web, port: 80, host: WEB(), n: 60, parallel: 4, agentKey: 'web' });
+    const rs = await agent<H1[]>('h1', {
+      ip: clusterIps.web,
+      port: 80,
+      host: WEB(),
+      n: 60,
+      parallel: 4,
+      agentKey: 'web',
+    });
     expect(rs.every((r) => r.status === 200)).toBe(true);
     const apps = rs.map((r) => (JSON.parse(r.body) as { app: string }).app);
     expect(apps.filter((a) => a === 'b1').length).toBeGreaterThan(5);
@@ -302,19 +488,46 @@ describe('proxy in network namespaces with the real control plane', () => {
     expect(body.headers['l5d-client-id']).toBe(idOf('client'));
     expect(body.httpVersion).toBe('1.1');
     const m = podFetch('b1', 'http://127.0.0.1:4191/metrics').body;
-    expect(m).toMatch(new RegExp(`request_total\\{direction="inbound"[^}]*tls="true",client_id="${idOf('client').replace(/\./g, '\\.')}"`));
+    expect(m).toMatch(
+      new RegExp(
+        `request_total\\{direction="inbound"[^}]*tls="true",client_id="${idOf('client').replace(/\./g, '\\.')}"`,
+      ),
+    );
     const out = podFetch('a', 'http://127.0.0.1:4191/metrics').body;
-    expect(out).toMatch(new RegExp(`response_total\\{direction="outbound",authority="${WEB().replace(/\./g, '\\.')}:80"[^}]*tls="true"[^}]*server_id="${idOf('web').replace(/\./g, '\\.')}"[^}]*dst_namespace="${KNS}"`));
+    expect(out).toMatch(
+      new RegExp(
+        `response_total\\{direction="outbound",authority="${WEB().replace(/\./g, '\\.')}:80"[^}]*tls="true"[^}]*server_id="${idOf('web').replace(/\./g, '\\.')}"[^}]*dst_namespace="${KNS}"`,
+      ),
+    );
   });
 
   it('HTTP/2 and gRPC (unary and streaming) pass as HTTP/2 with trailers', async () => {
-    const h2 = await agent<{ body: string; error?: string }>('h2', { ip: clusterIps.web, port: 81, authority: `${WEB()}:81`, path: '/x' });
+    const h2 = await agent<{ body: string; error?: string }>('h2', {
+      ip: clusterIps.web,
+      port: 81,
+      authority: `${WEB()}:81`,
+      path: '/x',
+    });
     expect(h2.error).toBeUndefined();
     expect(JSON.parse(h2.body).headers['l5d-client-id']).toBe(idOf('client'));
-    const unary = await agent<{ body: string; trailers: Record<string, string> }>('h2', { ip: clusterIps.web, port: 81, authority: `${WEB()}:81`, path: '/test.Echo/Unary', grpc: true, messages: ['ping'] });
+    const unary = await agent<{ body: string; trailers: Record<string, string> }>('h2', {
+      ip: clusterIps.web,
+      port: 81,
+      authority: `${WEB()}:81`,
+      path: '/test.Echo/Unary',
+      grpc: true,
+      messages: ['ping'],
+    });
     expect(unary.body.slice(5)).toBe('ping');
     expect(unary.trailers['grpc-status']).toBe('0');
-    const stream = await agent<{ body: string; trailers: Record<string, string> }>('h2', { ip: clusterIps.web, port: 81, authority: `${WEB()}:81`, path: '/test.Echo/Stream', grpc: true, messages: ['a', 'bb', 'ccc'] });
+    const stream = await agent<{ body: string; trailers: Record<string, string> }>('h2', {
+      ip: clusterIps.web,
+      port: 81,
+      authority: `${WEB()}:81`,
+      path: '/test.Echo/Stream',
+      grpc: true,
+      messages: ['a', 'bb', 'ccc'],
+    });
     expect(stream.body.length).toBe(21);
     expect(stream.trailers['grpc-status']).toBe('0');
   });
@@ -327,16 +540,26 @@ describe('proxy in network namespaces with the real control plane', () => {
   });
 
   it('a server-speaks-first protocol on an opaque port answers without a detection delay', async () => {
-    const r = await agent<{ buf: string; firstByteMs: number; error?: string }>('tcp', { ip: clusterIps.web, port: 25 });
+    const r = await agent<{ buf: string; firstByteMs: number; error?: string }>('tcp', {
+      ip: clusterIps.web,
+      port: 25,
+    });
     expect(r.error).toBeUndefined();
     expect(r.buf).toMatch(/^220 b[12] ready/);
     expect(r.firstByteMs).toBeLessThan(2000);
   });
 
   it('raw TCP on a non-opaque port is detected as opaque and relayed over mTLS', async () => {
-    const r = await agent<{ buf: string; error?: string }>('tcp', { ip: clusterIps.web, port: 9000, send: 'hello raw tcp', expectBytes: 13 });
+    const r = await agent<{ buf: string; error?: string }>('tcp', {
+      ip: clusterIps.web,
+      port: 9000,
+      send: 'hello raw tcp',
+      expectBytes: 13,
+    });
     expect(r.buf).toBe('hello raw tcp');
-    expect(podFetch('b1', 'http://127.0.0.1:4191/metrics').body + podFetch('b2', 'http://127.0.0.1:4191/metrics').body).toMatch(/tcp_open_total\{direction="inbound"[^}]*target_addr="[0-9.]+:9000",tls="true"/);
+    expect(
+      podFetch('b1', 'http://127.0.0.1:4191/metrics').body + podFetch('b2', 'http://127.0.0.1:4191/metrics').body,
+    ).toMatch(/tcp_open_total\{direction="inbound"[^}]*target_addr="[0-9.]+:9000",tls="true"/);
   });
 
   it('plaintext into a meshed pod (unmeshed clients, kubelet probes) is detected and forwarded at once', () => {
@@ -346,7 +569,9 @@ describe('proxy in network namespaces with the real control plane', () => {
     expect(JSON.parse(r.body).app).toBe('b1');
     expect(JSON.parse(r.body).headers['l5d-client-id']).toBeUndefined();
     expect(Date.now() - t0).toBeLessThan(3000);
-    expect(podFetch('b1', 'http://127.0.0.1:4191/metrics').body).toMatch(/request_total\{direction="inbound"[^}]*tls="no_identity"/);
+    expect(podFetch('b1', 'http://127.0.0.1:4191/metrics').body).toMatch(
+      /request_total\{direction="inbound"[^}]*tls="no_identity"/,
+    );
   });
 
   it('meshed → unmeshed is plaintext and works', async () => {
@@ -358,20 +583,51 @@ describe('proxy in network namespaces with the real control plane', () => {
   });
 
   it('an endpoint whose certificate names another identity is refused', async () => {
-    const [r] = await agent<H1[]>('h1', { ip: clusterIps.impostor, port: 80, host: `impostor.${KNS}.svc.cluster.local` });
+    const [r] = await agent<H1[]>('h1', {
+      ip: clusterIps.impostor,
+      port: 80,
+      host: `impostor.${KNS}.svc.cluster.local`,
+    });
     expect(r!.status).toBe(502);
     expect(r!.headers['x-minimesh-proxy-error']).toMatch(/MINIMESH_PROXY_PEER_IDENTITY_MISMATCH/);
   });
 
   it('certificate renewal under traffic drops nothing', async () => {
-    const before = /control_identity_cert_refreshes_total\{result="ok"\} (\d+)/.exec(podFetch('a', 'http://127.0.0.1:4191/metrics').body)?.[1];
+    const before = /control_identity_cert_refreshes_total\{result="ok"\} (\d+)/.exec(
+      podFetch('a', 'http://127.0.0.1:4191/metrics').body,
+    )?.[1];
     // Leaves live 40 s (+1 s skew); renewal comes at ~70 % of the remaining life: keep traffic flowing
     // until the client's proxy has renewed (bounded at 65 s), then a little longer.
     const results: H1[] = [];
-    const refreshes = () => Number(/control_identity_cert_refreshes_total\{result="ok"\} (\d+)/.exec(podFetch('a', 'http://127.0.0.1:4191/metrics').body)?.[1]);
+    const refreshes = () =>
+      Number(
+        /control_identity_cert_refreshes_total\{result="ok"\} (\d+)/.exec(
+          podFetch('a', 'http://127.0.0.1:4191/metrics').body,
+        )?.[1],
+      );
     const end = Date.now() + 65_000;
-    while (Date.now() < end && refreshes() <= Number(before)) results.push(...(await agent<H1[]>('h1', { ip: clusterIps.web, port: 80, host: WEB(), n: 20, parallel: 4, agentKey: 'renew' })));
-    for (let i = 0; i < 5; i++) results.push(...(await agent<H1[]>('h1', { ip: clusterIps.web, port: 80, host: WEB(), n: 20, parallel: 4, agentKey: 'renew' })));
+    while (Date.now() < end && refreshes() <= Number(before))
+      results.push(
+        ...(await agent<H1[]>('h1', {
+          ip: clusterIps.web,
+          port: 80,
+          host: WEB(),
+          n: 20,
+          parallel: 4,
+          agentKey: 'renew',
+        })),
+      );
+    for (let i = 0; i < 5; i++)
+      results.push(
+        ...(await agent<H1[]>('h1', {
+          ip: clusterIps.web,
+          port: 80,
+          host: WEB(),
+          n: 20,
+          parallel: 4,
+          agentKey: 'renew',
+        })),
+      );
     const after = refreshes();
     expect(Number(after)).toBeGreaterThan(Number(before));
     expect(results.filter((r) => r.status !== 200)).toEqual([]);
@@ -379,16 +635,39 @@ describe('proxy in network namespaces with the real control plane', () => {
   }, 120_000);
 
   it('an endpoint removed from destination stops getting traffic', async () => {
-    await writeSlice('web', [{ name: 'http', targetPort: 8080 }, { name: 'grpc', targetPort: 8081 }, { name: 'smtp', targetPort: 25 }, { name: 'echo', targetPort: 9000 }], ['b1']);
+    await writeSlice(
+      'web',
+      [
+        { name: 'http', targetPort: 8080 },
+        { name: 'grpc', targetPort: 8081 },
+        { name: 'smtp', targetPort: 25 },
+        { name: 'echo', targetPort: 9000 },
+      ],
+      ['b1'],
+    );
     await new Promise((r) => setTimeout(r, 1500));
-    const rs = await agent<H1[]>('h1', { ip: clusterIps.web, port: 80, host: WEB(), n: 40, parallel: 4, agentKey: 'web' });
+    const rs = await agent<H1[]>('h1', {
+      ip: clusterIps.web,
+      port: 80,
+      host: WEB(),
+      n: 40,
+      parallel: 4,
+      agentKey: 'web',
+    });
     expect(rs.map((r) => (JSON.parse(r.body) as { app: string }).app).filter((a) => a !== 'b1')).toEqual([]);
   });
 
   it('destination killed mid-test: traffic continues from the last known endpoints', async () => {
     procs.get('destination')!.kill('SIGKILL');
     await new Promise((r) => setTimeout(r, 500));
-    const rs = await agent<H1[]>('h1', { ip: clusterIps.web, port: 80, host: WEB(), n: 30, parallel: 3, agentKey: 'after-kill' });
+    const rs = await agent<H1[]>('h1', {
+      ip: clusterIps.web,
+      port: 80,
+      host: WEB(),
+      n: 30,
+      parallel: 3,
+      agentKey: 'after-kill',
+    });
     expect(rs.filter((r) => r.status !== 200)).toEqual([]);
     expect(rs.length).toBe(30);
   });

@@ -53,21 +53,33 @@ describe('minimesh-proxy program', () => {
     const slowPort = (slow.address() as { port: number }).port;
     cp.destination.set('slow.default.svc.cluster.local:80', [{ ip: '127.0.0.1', port: slowPort }]);
     const [admin, outbound] = [await freePort(), await freePort()];
-    const env = { ...proxyEnv({ identity: ID, anchorPem: pki.anchorPem, controlAddr: cp.addr }), MINIMESH_PROXY_ADMIN_LISTEN_ADDR: `127.0.0.1:${admin}`, MINIMESH_PROXY_OUTBOUND_LISTEN_ADDR: `127.0.0.1:${outbound}`, MINIMESH_PROXY_SHUTDOWN_GRACE_PERIOD: '5s', PATH: process.env.PATH ?? '' };
+    const env = {
+      ...proxyEnv({ identity: ID, anchorPem: pki.anchorPem, controlAddr: cp.addr }),
+      MINIMESH_PROXY_ADMIN_LISTEN_ADDR: `127.0.0.1:${admin}`,
+      MINIMESH_PROXY_OUTBOUND_LISTEN_ADDR: `127.0.0.1:${outbound}`,
+      MINIMESH_PROXY_SHUTDOWN_GRACE_PERIOD: '5s',
+      PATH: process.env.PATH ?? '',
+    };
     const child = spawn(process.execPath, [MAIN], { env, stdio: 'ignore' });
     const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
     for (let i = 0; i < 100; i++) {
-      const ok = await fetch(`http://127.0.0.1:${admin}/ready`).then((r) => r.status === 200, () => false);
+      const ok = await fetch(`http://127.0.0.1:${admin}/ready`).then(
+        (r) => r.status === 200,
+        () => false,
+      );
       if (ok) break;
       await new Promise((r) => setTimeout(r, 50));
     }
     const { request: httpRequest } = await import('node:http');
     const inflight = new Promise<string>((resolve, reject) => {
-      const req = httpRequest({ host: '127.0.0.1', port: outbound, path: '/', headers: { host: 'slow.default.svc.cluster.local' } }, (res) => {
-        let b = '';
-        res.on('data', (c: Buffer) => (b += c.toString()));
-        res.on('end', () => resolve(b));
-      });
+      const req = httpRequest(
+        { host: '127.0.0.1', port: outbound, path: '/', headers: { host: 'slow.default.svc.cluster.local' } },
+        (res) => {
+          let b = '';
+          res.on('data', (c: Buffer) => (b += c.toString()));
+          res.on('end', () => resolve(b));
+        },
+      );
       req.on('error', reject);
       req.end();
     });
@@ -112,7 +124,9 @@ describe('admin', () => {
     await new Promise((r) => setTimeout(r, 200));
     expect(await ready()).toBe(200);
     expect((await fetch(`http://127.0.0.1:${proxy.ports.admin}/live`)).status).toBe(200);
-    expect(await (await fetch(`http://127.0.0.1:${proxy.ports.admin}/metrics`)).text()).toMatch(/control_identity_cert_expiration_timestamp_seconds \d+/);
+    expect(await (await fetch(`http://127.0.0.1:${proxy.ports.admin}/metrics`)).text()).toMatch(
+      /control_identity_cert_expiration_timestamp_seconds \d+/,
+    );
   });
 
   it('POST /shutdown from localhost stops the proxy when enabled; 404 when not', async () => {
@@ -122,13 +136,21 @@ describe('admin', () => {
     const off = await startHarnessProxy({ identity: ID, anchorPem: pki.anchorPem, controlAddr: cp.addr });
     cleanups.push(() => off.shutdown(50));
     expect((await fetch(`http://127.0.0.1:${off.ports.admin}/shutdown`, { method: 'POST' })).status).toBe(404);
-    const on = await startHarnessProxy({ identity: ID, anchorPem: pki.anchorPem, controlAddr: cp.addr, env: { MINIMESH_PROXY_SHUTDOWN_ENDPOINT_ENABLED: 'true', MINIMESH_PROXY_SHUTDOWN_GRACE_PERIOD: '100ms' } });
+    const on = await startHarnessProxy({
+      identity: ID,
+      anchorPem: pki.anchorPem,
+      controlAddr: cp.addr,
+      env: { MINIMESH_PROXY_SHUTDOWN_ENDPOINT_ENABLED: 'true', MINIMESH_PROXY_SHUTDOWN_GRACE_PERIOD: '100ms' },
+    });
     expect((await fetch(`http://127.0.0.1:${on.ports.admin}/shutdown`)).status).toBe(405);
     expect((await fetch(`http://127.0.0.1:${on.ports.admin}/shutdown`, { method: 'POST' })).status).toBe(202);
     let closed = false;
     for (let i = 0; i < 30 && !closed; i++) {
       await new Promise((r) => setTimeout(r, 100));
-      closed = await fetch(`http://127.0.0.1:${on.ports.admin}/live`).then(() => false, () => true);
+      closed = await fetch(`http://127.0.0.1:${on.ports.admin}/live`).then(
+        () => false,
+        () => true,
+      );
     }
     expect(closed).toBe(true);
   });
@@ -143,7 +165,15 @@ describe('control plane over TLS', () => {
     const server = new Server();
     server.addService(identity.IdentityService, fake.implementation());
     const port = await new Promise<number>((resolve, reject) =>
-      server.bindAsync('127.0.0.1:0', ServerCredentials.createSsl(Buffer.from(pki.anchorPem), [{ private_key: Buffer.from(serverLeaf.keyPem), cert_chain: Buffer.from(serverLeaf.certPem) }], false), (e, p) => (e ? reject(e) : resolve(p))),
+      server.bindAsync(
+        '127.0.0.1:0',
+        ServerCredentials.createSsl(
+          Buffer.from(pki.anchorPem),
+          [{ private_key: Buffer.from(serverLeaf.keyPem), cert_chain: Buffer.from(serverLeaf.certPem) }],
+          false,
+        ),
+        (e, p) => (e ? reject(e) : resolve(p)),
+      ),
     );
     cleanups.push(() => server.forceShutdown());
     const dir = tempDir();
@@ -151,7 +181,16 @@ describe('control plane over TLS', () => {
     const logger = createLogger({ name: 't', level: 'silent' });
     const certify = (name: string) => {
       const creds = new TlsCredentials(ID, pki.anchorPem);
-      const c = new CertifyClient({ addr: { addr: `127.0.0.1:${port}`, name, plaintext: false }, localIdentity: ID, tokenFile: join(dir, 'token'), tls: creds, metrics: new ProxyMetrics(new Registry()), logger, callTimeoutMs: 2000, schedule: { backoffBaseMs: 100_000 } });
+      const c = new CertifyClient({
+        addr: { addr: `127.0.0.1:${port}`, name, plaintext: false },
+        localIdentity: ID,
+        tokenFile: join(dir, 'token'),
+        tls: creds,
+        metrics: new ProxyMetrics(new Registry()),
+        logger,
+        callTimeoutMs: 2000,
+        schedule: { backoffBaseMs: 100_000 },
+      });
       return { c, creds };
     };
     const good = certify(idName);

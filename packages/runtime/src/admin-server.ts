@@ -51,7 +51,10 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
     if (path === '/ready') {
       const state = opts.ready ? opts.ready() : true;
       if (state === true) res.writeHead(200, { 'content-type': 'text/plain' }).end('ready\n');
-      else res.writeHead(503, { 'content-type': 'text/plain' }).end(`not ready${typeof state === 'string' ? `: ${state}` : ''}\n`);
+      else
+        res
+          .writeHead(503, { 'content-type': 'text/plain' })
+          .end(`not ready${typeof state === 'string' ? `: ${state}` : ''}\n`);
       return;
     }
     if (path === '/metrics') {
@@ -77,9 +80,10 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
     server,
     registry,
     port: bound,
-    close: () => new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }

@@ -46,9 +46,15 @@ export function parseFlags<S extends FlagSpecs>(
   specs: S,
   argv: string[],
 ): { values: FlagValues<S>; positionals: string[] } | { help: string } {
-  const options: Record<string, { type: 'string' | 'boolean'; multiple?: boolean; short?: string }> = { help: { type: 'boolean', short: 'h' } };
+  const options: Record<string, { type: 'string' | 'boolean'; multiple?: boolean; short?: string }> = {
+    help: { type: 'boolean', short: 'h' },
+  };
   for (const [name, spec] of Object.entries(specs)) {
-    options[name] = { type: spec.type, ...(spec.multiple ? { multiple: true } : {}), ...(spec.short ? { short: spec.short } : {}) };
+    options[name] = {
+      type: spec.type,
+      ...(spec.multiple ? { multiple: true } : {}),
+      ...(spec.short ? { short: spec.short } : {}),
+    };
   }
   let parsed;
   try {

@@ -10,7 +10,9 @@ export function parseListenAddr(field: string, value: string): { host: string; p
   const host = m ? (m[1] ?? m[2] ?? '') : '';
   const port = m ? Number(m[3]) : NaN;
   if (!m || port > 65535 || (host !== '' && host !== 'localhost' && isIP(host) === 0)) {
-    throw new ListenAddrError(`${field}: "${value}" is not valid: expected host:port such as 0.0.0.0:8080, 127.0.0.1:4140 or [::]:4143`);
+    throw new ListenAddrError(
+      `${field}: "${value}" is not valid: expected host:port such as 0.0.0.0:8080, 127.0.0.1:4140 or [::]:4143`,
+    );
   }
   return { host: host === '' ? '0.0.0.0' : host, port };
 }

@@ -14,12 +14,28 @@ export interface LoggerOptions {
 }
 
 /** Secrets never reach the logs: these paths are censored wherever they appear. */
-const REDACT = ['token', '*.token', 'key', '*.key', 'privateKey', '*.privateKey', 'authorization', '*.authorization', 'headers.authorization'];
+const REDACT = [
+  'token',
+  '*.token',
+  'key',
+  '*.key',
+  'privateKey',
+  '*.privateKey',
+  'authorization',
+  '*.authorization',
+  'headers.authorization',
+];
 
 export function createLogger(opts: LoggerOptions): Logger {
   const base = { name: opts.name, level: opts.level ?? 'info', redact: { paths: REDACT, censor: '[redacted]' } };
   const dest = opts.destination ?? process.stdout;
   if ((opts.format ?? 'plain') === 'json') return pino(base, dest as pino.DestinationStream);
-  const stream = pretty({ colorize: false, sync: true, destination: dest, translateTime: 'SYS:yyyy-mm-dd HH:MM:ss.l', ignore: 'pid,hostname' });
+  const stream = pretty({
+    colorize: false,
+    sync: true,
+    destination: dest,
+    translateTime: 'SYS:yyyy-mm-dd HH:MM:ss.l',
+    ignore: 'pid,hostname',
+  });
   return pino(base, stream);
 }

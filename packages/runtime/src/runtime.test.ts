@@ -9,13 +9,18 @@ describe('parseListenAddr', () => {
     [':8086', { host: '0.0.0.0', port: 8086 }],
   ])('%s', (input, want) => expect(parseListenAddr('--addr', input)).toEqual(want));
   it('names the flag and the expected form', () => {
-    expect(() => parseListenAddr('--addr', 'eight-thousand')).toThrow('--addr: "eight-thousand" is not valid: expected host:port');
+    expect(() => parseListenAddr('--addr', 'eight-thousand')).toThrow(
+      '--addr: "eight-thousand" is not valid: expected host:port',
+    );
   });
 });
 
 describe('parseFlags', () => {
   const info = { name: 'prog', summary: 'does things' };
-  const specs = { addr: { type: 'string', default: '0.0.0.0:1', description: 'listen address' }, verbose: { type: 'boolean', description: 'more' } } as const;
+  const specs = {
+    addr: { type: 'string', default: '0.0.0.0:1', description: 'listen address' },
+    verbose: { type: 'boolean', description: 'more' },
+  } as const;
   it('fills defaults', () => {
     const r = parseFlags(info, specs, ['--verbose']);
     expect('values' in r && r.values).toEqual({ addr: '0.0.0.0:1', verbose: true });
@@ -52,7 +57,11 @@ describe('logger', () => {
 describe('admin server', () => {
   it('serves /live, /ready (latched by the callback) and /metrics', async () => {
     let ready: boolean | string = 'no certificate yet';
-    const admin = await startAdminServer({ addr: '127.0.0.1:0', logger: createLogger({ name: 't', level: 'silent' }), ready: () => ready });
+    const admin = await startAdminServer({
+      addr: '127.0.0.1:0',
+      logger: createLogger({ name: 't', level: 'silent' }),
+      ready: () => ready,
+    });
     const get = (p: string) => fetch(`http://127.0.0.1:${admin.port}${p}`);
     expect((await get('/live')).status).toBe(200);
     const notReady = await get('/ready');

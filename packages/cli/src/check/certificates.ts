@@ -63,10 +63,20 @@ function validity(what: string, certs: X509Certificate[], now: Date, warnDays: n
   const future = certs.filter((c) => Date.parse(c.validFrom) > t);
   if (expired.length > 0 || future.length > 0) {
     const parts = [
-      ...expired.map((c) => `${cn(c)} expired on ${new Date(Date.parse(c.validTo)).toISOString()} (${days(t - Date.parse(c.validTo))} ago)`),
+      ...expired.map(
+        (c) =>
+          `${cn(c)} expired on ${new Date(Date.parse(c.validTo)).toISOString()} (${days(t - Date.parse(c.validTo))} ago)`,
+      ),
       ...future.map((c) => `${cn(c)} is not valid before ${new Date(Date.parse(c.validFrom)).toISOString()}`),
     ];
-    results.push(fail(CERT_CATEGORY, `${what} ${are} within ${their} validity period`, parts.join('; '), 'docs/explain.md#certificates: make new ones with `minimesh certs create` and upgrade the chart'));
+    results.push(
+      fail(
+        CERT_CATEGORY,
+        `${what} ${are} within ${their} validity period`,
+        parts.join('; '),
+        'docs/explain.md#certificates: make new ones with `minimesh certs create` and upgrade the chart',
+      ),
+    );
     return results;
   }
   results.push(ok(CERT_CATEGORY, `${what} ${are} within ${their} validity period`));
@@ -76,7 +86,12 @@ function validity(what: string, certs: X509Certificate[], now: Date, warnDays: n
       warn(
         CERT_CATEGORY,
         `${what} ${are} valid for at least ${warnDays} days`,
-        soon.map((c) => `${cn(c)} expires on ${new Date(Date.parse(c.validTo)).toISOString()} (in ${days(Date.parse(c.validTo) - t)})`).join('; '),
+        soon
+          .map(
+            (c) =>
+              `${cn(c)} expires on ${new Date(Date.parse(c.validTo)).toISOString()} (in ${days(Date.parse(c.validTo) - t)})`,
+          )
+          .join('; '),
         'rotate before then: docs/explain.md#certificates',
       ),
     );
@@ -93,22 +108,44 @@ export function checkCertificates(input: CertificateInputs): CheckResult[] {
 
   let anchors: X509Certificate[] = [];
   if (input.trustAnchorsPem === undefined) {
-    results.push(fail(CERT_CATEGORY, 'trust anchors are readable', input.trustAnchorsMissing ?? 'ConfigMap minimesh-identity-trust-roots (ca-bundle.crt) not found'));
+    results.push(
+      fail(
+        CERT_CATEGORY,
+        'trust anchors are readable',
+        input.trustAnchorsMissing ?? 'ConfigMap minimesh-identity-trust-roots (ca-bundle.crt) not found',
+      ),
+    );
   } else {
     const parsed = parseAll(input.trustAnchorsPem);
     if (parsed.error) {
       results.push(fail(CERT_CATEGORY, 'trust anchors use a valid format', parsed.error));
     } else {
       anchors = parsed.certs;
-      results.push(ok(CERT_CATEGORY, 'trust anchors use a valid format', `${anchors.length} certificate(s): ${anchors.map(cn).join(', ')}`));
+      results.push(
+        ok(
+          CERT_CATEGORY,
+          'trust anchors use a valid format',
+          `${anchors.length} certificate(s): ${anchors.map(cn).join(', ')}`,
+        ),
+      );
       const notCa = anchors.filter((c) => !c.ca);
-      results.push(notCa.length > 0 ? fail(CERT_CATEGORY, 'trust anchors are CAs', `${notCa.map(cn).join(', ')}: basicConstraints CA is not set`) : ok(CERT_CATEGORY, 'trust anchors are CAs'));
+      results.push(
+        notCa.length > 0
+          ? fail(CERT_CATEGORY, 'trust anchors are CAs', `${notCa.map(cn).join(', ')}: basicConstraints CA is not set`)
+          : ok(CERT_CATEGORY, 'trust anchors are CAs'),
+      );
       results.push(...validity('trust anchors', anchors, now, warnDays));
     }
   }
 
   if (input.issuerCrtPem === undefined) {
-    results.push(fail(CERT_CATEGORY, 'issuer certificate is readable', input.issuerMissing ?? 'Secret minimesh-identity-issuer (crt.pem) not found'));
+    results.push(
+      fail(
+        CERT_CATEGORY,
+        'issuer certificate is readable',
+        input.issuerMissing ?? 'Secret minimesh-identity-issuer (crt.pem) not found',
+      ),
+    );
     return results;
   }
   const parsed = parseAll(input.issuerCrtPem);
@@ -118,16 +155,30 @@ export function checkCertificates(input: CertificateInputs): CheckResult[] {
     return results;
   }
   results.push(ok(CERT_CATEGORY, 'issuer certificate uses a valid format', cn(issuer)));
-  results.push(issuer.ca ? ok(CERT_CATEGORY, 'issuer certificate is a CA') : fail(CERT_CATEGORY, 'issuer certificate is a CA', `${cn(issuer)}: basicConstraints CA is not set, so it cannot sign proxy certificates`));
+  results.push(
+    issuer.ca
+      ? ok(CERT_CATEGORY, 'issuer certificate is a CA')
+      : fail(
+          CERT_CATEGORY,
+          'issuer certificate is a CA',
+          `${cn(issuer)}: basicConstraints CA is not set, so it cannot sign proxy certificates`,
+        ),
+  );
   results.push(...validity('issuer certificate', [issuer], now, warnDays));
   if (anchors.length > 0) {
     // The issuer, possibly through intermediates carried after it in crt.pem, must lead to an anchor.
     const chain = [issuer, ...parsed.certs.slice(1)];
     const top = chain[chain.length - 1] as X509Certificate;
-    const linksOk = chain.every((c, i) => i === chain.length - 1 || (c.checkIssued(chain[i + 1] as X509Certificate) && c.verify((chain[i + 1] as X509Certificate).publicKey)));
+    const linksOk = chain.every(
+      (c, i) =>
+        i === chain.length - 1 ||
+        (c.checkIssued(chain[i + 1] as X509Certificate) && c.verify((chain[i + 1] as X509Certificate).publicKey)),
+    );
     const anchor = anchors.find((a) => top.checkIssued(a) && top.verify(a.publicKey));
     if (linksOk && anchor) {
-      results.push(ok(CERT_CATEGORY, 'issuer certificate is issued by the trust anchor', `${cn(issuer)} ← ${cn(anchor)}`));
+      results.push(
+        ok(CERT_CATEGORY, 'issuer certificate is issued by the trust anchor', `${cn(issuer)} ← ${cn(anchor)}`),
+      );
     } else {
       results.push(
         fail(
@@ -142,9 +193,19 @@ export function checkCertificates(input: CertificateInputs): CheckResult[] {
   if (input.issuerKeyPem !== undefined) {
     try {
       const key = createPrivateKey(input.issuerKeyPem);
-      results.push(issuer.checkPrivateKey(key) ? ok(CERT_CATEGORY, 'issuer key matches the issuer certificate') : fail(CERT_CATEGORY, 'issuer key matches the issuer certificate', 'key.pem is not the private key of crt.pem'));
+      results.push(
+        issuer.checkPrivateKey(key)
+          ? ok(CERT_CATEGORY, 'issuer key matches the issuer certificate')
+          : fail(
+              CERT_CATEGORY,
+              'issuer key matches the issuer certificate',
+              'key.pem is not the private key of crt.pem',
+            ),
+      );
     } catch (err) {
-      results.push(fail(CERT_CATEGORY, 'issuer key matches the issuer certificate', `key.pem: ${(err as Error).message}`));
+      results.push(
+        fail(CERT_CATEGORY, 'issuer key matches the issuer certificate', `key.pem: ${(err as Error).message}`),
+      );
     }
   }
   return results;

@@ -1,9 +1,19 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createMeshCerts } from '../certs.js';
-import { checkApi, checkDeployments, checkReadiness, checkWebhook, type DeploymentLike, type WebhookConfigLike } from './control-plane.js';
+import {
+  checkApi,
+  checkDeployments,
+  checkReadiness,
+  checkWebhook,
+  type DeploymentLike,
+  type WebhookConfigLike,
+} from './control-plane.js';
 import { exitCodeOf, formatResults } from './types.js';
 
-const dep = (replicas: number, available: number): DeploymentLike => ({ spec: { replicas }, status: { availableReplicas: available } });
+const dep = (replicas: number, available: number): DeploymentLike => ({
+  spec: { replicas },
+  status: { availableReplicas: available },
+});
 
 describe('checkDeployments', () => {
   it.each([
@@ -31,7 +41,15 @@ describe('checkWebhook', () => {
   });
   const cfg = (caBundle: string | undefined, ns = 'minimesh'): WebhookConfigLike => ({
     metadata: { name: `minimesh-injector-webhook-config-${ns}` },
-    webhooks: [{ name: 'minimesh-injector.minimesh.io', clientConfig: { ...(caBundle !== undefined ? { caBundle } : {}), service: { name: 'minimesh-injector', namespace: ns } } }],
+    webhooks: [
+      {
+        name: 'minimesh-injector.minimesh.io',
+        clientConfig: {
+          ...(caBundle !== undefined ? { caBundle } : {}),
+          service: { name: 'minimesh-injector', namespace: ns },
+        },
+      },
+    ],
   });
   it('passes with a CA bundle', () => {
     expect(checkWebhook('minimesh', [cfg(ca)]).map((r) => r.status)).toEqual(['ok', 'ok']);
@@ -58,14 +76,19 @@ describe('checkReadiness and output', () => {
     expect(r.map((x) => x.status)).toEqual(['ok', 'fail', 'warn', 'skip']);
   });
   it('prints ✔/‼/✖ lines under category headers and fails the exit code only on ✖', () => {
-    const good = [...checkApi({ server: 'https://127.0.0.1:6443', version: 'v1.33.13' }), ...checkReadiness([{ component: 'injector', pod: 'j-1', status: 'unreachable', detail: 'timeout' }])];
+    const good = [
+      ...checkApi({ server: 'https://127.0.0.1:6443', version: 'v1.33.13' }),
+      ...checkReadiness([{ component: 'injector', pod: 'j-1', status: 'unreachable', detail: 'timeout' }]),
+    ];
     const text = formatResults(good);
     expect(text).toContain('kubernetes-api\n--------------\n✔ can query the Kubernetes API\n');
     expect(text).toContain('‼ injector admin /ready (j-1)\n    not reachable: timeout\n');
     expect(text).toMatch(/Status check results are ✔ \(1 warning\)\n$/);
     expect(exitCodeOf(good)).toBe(0);
     const bad = checkApi({ server: 'https://127.0.0.1:1', error: 'connect ECONNREFUSED' });
-    expect(formatResults(bad)).toContain('✖ can query the Kubernetes API\n    https://127.0.0.1:1: connect ECONNREFUSED\n');
+    expect(formatResults(bad)).toContain(
+      '✖ can query the Kubernetes API\n    https://127.0.0.1:1: connect ECONNREFUSED\n',
+    );
     expect(exitCodeOf(bad)).toBe(1);
   });
 });

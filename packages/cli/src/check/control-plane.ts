@@ -17,12 +17,21 @@ export const WEBHOOK_CONFIG_PREFIX = 'minimesh-injector-webhook-config-';
 export interface DeploymentLike {
   metadata?: { name?: string };
   spec?: { replicas?: number };
-  status?: { replicas?: number; availableReplicas?: number; readyReplicas?: number; updatedReplicas?: number; conditions?: { type: string; status: string; message?: string; reason?: string }[] };
+  status?: {
+    replicas?: number;
+    availableReplicas?: number;
+    readyReplicas?: number;
+    updatedReplicas?: number;
+    conditions?: { type: string; status: string; message?: string; reason?: string }[];
+  };
 }
 
 export interface WebhookConfigLike {
   metadata?: { name?: string };
-  webhooks?: { name: string; clientConfig?: { caBundle?: string; service?: { name?: string; namespace?: string }; url?: string } }[];
+  webhooks?: {
+    name: string;
+    clientConfig?: { caBundle?: string; service?: { name?: string; namespace?: string }; url?: string };
+  }[];
 }
 
 export const CP_CATEGORY = 'minimesh-control-plane';
@@ -32,17 +41,36 @@ export const READY_CATEGORY = 'minimesh-control-plane-ready';
 
 export function checkApi(input: { server: string; error?: string; version?: string }): CheckResult[] {
   if (input.error !== undefined) {
-    return [fail(API_CATEGORY, 'can query the Kubernetes API', `${input.server}: ${input.error}`, 'check --kubeconfig and that the cluster is running')];
+    return [
+      fail(
+        API_CATEGORY,
+        'can query the Kubernetes API',
+        `${input.server}: ${input.error}`,
+        'check --kubeconfig and that the cluster is running',
+      ),
+    ];
   }
-  return [ok(API_CATEGORY, 'can query the Kubernetes API', `${input.server}${input.version ? ` (${input.version})` : ''}`)];
+  return [
+    ok(API_CATEGORY, 'can query the Kubernetes API', `${input.server}${input.version ? ` (${input.version})` : ''}`),
+  ];
 }
 
 export function checkNamespace(namespace: string, exists: boolean): CheckResult {
-  return exists ? ok(CP_CATEGORY, `control-plane namespace ${namespace} exists`) : fail(CP_CATEGORY, `control-plane namespace ${namespace} exists`, `namespace ${namespace} not found`, 'install the chart: helm upgrade --install minimesh charts/minimesh -n minimesh --create-namespace ...');
+  return exists
+    ? ok(CP_CATEGORY, `control-plane namespace ${namespace} exists`)
+    : fail(
+        CP_CATEGORY,
+        `control-plane namespace ${namespace} exists`,
+        `namespace ${namespace} not found`,
+        'install the chart: helm upgrade --install minimesh charts/minimesh -n minimesh --create-namespace ...',
+      );
 }
 
 /** One result per component: the Deployment exists, and all its wanted replicas are available. */
-export function checkDeployments(namespace: string, deployments: Map<string, DeploymentLike | undefined>): CheckResult[] {
+export function checkDeployments(
+  namespace: string,
+  deployments: Map<string, DeploymentLike | undefined>,
+): CheckResult[] {
   const results: CheckResult[] = [];
   for (const c of COMPONENTS) {
     const d = deployments.get(c.deployment);
@@ -57,7 +85,14 @@ export function checkDeployments(namespace: string, deployments: Map<string, Dep
     if (want === 0) {
       results.push(fail(CP_CATEGORY, desc, `scaled to 0 replicas`));
     } else if (available === 0) {
-      results.push(fail(CP_CATEGORY, desc, `0 of ${want} replicas available${cond?.message ? ` (${cond.message})` : ''}`, `kubectl -n ${namespace} describe deploy ${c.deployment}`));
+      results.push(
+        fail(
+          CP_CATEGORY,
+          desc,
+          `0 of ${want} replicas available${cond?.message ? ` (${cond.message})` : ''}`,
+          `kubectl -n ${namespace} describe deploy ${c.deployment}`,
+        ),
+      );
     } else if (available < want) {
       results.push(warn(CP_CATEGORY, desc, `${available} of ${want} replicas available`));
     } else {
@@ -68,18 +103,28 @@ export function checkDeployments(namespace: string, deployments: Map<string, Dep
 }
 
 /** The MutatingWebhookConfiguration the chart renders for this namespace: present, pointing at the injector, with a CA bundle that parses. */
-export function checkWebhook(namespace: string, configs: readonly WebhookConfigLike[], now: Date = new Date()): CheckResult[] {
+export function checkWebhook(
+  namespace: string,
+  configs: readonly WebhookConfigLike[],
+  now: Date = new Date(),
+): CheckResult[] {
   const name = `${WEBHOOK_CONFIG_PREFIX}${namespace}`;
   const cfg = configs.find((c) => c.metadata?.name === name);
-  if (!cfg) return [fail(WEBHOOK_CATEGORY, `MutatingWebhookConfiguration ${name} exists`, 'not found: pods will not be injected')];
+  if (!cfg)
+    return [
+      fail(WEBHOOK_CATEGORY, `MutatingWebhookConfiguration ${name} exists`, 'not found: pods will not be injected'),
+    ];
   const results: CheckResult[] = [ok(WEBHOOK_CATEGORY, `MutatingWebhookConfiguration ${name} exists`)];
   const hooks = cfg.webhooks ?? [];
-  if (hooks.length === 0) return [...results, fail(WEBHOOK_CATEGORY, 'webhook configuration has a CA bundle', 'it lists no webhooks')];
+  if (hooks.length === 0)
+    return [...results, fail(WEBHOOK_CATEGORY, 'webhook configuration has a CA bundle', 'it lists no webhooks')];
   for (const h of hooks) {
     const bundle = h.clientConfig?.caBundle;
     const desc = `webhook ${h.name} has a CA bundle`;
     if (!bundle) {
-      results.push(fail(WEBHOOK_CATEGORY, desc, 'clientConfig.caBundle is empty: the API server cannot verify the injector'));
+      results.push(
+        fail(WEBHOOK_CATEGORY, desc, 'clientConfig.caBundle is empty: the API server cannot verify the injector'),
+      );
       continue;
     }
     const pem = Buffer.from(bundle, 'base64').toString('utf8');
@@ -91,7 +136,14 @@ export function checkWebhook(namespace: string, configs: readonly WebhookConfigL
     try {
       const certs = blocks.map((b) => new X509Certificate(b));
       const expired = certs.filter((c) => Date.parse(c.validTo) <= now.getTime());
-      if (expired.length > 0) results.push(fail(WEBHOOK_CATEGORY, desc, `the CA bundle expired on ${new Date(Date.parse((expired[0] as X509Certificate).validTo)).toISOString()}`));
+      if (expired.length > 0)
+        results.push(
+          fail(
+            WEBHOOK_CATEGORY,
+            desc,
+            `the CA bundle expired on ${new Date(Date.parse((expired[0] as X509Certificate).validTo)).toISOString()}`,
+          ),
+        );
       else results.push(ok(WEBHOOK_CATEGORY, desc, `${certs.length} certificate(s)`));
     } catch (err) {
       results.push(fail(WEBHOOK_CATEGORY, desc, `clientConfig.caBundle: ${(err as Error).message}`));
@@ -99,7 +151,13 @@ export function checkWebhook(namespace: string, configs: readonly WebhookConfigL
     }
     const svc = h.clientConfig?.service;
     if (svc && (svc.namespace !== namespace || svc.name !== 'minimesh-injector')) {
-      results.push(warn(WEBHOOK_CATEGORY, `webhook ${h.name} calls the injector Service`, `it calls ${svc.namespace}/${svc.name}, not ${namespace}/minimesh-injector`));
+      results.push(
+        warn(
+          WEBHOOK_CATEGORY,
+          `webhook ${h.name} calls the injector Service`,
+          `it calls ${svc.namespace}/${svc.name}, not ${namespace}/minimesh-injector`,
+        ),
+      );
     }
   }
   return results;
@@ -116,6 +174,8 @@ export function checkReadiness(probes: readonly ReadyProbe[]): CheckResult[] {
     const desc = `${p.component} admin /ready${p.pod ? ` (${p.pod})` : ''}`;
     if (p.status === 'ready') return ok(READY_CATEGORY, desc);
     if (p.status === 'not-ready') return fail(READY_CATEGORY, desc, p.detail);
-    return p.pod === undefined ? skip(READY_CATEGORY, desc, p.detail) : warn(READY_CATEGORY, desc, `not reachable: ${p.detail}`);
+    return p.pod === undefined
+      ? skip(READY_CATEGORY, desc, p.detail)
+      : warn(READY_CATEGORY, desc, `not reachable: ${p.detail}`);
   });
 }

@@ -46,7 +46,12 @@ export function formatResults(results: readonly CheckResult[]): string {
   }
   const failed = results.filter((r) => r.status === 'fail').length;
   const warned = results.filter((r) => r.status === 'warn').length;
-  out.push('', failed > 0 ? `Status check results are ${SYMBOLS.fail} (${failed} failed, ${warned} warning${warned === 1 ? '' : 's'})` : `Status check results are ${SYMBOLS.ok}${warned > 0 ? ` (${warned} warning${warned === 1 ? '' : 's'})` : ''}`);
+  out.push(
+    '',
+    failed > 0
+      ? `Status check results are ${SYMBOLS.fail} (${failed} failed, ${warned} warning${warned === 1 ? '' : 's'})`
+      : `Status check results are ${SYMBOLS.ok}${warned > 0 ? ` (${warned} warning${warned === 1 ? '' : 's'})` : ''}`,
+  );
   return `${out.join('\n')}\n`;
 }
 

@@ -18,7 +18,11 @@ const flags = {
   'root-lifetime': { type: 'string', default: '87600h', description: 'validity of the trust anchor' },
   'issuer-lifetime': { type: 'string', default: '8760h', description: 'validity of the issuer' },
   'trust-domain': { type: 'string', default: 'cluster.local', description: 'trust domain in the common names' },
-  'control-plane-namespace': { type: 'string', default: 'minimesh', description: 'control-plane namespace in the common names' },
+  'control-plane-namespace': {
+    type: 'string',
+    default: 'minimesh',
+    description: 'control-plane namespace in the common names',
+  },
 } as const;
 
 function hours(flag: string, value: string): number {
@@ -34,16 +38,28 @@ function hours(flag: string, value: string): number {
 export async function certsCommand(argv: string[], io: CommandIO): Promise<number> {
   const [sub, ...rest] = argv;
   if (sub === undefined || sub === '--help' || sub === '-h') {
-    io.stdout.write(`${info.name} — ${info.summary}\n\nUsage: ${info.usage}\n\nSubcommands:\n  create   write a new trust anchor and issuer (see minimesh certs create --help)\n`);
+    io.stdout.write(
+      `${info.name} — ${info.summary}\n\nUsage: ${info.usage}\n\nSubcommands:\n  create   write a new trust anchor and issuer (see minimesh certs create --help)\n`,
+    );
     return sub === undefined ? 2 : 0;
   }
   if (sub !== 'create') throw new UsageError(`minimesh certs: unknown subcommand "${sub}": expected create`);
-  const parsed = parseFlags({ ...info, name: 'minimesh certs create', summary: 'write ca.crt/ca.key (root CA, ECDSA P-256, pathlen 1) and issuer.crt/issuer.key (intermediate CA, pathlen 0) in PEM; keys are PKCS#8' }, flags, rest);
+  const parsed = parseFlags(
+    {
+      ...info,
+      name: 'minimesh certs create',
+      summary:
+        'write ca.crt/ca.key (root CA, ECDSA P-256, pathlen 1) and issuer.crt/issuer.key (intermediate CA, pathlen 0) in PEM; keys are PKCS#8',
+    },
+    flags,
+    rest,
+  );
   if ('help' in parsed) {
     io.stdout.write(parsed.help);
     return 0;
   }
-  if (parsed.positionals.length > 0) throw new UsageError(`minimesh certs create: unexpected argument "${parsed.positionals[0]}"`);
+  if (parsed.positionals.length > 0)
+    throw new UsageError(`minimesh certs create: unexpected argument "${parsed.positionals[0]}"`);
   const f = parsed.values;
   const rootLifetimeHours = hours('--root-lifetime', f['root-lifetime']);
   const issuerLifetimeHours = hours('--issuer-lifetime', f['issuer-lifetime']);
@@ -51,7 +67,9 @@ export async function certsCommand(argv: string[], io: CommandIO): Promise<numbe
   const files = { 'ca.crt': '', 'ca.key': '', 'issuer.crt': '', 'issuer.key': '' };
   const existing = Object.keys(files).filter((name) => existsSync(join(dir, name)));
   if (existing.length > 0 && !f.force) {
-    throw new UsageError(`minimesh certs create: ${existing.map((n) => join(dir, n)).join(', ')} already exist(s); pass --force to overwrite`);
+    throw new UsageError(
+      `minimesh certs create: ${existing.map((n) => join(dir, n)).join(', ')} already exist(s); pass --force to overwrite`,
+    );
   }
   // Loaded on demand: the x509 stack is only needed here.
   const { createMeshCerts } = await import('../certs.js');

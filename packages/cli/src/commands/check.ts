@@ -28,9 +28,16 @@ const info = {
 };
 
 const flags = {
-  kubeconfig: { type: 'string', description: 'kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then the local cluster)' },
+  kubeconfig: {
+    type: 'string',
+    description: 'kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then the local cluster)',
+  },
   namespace: { type: 'string', default: 'minimesh', description: 'the control-plane namespace' },
-  'warn-days': { type: 'string', default: String(DEFAULT_WARN_DAYS), description: 'warn when a certificate expires within this many days' },
+  'warn-days': {
+    type: 'string',
+    default: String(DEFAULT_WARN_DAYS),
+    description: 'warn when a certificate expires within this many days',
+  },
   'ready-timeout': { type: 'string', default: '5', description: 'seconds to wait for each /ready probe' },
   json: { type: 'boolean', description: 'print the results as JSON' },
 } as const;
@@ -56,7 +63,11 @@ function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
 }
 
 /** One GET through the API server, bounded by timeoutMs (the socket is destroyed then). */
-async function getViaApiServer(kc: KubeConfig, path: string, timeoutMs: number): Promise<{ status?: number; body: string; error?: string }> {
+async function getViaApiServer(
+  kc: KubeConfig,
+  path: string,
+  timeoutMs: number,
+): Promise<{ status?: number; body: string; error?: string }> {
   const server = kc.getCurrentCluster()?.server ?? '';
   const url = new URL(path, server);
   const opts: RequestOptions = { method: 'GET', headers: { accept: '*/*' } };
@@ -89,33 +100,66 @@ async function probeReadiness(kc: KubeConfig, namespace: string, timeoutMs: numb
   const { CoreV1Api } = await import('@kubernetes/client-node');
   const core = kc.makeApiClient(CoreV1Api);
   // All components and pods at once: the slowest probe bounds the wait, not their sum.
-  const perComponent = await Promise.all(COMPONENTS.map(async (c): Promise<ReadyProbe[]> => {
-    const probes: ReadyProbe[] = [];
-    let pods;
-    try {
-      pods = await core.listNamespacedPod({ namespace, labelSelector: `minimesh.io/control-plane-component=${c.component}` });
-    } catch (err) {
-      return [{ component: c.component, status: 'unreachable', detail: `cannot list pods: ${describeKubeError(err)}` }];
-    }
-    const running = pods.items.filter((p) => p.status?.phase === 'Running' && p.metadata?.deletionTimestamp === undefined);
-    if (running.length === 0) return [{ component: c.component, status: 'unreachable', detail: 'no running pod' }];
-    await Promise.all(running.map(async (pod) => {
-      const name = pod.metadata?.name ?? '?';
-      // Through the API server's pod proxy: works wherever the API server can reach pod IPs, and
-      // sends nothing from this machine but to the API server. Plain https (not client-node) so a
-      // probe that hangs can be cut at the timeout instead of holding the process open.
-      const r = await getViaApiServer(kc, `/api/v1/namespaces/${namespace}/pods/${name}:${c.adminPort}/proxy/ready`, timeoutMs);
-      if (r.status === 200) probes.push({ component: c.component, pod: name, status: 'ready' });
-      // A Status object is the API server's own error (it could not reach the pod), not the component's answer.
-      else if (r.status !== undefined && r.status >= 500 && !r.body.includes('"kind":"Status"')) probes.push({ component: c.component, pod: name, status: 'not-ready', detail: `/ready on port ${c.adminPort} answered HTTP ${r.status}${r.body ? `: ${r.body.trim().split('\n')[0]?.slice(0, 200)}` : ''}` });
-      else probes.push({ component: c.component, pod: name, status: 'unreachable', detail: r.error ?? `HTTP ${r.status}: ${r.body.trim().split('\n')[0]?.slice(0, 200)}` });
-    }));
-    return probes.sort((a, b) => (a.pod ?? '').localeCompare(b.pod ?? ''));
-  }));
+  const perComponent = await Promise.all(
+    COMPONENTS.map(async (c): Promise<ReadyProbe[]> => {
+      const probes: ReadyProbe[] = [];
+      let pods;
+      try {
+        pods = await core.listNamespacedPod({
+          namespace,
+          labelSelector: `minimesh.io/control-plane-component=${c.component}`,
+        });
+      } catch (err) {
+        return [
+          { component: c.component, status: 'unreachable', detail: `cannot list pods: ${describeKubeError(err)}` },
+        ];
+      }
+      const running = pods.items.filter(
+        (p) => p.status?.phase === 'Running' && p.metadata?.deletionTimestamp === undefined,
+      );
+      if (running.length === 0) return [{ component: c.component, status: 'unreachable', detail: 'no running pod' }];
+      await Promise.all(
+        running.map(async (pod) => {
+          const name = pod.metadata?.name ?? '?';
+          // Through the API server's pod proxy: works wherever the API server can reach pod IPs, and
+          // sends nothing from this machine but to the API server. Plain https (not client-node) so a
+          // probe that hangs can be cut at the timeout instead of holding the process open.
+          const r = await getViaApiServer(
+            kc,
+            `/api/v1/namespaces/${namespace}/pods/${name}:${c.adminPort}/proxy/ready`,
+            timeoutMs,
+          );
+          if (r.status === 200) probes.push({ component: c.component, pod: name, status: 'ready' });
+          // A Status object is the API server's own error (it could not reach the pod), not the component's answer.
+          else if (r.status !== undefined && r.status >= 500 && !r.body.includes('"kind":"Status"'))
+            probes.push({
+              component: c.component,
+              pod: name,
+              status: 'not-ready',
+              detail: `/ready on port ${c.adminPort} answered HTTP ${r.status}${r.body ? `: ${r.body.trim().split('\n')[0]?.slice(0, 200)}` : ''}`,
+            });
+          else
+            probes.push({
+              component: c.component,
+              pod: name,
+              status: 'unreachable',
+              detail: r.error ?? `HTTP ${r.status}: ${r.body.trim().split('\n')[0]?.slice(0, 200)}`,
+            });
+        }),
+      );
+      return probes.sort((a, b) => (a.pod ?? '').localeCompare(b.pod ?? ''));
+    }),
+  );
   return perComponent.flat();
 }
 
-export async function runChecks(opts: { kubeconfig?: string; namespace: string; warnDays: number; readyTimeoutMs: number; now?: Date }): Promise<CheckResult[]> {
+export async function runChecks(opts: {
+  kubeconfig?: string;
+  namespace: string;
+  warnDays: number;
+  readyTimeoutMs: number;
+  now?: Date;
+}): Promise<CheckResult[]> {
   const results: CheckResult[] = [];
   let kc: KubeConfig;
   let server = '(no kubeconfig)';
@@ -140,7 +184,12 @@ export async function runChecks(opts: { kubeconfig?: string; namespace: string; 
   const admission = kc.makeApiClient(k8s.AdmissionregistrationV1Api);
   const nsObj = await getOrUndefined(() => core.readNamespace({ name: ns })).catch((err: unknown) => err as Error);
   if (nsObj instanceof Error) {
-    results.push({ category: 'minimesh-control-plane', description: `control-plane namespace ${ns} exists`, status: 'fail', detail: describeKubeError(nsObj) });
+    results.push({
+      category: 'minimesh-control-plane',
+      description: `control-plane namespace ${ns} exists`,
+      status: 'fail',
+      detail: describeKubeError(nsObj),
+    });
     return results;
   }
   results.push(checkNamespace(ns, nsObj !== undefined));
@@ -150,7 +199,11 @@ export async function runChecks(opts: { kubeconfig?: string; namespace: string; 
   const unreadable = new Map<string, string>();
   for (const c of COMPONENTS) {
     try {
-      deployments.set(c.deployment, (await getOrUndefined(() => apps.readNamespacedDeployment({ name: c.deployment, namespace: ns }))) as DeploymentLike | undefined);
+      deployments.set(
+        c.deployment,
+        (await getOrUndefined(() => apps.readNamespacedDeployment({ name: c.deployment, namespace: ns }))) as
+          DeploymentLike | undefined,
+      );
     } catch (err) {
       unreadable.set(c.deployment, describeKubeError(err));
     }
@@ -163,18 +216,28 @@ export async function runChecks(opts: { kubeconfig?: string; namespace: string; 
   });
 
   try {
-    const cfg = await getOrUndefined(() => admission.readMutatingWebhookConfiguration({ name: `${WEBHOOK_CONFIG_PREFIX}${ns}` }));
+    const cfg = await getOrUndefined(() =>
+      admission.readMutatingWebhookConfiguration({ name: `${WEBHOOK_CONFIG_PREFIX}${ns}` }),
+    );
     results.push(...checkWebhook(ns, cfg ? [cfg as WebhookConfigLike] : [], opts.now));
   } catch (err) {
-    results.push({ category: 'minimesh-webhook', description: 'webhook configuration is readable', status: 'fail', detail: describeKubeError(err) });
+    results.push({
+      category: 'minimesh-webhook',
+      description: 'webhook configuration is readable',
+      status: 'fail',
+      detail: describeKubeError(err),
+    });
   }
 
   let trustAnchorsPem: string | undefined;
   let trustAnchorsMissing: string | undefined;
   try {
-    const cm = await getOrUndefined(() => core.readNamespacedConfigMap({ name: 'minimesh-identity-trust-roots', namespace: ns }));
+    const cm = await getOrUndefined(() =>
+      core.readNamespacedConfigMap({ name: 'minimesh-identity-trust-roots', namespace: ns }),
+    );
     trustAnchorsPem = cm?.data?.['ca-bundle.crt'];
-    if (cm && trustAnchorsPem === undefined) trustAnchorsMissing = 'ConfigMap minimesh-identity-trust-roots has no ca-bundle.crt';
+    if (cm && trustAnchorsPem === undefined)
+      trustAnchorsMissing = 'ConfigMap minimesh-identity-trust-roots has no ca-bundle.crt';
   } catch (err) {
     trustAnchorsMissing = `ConfigMap minimesh-identity-trust-roots: ${describeKubeError(err)}`;
   }
@@ -182,7 +245,9 @@ export async function runChecks(opts: { kubeconfig?: string; namespace: string; 
   let issuerKeyPem: string | undefined;
   let issuerMissing: string | undefined;
   try {
-    const secret = await getOrUndefined(() => core.readNamespacedSecret({ name: 'minimesh-identity-issuer', namespace: ns }));
+    const secret = await getOrUndefined(() =>
+      core.readNamespacedSecret({ name: 'minimesh-identity-issuer', namespace: ns }),
+    );
     const crt = secret?.data?.['crt.pem'];
     const key = secret?.data?.['key.pem'];
     if (crt !== undefined) issuerCrtPem = Buffer.from(crt, 'base64').toString('utf8');
@@ -213,17 +278,29 @@ export async function checkCommand(argv: string[], io: CommandIO): Promise<numbe
     io.stdout.write(parsed.help);
     return 0;
   }
-  if (parsed.positionals.length > 0) throw new UsageError(`${info.name}: unexpected argument ${JSON.stringify(parsed.positionals[0])}`);
+  if (parsed.positionals.length > 0)
+    throw new UsageError(`${info.name}: unexpected argument ${JSON.stringify(parsed.positionals[0])}`);
   const f = parsed.values;
-  if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(f.namespace)) throw new UsageError(`${info.name}: --namespace ${JSON.stringify(f.namespace)} is not valid: expected a namespace name`);
-  if (!/^\d+$/.test(f['warn-days'])) throw new UsageError(`${info.name}: --warn-days ${JSON.stringify(f['warn-days'])} is not valid: expected a whole number of days`);
-  if (!/^\d+(\.\d+)?$/.test(f['ready-timeout']) || Number(f['ready-timeout']) <= 0) throw new UsageError(`${info.name}: --ready-timeout ${JSON.stringify(f['ready-timeout'])} is not valid: expected seconds > 0`);
+  if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(f.namespace))
+    throw new UsageError(
+      `${info.name}: --namespace ${JSON.stringify(f.namespace)} is not valid: expected a namespace name`,
+    );
+  if (!/^\d+$/.test(f['warn-days']))
+    throw new UsageError(
+      `${info.name}: --warn-days ${JSON.stringify(f['warn-days'])} is not valid: expected a whole number of days`,
+    );
+  if (!/^\d+(\.\d+)?$/.test(f['ready-timeout']) || Number(f['ready-timeout']) <= 0)
+    throw new UsageError(
+      `${info.name}: --ready-timeout ${JSON.stringify(f['ready-timeout'])} is not valid: expected seconds > 0`,
+    );
   const results = await runChecks({
     ...(f.kubeconfig !== '' ? { kubeconfig: f.kubeconfig } : {}),
     namespace: f.namespace,
     warnDays: Number(f['warn-days']),
     readyTimeoutMs: Number(f['ready-timeout']) * 1000,
   });
-  io.stdout.write(f.json ? `${JSON.stringify({ results, ok: exitCodeOf(results) === 0 }, null, 2)}\n` : formatResults(results));
+  io.stdout.write(
+    f.json ? `${JSON.stringify({ results, ok: exitCodeOf(results) === 0 }, null, 2)}\n` : formatResults(results),
+  );
   return exitCodeOf(results);
 }

@@ -18,22 +18,40 @@ const info = {
 };
 
 const flags = {
-  port: { type: 'string', description: 'inbound: the pod port a client connects to (default: the first container port)' },
+  port: {
+    type: 'string',
+    description: 'inbound: the pod port a client connects to (default: the first container port)',
+  },
   to: { type: 'string', description: 'outbound: HOST:PORT the app connects to (a service name or an IP)' },
-  uid: { type: 'string', description: "outbound: the sending process's uid (default: the app container's runAsUser, else 0)" },
+  uid: {
+    type: 'string',
+    description: "outbound: the sending process's uid (default: the app container's runAsUser, else 0)",
+  },
   gid: { type: 'string', description: "outbound: the sending process's gid" },
   from: { type: 'string', description: "inbound: the client's IP address" },
   container: { type: 'string', description: 'the app container (default: the first non-proxy container)' },
-  kubeconfig: { type: 'string', description: 'kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then the local cluster)' },
-  'nat-file': { type: 'string', description: 'read the nat table from this file (iptables-save -t nat output) instead of the live pod' },
-  'destination-addr': { type: 'string', description: "destination's gRPC address (e.g. a port-forward to 8086) to ask which endpoints and identities the proxy would use" },
+  kubeconfig: {
+    type: 'string',
+    description: 'kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then the local cluster)',
+  },
+  'nat-file': {
+    type: 'string',
+    description: 'read the nat table from this file (iptables-save -t nat output) instead of the live pod',
+  },
+  'destination-addr': {
+    type: 'string',
+    description:
+      "destination's gRPC address (e.g. a port-forward to 8086) to ask which endpoints and identities the proxy would use",
+  },
   json: { type: 'boolean', description: 'print the explanation as JSON' },
 } as const;
 
 function intFlag(name: string, value: string, lo: number, hi: number): number | undefined {
   if (value === '') return undefined;
   if (!/^\d+$/.test(value) || Number(value) < lo || Number(value) > hi) {
-    throw new UsageError(`${info.name}: --${name} ${JSON.stringify(value)} is not valid: expected a number from ${lo} to ${hi}`);
+    throw new UsageError(
+      `${info.name}: --${name} ${JSON.stringify(value)} is not valid: expected a number from ${lo} to ${hi}`,
+    );
   }
   return Number(value);
 }
@@ -45,7 +63,10 @@ export async function explainCommand(argv: string[], io: CommandIO): Promise<num
     return 0;
   }
   const f = parsed.values;
-  if (parsed.positionals.length !== 1) throw new UsageError(`${info.name}: expected one <namespace>/<pod>, got ${parsed.positionals.length} arguments (see ${info.name} --help)`);
+  if (parsed.positionals.length !== 1)
+    throw new UsageError(
+      `${info.name}: expected one <namespace>/<pod>, got ${parsed.positionals.length} arguments (see ${info.name} --help)`,
+    );
   const ref = parsed.positionals[0] as string;
   const m = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)\/([a-z0-9]([-.a-z0-9]*[a-z0-9])?)$/.exec(ref);
   if (!m) throw new UsageError(`${info.name}: ${JSON.stringify(ref)} is not valid: expected <namespace>/<pod>`);
@@ -57,12 +78,19 @@ export async function explainCommand(argv: string[], io: CommandIO): Promise<num
   let to: { host: string; port: number; ip?: string } | undefined;
   if (f.to !== '') {
     to = parseHostPort(f.to);
-    if (!to) throw new UsageError(`${info.name}: --to ${JSON.stringify(f.to)} is not valid: expected HOST:PORT, e.g. web.shop.svc.cluster.local:80 or 10.247.0.10:80`);
-    if (port !== undefined) throw new UsageError(`${info.name}: --port (inbound) and --to (outbound) exclude each other`);
+    if (!to)
+      throw new UsageError(
+        `${info.name}: --to ${JSON.stringify(f.to)} is not valid: expected HOST:PORT, e.g. web.shop.svc.cluster.local:80 or 10.247.0.10:80`,
+      );
+    if (port !== undefined)
+      throw new UsageError(`${info.name}: --port (inbound) and --to (outbound) exclude each other`);
   }
-  if (f.from !== '' && !parseIp(f.from)) throw new UsageError(`${info.name}: --from ${JSON.stringify(f.from)} is not valid: expected an IP address`);
+  if (f.from !== '' && !parseIp(f.from))
+    throw new UsageError(`${info.name}: --from ${JSON.stringify(f.from)} is not valid: expected an IP address`);
   if (f['destination-addr'] !== '' && !parseHostPort(f['destination-addr'])) {
-    throw new UsageError(`${info.name}: --destination-addr ${JSON.stringify(f['destination-addr'])} is not valid: expected HOST:PORT`);
+    throw new UsageError(
+      `${info.name}: --destination-addr ${JSON.stringify(f['destination-addr'])} is not valid: expected HOST:PORT`,
+    );
   }
 
   const notes: string[] = [];
@@ -96,7 +124,8 @@ export async function explainCommand(argv: string[], io: CommandIO): Promise<num
           }
         } catch (err) {
           // "name.ns" may as well be an outside name (example.com): only a .svc name must be a Service.
-          if (svc[3] !== undefined) notes.push(`${to.host}: no Service ${svc[2]}/${svc[1]} (${describeKubeError(err)})`);
+          if (svc[3] !== undefined)
+            notes.push(`${to.host}: no Service ${svc[2]}/${svc[1]} (${describeKubeError(err)})`);
         }
       }
     }
@@ -117,7 +146,9 @@ export async function explainCommand(argv: string[], io: CommandIO): Promise<num
       io.stderr.write(`${info.name}: cannot read pod ${namespace}/${podName}: ${describeKubeError(err)}\n`);
       return 1;
     }
-    notes.push(`pod ${namespace}/${podName} not read (${describeKubeError(err)}): assuming a meshed pod with the default proxy settings (uid 2102, ports 4143/4140)`);
+    notes.push(
+      `pod ${namespace}/${podName} not read (${describeKubeError(err)}): assuming a meshed pod with the default proxy settings (uid 2102, ports 4143/4140)`,
+    );
   }
   pod ??= offlinePod(namespace, podName);
 
@@ -137,7 +168,12 @@ export async function explainCommand(argv: string[], io: CommandIO): Promise<num
     try {
       discovery = await discover({ addr: f['destination-addr'], host: to.host, port: to.port, contextToken });
     } catch (err) {
-      discovery = { via: parseIp(to.host) ? 'profile' : 'authority', exists: false, endpoints: [], error: (err as Error).message };
+      discovery = {
+        via: parseIp(to.host) ? 'profile' : 'authority',
+        exists: false,
+        endpoints: [],
+        error: (err as Error).message,
+      };
     }
   }
 
@@ -163,7 +199,9 @@ export async function explainCommand(argv: string[], io: CommandIO): Promise<num
     io.stdout.write(`${JSON.stringify({ ...explanation, natSource: source.describe }, null, 2)}\n`);
     return 0;
   }
-  io.stdout.write(`${explanation.pod}: ${explanation.summary}\n(nat rules from ${source.describe})\n\n${explanation.lines.join('\n')}\n`);
+  io.stdout.write(
+    `${explanation.pod}: ${explanation.summary}\n(nat rules from ${source.describe})\n\n${explanation.lines.join('\n')}\n`,
+  );
   if (explanation.notes.length > 0) io.stdout.write(`\nNotes:\n${explanation.notes.map((n) => `- ${n}`).join('\n')}\n`);
   return 0;
 }
@@ -172,6 +210,9 @@ export async function explainCommand(argv: string[], io: CommandIO): Promise<num
 function offlinePod(namespace: string, name: string): PodLike {
   return {
     metadata: { name, namespace },
-    spec: { containers: [{ name: 'app' }], initContainers: [{ name: 'minimesh-proxy', securityContext: { runAsUser: 2102 } }] },
+    spec: {
+      containers: [{ name: 'app' }],
+      initContainers: [{ name: 'minimesh-proxy', securityContext: { runAsUser: 2102 } }],
+    },
   };
 }

@@ -17,11 +17,20 @@ import {
 import { parseFlags, UsageError, type FlagSpecs } from '@minimesh/runtime';
 import type { CommandIO } from '../io.js';
 import { readInput } from '../io.js';
-import { TEMPLATE_PATHS, describeObject, formatManifests, getAt, mapObjects, parseManifests, type KubeObject } from '../manifest.js';
+import {
+  TEMPLATE_PATHS,
+  describeObject,
+  formatManifests,
+  getAt,
+  mapObjects,
+  parseManifests,
+  type KubeObject,
+} from '../manifest.js';
 
 const info = {
   name: 'minimesh inject',
-  summary: 'add the minimesh proxy to the workloads of a YAML manifest (Pod, Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob)',
+  summary:
+    'add the minimesh proxy to the workloads of a YAML manifest (Pod, Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob)',
   usage: 'minimesh inject [flags] [FILE|-]   (reads stdin when FILE is "-" or absent; writes stdout)',
 };
 
@@ -43,8 +52,13 @@ const OVERRIDE_HELP: Record<OverrideName, string> = {
 
 export const injectFlags = {
   config: { type: 'string', description: 'mesh configuration file (JSON or YAML), as the chart renders it' },
-  'trust-anchors': { type: 'string', description: 'PEM file of the trust anchors (e.g. ca.crt from `minimesh certs create`)' },
-  ...Object.fromEntries(OVERRIDE_NAMES.map((n) => [n, { type: 'string', description: `${OVERRIDE_HELP[n]} (config.minimesh.io/${n})` }])),
+  'trust-anchors': {
+    type: 'string',
+    description: 'PEM file of the trust anchors (e.g. ca.crt from `minimesh certs create`)',
+  },
+  ...Object.fromEntries(
+    OVERRIDE_NAMES.map((n) => [n, { type: 'string', description: `${OVERRIDE_HELP[n]} (config.minimesh.io/${n})` }]),
+  ),
 } as FlagSpecs;
 
 /** Validates the override flags as strictly as the CLI should: a bad value exits 2. */
@@ -55,10 +69,17 @@ export function toOverrides(values: Record<string, unknown>): Partial<Record<Ove
     if (typeof v !== 'string' || v === '') continue;
     try {
       // Port names in opaque-ports resolve per pod; accept them here, check the rest.
-      const checkable = name === 'opaque-ports' ? v.split(',').filter((s) => !/^[a-z][a-z0-9-]*$/.test(s.trim())).join(',') : v;
+      const checkable =
+        name === 'opaque-ports'
+          ? v
+              .split(',')
+              .filter((s) => !/^[a-z][a-z0-9-]*$/.test(s.trim()))
+              .join(',')
+          : v;
       if (checkable !== '' || name !== 'opaque-ports') parseOverride(name, checkable);
     } catch (err) {
-      if (err instanceof ConfigError) throw new UsageError(`--${name}: ${JSON.stringify(v)} is not valid: expected ${err.expected}`, { cause: err });
+      if (err instanceof ConfigError)
+        throw new UsageError(`--${name}: ${JSON.stringify(v)} is not valid: expected ${err.expected}`, { cause: err });
       throw err;
     }
     out[name] = v;
@@ -80,7 +101,8 @@ export function loadInjectConfig(configFile: string, anchorsFile: string): MeshC
     } catch (err) {
       throw new UsageError(`--trust-anchors: cannot read ${anchorsFile}: ${(err as Error).message}`, { cause: err });
     }
-    if (!pem.includes('-----BEGIN CERTIFICATE-----')) throw new UsageError(`--trust-anchors: ${anchorsFile} has no PEM certificate`);
+    if (!pem.includes('-----BEGIN CERTIFICATE-----'))
+      throw new UsageError(`--trust-anchors: ${anchorsFile} has no PEM certificate`);
     config = { ...config, identityTrustAnchorsPEM: pem };
   }
   return config;
@@ -91,7 +113,12 @@ export interface InjectReport {
 }
 
 /** Injects one object (pure apart from the report). Exported for tests and other commands. */
-export function injectObject(obj: KubeObject, config: MeshConfig, overrides: Partial<Record<OverrideName, string>>, report: InjectReport): KubeObject {
+export function injectObject(
+  obj: KubeObject,
+  config: MeshConfig,
+  overrides: Partial<Record<OverrideName, string>>,
+  report: InjectReport,
+): KubeObject {
   const path = TEMPLATE_PATHS[obj.kind ?? ''];
   const what = describeObject(obj);
   if (!path) return obj;

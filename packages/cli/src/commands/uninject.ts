@@ -3,7 +3,15 @@ import { uninjectPod, type PodLike } from '@minimesh/injector';
 import { parseFlags } from '@minimesh/runtime';
 import type { CommandIO } from '../io.js';
 import { readInput } from '../io.js';
-import { TEMPLATE_PATHS, describeObject, formatManifests, getAt, mapObjects, parseManifests, type KubeObject } from '../manifest.js';
+import {
+  TEMPLATE_PATHS,
+  describeObject,
+  formatManifests,
+  getAt,
+  mapObjects,
+  parseManifests,
+  type KubeObject,
+} from '../manifest.js';
 
 const info = {
   name: 'minimesh uninject',

@@ -92,9 +92,12 @@ function capital(s: string): string {
 }
 
 function describeDiscovery(d: Discovery, fallback: string): string[] {
-  if (d.error !== undefined) return [`Destination could not be asked (${d.error}); the proxy would use whatever destination tells it.`];
+  if (d.error !== undefined)
+    return [`Destination could not be asked (${d.error}); the proxy would use whatever destination tells it.`];
   if (!d.exists || d.endpoints.length === 0) {
-    return [`Destination knows no endpoints for ${d.authority ?? 'it'}${d.exists ? '' : ' (not a known service)'}: the proxy forwards to ${fallback} in plaintext, without mTLS.`];
+    return [
+      `Destination knows no endpoints for ${d.authority ?? 'it'}${d.exists ? '' : ' (not a known service)'}: the proxy forwards to ${fallback} in plaintext, without mTLS.`,
+    ];
   }
   const meshed = d.endpoints.filter((e) => e.identity !== undefined);
   const ids = [...new Set(meshed.map((e) => e.identity))];
@@ -113,13 +116,19 @@ function describeDiscovery(d: Discovery, fallback: string): string[] {
   ];
 }
 
-function proxyOutboundLines(facts: PodFacts, packet: Packet, target: ExplainTarget, discovery: Discovery | undefined): string[] {
+function proxyOutboundLines(
+  facts: PodFacts,
+  packet: Packet,
+  target: ExplainTarget,
+  discovery: Discovery | undefined,
+): string[] {
   const original = `${target.host ?? packet.destination ?? '?'}:${target.port}`;
   const lines: string[] = [];
   const name = target.host !== undefined && !/^[\d.]+$|:/.test(target.host) ? target.host : undefined;
   const opaque = inRanges(facts.opaquePorts, target.port) || discovery?.opaqueProtocol === true;
   let first = `The proxy's outbound listener 127.0.0.1:${facts.outboundPort} gets the connection; it reads the original destination ${packet.destination ?? original}:${target.port} with SO_ORIGINAL_DST`;
-  if (packet.destination === undefined) first = `The proxy's outbound listener 127.0.0.1:${facts.outboundPort} gets the connection; it reads the original destination (the address ${target.host ?? 'the name'} resolves to, port ${target.port}) with SO_ORIGINAL_DST`;
+  if (packet.destination === undefined)
+    first = `The proxy's outbound listener 127.0.0.1:${facts.outboundPort} gets the connection; it reads the original destination (the address ${target.host ?? 'the name'} resolves to, port ${target.port}) with SO_ORIGINAL_DST`;
   if (opaque) {
     first += `; port ${target.port} is opaque, so there is no protocol detection: it is proxied as TCP and discovered by that address`;
   } else {
@@ -127,20 +136,31 @@ function proxyOutboundLines(facts: PodFacts, packet: Packet, target: ExplainTarg
     if (name !== undefined && /\.svc\.[^.]+(\.[^.]+)*$/.test(name)) {
       first += `, and for HTTP resolves ${name}:${target.port} (the Host header) through destination; raw TCP is discovered by the original destination address`;
     } else {
-      first += ', and resolves the target through destination (HTTP by its Host header when it is a cluster service name, otherwise by the original destination address)';
+      first +=
+        ', and resolves the target through destination (HTTP by its Host header when it is a cluster service name, otherwise by the original destination address)';
     }
   }
   lines.push(`${first}.`);
   if (discovery) lines.push(...describeDiscovery(discovery, original));
-  else lines.push(`(Pass --destination-addr HOST:PORT to ask destination which endpoints and identities the proxy would use; without an answer the proxy sends to ${original} in plaintext.)`);
+  else
+    lines.push(
+      `(Pass --destination-addr HOST:PORT to ask destination which endpoints and identities the proxy would use; without an answer the proxy sends to ${original} in plaintext.)`,
+    );
   return lines;
 }
 
 function proxyInboundLines(facts: PodFacts, packet: Packet): string[] {
   const id = facts.identity !== undefined ? ` (${facts.identity})` : '';
   const port = packet.dport;
-  if (port === facts.inboundPort || port === facts.outboundPort || port === facts.adminPort || port === facts.controlPort) {
-    return [`The proxy refuses it: the original destination port ${port} is one of its own ports, and a connection to itself would loop (MINIMESH_PROXY_LOOP).`];
+  if (
+    port === facts.inboundPort ||
+    port === facts.outboundPort ||
+    port === facts.adminPort ||
+    port === facts.controlPort
+  ) {
+    return [
+      `The proxy refuses it: the original destination port ${port} is one of its own ports, and a connection to itself would loop (MINIMESH_PROXY_LOOP).`,
+    ];
   }
   const opaque = inRanges(facts.opaquePorts, port);
   return [
@@ -161,9 +181,22 @@ export function describeExplanation(input: {
   const { facts, packet, walk, target, discovery } = input;
   const lines: string[] = [];
   const notes = [...(input.notes ?? [])];
-  const sender = facts.proxyUid !== undefined && packet.uid === facts.proxyUid ? 'the proxy' : facts.appContainer ? `container ${facts.appContainer}` : 'the pod';
-  const who = packet.direction === 'outbound' ? `from ${sender} (uid ${packet.uid ?? 'unknown'})` : `from ${packet.source ?? 'another pod'}`;
-  const where = packet.direction === 'outbound' ? `to ${target.host ?? packet.destination}:${target.port} over ${packet.outInterface ?? 'eth0'}` : packet.destination ? `to ${packet.destination}:${packet.dport}` : `to the pod's port ${packet.dport}`;
+  const sender =
+    facts.proxyUid !== undefined && packet.uid === facts.proxyUid
+      ? 'the proxy'
+      : facts.appContainer
+        ? `container ${facts.appContainer}`
+        : 'the pod';
+  const who =
+    packet.direction === 'outbound'
+      ? `from ${sender} (uid ${packet.uid ?? 'unknown'})`
+      : `from ${packet.source ?? 'another pod'}`;
+  const where =
+    packet.direction === 'outbound'
+      ? `to ${target.host ?? packet.destination}:${target.port} over ${packet.outInterface ?? 'eth0'}`
+      : packet.destination
+        ? `to ${packet.destination}:${packet.dport}`
+        : `to the pod's port ${packet.dport}`;
   lines.push(`A new ${packet.direction} TCP connection ${who} ${where} enters the nat table at ${walk.hook}.`);
   for (const step of walk.steps) lines.push(stepLine(step, walk, facts));
   let outcome: Outcome;
@@ -174,21 +207,30 @@ export function describeExplanation(input: {
       if (packet.direction === 'outbound' && v.port === facts.outboundPort) {
         outcome = 'redirected-to-proxy-outbound';
         summary = `redirected to the proxy's outbound listener 127.0.0.1:${v.port}`;
-        lines.push(`REDIRECT to 127.0.0.1:${v.port}: ${lowerFirst(proxyOutboundLines(facts, packet, target, discovery).join(' '))}`);
+        lines.push(
+          `REDIRECT to 127.0.0.1:${v.port}: ${lowerFirst(proxyOutboundLines(facts, packet, target, discovery).join(' '))}`,
+        );
       } else if (packet.direction === 'inbound' && v.port === facts.inboundPort) {
         outcome = 'redirected-to-proxy-inbound';
         summary = `redirected to the proxy's inbound listener on port ${v.port}`;
-        lines.push(`REDIRECT to port ${v.port} on the pod's own address: ${lowerFirst(proxyInboundLines(facts, packet).join(' '))}`);
+        lines.push(
+          `REDIRECT to port ${v.port} on the pod's own address: ${lowerFirst(proxyInboundLines(facts, packet).join(' '))}`,
+        );
       } else {
         outcome = 'redirected-elsewhere';
         summary = `redirected to port ${v.port}, which is not a proxy listener`;
-        lines.push(`REDIRECT to port ${v.port}: that is not one of the proxy's listeners (${facts.inboundPort} inbound, ${facts.outboundPort} outbound), so whatever listens on ${v.port} in the pod gets it.`);
+        lines.push(
+          `REDIRECT to port ${v.port}: that is not one of the proxy's listeners (${facts.inboundPort} inbound, ${facts.outboundPort} outbound), so whatever listens on ${v.port} in the pod gets it.`,
+        );
       }
       break;
     }
     case 'accept': {
       outcome = 'not-redirected';
-      const dest = packet.direction === 'outbound' ? `${target.host ?? packet.destination}:${target.port}` : `port ${packet.dport}`;
+      const dest =
+        packet.direction === 'outbound'
+          ? `${target.host ?? packet.destination}:${target.port}`
+          : `port ${packet.dport}`;
       if (packet.direction === 'outbound') {
         const own = facts.proxyUid !== undefined && packet.uid === facts.proxyUid;
         summary = `not redirected: goes straight to ${dest}`;
@@ -197,7 +239,12 @@ export function describeExplanation(input: {
         );
       } else {
         summary = `not redirected: goes straight to ${dest}`;
-        const admin = packet.dport === facts.adminPort ? ` — the proxy's admin server (/live, /ready, /metrics) answers there itself` : packet.dport === facts.controlPort ? ' — the proxy control port' : ', not through the proxy';
+        const admin =
+          packet.dport === facts.adminPort
+            ? ` — the proxy's admin server (/live, /ready, /metrics) answers there itself`
+            : packet.dport === facts.controlPort
+              ? ' — the proxy control port'
+              : ', not through the proxy';
         lines.push(`No rule redirects it: whatever listens on ${dest} in the pod gets it directly${admin}.`);
       }
       break;
@@ -215,20 +262,29 @@ export function describeExplanation(input: {
     case 'loop':
       outcome = 'undecided';
       summary = `the rules loop (at ${v.chain})`;
-      lines.push(`The rules jump in a loop at ${v.chain}; iptables would refuse such a table, so this is not a saved table.`);
+      lines.push(
+        `The rules jump in a loop at ${v.chain}; iptables would refuse such a table, so this is not a saved table.`,
+      );
       break;
   }
   if (!facts.meshed) notes.push('the pod has no minimesh-proxy container: it is not meshed');
-  if ((outcome === 'redirected-to-proxy-inbound' || outcome === 'redirected-to-proxy-outbound') && facts.proxyStatus && !facts.proxyStatus.ready) {
+  if (
+    (outcome === 'redirected-to-proxy-inbound' || outcome === 'redirected-to-proxy-outbound') &&
+    facts.proxyStatus &&
+    !facts.proxyStatus.ready
+  ) {
     const p = facts.proxyStatus;
     const what = `container minimesh-proxy ${p.state}${p.restarts > 0 ? `, ${p.restarts} restarts` : ''}`;
     const consequence =
       p.state === 'running'
         ? 'it listens, but until identity gives it a certificate it can neither originate nor terminate mTLS: connections to meshed endpoints fail with MINIMESH_PROXY_NOT_READY (HTTP 503), plaintext still passes'
         : 'nothing listens on its ports now, so this connection is refused';
-    lines.push(`But the proxy is not ready (${what}): ${consequence}. See: kubectl logs -n ${facts.namespace} ${facts.name} -c minimesh-proxy`);
+    lines.push(
+      `But the proxy is not ready (${what}): ${consequence}. See: kubectl logs -n ${facts.namespace} ${facts.name} -c minimesh-proxy`,
+    );
   }
-  if (walk.uncertain) notes.push('some rules could not be judged with what is known about the connection (see "Cannot tell" lines)');
+  if (walk.uncertain)
+    notes.push('some rules could not be judged with what is known about the connection (see "Cannot tell" lines)');
   const numbered = lines.map((l, i) => `${i + 1}. ${l}`);
   return {
     pod: `${facts.namespace}/${facts.name}`,

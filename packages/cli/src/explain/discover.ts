@@ -43,7 +43,9 @@ function firstMessage<T>(stream: ClientReadableStream<T>, timeoutMs: number, wha
 export function toDiscoveredEndpoint(addr: destination.WeightedAddr): DiscoveredEndpoint {
   const a = fromTcpAddress(addr.addr);
   const id = addr.tlsIdentity?.strategy;
-  const out: DiscoveredEndpoint = { addr: a ? (a.ip.includes(':') ? `[${a.ip}]:${a.port}` : `${a.ip}:${a.port}`) : '?' };
+  const out: DiscoveredEndpoint = {
+    addr: a ? (a.ip.includes(':') ? `[${a.ip}]:${a.port}` : `${a.ip}:${a.port}`) : '?',
+  };
   if (id?.$case === 'dnsLikeIdentity') out.identity = id.value.name;
   else if (id?.$case === 'uriLikeIdentity') out.identity = id.value.uri;
   const hint = addr.protocolHint?.protocol?.$case;
@@ -66,18 +68,43 @@ export async function discover(opts: DiscoverOptions): Promise<Discovery> {
     const ip = parseIp(opts.host);
     if (!ip) {
       const authority = `${opts.host}:${opts.port}`;
-      const update = await firstMessage(client.get({ scheme: 'k8s', path: authority, contextToken: opts.contextToken }), timeoutMs, `destination ${opts.addr} Get ${authority}`);
+      const update = await firstMessage(
+        client.get({ scheme: 'k8s', path: authority, contextToken: opts.contextToken }),
+        timeoutMs,
+        `destination ${opts.addr} Get ${authority}`,
+      );
       return fromUpdate(authority, 'authority', update);
     }
     const target = ip.family === 6 ? `[${opts.host}]:${opts.port}` : `${opts.host}:${opts.port}`;
-    const profile = await firstMessage(client.getProfile({ scheme: 'k8s', path: target, contextToken: opts.contextToken }), timeoutMs, `destination ${opts.addr} GetProfile ${target}`);
+    const profile = await firstMessage(
+      client.getProfile({ scheme: 'k8s', path: target, contextToken: opts.contextToken }),
+      timeoutMs,
+      `destination ${opts.addr} GetProfile ${target}`,
+    );
     if (profile.endpoint) {
       // A pod IP: the proxy connects to that one endpoint.
-      return { authority: target, via: 'profile', exists: true, endpoints: [toDiscoveredEndpoint(profile.endpoint)], opaqueProtocol: profile.opaqueProtocol };
+      return {
+        authority: target,
+        via: 'profile',
+        exists: true,
+        endpoints: [toDiscoveredEndpoint(profile.endpoint)],
+        opaqueProtocol: profile.opaqueProtocol,
+      };
     }
-    if (profile.fullyQualifiedName === '') return { authority: target, via: 'profile', exists: false, endpoints: [], opaqueProtocol: profile.opaqueProtocol };
+    if (profile.fullyQualifiedName === '')
+      return {
+        authority: target,
+        via: 'profile',
+        exists: false,
+        endpoints: [],
+        opaqueProtocol: profile.opaqueProtocol,
+      };
     const authority = `${profile.fullyQualifiedName}:${opts.port}`;
-    const update = await firstMessage(client.get({ scheme: 'k8s', path: authority, contextToken: opts.contextToken }), timeoutMs, `destination ${opts.addr} Get ${authority}`);
+    const update = await firstMessage(
+      client.get({ scheme: 'k8s', path: authority, contextToken: opts.contextToken }),
+      timeoutMs,
+      `destination ${opts.addr} Get ${authority}`,
+    );
     return { ...fromUpdate(authority, 'profile', update), opaqueProtocol: profile.opaqueProtocol };
   } finally {
     client.close();

@@ -21,7 +21,10 @@ const POD: PodLike = {
         restartPolicy: 'Always',
         securityContext: { runAsUser: 2102 },
         env: [
-          { name: 'MINIMESH_PROXY_IDENTITY_LOCAL_NAME', value: '$(_pod_sa).$(_pod_ns).serviceaccount.identity.minimesh.cluster.local' },
+          {
+            name: 'MINIMESH_PROXY_IDENTITY_LOCAL_NAME',
+            value: '$(_pod_sa).$(_pod_ns).serviceaccount.identity.minimesh.cluster.local',
+          },
           { name: 'MINIMESH_PROXY_INBOUND_PORTS_DISABLE_PROTOCOL_DETECTION', value: '25,3306' },
         ],
       },
@@ -36,12 +39,26 @@ describe('explainConnection', () => {
       natText: SEED_NAT,
       pod: POD,
       to: { host: 'web.shop.svc.cluster.local', port: 80, ip: '10.247.0.10' },
-      discovery: { authority: 'web.shop.svc.cluster.local:80', via: 'authority', exists: true, endpoints: [{ addr: '10.23.0.8:8080', identity: ID }, { addr: '10.23.0.9:8080', identity: ID }] },
+      discovery: {
+        authority: 'web.shop.svc.cluster.local:80',
+        via: 'authority',
+        exists: true,
+        endpoints: [
+          { addr: '10.23.0.8:8080', identity: ID },
+          { addr: '10.23.0.9:8080', identity: ID },
+        ],
+      },
     });
     expect(e.outcome).toBe('redirected-to-proxy-outbound');
-    expect(e.lines[0]).toBe('1. A new outbound TCP connection from container app (uid 1000) to web.shop.svc.cluster.local:80 over eth0 enters the nat table at OUTPUT.');
-    expect(e.lines[1]).toBe('2. OUTPUT rule 1 (proxy-init/install-proxy-init-output) jumps to PROXY_INIT_OUTPUT (it matches every packet).');
-    expect(e.lines[2]).toBe("3. uid 1000 is not the proxy's uid 2102: PROXY_INIT_OUTPUT rule 1 (proxy-init/ignore-proxy-user-id) does not match.");
+    expect(e.lines[0]).toBe(
+      '1. A new outbound TCP connection from container app (uid 1000) to web.shop.svc.cluster.local:80 over eth0 enters the nat table at OUTPUT.',
+    );
+    expect(e.lines[1]).toBe(
+      '2. OUTPUT rule 1 (proxy-init/install-proxy-init-output) jumps to PROXY_INIT_OUTPUT (it matches every packet).',
+    );
+    expect(e.lines[2]).toBe(
+      "3. uid 1000 is not the proxy's uid 2102: PROXY_INIT_OUTPUT rule 1 (proxy-init/ignore-proxy-user-id) does not match.",
+    );
     const last = e.lines[e.lines.length - 1] as string;
     expect(last).toMatch(/^7\. REDIRECT to 127\.0\.0\.1:4140: the proxy's outbound listener/);
     expect(last).toContain('original destination 10.247.0.10:80 with SO_ORIGINAL_DST');
@@ -50,11 +67,28 @@ describe('explainConnection', () => {
   });
 
   it.each([
-    ['no endpoints → plaintext to the original destination', { authority: 'x.shop.svc.cluster.local:80', via: 'authority' as const, exists: false, endpoints: [] }, /knows no endpoints .* \(not a known service\): the proxy forwards to .* in plaintext/],
-    ['an unmeshed endpoint → plaintext', { authority: 'a:80', via: 'authority' as const, exists: true, endpoints: [{ addr: '10.23.0.8:80' }] }, /1 endpoint \(10\.23\.0\.8:80\), none meshed → plaintext/],
-    ['destination unreachable', { via: 'authority' as const, exists: false, endpoints: [], error: 'no answer' }, /could not be asked \(no answer\)/],
+    [
+      'no endpoints → plaintext to the original destination',
+      { authority: 'x.shop.svc.cluster.local:80', via: 'authority' as const, exists: false, endpoints: [] },
+      /knows no endpoints .* \(not a known service\): the proxy forwards to .* in plaintext/,
+    ],
+    [
+      'an unmeshed endpoint → plaintext',
+      { authority: 'a:80', via: 'authority' as const, exists: true, endpoints: [{ addr: '10.23.0.8:80' }] },
+      /1 endpoint \(10\.23\.0\.8:80\), none meshed → plaintext/,
+    ],
+    [
+      'destination unreachable',
+      { via: 'authority' as const, exists: false, endpoints: [], error: 'no answer' },
+      /could not be asked \(no answer\)/,
+    ],
   ])('%s', (_n, discovery, pattern) => {
-    const e = explainConnection({ natText: SEED_NAT, pod: POD, to: { host: 'web.shop.svc.cluster.local', port: 80 }, discovery });
+    const e = explainConnection({
+      natText: SEED_NAT,
+      pod: POD,
+      to: { host: 'web.shop.svc.cluster.local', port: 80 },
+      discovery,
+    });
     expect(e.lines.join('\n')).toMatch(pattern);
   });
 
@@ -79,21 +113,47 @@ describe('explainConnection', () => {
   });
 
   it('a redirect to a proxy that is not ready says so, with where to look', () => {
-    const notReady: PodLike = { ...POD, status: { ...POD.status, initContainerStatuses: [{ name: 'minimesh-proxy', ready: false, restartCount: 3, state: { running: {} } }] } };
+    const notReady: PodLike = {
+      ...POD,
+      status: {
+        ...POD.status,
+        initContainerStatuses: [{ name: 'minimesh-proxy', ready: false, restartCount: 3, state: { running: {} } }],
+      },
+    };
     const e = explainConnection({ natText: SEED_NAT, pod: notReady, port: 8080 });
     expect(e.lines[e.lines.length - 1]).toBe(
       '6. But the proxy is not ready (container minimesh-proxy running, 3 restarts): it listens, but until identity gives it a certificate it can neither originate nor terminate mTLS: connections to meshed endpoints fail with MINIMESH_PROXY_NOT_READY (HTTP 503), plaintext still passes. See: kubectl logs -n shop client-1 -c minimesh-proxy',
     );
-    const crashing: PodLike = { ...POD, status: { ...POD.status, initContainerStatuses: [{ name: 'minimesh-proxy', ready: false, state: { waiting: { reason: 'CrashLoopBackOff' } } }] } };
-    expect(explainConnection({ natText: SEED_NAT, pod: crashing, port: 8080 }).lines.join('\n')).toContain('(container minimesh-proxy waiting (CrashLoopBackOff)): nothing listens on its ports now, so this connection is refused');
-    const ready: PodLike = { ...POD, status: { ...POD.status, initContainerStatuses: [{ name: 'minimesh-proxy', ready: true, state: { running: {} } }] } };
+    const crashing: PodLike = {
+      ...POD,
+      status: {
+        ...POD.status,
+        initContainerStatuses: [
+          { name: 'minimesh-proxy', ready: false, state: { waiting: { reason: 'CrashLoopBackOff' } } },
+        ],
+      },
+    };
+    expect(explainConnection({ natText: SEED_NAT, pod: crashing, port: 8080 }).lines.join('\n')).toContain(
+      '(container minimesh-proxy waiting (CrashLoopBackOff)): nothing listens on its ports now, so this connection is refused',
+    );
+    const ready: PodLike = {
+      ...POD,
+      status: {
+        ...POD.status,
+        initContainerStatuses: [{ name: 'minimesh-proxy', ready: true, state: { running: {} } }],
+      },
+    };
     expect(explainConnection({ natText: SEED_NAT, pod: ready, port: 8080 }).lines).toHaveLength(5);
     // Not redirected: the proxy's state does not matter.
-    expect(explainConnection({ natText: SEED_NAT, pod: notReady, port: 4191 }).lines.join('\n')).not.toContain('not ready');
+    expect(explainConnection({ natText: SEED_NAT, pod: notReady, port: 4191 }).lines.join('\n')).not.toContain(
+      'not ready',
+    );
   });
 
   it('an inbound port no container declares is pointed out', () => {
-    expect(explainConnection({ natText: SEED_NAT, pod: POD, port: 9000 }).notes.join('\n')).toContain('no container declares port 9000 (declared: 8080)');
+    expect(explainConnection({ natText: SEED_NAT, pod: POD, port: 9000 }).notes.join('\n')).toContain(
+      'no container declares port 9000 (declared: 8080)',
+    );
     expect(explainConnection({ natText: SEED_NAT, pod: POD, port: 8080 }).notes).toEqual([]);
   });
 
@@ -119,7 +179,11 @@ describe('explainConnection', () => {
   });
 
   it('a table without proxy-init chains says so', () => {
-    const e = explainConnection({ natText: '*nat\n:OUTPUT ACCEPT [0:0]\nCOMMIT\n', pod: POD, to: { host: '10.1.1.1', port: 80 } });
+    const e = explainConnection({
+      natText: '*nat\n:OUTPUT ACCEPT [0:0]\nCOMMIT\n',
+      pod: POD,
+      to: { host: '10.1.1.1', port: 80 },
+    });
     expect(e.outcome).toBe('not-redirected');
     expect(e.notes.join('\n')).toMatch(/no PROXY_INIT_\* chains/);
   });
@@ -149,7 +213,12 @@ describe('discover against a fake destination (real proto, loopback)', () => {
       get(call: ServerWritableStream<destination.GetDestination, destination.Update>) {
         requests.push(`Get ${call.request.path}`);
         if (call.request.path === 'web.shop.svc.cluster.local:80') {
-          call.write({ update: { $case: 'add', value: { addrs: [weighted('10.23.0.8', 8080, ID), weighted('10.23.0.9', 8080, ID)], metricLabels: {} } } });
+          call.write({
+            update: {
+              $case: 'add',
+              value: { addrs: [weighted('10.23.0.8', 8080, ID), weighted('10.23.0.9', 8080, ID)], metricLabels: {} },
+            },
+          });
         } else {
           call.write({ update: { $case: 'noEndpoints', value: { exists: false } } });
         }
@@ -157,19 +226,31 @@ describe('discover against a fake destination (real proto, loopback)', () => {
       getProfile(call: ServerWritableStream<destination.GetDestination, destination.DestinationProfile>) {
         requests.push(`GetProfile ${call.request.path}`);
         const base = { routes: [], dstOverrides: [], opaqueProtocol: false, fullyQualifiedName: '' };
-        if (call.request.path === '10.247.0.10:80') call.write({ ...base, fullyQualifiedName: 'web.shop.svc.cluster.local' });
-        else if (call.request.path === '10.23.0.8:8080') call.write({ ...base, endpoint: weighted('10.23.0.8', 8080, ID) });
+        if (call.request.path === '10.247.0.10:80')
+          call.write({ ...base, fullyQualifiedName: 'web.shop.svc.cluster.local' });
+        else if (call.request.path === '10.23.0.8:8080')
+          call.write({ ...base, endpoint: weighted('10.23.0.8', 8080, ID) });
         else call.write(base);
       },
     });
-    const port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))));
+    const port = await new Promise<number>((resolve, reject) =>
+      server.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+    );
     addr = `127.0.0.1:${port}`;
   });
   afterAll(() => server.forceShutdown());
 
   it('a service name: Get by authority', async () => {
     const d = await discover({ addr, host: 'web.shop.svc.cluster.local', port: 80, contextToken: '{}' });
-    expect(d).toEqual({ authority: 'web.shop.svc.cluster.local:80', via: 'authority', exists: true, endpoints: [{ addr: '10.23.0.8:8080', identity: ID }, { addr: '10.23.0.9:8080', identity: ID }] });
+    expect(d).toEqual({
+      authority: 'web.shop.svc.cluster.local:80',
+      via: 'authority',
+      exists: true,
+      endpoints: [
+        { addr: '10.23.0.8:8080', identity: ID },
+        { addr: '10.23.0.9:8080', identity: ID },
+      ],
+    });
   });
   it('a ClusterIP: GetProfile, then Get by the profile name', async () => {
     requests.length = 0;

@@ -41,11 +41,17 @@ function isLoopback(host: string, facts: PodFacts): boolean {
   return ip.family === 4 ? ip.value >> 24n === 127n : ip.value === 1n;
 }
 
-export function buildPacket(facts: PodFacts, req: Omit<ExplainRequest, 'natText' | 'pod'>): { packet: Packet; target: ExplainTarget; notes: string[] } {
+export function buildPacket(
+  facts: PodFacts,
+  req: Omit<ExplainRequest, 'natText' | 'pod'>,
+): { packet: Packet; target: ExplainTarget; notes: string[] } {
   const notes: string[] = [];
   if (req.to) {
     const uid = req.uid ?? facts.appUid;
-    if (uid === undefined) notes.push(`container ${facts.appContainer ?? '?'} sets no runAsUser: assumed uid 0 (root, the usual image default); pass --uid to change it`);
+    if (uid === undefined)
+      notes.push(
+        `container ${facts.appContainer ?? '?'} sets no runAsUser: assumed uid 0 (root, the usual image default); pass --uid to change it`,
+      );
     const ip = parseIp(req.to.host) ? req.to.host : req.to.ip;
     const packet: Packet = {
       direction: 'outbound',
@@ -55,14 +61,17 @@ export function buildPacket(facts: PodFacts, req: Omit<ExplainRequest, 'natText'
       outInterface: isLoopback(ip ?? req.to.host, facts) ? 'lo' : 'eth0',
       ...(ip ? { destination: ip } : {}),
       ...(facts.podIp ? { source: facts.podIp } : {}),
-      ...(req.gid ?? facts.appGid) !== undefined ? { gid: (req.gid ?? facts.appGid) as number } : {},
+      ...((req.gid ?? facts.appGid) !== undefined ? { gid: (req.gid ?? facts.appGid) as number } : {}),
     };
     return { packet, target: { host: req.to.host, port: req.to.port }, notes };
   }
   let port = req.port;
   if (port === undefined) {
     port = facts.appPorts[0]?.port;
-    if (port === undefined) throw new ExplainInputError('the pod declares no container port: pass --port P (inbound) or --to HOST:PORT (outbound)');
+    if (port === undefined)
+      throw new ExplainInputError(
+        'the pod declares no container port: pass --port P (inbound) or --to HOST:PORT (outbound)',
+      );
     notes.push(`no --port given: using the first container port, ${port} (${facts.appPorts[0]?.container})`);
   }
   const packet: Packet = {
@@ -79,13 +88,29 @@ export function buildPacket(facts: PodFacts, req: Omit<ExplainRequest, 'natText'
 export function explainConnection(req: ExplainRequest): Explanation {
   const table = parseNatTable(req.natText);
   const facts = toPodFacts(req.pod, req.container !== undefined ? { container: req.container } : {});
-  if (req.container !== undefined && facts.appContainer === undefined) throw new ExplainInputError(`the pod has no container named "${req.container}"`);
+  if (req.container !== undefined && facts.appContainer === undefined)
+    throw new ExplainInputError(`the pod has no container named "${req.container}"`);
   const { packet, target, notes } = buildPacket(facts, req);
   const walk = walkPacket(table, packet);
-  if (packet.direction === 'inbound' && facts.appPorts.length > 0 && !facts.appPorts.some((p) => p.port === packet.dport) && ![facts.inboundPort, facts.outboundPort, facts.adminPort, facts.controlPort].includes(packet.dport)) {
-    notes.push(`no container declares port ${packet.dport} (declared: ${facts.appPorts.map((p) => p.port).join(', ')}): if nothing listens there, the connection is refused after this path`);
+  if (
+    packet.direction === 'inbound' &&
+    facts.appPorts.length > 0 &&
+    !facts.appPorts.some((p) => p.port === packet.dport) &&
+    ![facts.inboundPort, facts.outboundPort, facts.adminPort, facts.controlPort].includes(packet.dport)
+  ) {
+    notes.push(
+      `no container declares port ${packet.dport} (declared: ${facts.appPorts.map((p) => p.port).join(', ')}): if nothing listens there, the connection is refused after this path`,
+    );
   }
   for (const w of table.warnings) notes.push(`nat table: ${w}`);
-  if (![...table.chains.values()].some((c) => c.name.startsWith('PROXY_INIT_'))) notes.push('the nat table has no PROXY_INIT_* chains: proxy-init has not run in this pod (or ran with --cleanup)');
-  return describeExplanation({ facts, packet, walk, target, ...(req.discovery ? { discovery: req.discovery } : {}), notes });
+  if (![...table.chains.values()].some((c) => c.name.startsWith('PROXY_INIT_')))
+    notes.push('the nat table has no PROXY_INIT_* chains: proxy-init has not run in this pod (or ran with --cleanup)');
+  return describeExplanation({
+    facts,
+    packet,
+    walk,
+    target,
+    ...(req.discovery ? { discovery: req.discovery } : {}),
+    notes,
+  });
 }

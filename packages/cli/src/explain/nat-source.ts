@@ -37,7 +37,11 @@ export function saveBinaries(family: 4 | 6): string[] {
   return family === 6 ? SAVE_BINARIES.map((b) => b.replace(/^iptables/, 'ip6tables')) : [...SAVE_BINARIES];
 }
 
-export type ExecInPod = (namespace: string, pod: string, argv: string[]) => Promise<{ code: number; stdout: string; stderr: string }>;
+export type ExecInPod = (
+  namespace: string,
+  pod: string,
+  argv: string[],
+) => Promise<{ code: number; stdout: string; stderr: string }>;
 
 /** Runs the save binaries in the pod's network namespace; prefers the one that shows proxy-init's chains. */
 export function execNatSource(exec: ExecInPod, describe: string): NatSource {

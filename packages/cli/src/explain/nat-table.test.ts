@@ -41,7 +41,12 @@ describe('parseRule', () => {
   it.each([
     {
       line: '-A PROXY_INIT_OUTPUT -m owner --uid-owner 2102 -m comment --comment "proxy-init/ignore-proxy-user-id" -j RETURN',
-      want: { chain: 'PROXY_INIT_OUTPUT', uidOwner: { value: { lo: 2102, hi: 2102 }, negated: false }, comment: 'proxy-init/ignore-proxy-user-id', target: { kind: 'RETURN' } },
+      want: {
+        chain: 'PROXY_INIT_OUTPUT',
+        uidOwner: { value: { lo: 2102, hi: 2102 }, negated: false },
+        comment: 'proxy-init/ignore-proxy-user-id',
+        target: { kind: 'RETURN' },
+      },
     },
     {
       line: '-A PROXY_INIT_OUTPUT -m owner --gid-owner 2102 -j RETURN',
@@ -53,11 +58,24 @@ describe('parseRule', () => {
     },
     {
       line: '-A PROXY_INIT_OUTPUT -p tcp -m multiport --dports 443,6443,25:30 -j RETURN',
-      want: { protocol: { value: 'tcp', negated: false }, dports: { value: [{ lo: 443, hi: 443 }, { lo: 6443, hi: 6443 }, { lo: 25, hi: 30 }], negated: false } },
+      want: {
+        protocol: { value: 'tcp', negated: false },
+        dports: {
+          value: [
+            { lo: 443, hi: 443 },
+            { lo: 6443, hi: 6443 },
+            { lo: 25, hi: 30 },
+          ],
+          negated: false,
+        },
+      },
     },
     {
       line: '-A PROXY_INIT_REDIRECT -p tcp -m tcp --dport 8080 -m comment --comment "proxy-init/redirect-port-8080-to-proxy-port" -j REDIRECT --to-ports 4143',
-      want: { dport: { value: { lo: 8080, hi: 8080 }, negated: false }, target: { kind: 'REDIRECT', toPorts: { lo: 4143, hi: 4143 } } },
+      want: {
+        dport: { value: { lo: 8080, hi: 8080 }, negated: false },
+        target: { kind: 'REDIRECT', toPorts: { lo: 4143, hi: 4143 } },
+      },
     },
     {
       line: '-A PREROUTING -m comment --comment "proxy-init/install-proxy-init-prerouting" -j PROXY_INIT_REDIRECT',
@@ -85,7 +103,9 @@ describe('parseNatTable', () => {
   it("reads proxy-init's golden restore payload (seed arguments)", () => {
     const t = parseNatTable(SEED_NAT);
     expect(t.warnings).toEqual([]);
-    expect(t.chains.get('PREROUTING')?.rules.map((r) => r.comment)).toEqual(['proxy-init/install-proxy-init-prerouting']);
+    expect(t.chains.get('PREROUTING')?.rules.map((r) => r.comment)).toEqual([
+      'proxy-init/install-proxy-init-prerouting',
+    ]);
     expect(t.chains.get('PROXY_INIT_REDIRECT')?.rules.map((r) => r.comment)).toEqual([
       'proxy-init/ignore-port-4190,4191,4567,4568',
       'proxy-init/redirect-all-incoming-to-proxy-port',
@@ -102,7 +122,14 @@ describe('parseNatTable', () => {
   it('reads a live iptables-save: only the nat table, policies, counters ignored', () => {
     const t = parseNatTable(LIVE_SAVE);
     expect(t.warnings).toEqual([]);
-    expect([...t.chains.keys()].sort()).toEqual(['INPUT', 'OUTPUT', 'POSTROUTING', 'PREROUTING', 'PROXY_INIT_OUTPUT', 'PROXY_INIT_REDIRECT']);
+    expect([...t.chains.keys()].sort()).toEqual([
+      'INPUT',
+      'OUTPUT',
+      'POSTROUTING',
+      'PREROUTING',
+      'PROXY_INIT_OUTPUT',
+      'PROXY_INIT_REDIRECT',
+    ]);
     expect(t.chains.get('INPUT')?.rules).toEqual([]); // the filter table's INPUT rule is not nat
     expect(t.chains.get('PROXY_INIT_REDIRECT')?.rules).toHaveLength(3);
   });

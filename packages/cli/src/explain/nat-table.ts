@@ -223,7 +223,10 @@ function parseTarget(words: string[], rule: NatRule): void {
   } else if (name === 'DNAT') {
     const i = args.indexOf('--to-destination');
     rule.target = { kind: 'DNAT', to: args[i + 1] ?? '' };
-  } else if (/^[A-Z]+$/.test(name) && ['MASQUERADE', 'SNAT', 'MARK', 'LOG', 'DROP', 'REJECT', 'CONNMARK', 'TPROXY'].includes(name)) {
+  } else if (
+    /^[A-Z]+$/.test(name) &&
+    ['MASQUERADE', 'SNAT', 'MARK', 'LOG', 'DROP', 'REJECT', 'CONNMARK', 'TPROXY'].includes(name)
+  ) {
     rule.target = { kind: 'other', name, args };
   } else {
     rule.target = { kind: 'jump', chain: name };
@@ -307,7 +310,8 @@ export function parseRule(line: string, index: number): NatRule {
       default: {
         // An option this model does not know, with its value(s) up to the next option.
         const parts = [w];
-        while (words[i + 1] !== undefined && !(words[i + 1] as string).startsWith('-') && words[i + 1] !== '!') parts.push(words[++i] as string);
+        while (words[i + 1] !== undefined && !(words[i + 1] as string).startsWith('-') && words[i + 1] !== '!')
+          parts.push(words[++i] as string);
         rule.unsupported.push(parts.join(' '));
         negate = false;
       }

@@ -3,23 +3,103 @@ import { parseNatTable } from './nat-table.js';
 import { walkPacket, type Packet } from './packet-walk.js';
 import { LIVE_SAVE, SEED_NAT, simulateProxyInit } from './testdata/nat-fixtures.js';
 
-const SEED_ARGS = ['--incoming-proxy-port', '4143', '--outgoing-proxy-port', '4140', '--proxy-uid', '2102', '--inbound-ports-to-ignore', '4190,4191,4567,4568', '--outbound-ports-to-ignore', '443,6443'];
+const SEED_ARGS = [
+  '--incoming-proxy-port',
+  '4143',
+  '--outgoing-proxy-port',
+  '4140',
+  '--proxy-uid',
+  '2102',
+  '--inbound-ports-to-ignore',
+  '4190,4191,4567,4568',
+  '--outbound-ports-to-ignore',
+  '443,6443',
+];
 
 const POD_IP = '10.23.0.7';
-const inbound = (dport: number, source?: string): Packet => ({ direction: 'inbound', protocol: 'tcp', dport, destination: POD_IP, inInterface: 'eth0', ...(source ? { source } : {}) });
-const outbound = (dport: number, over: Partial<Packet> = {}): Packet => ({ direction: 'outbound', protocol: 'tcp', dport, destination: '10.247.0.10', uid: 1000, outInterface: 'eth0', ...over });
+const inbound = (dport: number, source?: string): Packet => ({
+  direction: 'inbound',
+  protocol: 'tcp',
+  dport,
+  destination: POD_IP,
+  inInterface: 'eth0',
+  ...(source ? { source } : {}),
+});
+const outbound = (dport: number, over: Partial<Packet> = {}): Packet => ({
+  direction: 'outbound',
+  protocol: 'tcp',
+  dport,
+  destination: '10.247.0.10',
+  uid: 1000,
+  outInterface: 'eth0',
+  ...over,
+});
 
 /** [name, packet, verdict kind, redirect port or undefined, the comments of the rules that matched, in order] */
 const CASES: [string, Packet, string, number | undefined, string[]][] = [
-  ['inbound to an app port', inbound(8080), 'redirect', 4143, ['proxy-init/install-proxy-init-prerouting', 'proxy-init/redirect-all-incoming-to-proxy-port']],
-  ['inbound to 4191 (admin) is ignored', inbound(4191), 'accept', undefined, ['proxy-init/install-proxy-init-prerouting', 'proxy-init/ignore-port-4190,4191,4567,4568']],
-  ['inbound to 4568 is ignored', inbound(4568), 'accept', undefined, ['proxy-init/install-proxy-init-prerouting', 'proxy-init/ignore-port-4190,4191,4567,4568']],
-  ['outbound from uid 2102 (the proxy)', outbound(80, { uid: 2102 }), 'accept', undefined, ['proxy-init/install-proxy-init-output', 'proxy-init/ignore-proxy-user-id']],
-  ['outbound over lo', outbound(8080, { destination: '127.0.0.1', outInterface: 'lo' }), 'accept', undefined, ['proxy-init/install-proxy-init-output', 'proxy-init/ignore-loopback']],
-  ['outbound to 443', outbound(443), 'accept', undefined, ['proxy-init/install-proxy-init-output', 'proxy-init/ignore-port-443,6443']],
-  ['outbound to 6443', outbound(6443), 'accept', undefined, ['proxy-init/install-proxy-init-output', 'proxy-init/ignore-port-443,6443']],
-  ['outbound to 8080 is redirected', outbound(8080), 'redirect', 4140, ['proxy-init/install-proxy-init-output', 'proxy-init/redirect-all-outgoing-to-proxy-port']],
-  ['outbound to 80 from root is redirected', outbound(80, { uid: 0 }), 'redirect', 4140, ['proxy-init/install-proxy-init-output', 'proxy-init/redirect-all-outgoing-to-proxy-port']],
+  [
+    'inbound to an app port',
+    inbound(8080),
+    'redirect',
+    4143,
+    ['proxy-init/install-proxy-init-prerouting', 'proxy-init/redirect-all-incoming-to-proxy-port'],
+  ],
+  [
+    'inbound to 4191 (admin) is ignored',
+    inbound(4191),
+    'accept',
+    undefined,
+    ['proxy-init/install-proxy-init-prerouting', 'proxy-init/ignore-port-4190,4191,4567,4568'],
+  ],
+  [
+    'inbound to 4568 is ignored',
+    inbound(4568),
+    'accept',
+    undefined,
+    ['proxy-init/install-proxy-init-prerouting', 'proxy-init/ignore-port-4190,4191,4567,4568'],
+  ],
+  [
+    'outbound from uid 2102 (the proxy)',
+    outbound(80, { uid: 2102 }),
+    'accept',
+    undefined,
+    ['proxy-init/install-proxy-init-output', 'proxy-init/ignore-proxy-user-id'],
+  ],
+  [
+    'outbound over lo',
+    outbound(8080, { destination: '127.0.0.1', outInterface: 'lo' }),
+    'accept',
+    undefined,
+    ['proxy-init/install-proxy-init-output', 'proxy-init/ignore-loopback'],
+  ],
+  [
+    'outbound to 443',
+    outbound(443),
+    'accept',
+    undefined,
+    ['proxy-init/install-proxy-init-output', 'proxy-init/ignore-port-443,6443'],
+  ],
+  [
+    'outbound to 6443',
+    outbound(6443),
+    'accept',
+    undefined,
+    ['proxy-init/install-proxy-init-output', 'proxy-init/ignore-port-443,6443'],
+  ],
+  [
+    'outbound to 8080 is redirected',
+    outbound(8080),
+    'redirect',
+    4140,
+    ['proxy-init/install-proxy-init-output', 'proxy-init/redirect-all-outgoing-to-proxy-port'],
+  ],
+  [
+    'outbound to 80 from root is redirected',
+    outbound(80, { uid: 0 }),
+    'redirect',
+    4140,
+    ['proxy-init/install-proxy-init-output', 'proxy-init/redirect-all-outgoing-to-proxy-port'],
+  ],
 ];
 
 function matched(walk: ReturnType<typeof walkPacket>): string[] {
@@ -56,7 +136,9 @@ describe('packet walk details', () => {
     expect(walk.steps[3]?.reasons[0]).toBe('port 8080 is not in 443,6443');
   });
   it('a RETURN from a built-in chain (no jump) ends at that chain', () => {
-    const t = parseNatTable('*nat\n:OUTPUT ACCEPT [0:0]\n-A OUTPUT -p tcp -j RETURN\n-A OUTPUT -p tcp -j REDIRECT --to-ports 1\nCOMMIT\n');
+    const t = parseNatTable(
+      '*nat\n:OUTPUT ACCEPT [0:0]\n-A OUTPUT -p tcp -j RETURN\n-A OUTPUT -p tcp -j REDIRECT --to-ports 1\nCOMMIT\n',
+    );
     expect(walkPacket(t, outbound(80)).verdict).toMatchObject({ kind: 'accept', how: 'return-from-builtin' });
   });
   it('an empty table accepts by policy', () => {
@@ -96,7 +178,9 @@ describe('packet walk details', () => {
   });
 
   it('negated matches flip', () => {
-    const t = parseNatTable('*nat\n:OUTPUT ACCEPT [0:0]\n-A OUTPUT ! -o lo -p tcp -j REDIRECT --to-ports 4140\nCOMMIT\n');
+    const t = parseNatTable(
+      '*nat\n:OUTPUT ACCEPT [0:0]\n-A OUTPUT ! -o lo -p tcp -j REDIRECT --to-ports 4140\nCOMMIT\n',
+    );
     expect(walkPacket(t, outbound(80)).verdict.kind).toBe('redirect');
     expect(walkPacket(t, outbound(80, { outInterface: 'lo' })).verdict.kind).toBe('accept');
   });

@@ -67,19 +67,32 @@ function inRange(r: PortRange, v: number): boolean {
 }
 
 /** A criterion result; `neg` flips yes/no for `!` matches. */
-function crit(n: Negatable<unknown> | undefined, base: Tri, yes: string, no: string): { result: Tri; reason: string } | undefined {
+function crit(
+  n: Negatable<unknown> | undefined,
+  base: Tri,
+  yes: string,
+  no: string,
+): { result: Tri; reason: string } | undefined {
   if (!n) return undefined;
   let result = base;
   if (n.negated && base !== 'unknown') result = base === 'yes' ? 'no' : 'yes';
   let reason: string;
   if (base === 'unknown') reason = n.negated ? `${yes}; the rule negates it with "!"` : yes;
   else if (!n.negated) reason = base === 'yes' ? yes : no;
-  else reason = base === 'yes' ? `${yes}, but the rule negates this with "!", so it does not match` : `${no}, and the rule negates this with "!", so it matches`;
+  else
+    reason =
+      base === 'yes'
+        ? `${yes}, but the rule negates this with "!", so it does not match`
+        : `${no}, and the rule negates this with "!", so it matches`;
   return { result, reason };
 }
 
 /** Does `rule` match `packet`? Each criterion in words. */
-export function matchRule(rule: NatRule, packet: Packet, hook: 'PREROUTING' | 'OUTPUT'): { result: Tri; reasons: string[] } {
+export function matchRule(
+  rule: NatRule,
+  packet: Packet,
+  hook: 'PREROUTING' | 'OUTPUT',
+): { result: Tri; reasons: string[] } {
   const parts: { result: Tri; reason: string }[] = [];
   const add = (c: { result: Tri; reason: string } | undefined): void => {
     if (c) parts.push(c);
@@ -96,7 +109,14 @@ export function matchRule(rule: NatRule, packet: Packet, hook: 'PREROUTING' | 'O
     } else if (packet.uid === undefined) {
       add(crit(rule.uidOwner, 'unknown', `the sender's uid is unknown (the rule wants uid ${fmtRange(r)})`, ''));
     } else {
-      add(crit(rule.uidOwner, inRange(r, packet.uid) ? 'yes' : 'no', `uid ${packet.uid} is the owner uid ${fmtRange(r)}`, `uid ${packet.uid} is not uid ${fmtRange(r)}`));
+      add(
+        crit(
+          rule.uidOwner,
+          inRange(r, packet.uid) ? 'yes' : 'no',
+          `uid ${packet.uid} is the owner uid ${fmtRange(r)}`,
+          `uid ${packet.uid} is not uid ${fmtRange(r)}`,
+        ),
+      );
     }
   }
   if (rule.gidOwner) {
@@ -106,7 +126,14 @@ export function matchRule(rule: NatRule, packet: Packet, hook: 'PREROUTING' | 'O
     } else if (packet.gid === undefined) {
       add(crit(rule.gidOwner, 'unknown', `the sender's gid is unknown (the rule wants gid ${fmtRange(r)})`, ''));
     } else {
-      add(crit(rule.gidOwner, inRange(r, packet.gid) ? 'yes' : 'no', `gid ${packet.gid} is the owner gid ${fmtRange(r)}`, `gid ${packet.gid} is not gid ${fmtRange(r)}`));
+      add(
+        crit(
+          rule.gidOwner,
+          inRange(r, packet.gid) ? 'yes' : 'no',
+          `gid ${packet.gid} is the owner gid ${fmtRange(r)}`,
+          `gid ${packet.gid} is not gid ${fmtRange(r)}`,
+        ),
+      );
     }
   }
   if (rule.outInterface) {
@@ -117,45 +144,98 @@ export function matchRule(rule: NatRule, packet: Packet, hook: 'PREROUTING' | 'O
       add(crit(rule.outInterface, 'unknown', `the out-interface is unknown (the rule wants ${want})`, ''));
     } else {
       const base = ifaceMatches(want, packet.outInterface);
-      add(crit(rule.outInterface, base ? 'yes' : 'no', `it leaves over ${packet.outInterface}`, `it leaves over ${packet.outInterface}, not ${want}`));
+      add(
+        crit(
+          rule.outInterface,
+          base ? 'yes' : 'no',
+          `it leaves over ${packet.outInterface}`,
+          `it leaves over ${packet.outInterface}, not ${want}`,
+        ),
+      );
     }
   }
   if (rule.inInterface) {
     const want = rule.inInterface.value;
     if (hook === 'OUTPUT') {
-      parts.push({ result: 'no', reason: `a locally generated packet has no in-interface (the rule wants -i ${want})` });
+      parts.push({
+        result: 'no',
+        reason: `a locally generated packet has no in-interface (the rule wants -i ${want})`,
+      });
     } else if (packet.inInterface === undefined) {
       add(crit(rule.inInterface, 'unknown', `the in-interface is unknown (the rule wants ${want})`, ''));
     } else {
       const base = ifaceMatches(want, packet.inInterface);
-      add(crit(rule.inInterface, base ? 'yes' : 'no', `it arrives on ${packet.inInterface}`, `it arrives on ${packet.inInterface}, not ${want}`));
+      add(
+        crit(
+          rule.inInterface,
+          base ? 'yes' : 'no',
+          `it arrives on ${packet.inInterface}`,
+          `it arrives on ${packet.inInterface}, not ${want}`,
+        ),
+      );
     }
   }
   if (rule.source) {
     const c = rule.source.value;
     const inside = packet.source === undefined ? undefined : cidrContains(c, packet.source);
-    if (inside === undefined) add(crit(rule.source, 'unknown', `the source address is unknown (the rule wants ${c.text})`, ''));
-    else add(crit(rule.source, inside ? 'yes' : 'no', `source ${packet.source} is in ${c.text}`, `source ${packet.source} is not in ${c.text}`));
+    if (inside === undefined)
+      add(crit(rule.source, 'unknown', `the source address is unknown (the rule wants ${c.text})`, ''));
+    else
+      add(
+        crit(
+          rule.source,
+          inside ? 'yes' : 'no',
+          `source ${packet.source} is in ${c.text}`,
+          `source ${packet.source} is not in ${c.text}`,
+        ),
+      );
   }
   if (rule.destination) {
     const c = rule.destination.value;
     const inside = packet.destination === undefined ? undefined : cidrContains(c, packet.destination);
-    if (inside === undefined) add(crit(rule.destination, 'unknown', `the destination address is unknown (the rule wants ${c.text})`, ''));
-    else add(crit(rule.destination, inside ? 'yes' : 'no', `destination ${packet.destination} is in ${c.text}`, `destination ${packet.destination} is not in ${c.text}`));
+    if (inside === undefined)
+      add(crit(rule.destination, 'unknown', `the destination address is unknown (the rule wants ${c.text})`, ''));
+    else
+      add(
+        crit(
+          rule.destination,
+          inside ? 'yes' : 'no',
+          `destination ${packet.destination} is in ${c.text}`,
+          `destination ${packet.destination} is not in ${c.text}`,
+        ),
+      );
   }
   if (rule.dport) {
     const r = rule.dport.value;
-    add(crit(rule.dport, inRange(r, packet.dport) ? 'yes' : 'no', `port ${packet.dport} is ${r.lo === r.hi ? '' : 'in '}${fmtRange(r)}`, `port ${packet.dport} is not ${fmtRange(r)}`));
+    add(
+      crit(
+        rule.dport,
+        inRange(r, packet.dport) ? 'yes' : 'no',
+        `port ${packet.dport} is ${r.lo === r.hi ? '' : 'in '}${fmtRange(r)}`,
+        `port ${packet.dport} is not ${fmtRange(r)}`,
+      ),
+    );
   }
   if (rule.dports) {
     const list = rule.dports.value;
     const text = list.map(fmtRange).join(',');
-    add(crit(rule.dports, list.some((r) => inRange(r, packet.dport)) ? 'yes' : 'no', `port ${packet.dport} is in ${text}`, `port ${packet.dport} is not in ${text}`));
+    add(
+      crit(
+        rule.dports,
+        list.some((r) => inRange(r, packet.dport)) ? 'yes' : 'no',
+        `port ${packet.dport} is in ${text}`,
+        `port ${packet.dport} is not in ${text}`,
+      ),
+    );
   }
   for (const u of rule.unsupported) parts.push({ result: 'unknown', reason: `"${u}" is not modelled by explain` });
   if (parts.length === 0) return { result: 'yes', reasons: ['it matches every packet'] };
   const failed = parts.filter((p) => p.result === 'no');
-  if (failed.length > 0) return { result: 'no', reasons: [...failed.map((p) => p.reason), ...parts.filter((p) => p.result !== 'no').map((p) => p.reason)] };
+  if (failed.length > 0)
+    return {
+      result: 'no',
+      reasons: [...failed.map((p) => p.reason), ...parts.filter((p) => p.result !== 'no').map((p) => p.reason)],
+    };
   if (parts.some((p) => p.result === 'unknown')) return { result: 'unknown', reasons: parts.map((p) => p.reason) };
   return { result: 'yes', reasons: parts.map((p) => p.reason) };
 }
@@ -192,14 +272,16 @@ export function walkPacket(table: NatTable, packet: Packet): Walk {
   // Call stack of (chain, next rule position 0-based).
   const stack: { chain: string; pos: number }[] = [{ chain: hook, pos: 0 }];
   while (stack.length > 0) {
-    if (steps.length > MAX_STEPS) return { hook, steps, verdict: { kind: 'loop', chain: stack[stack.length - 1]?.chain ?? hook }, uncertain: true };
+    if (steps.length > MAX_STEPS)
+      return { hook, steps, verdict: { kind: 'loop', chain: stack[stack.length - 1]?.chain ?? hook }, uncertain: true };
     const frame = stack[stack.length - 1] as { chain: string; pos: number };
     const chain = table.chains.get(frame.chain);
     const rule = chain?.rules[frame.pos];
     if (!chain || !rule) {
       // End of the chain: a user chain returns to its caller; a built-in chain applies its policy.
       stack.pop();
-      if (stack.length === 0) return { hook, steps, verdict: { kind: 'accept', chain: frame.chain, how: 'policy' }, uncertain };
+      if (stack.length === 0)
+        return { hook, steps, verdict: { kind: 'accept', chain: frame.chain, how: 'policy' }, uncertain };
       continue;
     }
     frame.pos++;
@@ -224,12 +306,19 @@ export function walkPacket(table: NatTable, packet: Packet): Walk {
         if (!table.chains.has(t.chain)) {
           return { hook, steps, verdict: { kind: 'other', target: t.chain, step }, uncertain: true };
         }
-        if (stack.length >= MAX_DEPTH) return { hook, steps, verdict: { kind: 'loop', chain: t.chain }, uncertain: true };
+        if (stack.length >= MAX_DEPTH)
+          return { hook, steps, verdict: { kind: 'loop', chain: t.chain }, uncertain: true };
         stack.push({ chain: t.chain, pos: 0 });
         break;
       case 'RETURN':
         stack.pop();
-        if (stack.length === 0) return { hook, steps, verdict: { kind: 'accept', chain: rule.chain, how: 'return-from-builtin', step }, uncertain };
+        if (stack.length === 0)
+          return {
+            hook,
+            steps,
+            verdict: { kind: 'accept', chain: rule.chain, how: 'return-from-builtin', step },
+            uncertain,
+          };
         break;
       case 'ACCEPT':
         return { hook, steps, verdict: { kind: 'accept', chain: rule.chain, how: 'accept-rule', step }, uncertain };

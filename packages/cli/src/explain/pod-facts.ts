@@ -12,7 +12,12 @@ export interface PodLike {
     containers?: ContainerLike[];
     initContainers?: ContainerLike[];
   };
-  status?: { podIP?: string; phase?: string; initContainerStatuses?: ContainerStatusLike[]; containerStatuses?: ContainerStatusLike[] };
+  status?: {
+    podIP?: string;
+    phase?: string;
+    initContainerStatuses?: ContainerStatusLike[];
+    containerStatuses?: ContainerStatusLike[];
+  };
 }
 
 export interface ContainerStatusLike {
@@ -20,7 +25,11 @@ export interface ContainerStatusLike {
   ready?: boolean;
   started?: boolean;
   restartCount?: number;
-  state?: { running?: unknown; waiting?: { reason?: string; message?: string }; terminated?: { reason?: string; exitCode?: number } };
+  state?: {
+    running?: unknown;
+    waiting?: { reason?: string; message?: string };
+    terminated?: { reason?: string; exitCode?: number };
+  };
 }
 
 export interface ContainerLike {
@@ -97,14 +106,25 @@ export function toPodFacts(pod: PodLike, opts: { container?: string } = {}): Pod
     controlPort: portOf(env.get(PROXY_ENV.controlListenAddr), DEFAULT_PORTS.control),
     opaquePorts,
     appPorts: apps.flatMap((c) =>
-      (c.ports ?? []).filter((p) => (p.protocol ?? 'TCP') === 'TCP').map((p) => ({ container: c.name, port: p.containerPort, ...(p.name ? { name: p.name } : {}) })),
+      (c.ports ?? [])
+        .filter((p) => (p.protocol ?? 'TCP') === 'TCP')
+        .map((p) => ({ container: c.name, port: p.containerPort, ...(p.name ? { name: p.name } : {}) })),
     ),
   };
   if (pod.status?.podIP) facts.podIp = pod.status.podIP;
-  const ps = [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])].find((c) => c.name === CONTAINER_NAMES.proxy);
+  const ps = [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])].find(
+    (c) => c.name === CONTAINER_NAMES.proxy,
+  );
   if (ps) {
     const st = ps.state ?? {};
-    const state = st.running !== undefined ? 'running' : st.waiting ? `waiting (${st.waiting.reason ?? 'unknown'})` : st.terminated ? `terminated (${st.terminated.reason ?? `exit ${st.terminated.exitCode ?? '?'}`})` : 'unknown';
+    const state =
+      st.running !== undefined
+        ? 'running'
+        : st.waiting
+          ? `waiting (${st.waiting.reason ?? 'unknown'})`
+          : st.terminated
+            ? `terminated (${st.terminated.reason ?? `exit ${st.terminated.exitCode ?? '?'}`})`
+            : 'unknown';
     facts.proxyStatus = { ready: ps.ready === true, state, restarts: ps.restartCount ?? 0 };
   }
   const proxyUid = proxy?.securityContext?.runAsUser ?? (proxy ? pod.spec?.securityContext?.runAsUser : undefined);

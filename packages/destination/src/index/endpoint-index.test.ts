@@ -67,7 +67,8 @@ function recorder(target: ServiceTarget) {
               const tcp = fromTcpAddress(a.addr);
               expect(a.weight).toBe(10000);
               let s = `${tcp?.ip}:${tcp?.port}`;
-              const id = a.tlsIdentity?.strategy?.$case === 'dnsLikeIdentity' ? a.tlsIdentity.strategy.value.name : undefined;
+              const id =
+                a.tlsIdentity?.strategy?.$case === 'dnsLikeIdentity' ? a.tlsIdentity.strategy.value.name : undefined;
               if (id) {
                 expect(a.tlsIdentity?.serverName?.name).toBe(id);
                 s += ` id=${id}`;
@@ -111,7 +112,11 @@ describe('EndpointIndex scenarios (fixtures/*.yaml)', () => {
       rec.events.length = 0;
       for (const o of step.apply ?? []) index.apply(kindOf(o).kind, kindOf(o).transform(o));
       for (const d of step.delete ?? []) index.delete(kindOf(d).kind, keyOfObject({ metadata: d }));
-      if (step.reset) index.reset(kindOf({ kind: step.reset.kind }).kind, step.reset.objects.map((o) => kindOf(o).transform(o)));
+      if (step.reset)
+        index.reset(
+          kindOf({ kind: step.reset.kind }).kind,
+          step.reset.objects.map((o) => kindOf(o).transform(o)),
+        );
       expect(rec.events, `step ${i + 1}${step.name ? ` (${step.name})` : ''}`).toEqual(step.expect ?? []);
     }
     unsubscribe();
@@ -123,12 +128,35 @@ describe('EndpointIndex fan-out', () => {
   it('a listener that throws does not keep the change from the others, and is reported', () => {
     const errors: unknown[] = [];
     const index = new EndpointIndex({ onListenerError: (e) => errors.push(e) });
-    index.apply('service', toServiceRecord({ metadata: { name: 'web', namespace: 'shop' }, spec: { ports: [{ port: 80, targetPort: 8080 }] } }));
+    index.apply(
+      'service',
+      toServiceRecord({
+        metadata: { name: 'web', namespace: 'shop' },
+        spec: { ports: [{ port: 80, targetPort: 8080 }] },
+      }),
+    );
     const seen: string[] = [];
     const target = { namespace: 'shop', service: 'web', port: 80 };
-    index.subscribe(target, { add: () => { throw new Error('boom'); }, remove: () => undefined, noEndpoints: () => undefined });
-    index.subscribe(target, { add: (_s, eps) => seen.push(...eps.map((e) => `${e.ip}:${e.port}`)), remove: () => undefined, noEndpoints: () => undefined });
-    index.apply('endpointslice', toSliceRecord({ metadata: { name: 'a', namespace: 'shop', labels: { 'kubernetes.io/service-name': 'web' } }, ports: [{ name: '', port: 8080 }], endpoints: [{ addresses: ['10.0.0.1'] }] }));
+    index.subscribe(target, {
+      add: () => {
+        throw new Error('boom');
+      },
+      remove: () => undefined,
+      noEndpoints: () => undefined,
+    });
+    index.subscribe(target, {
+      add: (_s, eps) => seen.push(...eps.map((e) => `${e.ip}:${e.port}`)),
+      remove: () => undefined,
+      noEndpoints: () => undefined,
+    });
+    index.apply(
+      'endpointslice',
+      toSliceRecord({
+        metadata: { name: 'a', namespace: 'shop', labels: { 'kubernetes.io/service-name': 'web' } },
+        ports: [{ name: '', port: 8080 }],
+        endpoints: [{ addresses: ['10.0.0.1'] }],
+      }),
+    );
     expect(seen).toEqual(['10.0.0.1:8080']);
     expect(errors).toHaveLength(1);
   });

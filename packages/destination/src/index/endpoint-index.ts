@@ -114,7 +114,10 @@ export class EndpointIndex {
   }
 
   /** Replaces everything of one kind with a fresh list: whatever the list does not hold is gone. */
-  reset(kind: ResourceKind, records: ReadonlyArray<ServiceRecord | SliceRecord | PodRecord | ExternalWorkloadRecord>): void {
+  reset(
+    kind: ResourceKind,
+    records: ReadonlyArray<ServiceRecord | SliceRecord | PodRecord | ExternalWorkloadRecord>,
+  ): void {
     const dirty = new Set<string>();
     const fresh = new Set(records.map((r) => objectKey(r.namespace, r.name)));
     for (const key of [...this.mapOf(kind).keys()]) if (!fresh.has(key)) this.remove(kind, key, dirty);
@@ -160,7 +163,12 @@ export class EndpointIndex {
   }
 
   counts(): Record<ResourceKind, number> {
-    return { service: this.services.size, endpointslice: this.slices.size, pod: this.pods.size, externalworkload: this.workloads.size };
+    return {
+      service: this.services.size,
+      endpointslice: this.slices.size,
+      pod: this.pods.size,
+      externalworkload: this.workloads.size,
+    };
   }
 
   /** The endpoints a target resolves to right now. */
@@ -203,7 +211,11 @@ export class EndpointIndex {
     }
     pub.listeners.add(listener);
     const service = this.services.get(pub.serviceKey);
-    if (pub.snapshot.size > 0 && service) listener.add(service, [...pub.snapshot.values()].map((s) => s.endpoint));
+    if (pub.snapshot.size > 0 && service)
+      listener.add(
+        service,
+        [...pub.snapshot.values()].map((s) => s.endpoint),
+      );
     else listener.noEndpoints(service !== undefined);
     const owned = pub;
     return () => {
@@ -243,13 +255,19 @@ export class EndpointIndex {
     }
   }
 
-  private put(kind: ResourceKind, record: ServiceRecord | SliceRecord | PodRecord | ExternalWorkloadRecord, dirty: Set<string>): void {
+  private put(
+    kind: ResourceKind,
+    record: ServiceRecord | SliceRecord | PodRecord | ExternalWorkloadRecord,
+    dirty: Set<string>,
+  ): void {
     const key = objectKey(record.namespace, record.name);
     switch (kind) {
       case 'service': {
         const svc = record as ServiceRecord;
         const old = this.services.get(key);
-        if (old) for (const ip of old.clusterIPs) if (this.servicesByClusterIp.get(ip) === key) this.servicesByClusterIp.delete(ip);
+        if (old)
+          for (const ip of old.clusterIPs)
+            if (this.servicesByClusterIp.get(ip) === key) this.servicesByClusterIp.delete(ip);
         this.services.set(key, svc);
         for (const ip of svc.clusterIPs) this.servicesByClusterIp.set(ip, key);
         dirty.add(key);
@@ -299,7 +317,8 @@ export class EndpointIndex {
       case 'service': {
         const old = this.services.get(key);
         if (!old) return;
-        for (const ip of old.clusterIPs) if (this.servicesByClusterIp.get(ip) === key) this.servicesByClusterIp.delete(ip);
+        for (const ip of old.clusterIPs)
+          if (this.servicesByClusterIp.get(ip) === key) this.servicesByClusterIp.delete(ip);
         this.services.delete(key);
         dirty.add(key);
         return;
@@ -366,7 +385,11 @@ export class EndpointIndex {
     }
   }
 
-  private resolveEndpoint(ep: SliceEndpointRecord, port: number, hostname: string | undefined): ResolvedEndpoint | undefined {
+  private resolveEndpoint(
+    ep: SliceEndpointRecord,
+    port: number,
+    hostname: string | undefined,
+  ): ResolvedEndpoint | undefined {
     if (!ep.ready || ep.terminating) return undefined;
     if (hostname !== undefined && ep.hostname !== hostname) return undefined;
     const ip = ep.addresses[0];
@@ -404,12 +427,20 @@ export class EndpointIndex {
       const key = addressKey(endpoint);
       // What the translation depends on: a change here re-sends the endpoint (as an add).
       const ew = endpoint.workload;
-      const fingerprint = JSON.stringify([endpoint.hostname, endpoint.zone, endpoint.nodeName, endpoint.pod, ew && [ew.name, ew.identity, ew.serverName], service?.opaquePorts]);
+      const fingerprint = JSON.stringify([
+        endpoint.hostname,
+        endpoint.zone,
+        endpoint.nodeName,
+        endpoint.pod,
+        ew && [ew.name, ew.identity, ew.serverName],
+        service?.opaquePorts,
+      ]);
       next.set(key, { endpoint, fingerprint });
       if (pub.snapshot.get(key)?.fingerprint !== fingerprint) changed.push(endpoint);
     }
     const gone: Address[] = [];
-    for (const [key, old] of pub.snapshot) if (!next.has(key)) gone.push({ ip: old.endpoint.ip, port: old.endpoint.port });
+    for (const [key, old] of pub.snapshot)
+      if (!next.has(key)) gone.push({ ip: old.endpoint.ip, port: old.endpoint.port });
     pub.snapshot = next;
     if (!notify) return;
     // Adds before removes (as Linkerd does): a client never sees a replaced endpoint set go empty in
@@ -432,7 +463,11 @@ export class EndpointIndex {
  * ports (the endpointslice controller resolves named targetPorts per pod); hand-made slices may
  * instead carry the target port's number or name. A Service without that port: the port as asked.
  */
-export function resolveTargetPort(svcPort: ServicePortRecord | undefined, slice: SliceRecord, requested: number): number | undefined {
+export function resolveTargetPort(
+  svcPort: ServicePortRecord | undefined,
+  slice: SliceRecord,
+  requested: number,
+): number | undefined {
   if (!svcPort) return requested;
   const target = svcPort.targetPort;
   if (slice.ports.length === 0) return typeof target === 'number' ? target : undefined;

@@ -17,7 +17,12 @@ export interface ApiClient {
   readonly kubeConfig: KubeConfig;
   readonly server: string;
   /** Any status is returned; only transport failures throw. */
-  request<T = unknown>(method: string, path: string, body?: unknown, opts?: { timeoutMs?: number }): Promise<ApiResponse<T>>;
+  request<T = unknown>(
+    method: string,
+    path: string,
+    body?: unknown,
+    opts?: { timeoutMs?: number },
+  ): Promise<ApiResponse<T>>;
   /** Like request, but a status outside 2xx throws ApiRequestError. */
   requestOk<T = unknown>(method: string, path: string, body?: unknown): Promise<T>;
   readonly watch: Watch;
@@ -31,14 +36,28 @@ export function loadKubeConfig(path: string | undefined): KubeConfig {
     else if (process.env.KUBERNETES_SERVICE_HOST) kc.loadFromCluster();
     else kc.loadFromDefault();
   } catch (err) {
-    throw new DestinationError('MINIMESH_DESTINATION_KUBECONFIG', `kubeconfig ${path ?? '(default)'}: cannot be loaded: ${(err as Error).message}`, { cause: err });
+    throw new DestinationError(
+      'MINIMESH_DESTINATION_KUBECONFIG',
+      `kubeconfig ${path ?? '(default)'}: cannot be loaded: ${(err as Error).message}`,
+      { cause: err },
+    );
   }
-  if (!kc.getCurrentCluster()) throw new DestinationError('MINIMESH_DESTINATION_KUBECONFIG', `kubeconfig ${path ?? '(default)'}: has no current cluster`);
+  if (!kc.getCurrentCluster())
+    throw new DestinationError(
+      'MINIMESH_DESTINATION_KUBECONFIG',
+      `kubeconfig ${path ?? '(default)'}: has no current cluster`,
+    );
   return kc;
 }
 
 function statusMessage(body: unknown): string {
-  if (body && typeof body === 'object' && 'message' in body && typeof (body as { message: unknown }).message === 'string') return (body as { message: string }).message;
+  if (
+    body &&
+    typeof body === 'object' &&
+    'message' in body &&
+    typeof (body as { message: unknown }).message === 'string'
+  )
+    return (body as { message: string }).message;
   return typeof body === 'string' ? body.slice(0, 200) : '';
 }
 
@@ -50,11 +69,21 @@ export function createApiClient(kc: KubeConfig): ApiClient {
   // One keep-alive agent for every request (client-node makes a new agent, so a new TLS connection, per call).
   let keepAlive: HttpsAgent | undefined;
 
-  async function request<T>(method: string, path: string, body?: unknown, opts: { timeoutMs?: number } = {}): Promise<ApiResponse<T>> {
+  async function request<T>(
+    method: string,
+    path: string,
+    body?: unknown,
+    opts: { timeoutMs?: number } = {},
+  ): Promise<ApiResponse<T>> {
     const options: RequestOptions = { method, headers: {} };
     await kc.applyToHTTPSOptions(options);
     const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
-    options.headers = { ...(options.headers as Record<string, string>), accept: 'application/json', 'user-agent': USER_AGENT, ...(payload ? { 'content-type': 'application/json', 'content-length': String(payload.length) } : {}) };
+    options.headers = {
+      ...(options.headers as Record<string, string>),
+      accept: 'application/json',
+      'user-agent': USER_AGENT,
+      ...(payload ? { 'content-type': 'application/json', 'content-length': String(payload.length) } : {}),
+    };
     const url = new URL(server + path);
     if (url.protocol === 'https:' && !proxied) {
       keepAlive ??= new HttpsAgent({
@@ -85,7 +114,9 @@ export function createApiClient(kc: KubeConfig): ApiClient {
           resolve({ status: res.statusCode ?? 0, body: parsed as T });
         });
       });
-      req.setTimeout(opts.timeoutMs ?? 30_000, () => req.destroy(new Error(`no response within ${opts.timeoutMs ?? 30_000} ms`)));
+      req.setTimeout(opts.timeoutMs ?? 30_000, () =>
+        req.destroy(new Error(`no response within ${opts.timeoutMs ?? 30_000} ms`)),
+      );
       req.on('error', (err) => reject(new ApiRequestError(method, path, 0, err.message, { cause: err })));
       if (payload) req.write(payload);
       req.end();
@@ -98,7 +129,8 @@ export function createApiClient(kc: KubeConfig): ApiClient {
     request,
     async requestOk<T>(method: string, path: string, body?: unknown): Promise<T> {
       const res = await request<T>(method, path, body);
-      if (res.status < 200 || res.status > 299) throw new ApiRequestError(method, path, res.status, statusMessage(res.body));
+      if (res.status < 200 || res.status > 299)
+        throw new ApiRequestError(method, path, res.status, statusMessage(res.body));
       return res.body;
     },
     watch: new Watch(kc),

@@ -6,7 +6,10 @@ import { Informer } from './informer.js';
 
 type WatchScript = { events: Array<[string, unknown]>; end: null | Error | { statusCode: number } };
 
-const obj = (name: string, rv: string, extra: Record<string, unknown> = {}) => ({ metadata: { namespace: 'ns', name, resourceVersion: rv }, ...extra });
+const obj = (name: string, rv: string, extra: Record<string, unknown> = {}) => ({
+  metadata: { namespace: 'ns', name, resourceVersion: rv },
+  ...extra,
+});
 
 function fakeApi(lists: Array<{ status?: number; items: unknown[]; rv: string }>, watches: WatchScript[]) {
   const calls: string[] = [];
@@ -18,7 +21,12 @@ function fakeApi(lists: Array<{ status?: number; items: unknown[]; rv: string }>
       return { status: next.status ?? 200, body: { items: next.items, metadata: { resourceVersion: next.rv } } };
     },
     watch: {
-      async watch(path: string, query: Record<string, unknown>, cb: (type: string, o: unknown) => void, done: (err: unknown) => void) {
+      async watch(
+        path: string,
+        query: Record<string, unknown>,
+        cb: (type: string, o: unknown) => void,
+        done: (err: unknown) => void,
+      ) {
         calls.push(`WATCH ${path} rv=${String(query.resourceVersion)} bookmarks=${String(query.allowWatchBookmarks)}`);
         const script = watches.shift();
         const controller = new AbortController();
@@ -92,8 +100,20 @@ describe('Informer', () => {
     const { informer, calls, rec } = make(
       [{ items: [obj('a', '1'), obj('b', '2')], rv: '10' }],
       [
-        { events: [['ADDED', obj('c', '11')], ['BOOKMARK', obj('', '15')]], end: null },
-        { events: [['MODIFIED', obj('a', '16', { v: 'x' })], ['DELETED', obj('b', '17')]], end: null },
+        {
+          events: [
+            ['ADDED', obj('c', '11')],
+            ['BOOKMARK', obj('', '15')],
+          ],
+          end: null,
+        },
+        {
+          events: [
+            ['MODIFIED', obj('a', '16', { v: 'x' })],
+            ['DELETED', obj('b', '17')],
+          ],
+          end: null,
+        },
       ],
     );
     informer.start();
@@ -116,12 +136,25 @@ describe('Informer', () => {
         { items: [obj('a', '1'), obj('b', '2')], rv: '10' },
         { items: [obj('b', '30'), obj('d', '31')], rv: '40' },
       ],
-      [{ events: [['ADDED', obj('c', '11')], ['ERROR', { kind: 'Status', code: 410, reason: 'Expired', message: 'too old resource version' }]], end: null }],
+      [
+        {
+          events: [
+            ['ADDED', obj('c', '11')],
+            ['ERROR', { kind: 'Status', code: 410, reason: 'Expired', message: 'too old resource version' }],
+          ],
+          end: null,
+        },
+      ],
     );
     informer.start();
     await until(() => informer.listCount === 2 && calls.length >= 4);
     await informer.stop();
-    expect(calls.slice(0, 4)).toEqual(['GET /api/v1/things?limit=500', 'WATCH /api/v1/things rv=10 bookmarks=true', 'GET /api/v1/things?limit=500', 'WATCH /api/v1/things rv=40 bookmarks=true']);
+    expect(calls.slice(0, 4)).toEqual([
+      'GET /api/v1/things?limit=500',
+      'WATCH /api/v1/things rv=10 bookmarks=true',
+      'GET /api/v1/things?limit=500',
+      'WATCH /api/v1/things rv=40 bookmarks=true',
+    ]);
     expect(rec.log).toEqual(['reset a,b', 'apply c', 'reset b,d']);
     expect([...rec.state.keys()].sort()).toEqual(['b', 'd']);
   });
@@ -151,7 +184,12 @@ describe('Informer', () => {
     informer.start();
     await until(() => calls.filter((c) => c.startsWith('WATCH')).length >= 2);
     await informer.stop();
-    expect(calls).toEqual(['GET /api/v1/things?limit=500', 'GET /api/v1/things?limit=500', 'WATCH /api/v1/things rv=10 bookmarks=true', 'WATCH /api/v1/things rv=12 bookmarks=true']);
+    expect(calls).toEqual([
+      'GET /api/v1/things?limit=500',
+      'GET /api/v1/things?limit=500',
+      'WATCH /api/v1/things rv=10 bookmarks=true',
+      'WATCH /api/v1/things rv=12 bookmarks=true',
+    ]);
     expect(rec.log).toEqual(['reset a', 'apply b']);
   });
 
@@ -162,7 +200,11 @@ describe('Informer', () => {
     await until(() => informer.abortWatch());
     await until(() => calls.length === 3);
     await informer.stop();
-    expect(calls).toEqual(['GET /api/v1/things?limit=500', 'WATCH /api/v1/things rv=10 bookmarks=true', 'WATCH /api/v1/things rv=10 bookmarks=true']);
+    expect(calls).toEqual([
+      'GET /api/v1/things?limit=500',
+      'WATCH /api/v1/things rv=10 bookmarks=true',
+      'WATCH /api/v1/things rv=10 bookmarks=true',
+    ]);
     expect(informer.listCount).toBe(1);
   });
 });

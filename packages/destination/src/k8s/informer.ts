@@ -152,7 +152,11 @@ export class Informer<R> {
       const query = `?limit=${limit}${cont ? `&continue=${encodeURIComponent(cont)}` : ''}`;
       const res = await this.opts.api.request<{ items?: unknown[] } & Meta>('GET', this.opts.path + query);
       if (res.status === 404 && this.opts.optional) {
-        if (!this.syncedOnce) this.log.warn({ path: this.opts.path }, 'API not found (is the CRD installed?): treating as empty and retrying');
+        if (!this.syncedOnce)
+          this.log.warn(
+            { path: this.opts.path },
+            'API not found (is the CRD installed?): treating as empty and retrying',
+          );
         this.opts.handler.reset([]);
         this.markSynced();
         return false;
@@ -162,7 +166,13 @@ export class Informer<R> {
         items.length = 0;
         continue; // the continue token expired: list again from the start
       }
-      if (res.status !== 200) throw new ApiRequestError('GET', this.opts.path, res.status, (res.body as { message?: string } | undefined)?.message ?? '');
+      if (res.status !== 200)
+        throw new ApiRequestError(
+          'GET',
+          this.opts.path,
+          res.status,
+          (res.body as { message?: string } | undefined)?.message ?? '',
+        );
       items.push(...(res.body.items ?? []));
       rv = res.body.metadata?.resourceVersion ?? '';
       cont = res.body.metadata?.continue ?? '';
@@ -193,7 +203,8 @@ export class Informer<R> {
     switch (type) {
       case 'ADDED':
       case 'MODIFIED':
-        if (this.opts.shortName) this.log.debug(`${type === 'ADDED' ? 'Adding' : 'Updating'} ${this.opts.shortName} ${this.opts.keyOf(obj)}`);
+        if (this.opts.shortName)
+          this.log.debug(`${type === 'ADDED' ? 'Adding' : 'Updating'} ${this.opts.shortName} ${this.opts.keyOf(obj)}`);
         this.opts.handler.apply(this.opts.transform(obj));
         break;
       case 'DELETED':
@@ -205,7 +216,12 @@ export class Informer<R> {
       case 'ERROR': {
         const code = (obj as { code?: number } | undefined)?.code;
         if (code === 410) return 'expired';
-        throw new ApiRequestError('WATCH', this.opts.path, code ?? 0, (obj as { message?: string } | undefined)?.message ?? 'watch error event');
+        throw new ApiRequestError(
+          'WATCH',
+          this.opts.path,
+          code ?? 0,
+          (obj as { message?: string } | undefined)?.message ?? 'watch error event',
+        );
       }
       default:
         return undefined;
@@ -225,10 +241,13 @@ export class Informer<R> {
       let watchdog: NodeJS.Timeout | undefined;
       const arm = () => {
         clearTimeout(watchdog);
-        watchdog = setTimeout(() => {
-          this.log.warn({ silentForSeconds: timeoutSeconds + 60 }, 'watch silent past its timeout: reconnecting');
-          controller?.abort();
-        }, (timeoutSeconds + 60) * 1000);
+        watchdog = setTimeout(
+          () => {
+            this.log.warn({ silentForSeconds: timeoutSeconds + 60 }, 'watch silent past its timeout: reconnecting');
+            controller?.abort();
+          },
+          (timeoutSeconds + 60) * 1000,
+        );
         watchdog.unref();
       };
       arm();

@@ -118,7 +118,9 @@ export function toServiceRecord(o: unknown): ServiceRecord {
   const meta = obj(obj(o).metadata);
   const spec = obj(obj(o).spec);
   const annotations = strMap(meta.annotations);
-  const clusterIPs = arr(spec.clusterIPs).map(str).filter((ip) => ip !== '' && ip !== 'None');
+  const clusterIPs = arr(spec.clusterIPs)
+    .map(str)
+    .filter((ip) => ip !== '' && ip !== 'None');
   const single = str(spec.clusterIP);
   if (clusterIPs.length === 0 && single !== '' && single !== 'None') clusterIPs.push(single);
   const selector = strMap(spec.selector);
@@ -136,7 +138,14 @@ export function toServiceRecord(o: unknown): ServiceRecord {
         name: str(port.name),
         port: portNumber,
         protocol: str(port.protocol) || 'TCP',
-        targetPort: typeof target === 'number' ? target : typeof target === 'string' && target !== '' ? (/^\d+$/.test(target) ? Number(target) : target) : portNumber,
+        targetPort:
+          typeof target === 'number'
+            ? target
+            : typeof target === 'string' && target !== ''
+              ? /^\d+$/.test(target)
+                ? Number(target)
+                : target
+              : portNumber,
       };
     }),
   };
@@ -154,7 +163,10 @@ export function toSliceRecord(o: unknown): SliceRecord {
     name: str(meta.name),
     serviceName: labels[SERVICE_NAME_LABEL] ?? '',
     addressType: str(obj(o).addressType) || 'IPv4',
-    ports: arr(obj(o).ports).map((p) => ({ name: str(obj(p).name), port: typeof obj(p).port === 'number' ? (obj(p).port as number) : 0 })),
+    ports: arr(obj(o).ports).map((p) => ({
+      name: str(obj(p).name),
+      port: typeof obj(p).port === 'number' ? (obj(p).port as number) : 0,
+    })),
     endpoints: arr(obj(o).endpoints).map((e) => {
       const ep = obj(e);
       const cond = obj(ep.conditions);
@@ -168,7 +180,12 @@ export function toSliceRecord(o: unknown): SliceRecord {
       if (str(ep.nodeName) !== '') out.nodeName = str(ep.nodeName);
       if (str(ep.zone) !== '') out.zone = str(ep.zone);
       const ref = obj(ep.targetRef);
-      if (str(ref.kind) !== '') out.targetRef = { kind: str(ref.kind), namespace: str(ref.namespace) || str(meta.namespace), name: str(ref.name) };
+      if (str(ref.kind) !== '')
+        out.targetRef = {
+          kind: str(ref.kind),
+          namespace: str(ref.namespace) || str(meta.namespace),
+          name: str(ref.name),
+        };
       return out;
     }),
   };
@@ -182,7 +199,9 @@ export function toPodRecord(o: unknown): PodRecord {
   const status = obj(obj(o).status);
   const labels = strMap(meta.labels);
   const annotations = strMap(meta.annotations);
-  const ips = arr(status.podIPs).map((p) => str(obj(p).ip)).filter(Boolean);
+  const ips = arr(status.podIPs)
+    .map((p) => str(obj(p).ip))
+    .filter(Boolean);
   if (ips.length === 0 && str(status.podIP) !== '') ips.push(str(status.podIP));
   const phase = str(status.phase);
   const rec: PodRecord = {
@@ -197,7 +216,9 @@ export function toPodRecord(o: unknown): PodRecord {
   if (labels[LABELS.controlPlaneNs] !== undefined) rec.controlPlaneNs = labels[LABELS.controlPlaneNs];
   if (labels['pod-template-hash'] !== undefined) rec.podTemplateHash = labels['pod-template-hash'];
   if (annotations[ANNOTATIONS.opaquePorts] !== undefined) rec.opaquePorts = annotations[ANNOTATIONS.opaquePorts];
-  const owner = arr(meta.ownerReferences).map(obj).find((r) => r.controller === true);
+  const owner = arr(meta.ownerReferences)
+    .map(obj)
+    .find((r) => r.controller === true);
   if (owner) rec.owner = { kind: str(owner.kind), name: str(owner.name) };
   return rec;
 }
@@ -215,8 +236,14 @@ export function toExternalWorkloadRecord(o: unknown): ExternalWorkloadRecord {
     labels: strMap(meta.labels),
     identity: str(tls.identity),
     serverName: str(tls.serverName),
-    ips: arr(spec.workloadIPs).map((w) => str(obj(w).ip)).filter(Boolean),
-    ports: arr(spec.ports).map((p) => ({ name: str(obj(p).name), port: typeof obj(p).port === 'number' ? (obj(p).port as number) : 0, protocol: str(obj(p).protocol) || 'TCP' })),
+    ips: arr(spec.workloadIPs)
+      .map((w) => str(obj(w).ip))
+      .filter(Boolean),
+    ports: arr(spec.ports).map((p) => ({
+      name: str(obj(p).name),
+      port: typeof obj(p).port === 'number' ? (obj(p).port as number) : 0,
+      protocol: str(obj(p).protocol) || 'TCP',
+    })),
     // A workload without a Ready condition is taken as ready; an explicit False takes it out.
     ready: readyCondition === undefined || str(readyCondition.status) !== 'False',
   };

@@ -6,7 +6,12 @@ import type { ApiClient } from './api-client.js';
 import { Informer } from './informer.js';
 import { keyOfObject, toExternalWorkloadRecord, toPodRecord, toServiceRecord, toSliceRecord } from './records.js';
 
-export const EXTERNAL_WORKLOAD_API = { group: 'workload.minimesh.io', version: 'v1beta1', plural: 'externalworkloads', kind: 'ExternalWorkload' } as const;
+export const EXTERNAL_WORKLOAD_API = {
+  group: 'workload.minimesh.io',
+  version: 'v1beta1',
+  plural: 'externalworkloads',
+  kind: 'ExternalWorkload',
+} as const;
 
 export const RESOURCE_PATHS: Record<ResourceKind, string> = {
   service: '/api/v1/services',
@@ -27,7 +32,12 @@ export interface ResourceInformersOptions {
 export type ResourceInformers = Record<ResourceKind, Informer<unknown>>;
 
 export function createResourceInformers(opts: ResourceInformersOptions): ResourceInformers {
-  const make = <R>(kind: ResourceKind, resource: string, transform: (o: unknown) => R, extra: { shortName?: string; optional?: boolean } = {}): Informer<unknown> =>
+  const make = <R>(
+    kind: ResourceKind,
+    resource: string,
+    transform: (o: unknown) => R,
+    extra: { shortName?: string; optional?: boolean } = {},
+  ): Informer<unknown> =>
     new Informer<R>({
       api: opts.api,
       resource,

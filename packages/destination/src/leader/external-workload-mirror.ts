@@ -6,7 +6,14 @@ import type { Logger } from '@minimesh/runtime';
 import type { EndpointIndex } from '../index/endpoint-index.js';
 import type { ApiClient } from '../k8s/api-client.js';
 import { EXTERNAL_WORKLOAD_API } from '../k8s/resource-informers.js';
-import { MANAGED_BY_LABEL, SERVICE_NAME_LABEL, toSliceRecord, type ExternalWorkloadRecord, type ServiceRecord, type SliceRecord } from '../k8s/records.js';
+import {
+  MANAGED_BY_LABEL,
+  SERVICE_NAME_LABEL,
+  toSliceRecord,
+  type ExternalWorkloadRecord,
+  type ServiceRecord,
+  type SliceRecord,
+} from '../k8s/records.js';
 import type { DestinationMetrics } from '../metrics.js';
 
 /** Our managed-by value: the endpointslice controller of kube-controller-manager leaves such slices alone. */
@@ -40,7 +47,8 @@ export function selects(selector: Record<string, string> | undefined, labels: Re
 function workloadPorts(service: ServiceRecord, ew: ExternalWorkloadRecord): SliceManifest['ports'] {
   const out: SliceManifest['ports'] = [];
   for (const sp of service.ports) {
-    const port = typeof sp.targetPort === 'number' ? sp.targetPort : ew.ports.find((p) => p.name === sp.targetPort)?.port;
+    const port =
+      typeof sp.targetPort === 'number' ? sp.targetPort : ew.ports.find((p) => p.name === sp.targetPort)?.port;
     if (port !== undefined && port > 0) out.push({ name: sp.name, port, protocol: sp.protocol });
   }
   return out;
@@ -54,7 +62,10 @@ function shortHash(text: string): string {
  * One slice per (Service, port layout): workloads whose named ports resolve to the same numbers
  * share a slice. IPv4 workload addresses only.
  */
-export function toDesiredSlices(services: readonly ServiceRecord[], workloads: readonly ExternalWorkloadRecord[]): SliceManifest[] {
+export function toDesiredSlices(
+  services: readonly ServiceRecord[],
+  workloads: readonly ExternalWorkloadRecord[],
+): SliceManifest[] {
   const out: SliceManifest[] = [];
   for (const svc of services) {
     if (!svc.selector || svc.type === 'ExternalName') continue;
@@ -87,7 +98,13 @@ export function toDesiredSlices(services: readonly ServiceRecord[], workloads: r
       slice.endpoints.push({
         addresses: [ip],
         conditions: { ready: ew.ready },
-        targetRef: { apiVersion: `${EXTERNAL_WORKLOAD_API.group}/${EXTERNAL_WORKLOAD_API.version}`, kind: EXTERNAL_WORKLOAD_API.kind, namespace: ew.namespace, name: ew.name, uid: ew.uid },
+        targetRef: {
+          apiVersion: `${EXTERNAL_WORKLOAD_API.group}/${EXTERNAL_WORKLOAD_API.version}`,
+          kind: EXTERNAL_WORKLOAD_API.kind,
+          namespace: ew.namespace,
+          name: ew.name,
+          uid: ew.uid,
+        },
       });
     }
     out.push(...groups.values());
@@ -97,7 +114,12 @@ export function toDesiredSlices(services: readonly ServiceRecord[], workloads: r
 
 /** The parts of a slice the mirror owns, for comparing what exists with what should. */
 function comparable(r: SliceRecord): string {
-  return JSON.stringify([r.serviceName, r.addressType, r.ports, r.endpoints.map((e) => [e.addresses, e.ready, e.targetRef])]);
+  return JSON.stringify([
+    r.serviceName,
+    r.addressType,
+    r.ports,
+    r.endpoints.map((e) => [e.addresses, e.ready, e.targetRef]),
+  ]);
 }
 
 export interface ExternalWorkloadMirrorOptions {
@@ -177,7 +199,12 @@ export class ExternalWorkloadMirror {
   async reconcile(): Promise<number> {
     const { index, api } = this.opts;
     const desired = toDesiredSlices(index.listServices(), index.listExternalWorkloads());
-    const existing = new Map(index.listSlices().filter((s) => s.managedBy === MIRROR_MANAGER).map((s) => [`${s.namespace}/${s.name}`, s]));
+    const existing = new Map(
+      index
+        .listSlices()
+        .filter((s) => s.managedBy === MIRROR_MANAGER)
+        .map((s) => [`${s.namespace}/${s.name}`, s]),
+    );
     let writes = 0;
     const failures: Error[] = [];
     const attempt = async (fn: () => Promise<void>) => {
@@ -207,7 +234,10 @@ export class ExternalWorkloadMirror {
       });
     }
     if (failures.length > 0) {
-      throw new AggregateError(failures, `${failures.length} EndpointSlice write(s) failed: ${failures.map((f) => f.message).join('; ')}`);
+      throw new AggregateError(
+        failures,
+        `${failures.length} EndpointSlice write(s) failed: ${failures.map((f) => f.message).join('; ')}`,
+      );
     }
     return writes;
   }

@@ -9,7 +9,11 @@ function fakeLeaseApi() {
   let rv = 0;
   const writes: Array<{ method: string; holder: unknown }> = [];
   const api = {
-    async request(method: string, _path: string, body?: { metadata: Record<string, unknown>; spec: Record<string, unknown> }) {
+    async request(
+      method: string,
+      _path: string,
+      body?: { metadata: Record<string, unknown>; spec: Record<string, unknown> },
+    ) {
       if (method === 'GET') return lease ? { status: 200, body: structuredClone(lease) } : { status: 404, body: {} };
       if (method === 'POST') {
         if (lease) return { status: 409, body: {} };
@@ -18,7 +22,8 @@ function fakeLeaseApi() {
         return { status: 201, body: lease };
       }
       if (method === 'PUT') {
-        if (!lease || !body || body.metadata.resourceVersion !== lease.metadata.resourceVersion) return { status: 409, body: {} };
+        if (!lease || !body || body.metadata.resourceVersion !== lease.metadata.resourceVersion)
+          return { status: 409, body: {} };
         lease = { metadata: { ...body.metadata, resourceVersion: String(++rv) }, spec: { ...body.spec } };
         writes.push({ method, holder: lease.spec.holderIdentity });
         return { status: 200, body: lease };
@@ -26,7 +31,13 @@ function fakeLeaseApi() {
       return { status: 405, body: {} };
     },
   } as unknown as ApiClient;
-  return { api, writes, get lease() { return lease; } };
+  return {
+    api,
+    writes,
+    get lease() {
+      return lease;
+    },
+  };
 }
 
 const logger = createLogger({ name: 'test', level: 'silent' });
@@ -110,7 +121,8 @@ describe('LeaseElector', () => {
     a.start();
     await until(() => a.isLeader);
     // the API starts failing every request
-    (fake.api as unknown as { request: () => Promise<never> }).request = () => Promise.reject(new Error('connection refused'));
+    (fake.api as unknown as { request: () => Promise<never> }).request = () =>
+      Promise.reject(new Error('connection refused'));
     const failingSince = Date.now();
     await until(() => !a.isLeader);
     expect(Date.now() - failingSince).toBeGreaterThanOrEqual(350);

@@ -51,7 +51,11 @@ export class LeaseElector {
   private running: Promise<void> = Promise.resolve();
 
   constructor(private readonly opts: LeaseElectorOptions) {
-    this.log = opts.logger.child({ component: 'leader', lease: `${opts.namespace}/${opts.name}`, identity: opts.identity });
+    this.log = opts.logger.child({
+      component: 'leader',
+      lease: `${opts.namespace}/${opts.name}`,
+      identity: opts.identity,
+    });
   }
 
   get isLeader(): boolean {
@@ -123,7 +127,13 @@ export class LeaseElector {
         apiVersion: 'coordination.k8s.io/v1',
         kind: 'Lease',
         metadata: { name, namespace: this.opts.namespace },
-        spec: { holderIdentity: identity, leaseDurationSeconds: durationSeconds, acquireTime: toMicroTime(now), renewTime: toMicroTime(now), leaseTransitions: 0 },
+        spec: {
+          holderIdentity: identity,
+          leaseDurationSeconds: durationSeconds,
+          acquireTime: toMicroTime(now),
+          renewTime: toMicroTime(now),
+          leaseTransitions: 0,
+        },
       };
       const created = await api.request('POST', this.path, lease, { timeoutMs });
       if (created.status === 201 || created.status === 200) {
@@ -134,7 +144,10 @@ export class LeaseElector {
       return false;
     }
     if (got.status !== 200) {
-      this.log.warn({ status: got.status, message: (got.body as { message?: string } | undefined)?.message }, 'could not read the lease');
+      this.log.warn(
+        { status: got.status, message: (got.body as { message?: string } | undefined)?.message },
+        'could not read the lease',
+      );
       return false;
     }
     const lease = got.body;
@@ -165,7 +178,11 @@ export class LeaseElector {
       this.noteLeader(identity);
       return true;
     }
-    if (put.status !== 409) this.log.warn({ status: put.status, message: (put.body as { message?: string } | undefined)?.message }, 'could not update the lease');
+    if (put.status !== 409)
+      this.log.warn(
+        { status: put.status, message: (put.body as { message?: string } | undefined)?.message },
+        'could not update the lease',
+      );
     return false;
   }
 
@@ -184,7 +201,10 @@ export class LeaseElector {
       if (got.status !== 200 || got.body.spec?.holderIdentity !== this.opts.identity) return;
       const now = toMicroTime(new Date());
       const spec = got.body.spec;
-      const released: Lease = { ...got.body, spec: { ...spec, holderIdentity: '', leaseDurationSeconds: 1, renewTime: now, acquireTime: now } };
+      const released: Lease = {
+        ...got.body,
+        spec: { ...spec, holderIdentity: '', leaseDurationSeconds: 1, renewTime: now, acquireTime: now },
+      };
       const put = await this.opts.api.request('PUT', `${this.path}/${this.opts.name}`, released);
       if (put.status === 200) this.log.info('released the lease');
       else this.log.warn({ status: put.status }, 'could not release the lease');

@@ -7,7 +7,10 @@ describe('parseAuthority', () => {
     ['web.shop.svc.cluster.local:8080', { kind: 'service', service: 'web', namespace: 'shop', port: 8080 }],
     ['web.shop.svc.cluster.local', { kind: 'service', service: 'web', namespace: 'shop', port: 80 }],
     ['WEB.shop.svc.cluster.local.:80', { kind: 'service', service: 'web', namespace: 'shop', port: 80 }],
-    ['pg-1.pg.db.svc.cluster.local:5432', { kind: 'service', hostname: 'pg-1', service: 'pg', namespace: 'db', port: 5432 }],
+    [
+      'pg-1.pg.db.svc.cluster.local:5432',
+      { kind: 'service', hostname: 'pg-1', service: 'pg', namespace: 'db', port: 5432 },
+    ],
     ['10.0.0.1:8080', { kind: 'ip', ip: '10.0.0.1', port: 8080 }],
     ['[fd00::1]:80', { kind: 'ip', ip: 'fd00::1', port: 80 }],
   ])('%s', (authority, want) => {
@@ -34,12 +37,18 @@ describe('parseAuthority', () => {
     })();
     expect(err?.code).toBe('MINIMESH_DESTINATION_INVALID_AUTHORITY');
     expect(err?.message).toContain(why);
-    expect(err?.message).toContain('expected <service>.<namespace>.svc.cluster.local[:<port>] or <hostname>.<service>.<namespace>.svc.cluster.local[:<port>]');
+    expect(err?.message).toContain(
+      'expected <service>.<namespace>.svc.cluster.local[:<port>] or <hostname>.<service>.<namespace>.svc.cluster.local[:<port>]',
+    );
   });
 
   it('Get refuses IP queries and says what to use', () => {
-    expect(() => parseServiceAuthority('10.0.0.1:80', 'cluster.local')).toThrow(/IP queries are not supported by Get; expected <service>/);
-    expect(() => parseServiceAuthority('10.0.0.1:80', 'cluster.local')).toThrow(expect.objectContaining({ code: 'MINIMESH_DESTINATION_IP_QUERY' }));
+    expect(() => parseServiceAuthority('10.0.0.1:80', 'cluster.local')).toThrow(
+      /IP queries are not supported by Get; expected <service>/,
+    );
+    expect(() => parseServiceAuthority('10.0.0.1:80', 'cluster.local')).toThrow(
+      expect.objectContaining({ code: 'MINIMESH_DESTINATION_IP_QUERY' }),
+    );
   });
 
   it('honours another cluster domain', () => {

@@ -30,7 +30,8 @@ function splitHostPort(authority: string, clusterDomain: string): { host: string
   let port = 80;
   if (portText !== undefined) {
     port = /^\d{1,5}$/.test(portText) ? Number(portText) : NaN;
-    if (!(port >= 1 && port <= 65535)) throw invalidAuthority(authority, `port "${portText}" is not a number 1-65535`, clusterDomain);
+    if (!(port >= 1 && port <= 65535))
+      throw invalidAuthority(authority, `port "${portText}" is not a number 1-65535`, clusterDomain);
   }
   return { host, port };
 }
@@ -43,16 +44,29 @@ export function parseAuthority(authority: string, clusterDomain: string): Parsed
   if (isIP(host) !== 0) return { kind: 'ip', ip: host, port };
   const name = host.toLowerCase().replace(/\.$/, '');
   const suffix = `.svc.${clusterDomain.replace(/\.$/, '')}`;
-  if (!name.endsWith(suffix)) throw invalidAuthority(authority, `"${host}" is not a name in the cluster domain ${clusterDomain}`, clusterDomain);
+  if (!name.endsWith(suffix))
+    throw invalidAuthority(authority, `"${host}" is not a name in the cluster domain ${clusterDomain}`, clusterDomain);
   const labels = name.slice(0, -suffix.length).split('.');
-  if (labels.some((l) => !DNS_LABEL.test(l))) throw invalidAuthority(authority, `"${host}" is not made of DNS labels`, clusterDomain);
-  if (labels.length === 2) return { kind: 'service', service: labels[0] as string, namespace: labels[1] as string, port };
-  if (labels.length === 3) return { kind: 'service', hostname: labels[0] as string, service: labels[1] as string, namespace: labels[2] as string, port };
+  if (labels.some((l) => !DNS_LABEL.test(l)))
+    throw invalidAuthority(authority, `"${host}" is not made of DNS labels`, clusterDomain);
+  if (labels.length === 2)
+    return { kind: 'service', service: labels[0] as string, namespace: labels[1] as string, port };
+  if (labels.length === 3)
+    return {
+      kind: 'service',
+      hostname: labels[0] as string,
+      service: labels[1] as string,
+      namespace: labels[2] as string,
+      port,
+    };
   throw invalidAuthority(authority, `"${host}" has ${labels.length} name labels before .svc`, clusterDomain);
 }
 
 /** Get serves service names only. */
-export function parseServiceAuthority(authority: string, clusterDomain: string): Extract<ParsedAuthority, { kind: 'service' }> {
+export function parseServiceAuthority(
+  authority: string,
+  clusterDomain: string,
+): Extract<ParsedAuthority, { kind: 'service' }> {
   const parsed = parseAuthority(authority, clusterDomain);
   if (parsed.kind === 'ip') {
     throw new DestinationError(

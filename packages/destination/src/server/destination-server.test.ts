@@ -23,8 +23,20 @@ const slice = (n: number) =>
   });
 
 beforeAll(async () => {
-  index.apply('service', toServiceRecord({ metadata: { name: 'web', namespace: 'shop' }, spec: { clusterIP: '10.96.0.10', ports: [{ name: 'http', port: 80, targetPort: 8080 }] } }));
-  index.apply('service', toServiceRecord({ metadata: { name: 'ext', namespace: 'shop' }, spec: { type: 'ExternalName', externalName: 'db.example.com' } }));
+  index.apply(
+    'service',
+    toServiceRecord({
+      metadata: { name: 'web', namespace: 'shop' },
+      spec: { clusterIP: '10.96.0.10', ports: [{ name: 'http', port: 80, targetPort: 8080 }] },
+    }),
+  );
+  index.apply(
+    'service',
+    toServiceRecord({
+      metadata: { name: 'ext', namespace: 'shop' },
+      spec: { type: 'ExternalName', externalName: 'db.example.com' },
+    }),
+  );
   index.apply('endpointslice', slice(0));
   server = new Server();
   server.addService(
@@ -34,10 +46,18 @@ beforeAll(async () => {
       metrics,
       logger: createLogger({ name: 'test', level: 'silent' }),
       streamQueueCapacity: 4,
-      translator: { controllerNamespace: 'minimesh', identityTrustDomain: 'cluster.local', clusterDomain: 'cluster.local', defaultOpaquePorts: parsePortRanges('t', ''), enableH2Upgrade: true },
+      translator: {
+        controllerNamespace: 'minimesh',
+        identityTrustDomain: 'cluster.local',
+        clusterDomain: 'cluster.local',
+        defaultOpaquePorts: parsePortRanges('t', ''),
+        enableH2Upgrade: true,
+      },
     }),
   );
-  const port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))));
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))),
+  );
   client = new destination.DestinationClient(`127.0.0.1:${port}`, credentials.createInsecure());
 });
 
@@ -76,7 +96,10 @@ describe('Destination gRPC handlers', () => {
     while (got.length < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
     expect(got.map((u) => u.update?.$case)).toEqual(['add', 'add', 'remove']);
     const first = got[0]?.update;
-    expect(first?.$case === 'add' && fromTcpAddress(first.value.addrs[0]?.addr)).toEqual({ ip: '10.1.0.0', port: 8080 });
+    expect(first?.$case === 'add' && fromTcpAddress(first.value.addrs[0]?.addr)).toEqual({
+      ip: '10.1.0.0',
+      port: 8080,
+    });
     call.cancel();
     await new Promise((r) => setTimeout(r, 100));
     expect(index.listenerCount()).toBe(0);

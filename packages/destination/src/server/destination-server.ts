@@ -26,11 +26,13 @@ export interface DestinationServerOptions {
 export const destinationServiceDefinition = {
   get: {
     ...destination.DestinationService.get,
-    responseSerialize: (v: destination.Update | Buffer): Buffer => (Buffer.isBuffer(v) ? v : destination.DestinationService.get.responseSerialize(v)),
+    responseSerialize: (v: destination.Update | Buffer): Buffer =>
+      Buffer.isBuffer(v) ? v : destination.DestinationService.get.responseSerialize(v),
   },
   getProfile: {
     ...destination.DestinationService.getProfile,
-    responseSerialize: (v: destination.DestinationProfile | Buffer): Buffer => (Buffer.isBuffer(v) ? v : destination.DestinationService.getProfile.responseSerialize(v)),
+    responseSerialize: (v: destination.DestinationProfile | Buffer): Buffer =>
+      Buffer.isBuffer(v) ? v : destination.DestinationService.getProfile.responseSerialize(v),
   },
 } as const;
 
@@ -107,21 +109,25 @@ export function createDestinationHandlers(opts: DestinationServerOptions): desti
       streamLog.debug('Get stream opened');
       metrics.openStreams.inc({ method: 'Get' });
       let unsubscribe = (): void => {};
-      const queue = new UpdateQueue<Buffer>(call as unknown as ServerWritableStream<unknown, Buffer>, opts.streamQueueCapacity, {
-        onSent: () => metrics.updatesSent.inc({ method: 'Get' }),
-        onOverflow: () => {
-          metrics.queueOverflows.inc({ service: serviceLabel });
-          streamLog.warn({ capacity: opts.streamQueueCapacity }, 'client fell behind: closing the stream');
-          release();
-          fail(
-            call,
-            new DestinationError(
-              'MINIMESH_DESTINATION_QUEUE_OVERFLOW',
-              `authority "${path}": more than ${opts.streamQueueCapacity} updates queued for this stream; it was closed, subscribe again`,
-            ),
-          );
+      const queue = new UpdateQueue<Buffer>(
+        call as unknown as ServerWritableStream<unknown, Buffer>,
+        opts.streamQueueCapacity,
+        {
+          onSent: () => metrics.updatesSent.inc({ method: 'Get' }),
+          onOverflow: () => {
+            metrics.queueOverflows.inc({ service: serviceLabel });
+            streamLog.warn({ capacity: opts.streamQueueCapacity }, 'client fell behind: closing the stream');
+            release();
+            fail(
+              call,
+              new DestinationError(
+                'MINIMESH_DESTINATION_QUEUE_OVERFLOW',
+                `authority "${path}": more than ${opts.streamQueueCapacity} updates queued for this stream; it was closed, subscribe again`,
+              ),
+            );
+          },
         },
-      });
+      );
       const release = onStreamEnd(call, () => {
         unsubscribe();
         queue.close();
@@ -129,7 +135,8 @@ export function createDestinationHandlers(opts: DestinationServerOptions): desti
         streamLog.debug('Get stream closed');
       });
       const listener: EndpointListener = {
-        add: (service, endpoints) => queue.push(once(endpoints, () => toAddUpdate(service, endpoints, target.port, translator))),
+        add: (service, endpoints) =>
+          queue.push(once(endpoints, () => toAddUpdate(service, endpoints, target.port, translator))),
         remove: (addresses) => queue.push(once(addresses, () => toRemoveUpdate(addresses))),
         noEndpoints: (exists) => queue.push(encodeUpdate(toNoEndpointsUpdate(exists))),
       };
@@ -159,7 +166,13 @@ export function createDestinationHandlers(opts: DestinationServerOptions): desti
           metrics.queueOverflows.inc({ service: path });
           streamLog.warn({ capacity: opts.streamQueueCapacity }, 'client fell behind: closing the stream');
           release();
-          fail(call, new DestinationError('MINIMESH_DESTINATION_QUEUE_OVERFLOW', `authority "${path}": more than ${opts.streamQueueCapacity} profiles queued; subscribe again`));
+          fail(
+            call,
+            new DestinationError(
+              'MINIMESH_DESTINATION_QUEUE_OVERFLOW',
+              `authority "${path}": more than ${opts.streamQueueCapacity} profiles queued; subscribe again`,
+            ),
+          );
         },
       });
       const release = onStreamEnd(call, () => {

@@ -36,7 +36,10 @@ const svc = (over: Partial<ServiceRecord> = {}): ServiceRecord => ({
 
 describe('ownerLabels', () => {
   it.each([
-    [{ owner: { kind: 'ReplicaSet', name: 'web-5d8f7' }, podTemplateHash: '5d8f7' }, { replicaset: 'web-5d8f7', deployment: 'web' }],
+    [
+      { owner: { kind: 'ReplicaSet', name: 'web-5d8f7' }, podTemplateHash: '5d8f7' },
+      { replicaset: 'web-5d8f7', deployment: 'web' },
+    ],
     [{ owner: { kind: 'ReplicaSet', name: 'bare-rs' } }, { replicaset: 'bare-rs' }],
     [{ owner: { kind: 'StatefulSet', name: 'pg' } }, { statefulset: 'pg' }],
     [{ owner: { kind: 'DaemonSet', name: 'agent' } }, { daemonset: 'agent' }],
@@ -47,7 +50,21 @@ describe('ownerLabels', () => {
 
 describe('toWeightedAddr', () => {
   it('a meshed pod: weight, labels, identity in both fields, h2 hint', () => {
-    const a = toWeightedAddr({ ip: '10.0.0.1', port: 8080, zone: 'z1', pod: pod({ controlPlaneNs: 'minimesh', owner: { kind: 'ReplicaSet', name: 'web-5d8f7' }, podTemplateHash: '5d8f7' }) }, svc(), 80, OPTS);
+    const a = toWeightedAddr(
+      {
+        ip: '10.0.0.1',
+        port: 8080,
+        zone: 'z1',
+        pod: pod({
+          controlPlaneNs: 'minimesh',
+          owner: { kind: 'ReplicaSet', name: 'web-5d8f7' },
+          podTemplateHash: '5d8f7',
+        }),
+      },
+      svc(),
+      80,
+      OPTS,
+    );
     expect(fromTcpAddress(a.addr)).toEqual({ ip: '10.0.0.1', port: 8080 });
     expect(a.weight).toBe(10000);
     expect(a.metricLabels).toEqual({
@@ -61,26 +78,60 @@ describe('toWeightedAddr', () => {
       zone: 'z1',
     });
     const id = 'web.shop.serviceaccount.identity.minimesh.example.org';
-    expect(a.tlsIdentity).toEqual({ strategy: { $case: 'dnsLikeIdentity', value: { name: id } }, serverName: { name: id } });
+    expect(a.tlsIdentity).toEqual({
+      strategy: { $case: 'dnsLikeIdentity', value: { name: id } },
+      serverName: { name: id },
+    });
     expect(a.protocolHint).toEqual({ protocol: { $case: 'h2', value: {} } });
   });
 
   it.each([
     ['default opaque port', pod({ controlPlaneNs: 'minimesh' }), svc(), 3306, 3306, 'opaque'],
-    ["pod annotation replaces the defaults", pod({ controlPlaneNs: 'minimesh', opaquePorts: '9000-9010' }), svc(), 3306, 3306, 'h2'],
+    [
+      'pod annotation replaces the defaults',
+      pod({ controlPlaneNs: 'minimesh', opaquePorts: '9000-9010' }),
+      svc(),
+      3306,
+      3306,
+      'h2',
+    ],
     ['pod annotation range', pod({ controlPlaneNs: 'minimesh', opaquePorts: '9000-9010' }), svc(), 9005, 80, 'opaque'],
-    ['service annotation on the service port', pod({ controlPlaneNs: 'minimesh' }), svc({ opaquePorts: '80' }), 8080, 80, 'opaque'],
-    ['unparseable annotation falls back to defaults', pod({ controlPlaneNs: 'minimesh', opaquePorts: 'mysql' }), svc(), 8080, 80, 'h2'],
+    [
+      'service annotation on the service port',
+      pod({ controlPlaneNs: 'minimesh' }),
+      svc({ opaquePorts: '80' }),
+      8080,
+      80,
+      'opaque',
+    ],
+    [
+      'unparseable annotation falls back to defaults',
+      pod({ controlPlaneNs: 'minimesh', opaquePorts: 'mysql' }),
+      svc(),
+      8080,
+      80,
+      'h2',
+    ],
   ])('%s', (_name, p, s, port, servicePort, want) => {
-    expect(toWeightedAddr({ ip: '10.0.0.1', port, pod: p }, s, servicePort, OPTS).protocolHint?.protocol?.$case).toBe(want);
+    expect(toWeightedAddr({ ip: '10.0.0.1', port, pod: p }, s, servicePort, OPTS).protocolHint?.protocol?.$case).toBe(
+      want,
+    );
   });
 
   it('an opaque endpoint also carries opaque transport to the inbound port', () => {
-    expect(toWeightedAddr({ ip: '10.0.0.1', port: 3306, pod: pod({ controlPlaneNs: 'minimesh' }) }, svc(), 3306, OPTS).protocolHint?.opaqueTransport).toEqual({ inboundPort: 4143 });
+    expect(
+      toWeightedAddr({ ip: '10.0.0.1', port: 3306, pod: pod({ controlPlaneNs: 'minimesh' }) }, svc(), 3306, OPTS)
+        .protocolHint?.opaqueTransport,
+    ).toEqual({ inboundPort: 4143 });
   });
 
   it('no h2 hint when upgrades are disabled', () => {
-    expect(toWeightedAddr({ ip: '10.0.0.1', port: 8080, pod: pod({ controlPlaneNs: 'minimesh' }) }, svc(), 80, { ...OPTS, enableH2Upgrade: false }).protocolHint).toBeUndefined();
+    expect(
+      toWeightedAddr({ ip: '10.0.0.1', port: 8080, pod: pod({ controlPlaneNs: 'minimesh' }) }, svc(), 80, {
+        ...OPTS,
+        enableH2Upgrade: false,
+      }).protocolHint,
+    ).toBeUndefined();
   });
 
   it('an unmeshed pod has neither identity nor hint', () => {
@@ -118,6 +169,9 @@ describe('toProfile', () => {
   });
 
   it('a service name answers with its FQDN and the Service annotation', () => {
-    expect(toProfile(index, { kind: 'service', namespace: 'shop', service: 'web', port: 5432 }, OPTS)).toMatchObject({ fullyQualifiedName: 'web.shop.svc.cluster.local', opaqueProtocol: true });
+    expect(toProfile(index, { kind: 'service', namespace: 'shop', service: 'web', port: 5432 }, OPTS)).toMatchObject({
+      fullyQualifiedName: 'web.shop.svc.cluster.local',
+      opaqueProtocol: true,
+    });
   });
 });

@@ -51,7 +51,8 @@ function tlsIdentity(name: string): destination.TlsIdentity {
 }
 
 function protocolHint(opaque: boolean, opts: TranslatorOptions): destination.ProtocolHint | undefined {
-  if (opaque) return { protocol: { $case: 'opaque', value: {} }, opaqueTransport: { inboundPort: DEFAULT_PORTS.inbound } };
+  if (opaque)
+    return { protocol: { $case: 'opaque', value: {} }, opaqueTransport: { inboundPort: DEFAULT_PORTS.inbound } };
   if (opts.enableH2Upgrade) return { protocol: { $case: 'h2', value: {} } };
   return undefined;
 }
@@ -60,11 +61,17 @@ function protocolHint(opaque: boolean, opts: TranslatorOptions): destination.Pro
  * One endpoint as the proxy sees it. servicePort is the port the client asked for (the Service's
  * port), used for the Service's opaque-ports annotation.
  */
-export function toWeightedAddr(ep: ResolvedEndpoint, service: ServiceRecord | undefined, servicePort: number | undefined, opts: TranslatorOptions): destination.WeightedAddr {
+export function toWeightedAddr(
+  ep: ResolvedEndpoint,
+  service: ServiceRecord | undefined,
+  servicePort: number | undefined,
+  opts: TranslatorOptions,
+): destination.WeightedAddr {
   const metricLabels: Record<string, string> = {};
   const out: destination.WeightedAddr = { addr: toTcpAddress(ep.ip, ep.port), weight: ENDPOINT_WEIGHT, metricLabels };
   if (ep.zone) metricLabels.zone = ep.zone;
-  const serviceOpaque = servicePort !== undefined && service?.opaquePorts !== undefined && isOpaqueOnService(service, servicePort, opts);
+  const serviceOpaque =
+    servicePort !== undefined && service?.opaquePorts !== undefined && isOpaqueOnService(service, servicePort, opts);
   const pod = ep.pod;
   if (pod) {
     metricLabels.pod = pod.name;
@@ -78,7 +85,12 @@ export function toWeightedAddr(ep: ResolvedEndpoint, service: ServiceRecord | un
       if (hint) out.protocolHint = hint;
       if (pod.controlPlaneNs === opts.controllerNamespace) {
         out.tlsIdentity = tlsIdentity(
-          toIdentityName({ serviceAccount: pod.serviceAccount, namespace: pod.namespace, controlPlaneNamespace: opts.controllerNamespace, trustDomain: opts.identityTrustDomain }),
+          toIdentityName({
+            serviceAccount: pod.serviceAccount,
+            namespace: pod.namespace,
+            controlPlaneNamespace: opts.controllerNamespace,
+            trustDomain: opts.identityTrustDomain,
+          }),
         );
       }
     }
@@ -90,13 +102,21 @@ export function toWeightedAddr(ep: ResolvedEndpoint, service: ServiceRecord | un
     if (ew.identity !== '') {
       const hint = protocolHint(serviceOpaque || portInRanges(ep.port, opts.defaultOpaquePorts), opts);
       if (hint) out.protocolHint = hint;
-      out.tlsIdentity = { strategy: { $case: 'dnsLikeIdentity', value: { name: ew.identity } }, serverName: { name: ew.serverName || ew.identity } };
+      out.tlsIdentity = {
+        strategy: { $case: 'dnsLikeIdentity', value: { name: ew.identity } },
+        serverName: { name: ew.serverName || ew.identity },
+      };
     }
   }
   return out;
 }
 
-export function toAddUpdate(service: ServiceRecord, endpoints: readonly ResolvedEndpoint[], servicePort: number | undefined, opts: TranslatorOptions): destination.Update {
+export function toAddUpdate(
+  service: ServiceRecord,
+  endpoints: readonly ResolvedEndpoint[],
+  servicePort: number | undefined,
+  opts: TranslatorOptions,
+): destination.Update {
   return {
     update: {
       $case: 'add',

@@ -3,13 +3,29 @@ import { portInRanges } from '@minimesh/config';
 import { toTcpAddress, type destination } from '@minimesh/proto';
 import type { EndpointIndex } from '../index/endpoint-index.js';
 import type { ParsedAuthority } from './authority.js';
-import { ENDPOINT_WEIGHT, isOpaqueOnPod, isOpaqueOnService, toWeightedAddr, type TranslatorOptions } from './endpoint-translator.js';
+import {
+  ENDPOINT_WEIGHT,
+  isOpaqueOnPod,
+  isOpaqueOnService,
+  toWeightedAddr,
+  type TranslatorOptions,
+} from './endpoint-translator.js';
 
 /** Linkerd's default retry budget: 20 % extra load, at least 10 retries/s, over a 10 s window. */
-export const DEFAULT_RETRY_BUDGET: destination.RetryBudget = { retryRatio: 0.2, minRetriesPerSecond: 10, ttl: { seconds: 10n, nanos: 0 } };
+export const DEFAULT_RETRY_BUDGET: destination.RetryBudget = {
+  retryRatio: 0.2,
+  minRetriesPerSecond: 10,
+  ttl: { seconds: 10n, nanos: 0 },
+};
 
 function emptyProfile(): destination.DestinationProfile {
-  return { routes: [], retryBudget: DEFAULT_RETRY_BUDGET, dstOverrides: [], opaqueProtocol: false, fullyQualifiedName: '' };
+  return {
+    routes: [],
+    retryBudget: DEFAULT_RETRY_BUDGET,
+    dstOverrides: [],
+    opaqueProtocol: false,
+    fullyQualifiedName: '',
+  };
 }
 
 export function serviceFqdn(name: string, namespace: string, clusterDomain: string): string {
@@ -23,7 +39,11 @@ export function serviceFqdn(name: string, namespace: string, clusterDomain: stri
  * - a Service name: its name and opaque-ness; with a hostname, that instance as the endpoint;
  * - an unknown IP: the bare address, opaque when the port is one of the default opaque ports.
  */
-export function toProfile(index: EndpointIndex, target: ParsedAuthority, opts: TranslatorOptions): destination.DestinationProfile {
+export function toProfile(
+  index: EndpointIndex,
+  target: ParsedAuthority,
+  opts: TranslatorOptions,
+): destination.DestinationProfile {
   const profile = emptyProfile();
   if (target.kind === 'ip') {
     const service = index.serviceByClusterIp(target.ip);

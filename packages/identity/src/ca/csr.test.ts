@@ -39,10 +39,18 @@ describe('validateCsr', () => {
     ['a P-384 key', { kind: 'P-384', dns: [ID] }, /key is ECDSA P-384, expected ECDSA P-256/],
     ['no SAN at all', { cn: ID }, /has 0 DNS SANs \(none\), expected exactly one/],
     ['two DNS SANs', { dns: [ID, `other.${ID}`] }, /has 2 DNS SANs/],
-    ['a different DNS SAN', { dns: ['db.default.serviceaccount.identity.minimesh.cluster.local'] }, /DNS SAN "db\.default.*" does not match the requested identity/],
+    [
+      'a different DNS SAN',
+      { dns: ['db.default.serviceaccount.identity.minimesh.cluster.local'] },
+      /DNS SAN "db\.default.*" does not match the requested identity/,
+    ],
     ['a different CN', { dns: [ID], cn: 'db.default' }, /CommonName "db.default" does not match/],
     ['an IP SAN', { dns: [ID], ips: ['10.1.2.3'] }, /has ip SAN "0a010203"; only one DNS SAN is allowed/],
-    ['a URI SAN', { dns: [ID], uris: ['spiffe://cluster.local/ns/default/sa/web'] }, /has uri SAN "spiffe:\/\/cluster.local\/ns\/default\/sa\/web"/],
+    [
+      'a URI SAN',
+      { dns: [ID], uris: ['spiffe://cluster.local/ns/default/sa/web'] },
+      /has uri SAN "spiffe:\/\/cluster.local\/ns\/default\/sa\/web"/,
+    ],
     ['an email SAN', { dns: [ID], emails: ['web@example.com'] }, /has email SAN "web@example.com"/],
     ['only an IP SAN', { ips: ['10.1.2.3'] }, /has ip SAN/],
   ];
@@ -92,6 +100,8 @@ describe('validateCsr', () => {
   });
 
   it('refuses a truncated CSR', () => {
-    expect(() => validateCsr(good.subarray(0, good.length - 5), ID)).toThrow(/CSR: not a DER-encoded PKCS#10 certificate request \(truncated/);
+    expect(() => validateCsr(good.subarray(0, good.length - 5), ID)).toThrow(
+      /CSR: not a DER-encoded PKCS#10 certificate request \(truncated/,
+    );
   });
 });

@@ -56,7 +56,11 @@ export interface ParsedCsr {
 }
 
 function fail(problem: string, cause?: unknown): never {
-  throw new IdentityError('MINIMESH_IDENTITY_CSR_INVALID', `CSR: ${problem}`, cause === undefined ? undefined : { cause });
+  throw new IdentityError(
+    'MINIMESH_IDENTITY_CSR_INVALID',
+    `CSR: ${problem}`,
+    cause === undefined ? undefined : { cause },
+  );
 }
 
 function at<T>(list: T[], i: number, what: string): T {
@@ -74,7 +78,8 @@ function readSans(extnValue: Buffer): ParsedCsr['sans'] {
   const names = readOne(extnValue, 0x30);
   return children(names.value).map((gn) => {
     const kind = SAN_KINDS[gn.tag] ?? `tag-0x${gn.tag.toString(16)}`;
-    const text = kind === 'dns' || kind === 'uri' || kind === 'email' ? gn.value.toString('latin1') : gn.value.toString('hex');
+    const text =
+      kind === 'dns' || kind === 'uri' || kind === 'email' ? gn.value.toString('latin1') : gn.value.toString('hex');
     return { kind, value: text };
   });
 }
@@ -105,7 +110,10 @@ export function parseCsr(der: Buffer): ParsedCsr {
         if (type && value && decodeOid(expectTag(type, 0x06, 'attribute type').value) === OID.commonName) {
           if (commonName !== undefined) throw new DerError('subject has more than one CommonName');
           // BMPString is big-endian UCS-2; everything else a CN may be is ASCII-compatible.
-          commonName = value.tag === 0x1e && value.value.length % 2 === 0 ? Buffer.from(value.value).swap16().toString('utf16le') : value.value.toString('utf8');
+          commonName =
+            value.tag === 0x1e && value.value.length % 2 === 0
+              ? Buffer.from(value.value).swap16().toString('utf16le')
+              : value.value.toString('utf8');
         }
       }
     }
@@ -139,8 +147,18 @@ export function parseCsr(der: Buffer): ParsedCsr {
         }
       }
     }
-    const signatureAlgorithm = decodeOid(expectTag(at(sigAlg, 0, 'signature algorithm OID'), 0x06, 'signature algorithm OID').value);
-    return { commonName, sans, keyAlgorithm, publicKeyInfo: spki.raw, signedBytes: info.raw, signatureAlgorithm, signature: sigBits.subarray(1) };
+    const signatureAlgorithm = decodeOid(
+      expectTag(at(sigAlg, 0, 'signature algorithm OID'), 0x06, 'signature algorithm OID').value,
+    );
+    return {
+      commonName,
+      sans,
+      keyAlgorithm,
+      publicKeyInfo: spki.raw,
+      signedBytes: info.raw,
+      signatureAlgorithm,
+      signature: sigBits.subarray(1),
+    };
   } catch (err) {
     if (err instanceof DerError) fail(`not a DER-encoded PKCS#10 certificate request (${err.message})`, err);
     throw err;
@@ -193,8 +211,12 @@ export function validateCsr(der: Buffer, identity: string): ValidCsr {
   }
   if (!ok) fail('signature does not verify with its own public key');
   const forbidden = csr.sans.filter((s) => s.kind !== 'dns');
-  if (forbidden.length > 0) fail(`has ${forbidden.map((s) => `${s.kind} SAN "${s.value}"`).join(', ')}; only one DNS SAN is allowed`);
-  if (csr.sans.length !== 1) fail(`has ${csr.sans.length} DNS SANs (${csr.sans.map((s) => s.value).join(', ') || 'none'}), expected exactly one: ${identity}`);
+  if (forbidden.length > 0)
+    fail(`has ${forbidden.map((s) => `${s.kind} SAN "${s.value}"`).join(', ')}; only one DNS SAN is allowed`);
+  if (csr.sans.length !== 1)
+    fail(
+      `has ${csr.sans.length} DNS SANs (${csr.sans.map((s) => s.value).join(', ') || 'none'}), expected exactly one: ${identity}`,
+    );
   const dns = (csr.sans[0] as { value: string }).value;
   if (dns !== identity) fail(`DNS SAN "${dns}" does not match the requested identity "${identity}"`);
   if (csr.commonName !== undefined && csr.commonName !== '' && csr.commonName !== identity) {

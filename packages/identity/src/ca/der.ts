@@ -40,14 +40,15 @@ export function readTlv(buf: Buffer, offset = 0): Tlv {
 export function readOne(buf: Buffer, expectTag?: number): Tlv {
   const t = readTlv(buf, 0);
   if (t.raw.length !== buf.length) throw new DerError('trailing bytes after the value');
-  if (expectTag !== undefined && t.tag !== expectTag) throw new DerError(`expected tag 0x${expectTag.toString(16)}, got 0x${t.tag.toString(16)}`);
+  if (expectTag !== undefined && t.tag !== expectTag)
+    throw new DerError(`expected tag 0x${expectTag.toString(16)}, got 0x${t.tag.toString(16)}`);
   return t;
 }
 
 /** The children of a constructed value. */
 export function children(value: Buffer): Tlv[] {
   const out: Tlv[] = [];
-  for (let off = 0; off < value.length; ) {
+  for (let off = 0; off < value.length;) {
     const t = readTlv(value, off);
     out.push(t);
     off += t.raw.length;

@@ -69,7 +69,11 @@ const OID = {
 };
 
 function invalid(file: string, problem: string, cause?: unknown): IdentityError {
-  return new IdentityError('MINIMESH_IDENTITY_ISSUER_INVALID', `${file}: ${problem}`, cause === undefined ? undefined : { cause });
+  return new IdentityError(
+    'MINIMESH_IDENTITY_ISSUER_INVALID',
+    `${file}: ${problem}`,
+    cause === undefined ? undefined : { cause },
+  );
 }
 
 /** Splits a PEM bundle into certificates; names the file when a block does not parse. */
@@ -91,7 +95,8 @@ export function parseTrustAnchors(pem: string, file: string): X509Certificate[] 
   } catch (err) {
     throw new IdentityError('MINIMESH_IDENTITY_TRUST_ANCHORS_INVALID', (err as Error).message, { cause: err });
   }
-  if (anchors.length === 0) throw new IdentityError('MINIMESH_IDENTITY_TRUST_ANCHORS_INVALID', `${file}: holds no PEM certificate`);
+  if (anchors.length === 0)
+    throw new IdentityError('MINIMESH_IDENTITY_TRUST_ANCHORS_INVALID', `${file}: holds no PEM certificate`);
   return anchors;
 }
 
@@ -100,7 +105,11 @@ export async function readTrustAnchors(file: string): Promise<X509Certificate[]>
   try {
     pem = await readFile(file, 'utf8');
   } catch (err) {
-    throw new IdentityError('MINIMESH_IDENTITY_TRUST_ANCHORS_INVALID', `${file}: cannot read the trust anchors (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`, { cause: err });
+    throw new IdentityError(
+      'MINIMESH_IDENTITY_TRUST_ANCHORS_INVALID',
+      `${file}: cannot read the trust anchors (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`,
+      { cause: err },
+    );
   }
   return parseTrustAnchors(pem, file);
 }
@@ -184,7 +193,8 @@ export function parseIssuer(opts: ParseIssuerOptions): Issuer {
   } catch (err) {
     throw invalid(keyFile, `cannot read the private key (${(err as Error).message.split('\n')[0]})`, err);
   }
-  if (!certificate.checkPrivateKey(privateKey)) throw invalid(keyFile, `private key does not match the issuer certificate in ${certFile}`);
+  if (!certificate.checkPrivateKey(privateKey))
+    throw invalid(keyFile, `private key does not match the issuer certificate in ${certFile}`);
 
   let keyAlgorithm: string;
   let signatureHash: Issuer['signatureHash'];
@@ -195,9 +205,16 @@ export function parseIssuer(opts: ParseIssuerOptions): Issuer {
   } else if (privateKey.asymmetricKeyType === 'ec' && curve === 'secp384r1') {
     [keyAlgorithm, signatureHash, signatureAlgorithm] = ['ECDSA P-384', 'sha384', seq(encodeOid(OID.ecdsaWithSha384))];
   } else if (privateKey.asymmetricKeyType === 'rsa') {
-    [keyAlgorithm, signatureHash, signatureAlgorithm] = ['RSA', 'sha256', seq(encodeOid(OID.sha256WithRsa), Buffer.from([0x05, 0x00]))];
+    [keyAlgorithm, signatureHash, signatureAlgorithm] = [
+      'RSA',
+      'sha256',
+      seq(encodeOid(OID.sha256WithRsa), Buffer.from([0x05, 0x00])),
+    ];
   } else {
-    throw invalid(keyFile, `key type ${privateKey.asymmetricKeyType ?? 'unknown'}${curve ? ` (${curve})` : ''} is not supported: expected ECDSA P-256, ECDSA P-384 or RSA`);
+    throw invalid(
+      keyFile,
+      `key type ${privateKey.asymmetricKeyType ?? 'unknown'}${curve ? ` (${curve})` : ''} is not supported: expected ECDSA P-256, ECDSA P-384 or RSA`,
+    );
   }
 
   // Chain: issuer → (intermediates from the cert file) → one of the anchors.
@@ -212,7 +229,10 @@ export function parseIssuer(opts: ParseIssuerOptions): Issuer {
     current = next;
   }
   if (!anchor) {
-    throw invalid(certFile, `issuer "${describeSubject(certificate)}" does not chain to the trust anchors (${opts.anchors.map(describeSubject).join('; ')})`);
+    throw invalid(
+      certFile,
+      `issuer "${describeSubject(certificate)}" does not chain to the trust anchors (${opts.anchors.map(describeSubject).join('; ')})`,
+    );
   }
 
   // Leaves carry the issuer and the intermediates, never a self-signed root.
@@ -225,7 +245,11 @@ export function parseIssuer(opts: ParseIssuerOptions): Issuer {
   }
   if (now < fields.notBefore) throw invalid(certFile, `issuer is not valid before ${fields.notBefore.toISOString()}`);
   if (now > fields.notAfter) throw invalid(certFile, `issuer expired at ${fields.notAfter.toISOString()}`);
-  if (now > notAfter) throw invalid(certFile, `a certificate between the issuer and the trust anchor (or the anchor) expired at ${notAfter.toISOString()}`);
+  if (now > notAfter)
+    throw invalid(
+      certFile,
+      `a certificate between the issuer and the trust anchor (or the anchor) expired at ${notAfter.toISOString()}`,
+    );
 
   return {
     certificate,
@@ -246,18 +270,34 @@ export function parseIssuer(opts: ParseIssuerOptions): Issuer {
 }
 
 /** Reads and validates the issuer in `dir` under `scheme`. */
-export async function loadIssuer(opts: { dir: string; scheme: IssuerScheme; anchors: X509Certificate[]; now?: Date }): Promise<Issuer> {
+export async function loadIssuer(opts: {
+  dir: string;
+  scheme: IssuerScheme;
+  anchors: X509Certificate[];
+  now?: Date;
+}): Promise<Issuer> {
   const { certFile, keyFile } = issuerFiles(opts.dir, opts.scheme);
   const read = async (file: string, what: string): Promise<string> => {
     try {
       return await readFile(file, 'utf8');
     } catch (err) {
-      throw invalid(file, `cannot read the ${what} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`, err);
+      throw invalid(
+        file,
+        `cannot read the ${what} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`,
+        err,
+      );
     }
   };
   // One after the other, so that when both are missing the error names the certificate every time
   // (with Promise.all the first rejection to arrive won, and it varied from run to run).
   const certPem = await read(certFile, 'issuer certificate');
   const keyPem = await read(keyFile, 'issuer key');
-  return parseIssuer({ certPem, keyPem, anchors: opts.anchors, certFile, keyFile, ...(opts.now ? { now: opts.now } : {}) });
+  return parseIssuer({
+    certPem,
+    keyPem,
+    anchors: opts.anchors,
+    certFile,
+    keyFile,
+    ...(opts.now ? { now: opts.now } : {}),
+  });
 }

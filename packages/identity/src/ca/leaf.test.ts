@@ -16,7 +16,13 @@ let issuer: Issuer;
 let spki: Buffer;
 
 async function issuerFrom(ca: Ca): Promise<Issuer> {
-  return parseIssuer({ certPem: ca.certPem, keyPem: await privateKeyPem(ca.keys), anchors: parseTrustAnchors(root.certPem, 'ca.crt'), certFile: 'crt.pem', keyFile: 'key.pem' });
+  return parseIssuer({
+    certPem: ca.certPem,
+    keyPem: await privateKeyPem(ca.keys),
+    anchors: parseTrustAnchors(root.certPem, 'ca.crt'),
+    certFile: 'crt.pem',
+    keyFile: 'key.pem',
+  });
 }
 
 beforeAll(async () => {
@@ -62,7 +68,13 @@ describe('buildLeaf', () => {
   });
 
   it('uses a fresh positive 128-bit-ish serial each time', () => {
-    const serials = new Set(Array.from({ length: 50 }, () => buildLeaf({ issuer, identity: ID, publicKeyInfo: spki, lifetime: LIFETIME, clockSkew: SKEW }).serial.toString('hex')));
+    const serials = new Set(
+      Array.from({ length: 50 }, () =>
+        buildLeaf({ issuer, identity: ID, publicKeyInfo: spki, lifetime: LIFETIME, clockSkew: SKEW }).serial.toString(
+          'hex',
+        ),
+      ),
+    );
     expect(serials.size).toBe(50);
     for (const s of serials) expect(Number.parseInt(s.slice(0, 2), 16)).toBeGreaterThanOrEqual(0x40);
   });
@@ -112,10 +124,15 @@ describe('buildLeaf', () => {
 describe('leafValidity', () => {
   it('floors to whole seconds and takes the earlier end', () => {
     const now = new Date('2026-01-01T00:00:00.900Z');
-    expect(leafValidity({ now, lifetime: HOUR, clockSkew: 10_000, issuerNotAfter: new Date('2027-01-01T00:00:00Z') })).toEqual({
+    expect(
+      leafValidity({ now, lifetime: HOUR, clockSkew: 10_000, issuerNotAfter: new Date('2027-01-01T00:00:00Z') }),
+    ).toEqual({
       notBefore: new Date('2025-12-31T23:59:50.000Z'),
       notAfter: new Date('2026-01-01T01:00:10.000Z'),
     });
-    expect(leafValidity({ now, lifetime: HOUR, clockSkew: 10_000, issuerNotAfter: new Date('2026-01-01T00:30:00.700Z') }).notAfter).toEqual(new Date('2026-01-01T00:30:00.000Z'));
+    expect(
+      leafValidity({ now, lifetime: HOUR, clockSkew: 10_000, issuerNotAfter: new Date('2026-01-01T00:30:00.700Z') })
+        .notAfter,
+    ).toEqual(new Date('2026-01-01T00:30:00.000Z'));
   });
 });

@@ -30,8 +30,15 @@ export interface Leaf {
 // Constant pieces of every leaf.
 const VERSION_3 = tlv(0xa0, tlv(0x02, Buffer.from([2])));
 const EXT_BASIC_CONSTRAINTS = seq(encodeOid('2.5.29.19'), tlv(0x01, Buffer.from([0xff])), octetString(seq()));
-const EXT_KEY_USAGE = seq(encodeOid('2.5.29.15'), tlv(0x01, Buffer.from([0xff])), octetString(tlv(0x03, Buffer.from([0x07, 0x80]))));
-const EXT_EXT_KEY_USAGE = seq(encodeOid('2.5.29.37'), octetString(seq(encodeOid('1.3.6.1.5.5.7.3.1'), encodeOid('1.3.6.1.5.5.7.3.2'))));
+const EXT_KEY_USAGE = seq(
+  encodeOid('2.5.29.15'),
+  tlv(0x01, Buffer.from([0xff])),
+  octetString(tlv(0x03, Buffer.from([0x07, 0x80]))),
+);
+const EXT_EXT_KEY_USAGE = seq(
+  encodeOid('2.5.29.37'),
+  octetString(seq(encodeOid('1.3.6.1.5.5.7.3.1'), encodeOid('1.3.6.1.5.5.7.3.2'))),
+);
 const OID_SAN = encodeOid('2.5.29.17');
 const OID_AKI = encodeOid('2.5.29.35');
 const OID_CN = encodeOid('2.5.4.3');
@@ -45,7 +52,10 @@ export function randomSerial(): Buffer {
 }
 
 /** NotBefore = now − skew; NotAfter = min(now + lifetime + skew, issuer NotAfter); whole seconds. */
-export function leafValidity(opts: { now: Date; lifetime: number; clockSkew: number; issuerNotAfter: Date }): { notBefore: Date; notAfter: Date } {
+export function leafValidity(opts: { now: Date; lifetime: number; clockSkew: number; issuerNotAfter: Date }): {
+  notBefore: Date;
+  notAfter: Date;
+} {
   const floor = (ms: number): Date => new Date(Math.floor(ms / 1000) * 1000);
   const notBefore = floor(opts.now.getTime() - opts.clockSkew);
   const wanted = floor(opts.now.getTime() + opts.lifetime + opts.clockSkew);
@@ -56,13 +66,20 @@ export function leafValidity(opts: { now: Date; lifetime: number; clockSkew: num
 /** Builds and signs a leaf. Throws MINIMESH_IDENTITY_SIGN_FAILED if the key refuses to sign. */
 export function buildLeaf(opts: LeafOptions): Leaf {
   const { issuer, identity } = opts;
-  const { notBefore, notAfter } = leafValidity({ now: opts.now ?? new Date(), lifetime: opts.lifetime, clockSkew: opts.clockSkew, issuerNotAfter: issuer.notAfter });
+  const { notBefore, notAfter } = leafValidity({
+    now: opts.now ?? new Date(),
+    lifetime: opts.lifetime,
+    clockSkew: opts.clockSkew,
+    issuerNotAfter: issuer.notAfter,
+  });
   const serial = opts.serial ?? randomSerial();
   const name = Buffer.from(identity, 'utf8');
   // RFC 5280: CN is at most 64 characters; with an empty subject the SAN must be critical.
   const withCn = identity.length <= 64;
   const subject = withCn ? seq(tlv(0x31, seq(OID_CN, tlv(0x0c, name)))) : seq();
-  const san = withCn ? seq(OID_SAN, octetString(seq(tlv(0x82, name)))) : seq(OID_SAN, CRITICAL, octetString(seq(tlv(0x82, name))));
+  const san = withCn
+    ? seq(OID_SAN, octetString(seq(tlv(0x82, name))))
+    : seq(OID_SAN, CRITICAL, octetString(seq(tlv(0x82, name))));
   const extensions = [EXT_BASIC_CONSTRAINTS, EXT_KEY_USAGE, EXT_EXT_KEY_USAGE, san];
   if (issuer.subjectKeyId) extensions.push(seq(OID_AKI, octetString(seq(tlv(0x80, issuer.subjectKeyId)))));
   const tbs = seq(
@@ -79,7 +96,11 @@ export function buildLeaf(opts: LeafOptions): Leaf {
   try {
     signature = sign(issuer.signatureHash, tbs, issuer.privateKey);
   } catch (err) {
-    throw new IdentityError('MINIMESH_IDENTITY_SIGN_FAILED', `signing the leaf for ${identity} with issuer ${issuer.fingerprint} failed`, { cause: err });
+    throw new IdentityError(
+      'MINIMESH_IDENTITY_SIGN_FAILED',
+      `signing the leaf for ${identity} with issuer ${issuer.fingerprint} failed`,
+      { cause: err },
+    );
   }
   return { der: seq(tbs, issuer.signatureAlgorithm, bitString(signature)), notBefore, notAfter, serial };
 }

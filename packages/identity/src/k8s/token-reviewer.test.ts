@@ -10,14 +10,24 @@ let reviewer: KubeTokenReviewer;
 beforeAll(async () => {
   api = await startFakeApiServer();
   api.tokens.set('good-token', { username: 'system:serviceaccount:default:web', audiences: [AUD] });
-  api.tokens.set('other-aud-token', { username: 'system:serviceaccount:default:web', audiences: ['https://kubernetes.default.svc'] });
-  reviewer = createKubeTokenReviewer({ kubeConfig: loadKubeConfig(await api.kubeconfig()), audience: AUD, timeoutMs: 2000 });
+  api.tokens.set('other-aud-token', {
+    username: 'system:serviceaccount:default:web',
+    audiences: ['https://kubernetes.default.svc'],
+  });
+  reviewer = createKubeTokenReviewer({
+    kubeConfig: loadKubeConfig(await api.kubeconfig()),
+    audience: AUD,
+    timeoutMs: 2000,
+  });
 });
 afterAll(() => api.close());
 
 describe('createKubeTokenReviewer (against a stand-in API server)', () => {
   it('sends the token with our audience and returns the user', async () => {
-    expect(await reviewer.review('good-token')).toEqual({ authenticated: true, username: 'system:serviceaccount:default:web' });
+    expect(await reviewer.review('good-token')).toEqual({
+      authenticated: true,
+      username: 'system:serviceaccount:default:web',
+    });
     expect(api.reviews.at(-1)).toEqual({ token: 'good-token', audiences: [AUD] });
   });
 
@@ -39,7 +49,9 @@ describe('createKubeTokenReviewer (against a stand-in API server)', () => {
     } catch (err) {
       expect(err).toBeInstanceOf(IdentityError);
       expect((err as IdentityError).code).toBe('MINIMESH_IDENTITY_TOKEN_REVIEW_FAILED');
-      expect((err as Error).message).toBe('TokenReview: API server answered HTTP 403 Forbidden: the fake API server was told to fail');
+      expect((err as Error).message).toBe(
+        'TokenReview: API server answered HTTP 403 Forbidden: the fake API server was told to fail',
+      );
       expect(JSON.stringify(err, Object.getOwnPropertyNames(err))).not.toContain('good-token');
     } finally {
       api.failWith = undefined;
@@ -48,7 +60,11 @@ describe('createKubeTokenReviewer (against a stand-in API server)', () => {
 
   it('probes GET /version, and fails the probe when the server is gone', async () => {
     await expect(reviewer.probe()).resolves.toBeUndefined();
-    const gone = createKubeTokenReviewer({ kubeConfig: loadKubeConfig(await api.kubeconfig()), audience: AUD, timeoutMs: 500 });
+    const gone = createKubeTokenReviewer({
+      kubeConfig: loadKubeConfig(await api.kubeconfig()),
+      audience: AUD,
+      timeoutMs: 500,
+    });
     api.failWith = 503;
     await expect(gone.probe()).rejects.toThrow(/^API server: API server answered HTTP 503/);
     api.failWith = undefined;

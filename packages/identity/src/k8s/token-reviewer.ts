@@ -2,9 +2,7 @@
 import { ApiException, AuthenticationV1Api, KubeConfig, VersionApi } from '@kubernetes/client-node';
 import { IdentityError } from '../errors.js';
 
-export type TokenReviewResult =
-  | { authenticated: true; username: string }
-  | { authenticated: false; reason: string };
+export type TokenReviewResult = { authenticated: true; username: string } | { authenticated: false; reason: string };
 
 /** The one thing Certify needs from Kubernetes. Tests and the benchmark inject their own. */
 export interface TokenReviewer {
@@ -23,13 +21,21 @@ export function loadKubeConfig(file: string | undefined, env: NodeJS.ProcessEnv 
     try {
       kc.loadFromFile(file);
     } catch (err) {
-      throw new IdentityError('MINIMESH_IDENTITY_KUBECONFIG_INVALID', `${file}: cannot load the kubeconfig (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`, { cause: err });
+      throw new IdentityError(
+        'MINIMESH_IDENTITY_KUBECONFIG_INVALID',
+        `${file}: cannot load the kubeconfig (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`,
+        { cause: err },
+      );
     }
-    if (!kc.getCurrentCluster()) throw new IdentityError('MINIMESH_IDENTITY_KUBECONFIG_INVALID', `${file}: the kubeconfig has no current cluster`);
+    if (!kc.getCurrentCluster())
+      throw new IdentityError('MINIMESH_IDENTITY_KUBECONFIG_INVALID', `${file}: the kubeconfig has no current cluster`);
     return kc;
   }
   if (!env.KUBERNETES_SERVICE_HOST) {
-    throw new IdentityError('MINIMESH_IDENTITY_KUBECONFIG_INVALID', '--kubeconfig: not given, and not running in a cluster (KUBERNETES_SERVICE_HOST is unset)');
+    throw new IdentityError(
+      'MINIMESH_IDENTITY_KUBECONFIG_INVALID',
+      '--kubeconfig: not given, and not running in a cluster (KUBERNETES_SERVICE_HOST is unset)',
+    );
   }
   kc.loadFromCluster();
   return kc;
@@ -65,7 +71,11 @@ function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   return Promise.race([p, t]).finally(() => clearTimeout(timer));
 }
 
-export function createKubeTokenReviewer(opts: { kubeConfig: KubeConfig; audience: string; timeoutMs?: number }): KubeTokenReviewer {
+export function createKubeTokenReviewer(opts: {
+  kubeConfig: KubeConfig;
+  audience: string;
+  timeoutMs?: number;
+}): KubeTokenReviewer {
   const auth = opts.kubeConfig.makeApiClient(AuthenticationV1Api);
   const version = opts.kubeConfig.makeApiClient(VersionApi);
   const timeoutMs = opts.timeoutMs ?? 10_000;
@@ -74,7 +84,13 @@ export function createKubeTokenReviewer(opts: { kubeConfig: KubeConfig; audience
       let res;
       try {
         res = await withTimeout(
-          auth.createTokenReview({ body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', spec: { token, audiences: [opts.audience] } } }),
+          auth.createTokenReview({
+            body: {
+              apiVersion: 'authentication.k8s.io/v1',
+              kind: 'TokenReview',
+              spec: { token, audiences: [opts.audience] },
+            },
+          }),
           timeoutMs,
           'TokenReview',
         );
@@ -84,7 +100,10 @@ export function createKubeTokenReviewer(opts: { kubeConfig: KubeConfig; audience
       }
       const status = res.status ?? {};
       if (!status.authenticated) {
-        return { authenticated: false, reason: status.error ? status.error : 'the API server did not authenticate the token' };
+        return {
+          authenticated: false,
+          reason: status.error ? status.error : 'the API server did not authenticate the token',
+        };
       }
       // The API server echoes the audiences it validated; insist that ours is among them.
       if (!(status.audiences ?? []).includes(opts.audience)) {

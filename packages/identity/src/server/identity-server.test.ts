@@ -23,7 +23,13 @@ const registry = new Registry();
 beforeAll(async () => {
   const root = await createRootCa();
   const ca = await createIntermediateCa(root);
-  issuer = parseIssuer({ certPem: ca.certPem, keyPem: await privateKeyPem(ca.keys), anchors: parseTrustAnchors(root.certPem, 'ca.crt'), certFile: 'crt.pem', keyFile: 'key.pem' });
+  issuer = parseIssuer({
+    certPem: ca.certPem,
+    keyPem: await privateKeyPem(ca.keys),
+    anchors: parseTrustAnchors(root.certPem, 'ca.crt'),
+    certFile: 'crt.pem',
+    keyFile: 'key.pem',
+  });
   current = issuer;
   const out = new PassThrough();
   out.on('data', (d) => (logs += String(d)));
@@ -32,8 +38,14 @@ beforeAll(async () => {
     issuer: () => current,
     reviewer: {
       async review(token) {
-        if (apiDown) throw new IdentityError('MINIMESH_IDENTITY_TOKEN_REVIEW_FAILED', 'TokenReview: connect ECONNREFUSED 127.0.0.1:6443');
-        return token === 'web-secret-token' ? { authenticated: true, username: 'system:serviceaccount:default:web' } : { authenticated: false, reason: 'invalid bearer token' };
+        if (apiDown)
+          throw new IdentityError(
+            'MINIMESH_IDENTITY_TOKEN_REVIEW_FAILED',
+            'TokenReview: connect ECONNREFUSED 127.0.0.1:6443',
+          );
+        return token === 'web-secret-token'
+          ? { authenticated: true, username: 'system:serviceaccount:default:web' }
+          : { authenticated: false, reason: 'invalid bearer token' };
       },
     },
     controllerNamespace: 'minimesh',
@@ -41,7 +53,13 @@ beforeAll(async () => {
     lifetime: 86_400_000,
     clockSkew: 20_000,
   });
-  server = await startIdentityServer({ addr: '127.0.0.1:0', certifier, logger, metrics: createIdentityMetrics(registry, () => current), serving: () => current !== undefined });
+  server = await startIdentityServer({
+    addr: '127.0.0.1:0',
+    certifier,
+    logger,
+    metrics: createIdentityMetrics(registry, () => current),
+    serving: () => current !== undefined,
+  });
   client = new identity.IdentityClient(`127.0.0.1:${server.port}`, grpc.credentials.createInsecure());
 });
 afterAll(async () => {
@@ -49,14 +67,20 @@ afterAll(async () => {
   await server.close();
 });
 
-function certify(req: identity.CertifyRequest): Promise<{ err: grpc.ServiceError | null; res?: identity.CertifyResponse }> {
+function certify(
+  req: identity.CertifyRequest,
+): Promise<{ err: grpc.ServiceError | null; res?: identity.CertifyResponse }> {
   return new Promise((resolve) => client.certify(req, (err, res) => resolve({ err, res })));
 }
 
 describe('identity gRPC server', () => {
   it('answers Certify with leaf, chain and valid_until as a Timestamp', async () => {
     const { der } = await createCsr({ dns: [WEB] });
-    const { err, res } = await certify({ identity: WEB, token: Buffer.from('web-secret-token'), certificateSigningRequest: der });
+    const { err, res } = await certify({
+      identity: WEB,
+      token: Buffer.from('web-secret-token'),
+      certificateSigningRequest: der,
+    });
     expect(err).toBeNull();
     expect(res?.intermediateCertificates).toEqual(issuer.chain);
     expect(res?.validUntil).toBeInstanceOf(Date);
@@ -65,7 +89,11 @@ describe('identity gRPC server', () => {
   it('answers Unavailable while no issuer is loaded, before looking at the request', async () => {
     current = undefined;
     try {
-      const { err } = await certify({ identity: '', token: Buffer.alloc(0), certificateSigningRequest: Buffer.alloc(0) });
+      const { err } = await certify({
+        identity: '',
+        token: Buffer.alloc(0),
+        certificateSigningRequest: Buffer.alloc(0),
+      });
       expect(err?.code).toBe(grpc.status.UNAVAILABLE);
       expect(err?.details).toBe('no valid issuer is loaded');
     } finally {
@@ -77,7 +105,11 @@ describe('identity gRPC server', () => {
     const { der } = await createCsr({ dns: [WEB] });
     apiDown = true;
     try {
-      const { err } = await certify({ identity: WEB, token: Buffer.from('web-secret-token'), certificateSigningRequest: der });
+      const { err } = await certify({
+        identity: WEB,
+        token: Buffer.from('web-secret-token'),
+        certificateSigningRequest: der,
+      });
       expect(err?.code).toBe(grpc.status.UNAVAILABLE);
       expect(err?.details).toMatch(/^TokenReview: connect ECONNREFUSED/);
     } finally {
@@ -87,7 +119,11 @@ describe('identity gRPC server', () => {
 
   it('answers Unauthenticated and counts results', async () => {
     const { der } = await createCsr({ dns: [WEB] });
-    const { err } = await certify({ identity: WEB, token: Buffer.from('stolen-secret-token'), certificateSigningRequest: der });
+    const { err } = await certify({
+      identity: WEB,
+      token: Buffer.from('stolen-secret-token'),
+      certificateSigningRequest: der,
+    });
     expect(err?.code).toBe(grpc.status.UNAUTHENTICATED);
     const text = await registry.metrics();
     expect(text).toContain('identity_certify_requests_total{result="ok"} 1');
@@ -96,7 +132,11 @@ describe('identity gRPC server', () => {
   });
 
   it('maps unknown errors to Internal without leaking their message', () => {
-    expect(toGrpcStatus(new Error('secret detail'))).toEqual({ code: grpc.status.INTERNAL, result: 'internal', message: 'internal error' });
+    expect(toGrpcStatus(new Error('secret detail'))).toEqual({
+      code: grpc.status.INTERNAL,
+      result: 'internal',
+      message: 'internal error',
+    });
     expect(toGrpcStatus(new IdentityError('MINIMESH_IDENTITY_SIGN_FAILED', 'x')).code).toBe(grpc.status.INTERNAL);
   });
 

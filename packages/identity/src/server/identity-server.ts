@@ -52,7 +52,9 @@ export interface IdentityServer {
   close(): Promise<void>;
 }
 
-function createCertifyHandler(opts: IdentityServerOptions): grpc.handleUnaryCall<identity.CertifyRequest, identity.CertifyResponse> {
+function createCertifyHandler(
+  opts: IdentityServerOptions,
+): grpc.handleUnaryCall<identity.CertifyRequest, identity.CertifyResponse> {
   const log = opts.logger;
   return (call, callback) => {
     const started = process.hrtime.bigint();
@@ -65,7 +67,11 @@ function createCertifyHandler(opts: IdentityServerOptions): grpc.handleUnaryCall
     opts.certifier.certify({ identity: req.identity, token: req.token, csr: req.certificateSigningRequest }).then(
       (out) => {
         done('ok');
-        if (log.isLevelEnabled('debug')) log.debug({ identity: req.identity, serial: out.serial.toString('hex'), validUntil: out.validUntil.toISOString() }, 'certified');
+        if (log.isLevelEnabled('debug'))
+          log.debug(
+            { identity: req.identity, serial: out.serial.toString('hex'), validUntil: out.validUntil.toISOString() },
+            'certified',
+          );
         callback(null, { leafCertificate: out.leaf, intermediateCertificates: out.chain, validUntil: out.validUntil });
       },
       (err: unknown) => {
@@ -73,7 +79,14 @@ function createCertifyHandler(opts: IdentityServerOptions): grpc.handleUnaryCall
         done(result);
         // Refusals are the caller's problem (debug); failures on our side are warnings.
         const level = result === 'internal' || result === 'unavailable' ? 'warn' : 'debug';
-        log[level]({ identity: req.identity, code: isIdentityError(err) ? err.code : undefined, err: isIdentityError(err) ? undefined : err }, `certify refused: ${message}`);
+        log[level](
+          {
+            identity: req.identity,
+            code: isIdentityError(err) ? err.code : undefined,
+            err: isIdentityError(err) ? undefined : err,
+          },
+          `certify refused: ${message}`,
+        );
         callback({ code, details: message });
       },
     );

@@ -13,12 +13,19 @@ export interface RunningIdentity {
   stop(): Promise<void>;
 }
 
-export function runBinary(args: string[], timeoutMs = 20_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
+export function runBinary(
+  args: string[],
+  timeoutMs = 20_000,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return runBinaryEnv(args, {}, timeoutMs);
 }
 
 /** Like runBinary, with extra environment variables (an empty string unsets one). */
-export function runBinaryEnv(args: string[], env: Record<string, string>, timeoutMs = 20_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
+export function runBinaryEnv(
+  args: string[],
+  env: Record<string, string>,
+  timeoutMs = 20_000,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const merged: NodeJS.ProcessEnv = { ...process.env };
   for (const [k, v] of Object.entries(env)) {
     if (v === '') delete merged[k];
@@ -43,7 +50,11 @@ export function runBinaryEnv(args: string[], env: Record<string, string>, timeou
 
 /** Starts the binary with --addr/--admin-addr on 127.0.0.1:0 and JSON logs; resolves once both servers listen. */
 export function startBinary(args: string[], timeoutMs = 20_000): Promise<RunningIdentity> {
-  const child = spawn(process.execPath, [BINARY, '--addr', '127.0.0.1:0', '--admin-addr', '127.0.0.1:0', '--log-format', 'json', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(
+    process.execPath,
+    [BINARY, '--addr', '127.0.0.1:0', '--admin-addr', '127.0.0.1:0', '--log-format', 'json', ...args],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   let out = '';
   let grpcPort = 0;
   let adminPort = 0;

@@ -24,7 +24,11 @@ export interface FakeApiServer {
 }
 
 export async function startFakeApiServer(): Promise<FakeApiServer> {
-  const state: Pick<FakeApiServer, 'tokens' | 'reviews' | 'failWith'> = { tokens: new Map(), reviews: [], failWith: undefined };
+  const state: Pick<FakeApiServer, 'tokens' | 'reviews' | 'failWith'> = {
+    tokens: new Map(),
+    reviews: [],
+    failWith: undefined,
+  };
   const server: Server = createServer((req, res) => {
     let body = '';
     req.on('data', (d) => (body += String(d)));
@@ -33,7 +37,14 @@ export async function startFakeApiServer(): Promise<FakeApiServer> {
         res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(obj));
       };
       if (state.failWith !== undefined) {
-        send(state.failWith, { kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: state.failWith === 403 ? 'Forbidden' : 'InternalError', message: 'the fake API server was told to fail', code: state.failWith });
+        send(state.failWith, {
+          kind: 'Status',
+          apiVersion: 'v1',
+          status: 'Failure',
+          reason: state.failWith === 403 ? 'Forbidden' : 'InternalError',
+          message: 'the fake API server was told to fail',
+          code: state.failWith,
+        });
         return;
       }
       if (req.method === 'GET' && req.url?.startsWith('/version')) {
@@ -49,9 +60,22 @@ export async function startFakeApiServer(): Promise<FakeApiServer> {
         const status = !known
           ? { authenticated: false, error: 'invalid bearer token' }
           : common.length === 0
-            ? { authenticated: false, error: `token audiences ${JSON.stringify(known.audiences)} is invalid for the target audiences ${JSON.stringify(wanted)}` }
-            : { authenticated: true, audiences: common, user: { username: known.username, groups: ['system:serviceaccounts', 'system:authenticated'] } };
-        send(201, { kind: 'TokenReview', apiVersion: 'authentication.k8s.io/v1', metadata: {}, spec: review.spec, status });
+            ? {
+                authenticated: false,
+                error: `token audiences ${JSON.stringify(known.audiences)} is invalid for the target audiences ${JSON.stringify(wanted)}`,
+              }
+            : {
+                authenticated: true,
+                audiences: common,
+                user: { username: known.username, groups: ['system:serviceaccounts', 'system:authenticated'] },
+              };
+        send(201, {
+          kind: 'TokenReview',
+          apiVersion: 'authentication.k8s.io/v1',
+          metadata: {},
+          spec: review.spec,
+          status,
+        });
         return;
       }
       send(404, { kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'NotFound', code: 404 });

@@ -23,21 +23,64 @@ function ecKey(dir: string, name: string): void {
 /** root-ca: CA, pathlen 1, keyCertSign+cRLSign. */
 export function makeRoot(dir: string, name = 'ca', cn = 'root.minimesh.cluster.local'): void {
   ecKey(dir, `${name}.key`);
-  openssl(['req', '-x509', '-new', '-key', `${name}.key`, '-subj', `/CN=${cn}`, '-days', '3650', '-sha256',
-    '-addext', 'basicConstraints=critical,CA:TRUE,pathlen:1', '-addext', 'keyUsage=critical,keyCertSign,cRLSign',
-    '-addext', 'subjectKeyIdentifier=hash', '-out', `${name}.crt`], dir);
+  openssl(
+    [
+      'req',
+      '-x509',
+      '-new',
+      '-key',
+      `${name}.key`,
+      '-subj',
+      `/CN=${cn}`,
+      '-days',
+      '3650',
+      '-sha256',
+      '-addext',
+      'basicConstraints=critical,CA:TRUE,pathlen:1',
+      '-addext',
+      'keyUsage=critical,keyCertSign,cRLSign',
+      '-addext',
+      'subjectKeyIdentifier=hash',
+      '-out',
+      `${name}.crt`,
+    ],
+    dir,
+  );
 }
 
 /** Signs `${name}.crt` for `${name}.key` with the given CA; `profile` picks the extensions. */
-export function makeSigned(dir: string, opts: { name: string; ca: string; cn: string; profile: 'intermediate-ca' | 'leaf' }): void {
+export function makeSigned(
+  dir: string,
+  opts: { name: string; ca: string; cn: string; profile: 'intermediate-ca' | 'leaf' },
+): void {
   ecKey(dir, `${opts.name}.key`);
   openssl(['req', '-new', '-key', `${opts.name}.key`, '-subj', `/CN=${opts.cn}`, '-out', `${opts.name}.csr`], dir);
-  const ext = opts.profile === 'intermediate-ca'
-    ? 'basicConstraints=critical,CA:TRUE,pathlen:0\nkeyUsage=critical,keyCertSign,cRLSign\nsubjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid\n'
-    : 'basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\nsubjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid\n';
+  const ext =
+    opts.profile === 'intermediate-ca'
+      ? 'basicConstraints=critical,CA:TRUE,pathlen:0\nkeyUsage=critical,keyCertSign,cRLSign\nsubjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid\n'
+      : 'basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\nsubjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid\n';
   writeFileSync(join(dir, `${opts.name}.ext`), ext);
-  openssl(['x509', '-req', '-in', `${opts.name}.csr`, '-CA', `${opts.ca}.crt`, '-CAkey', `${opts.ca}.key`, '-CAcreateserial', '-sha256',
-    '-days', '365', '-extfile', `${opts.name}.ext`, '-out', `${opts.name}.crt`], dir);
+  openssl(
+    [
+      'x509',
+      '-req',
+      '-in',
+      `${opts.name}.csr`,
+      '-CA',
+      `${opts.ca}.crt`,
+      '-CAkey',
+      `${opts.ca}.key`,
+      '-CAcreateserial',
+      '-sha256',
+      '-days',
+      '365',
+      '-extfile',
+      `${opts.name}.ext`,
+      '-out',
+      `${opts.name}.crt`,
+    ],
+    dir,
+  );
 }
 
 /** ca.crt/ca.key (root) and issuer.crt/issuer.key (intermediate) in dir, the seed's way. */

@@ -19,11 +19,18 @@ export type KeyKind = 'P-256' | 'P-384' | 'RSA';
 const ALGS: Record<KeyKind, RsaHashedKeyGenParams | EcKeyGenParams> = {
   'P-256': { name: 'ECDSA', namedCurve: 'P-256' },
   'P-384': { name: 'ECDSA', namedCurve: 'P-384' },
-  RSA: { name: 'RSASSA-PKCS1-v1_5', modulusLength: 2048, publicExponent: new Uint8Array([1, 0, 1]), hash: 'SHA-256' } as RsaHashedKeyGenParams,
+  RSA: {
+    name: 'RSASSA-PKCS1-v1_5',
+    modulusLength: 2048,
+    publicExponent: new Uint8Array([1, 0, 1]),
+    hash: 'SHA-256',
+  } as RsaHashedKeyGenParams,
 };
 
 function signingAlg(kind: KeyKind): Algorithm & { hash?: string } {
-  return kind === 'RSA' ? { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' } : { name: 'ECDSA', hash: kind === 'P-384' ? 'SHA-384' : 'SHA-256' };
+  return kind === 'RSA'
+    ? { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' }
+    : { name: 'ECDSA', hash: kind === 'P-384' ? 'SHA-384' : 'SHA-256' };
 }
 
 export async function generateKeys(kind: KeyKind = 'P-256'): Promise<CryptoKeyPair> {
@@ -31,7 +38,10 @@ export async function generateKeys(kind: KeyKind = 'P-256'): Promise<CryptoKeyPa
 }
 
 /** The private key as PEM: SEC1 "EC PRIVATE KEY" (as step writes it) or PKCS#1 for RSA, or PKCS#8 on request. */
-export async function privateKeyPem(keys: CryptoKeyPair, format: 'traditional' | 'pkcs8' = 'traditional'): Promise<string> {
+export async function privateKeyPem(
+  keys: CryptoKeyPair,
+  format: 'traditional' | 'pkcs8' = 'traditional',
+): Promise<string> {
   const der = Buffer.from(await webcrypto.subtle.exportKey('pkcs8', keys.privateKey));
   const key = createPrivateKey({ key: der, format: 'der', type: 'pkcs8' });
   if (format === 'pkcs8') return key.export({ type: 'pkcs8', format: 'pem' }) as string;
@@ -63,7 +73,10 @@ async function makeCa(parent: Ca | undefined, opts: CaOptions): Promise<Ca> {
   const kind = opts.kind ?? 'P-256';
   const keys = await generateKeys(kind);
   const name = `CN=${opts.name ?? (parent ? 'identity.minimesh.cluster.local' : 'root.minimesh.cluster.local')}`;
-  const usages = (opts.certSign ?? true) ? x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign : x509.KeyUsageFlags.digitalSignature;
+  const usages =
+    (opts.certSign ?? true)
+      ? x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign
+      : x509.KeyUsageFlags.digitalSignature;
   const extensions: x509.Extension[] = [
     new x509.KeyUsagesExtension(usages, true),
     new x509.BasicConstraintsExtension(opts.ca ?? true, (opts.ca ?? true) ? opts.pathLength : undefined, true),
@@ -71,14 +84,28 @@ async function makeCa(parent: Ca | undefined, opts: CaOptions): Promise<Ca> {
   ];
   if (parent) extensions.push(await x509.AuthorityKeyIdentifierExtension.create(parent.keys.publicKey));
   const common = {
-    serialNumber: Buffer.from(webcrypto.getRandomValues(new Uint8Array(8))).toString('hex').replace(/^[89a-f]/, '1'),
+    serialNumber: Buffer.from(webcrypto.getRandomValues(new Uint8Array(8)))
+      .toString('hex')
+      .replace(/^[89a-f]/, '1'),
     notBefore: opts.notBefore ?? new Date(Date.now() - HOUR),
     notAfter: opts.notAfter ?? new Date(Date.now() + 8760 * HOUR),
     extensions,
   };
   const cert = parent
-    ? await x509.X509CertificateGenerator.create({ ...common, subject: name, issuer: parent.cert.subject, publicKey: keys.publicKey, signingKey: parent.keys.privateKey, signingAlgorithm: signingAlg(parent.kind) })
-    : await x509.X509CertificateGenerator.createSelfSigned({ ...common, name, keys, signingAlgorithm: signingAlg(kind) });
+    ? await x509.X509CertificateGenerator.create({
+        ...common,
+        subject: name,
+        issuer: parent.cert.subject,
+        publicKey: keys.publicKey,
+        signingKey: parent.keys.privateKey,
+        signingAlgorithm: signingAlg(parent.kind),
+      })
+    : await x509.X509CertificateGenerator.createSelfSigned({
+        ...common,
+        name,
+        keys,
+        signingAlgorithm: signingAlg(kind),
+      });
   return { cert, keys, kind, certPem: cert.toString('pem') };
 }
 
@@ -135,7 +162,8 @@ export async function writeSecretVolume(dir: string, files: Record<string, strin
   await mkdir(dir, { recursive: true });
   const stamp = `..${new Date().toISOString().replace(/[-:.]/g, '_')}_${Math.random().toString(36).slice(2, 8)}`;
   await mkdir(join(dir, stamp));
-  for (const [name, content] of Object.entries(files)) await writeFile(join(dir, stamp, name), content, { mode: 0o600 });
+  for (const [name, content] of Object.entries(files))
+    await writeFile(join(dir, stamp, name), content, { mode: 0o600 });
   let old: string | undefined;
   try {
     old = await readlink(join(dir, '..data'));

@@ -73,7 +73,11 @@ export async function createNamespaceWatcher(opts: NamespaceWatcherOptions): Pro
       } catch (err) {
         const code = (err as { code?: number }).code;
         if (code === 404) return undefined;
-        throw new InjectorError('MINIMESH_INJECTOR_NAMESPACE_LOOKUP', `namespace ${name}: not in the cache and the lookup failed: ${(err as Error).message}`, { cause: err });
+        throw new InjectorError(
+          'MINIMESH_INJECTOR_NAMESPACE_LOOKUP',
+          `namespace ${name}: not in the cache and the lookup failed: ${(err as Error).message}`,
+          { cause: err },
+        );
       }
     },
   };
@@ -83,8 +87,14 @@ function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     const t = setTimeout(() => reject(new Error(`timed out after ${ms} ms`)), ms);
     p.then(
-      (v) => { clearTimeout(t); resolve(v); },
-      (e: unknown) => { clearTimeout(t); reject(e instanceof Error ? e : new Error(String(e))); },
+      (v) => {
+        clearTimeout(t);
+        resolve(v);
+      },
+      (e: unknown) => {
+        clearTimeout(t);
+        reject(e instanceof Error ? e : new Error(String(e)));
+      },
     );
   });
 }

@@ -54,7 +54,9 @@ export function createPatch(pod: PodLike, opts: CreatePatchOptions): PatchResult
     containers,
   });
   if (config.identityTrustAnchorsPEM.trim() === '') {
-    warnings.push('identityTrustAnchorsPEM is empty in the mesh configuration: the proxy cannot verify peers or obtain an identity');
+    warnings.push(
+      'identityTrustAnchorsPEM is empty in the mesh configuration: the proxy cannot verify peers or obtain an identity',
+    );
   }
 
   const native = settings.nativeSidecar;
@@ -84,7 +86,12 @@ export function createPatch(pod: PodLike, opts: CreatePatchOptions): PatchResult
   return { patch: ops, warnings };
 }
 
-function addMapEntries(ops: PatchOperation[], field: 'annotations' | 'labels', existing: StringMap | undefined, entries: StringMap): void {
+function addMapEntries(
+  ops: PatchOperation[],
+  field: 'annotations' | 'labels',
+  existing: StringMap | undefined,
+  entries: StringMap,
+): void {
   if (existing === undefined || existing === null) ops.push({ op: 'add', path: pointer('metadata', field), value: {} });
   for (const [key, value] of Object.entries(entries)) {
     // "add" on an existing member replaces it (RFC 6902 §4.1).

@@ -29,7 +29,11 @@ export function decideInjection(
   const nsValue = opts.namespaceAnnotations[ANNOTATIONS.inject];
   const [value, where] = podValue !== undefined ? [podValue, 'pod'] : [nsValue, 'namespace'];
   if (value === 'disabled') {
-    return { inject: false, reason: 'injection-disabled', message: `${ANNOTATIONS.inject} is "disabled" on the ${where}` };
+    return {
+      inject: false,
+      reason: 'injection-disabled',
+      message: `${ANNOTATIONS.inject} is "disabled" on the ${where}`,
+    };
   }
   if (value !== undefined && value !== 'enabled') {
     return {
@@ -39,16 +43,32 @@ export function decideInjection(
     };
   }
   if (value === undefined) {
-    return { inject: false, reason: 'not-enabled', message: `neither the pod nor its namespace has ${ANNOTATIONS.inject}: enabled` };
+    return {
+      inject: false,
+      reason: 'not-enabled',
+      message: `neither the pod nor its namespace has ${ANNOTATIONS.inject}: enabled`,
+    };
   }
   if (isInjected(pod)) {
-    return { inject: false, reason: 'already-injected', message: `the pod already has ${CONTAINER_NAMES.init} or ${CONTAINER_NAMES.proxy}` };
+    return {
+      inject: false,
+      reason: 'already-injected',
+      message: `the pod already has ${CONTAINER_NAMES.init} or ${CONTAINER_NAMES.proxy}`,
+    };
   }
   if (pod.spec?.hostNetwork === true) {
-    return { inject: false, reason: 'host-network', message: 'the pod uses hostNetwork; its iptables rules would be the node\'s' };
+    return {
+      inject: false,
+      reason: 'host-network',
+      message: "the pod uses hostNetwork; its iptables rules would be the node's",
+    };
   }
   if (isControlPlanePod(pod, opts.namespace, opts.config)) {
-    return { inject: false, reason: 'control-plane', message: 'control-plane pods get their proxy from the chart, not the injector' };
+    return {
+      inject: false,
+      reason: 'control-plane',
+      message: 'control-plane pods get their proxy from the chart, not the injector',
+    };
   }
   return { inject: true };
 }

@@ -117,10 +117,14 @@ export function parseOverride(name: OverrideName, value: string, ctx: ParseConte
 function parseOpaquePorts(field: string, value: string, ctx: ParseContext): PortRange[] {
   const numeric: string[] = [];
   const named: PortRange[] = [];
-  for (const item of value.split(',').map((s) => s.trim()).filter(Boolean)) {
+  for (const item of value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     if (/^[a-z][a-z0-9-]*$/.test(item)) {
       const port = ctx.namedPorts?.get(item);
-      if (port === undefined) throw new ConfigError(field, item, 'a port, a range lo-hi, or the name of one of the pod\'s container ports');
+      if (port === undefined)
+        throw new ConfigError(field, item, "a port, a range lo-hi, or the name of one of the pod's container ports");
       named.push({ lo: port, hi: port });
     } else {
       numeric.push(item);
@@ -193,26 +197,41 @@ export function resolveSettings(input: ResolveInput): { settings: InjectSettings
     memoryLimit: p['proxy-memory-limit'] ?? config.proxy.resources.memory.limit,
     nativeSidecar: p['proxy-enable-native-sidecar'] ?? config.proxy.nativeSidecar,
   };
-  const warnings = problems.map(({ name, where, err }) => `${err.message} (${where} ignored; using ${describe(settings, name)})`);
+  const warnings = problems.map(
+    ({ name, where, err }) => `${err.message} (${where} ignored; using ${describe(settings, name)})`,
+  );
   return { settings, warnings };
 }
 
 function describe(s: InjectSettings, name: OverrideName): string {
   const v = ((): string => {
     switch (name) {
-      case 'proxy-image': return s.proxyImage;
-      case 'proxy-version': return s.proxyVersion;
-      case 'skip-inbound-ports': return formatPortRanges(s.skipInboundPorts);
-      case 'skip-outbound-ports': return formatPortRanges(s.skipOutboundPorts);
-      case 'skip-subnets': return s.skipSubnets.join(',');
-      case 'proxy-uid': return String(s.proxyUid);
-      case 'proxy-log-level': return s.logLevel;
-      case 'opaque-ports': return formatPortRanges(s.opaquePorts);
-      case 'proxy-cpu-request': return s.cpuRequest;
-      case 'proxy-cpu-limit': return s.cpuLimit;
-      case 'proxy-memory-request': return s.memoryRequest;
-      case 'proxy-memory-limit': return s.memoryLimit;
-      case 'proxy-enable-native-sidecar': return String(s.nativeSidecar);
+      case 'proxy-image':
+        return s.proxyImage;
+      case 'proxy-version':
+        return s.proxyVersion;
+      case 'skip-inbound-ports':
+        return formatPortRanges(s.skipInboundPorts);
+      case 'skip-outbound-ports':
+        return formatPortRanges(s.skipOutboundPorts);
+      case 'skip-subnets':
+        return s.skipSubnets.join(',');
+      case 'proxy-uid':
+        return String(s.proxyUid);
+      case 'proxy-log-level':
+        return s.logLevel;
+      case 'opaque-ports':
+        return formatPortRanges(s.opaquePorts);
+      case 'proxy-cpu-request':
+        return s.cpuRequest;
+      case 'proxy-cpu-limit':
+        return s.cpuLimit;
+      case 'proxy-memory-request':
+        return s.memoryRequest;
+      case 'proxy-memory-limit':
+        return s.memoryLimit;
+      case 'proxy-enable-native-sidecar':
+        return String(s.nativeSidecar);
     }
   })();
   return v === '' ? 'none' : `"${v}"`;

@@ -48,10 +48,16 @@ export function buildProxyEnv(config: MeshConfig, s: InjectSettings, inboundPort
     { name: PROXY_ENV.controlListenAddr, value: `0.0.0.0:${ports.control}` },
     { name: PROXY_ENV.destinationSvcAddr, value: config.destination.address },
     { name: PROXY_ENV.destinationSvcName, value: identityOf(CONTROL_PLANE_SERVICE_ACCOUNTS.destination) },
-    { name: PROXY_ENV.destinationContext, value: '{"ns":"$(_pod_ns)","nodeName":"$(_pod_nodeName)","pod":"$(_pod_name)"}' },
+    {
+      name: PROXY_ENV.destinationContext,
+      value: '{"ns":"$(_pod_ns)","nodeName":"$(_pod_nodeName)","pod":"$(_pod_name)"}',
+    },
     { name: PROXY_ENV.identitySvcAddr, value: config.identity.address },
     { name: PROXY_ENV.identitySvcName, value: identityOf(CONTROL_PLANE_SERVICE_ACCOUNTS.identity) },
-    { name: PROXY_ENV.identityLocalName, value: `$(_pod_sa).$(_pod_ns).serviceaccount.identity.${cpNs}.${trustDomain}` },
+    {
+      name: PROXY_ENV.identityLocalName,
+      value: `$(_pod_sa).$(_pod_ns).serviceaccount.identity.${cpNs}.${trustDomain}`,
+    },
     { name: PROXY_ENV.identityTokenFile, value: TOKEN_FILE },
     { name: PROXY_ENV.identityDir, value: IDENTITY_DIR },
     { name: PROXY_ENV.trustAnchors, value: config.identityTrustAnchorsPEM },
@@ -100,7 +106,10 @@ export function buildProxyContainer(input: ProxyContainerInput): Container {
     container.startupProbe = probe('/ready', ports.admin, { periodSeconds: 1, failureThreshold: 120 });
   }
   container.livenessProbe = probe('/live', ports.admin, { initialDelaySeconds: 10, periodSeconds: 10 });
-  container.readinessProbe = probe('/ready', ports.admin, { initialDelaySeconds: input.native ? 0 : 2, periodSeconds: 10 });
+  container.readinessProbe = probe('/ready', ports.admin, {
+    initialDelaySeconds: input.native ? 0 : 2,
+    periodSeconds: 10,
+  });
   container.resources = {
     ...(Object.keys(requests).length > 0 ? { requests } : {}),
     ...(Object.keys(limits).length > 0 ? { limits } : {}),

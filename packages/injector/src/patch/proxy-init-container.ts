@@ -19,20 +19,28 @@ export function toProxyInitArgs(config: MeshConfig, s: InjectSettings): string[]
     ...s.skipOutboundPorts,
   ]);
   const subnets = [
-    ...config.proxyInit.skipSubnets.split(',').map((x) => x.trim()).filter(Boolean),
+    ...config.proxyInit.skipSubnets
+      .split(',')
+      .map((x) => x.trim())
+      .filter(Boolean),
     ...s.skipSubnets,
   ];
   const args = [
     `--ipv6=${String(config.proxyInit.ipv6)}`,
-    '--incoming-proxy-port', String(ports.inbound),
-    '--outgoing-proxy-port', String(ports.outbound),
-    '--proxy-uid', String(s.proxyUid),
-    '--inbound-ports-to-ignore', formatPortRanges(inbound),
+    '--incoming-proxy-port',
+    String(ports.inbound),
+    '--outgoing-proxy-port',
+    String(ports.outbound),
+    '--proxy-uid',
+    String(s.proxyUid),
+    '--inbound-ports-to-ignore',
+    formatPortRanges(inbound),
   ];
   if (outbound.length > 0) args.push('--outbound-ports-to-ignore', formatPortRanges(outbound));
   if (subnets.length > 0) args.push('--subnets-to-ignore', [...new Set(subnets)].join(','));
   args.push('--iptables-mode', config.proxyInit.iptablesMode);
-  if (config.proxyInit.closeWaitTimeoutSecs > 0) args.push('--timeout-close-wait-secs', String(config.proxyInit.closeWaitTimeoutSecs));
+  if (config.proxyInit.closeWaitTimeoutSecs > 0)
+    args.push('--timeout-close-wait-secs', String(config.proxyInit.closeWaitTimeoutSecs));
   return args;
 }
 

@@ -9,24 +9,55 @@ const config = parseMeshConfig({ identityTrustAnchorsPEM: 'PEM' });
 
 describe('uninjectPod', () => {
   it.each([
-    ['bare', { metadata: { name: 'a', annotations: { 'minimesh.io/inject': 'enabled' } }, spec: { containers: [{ name: 'app' }] } }],
-    ['full', {
-      metadata: { name: 'b', labels: { app: 'b' }, annotations: { 'minimesh.io/inject': 'enabled', 'x/y': 'z' } },
-      spec: { initContainers: [{ name: 'setup' }], volumes: [{ name: 'data', emptyDir: {} }], containers: [{ name: 'app' }] },
-    }],
-    ['classic', { metadata: { name: 'c', annotations: { 'minimesh.io/inject': 'enabled', 'config.minimesh.io/proxy-enable-native-sidecar': 'false' } }, spec: { containers: [{ name: 'app' }] } }],
+    [
+      'bare',
+      {
+        metadata: { name: 'a', annotations: { 'minimesh.io/inject': 'enabled' } },
+        spec: { containers: [{ name: 'app' }] },
+      },
+    ],
+    [
+      'full',
+      {
+        metadata: { name: 'b', labels: { app: 'b' }, annotations: { 'minimesh.io/inject': 'enabled', 'x/y': 'z' } },
+        spec: {
+          initContainers: [{ name: 'setup' }],
+          volumes: [{ name: 'data', emptyDir: {} }],
+          containers: [{ name: 'app' }],
+        },
+      },
+    ],
+    [
+      'classic',
+      {
+        metadata: {
+          name: 'c',
+          annotations: { 'minimesh.io/inject': 'enabled', 'config.minimesh.io/proxy-enable-native-sidecar': 'false' },
+        },
+        spec: { containers: [{ name: 'app' }] },
+      },
+    ],
   ] as [string, PodLike][])('undoes the patch exactly (%s), apart from inject: enabled', (_name, pod) => {
-    const injected = jsonpatch.applyPatch(structuredClone(pod), createPatch(pod, { config, namespace: 'ns' }).patch, true, false).newDocument;
+    const injected = jsonpatch.applyPatch(
+      structuredClone(pod),
+      createPatch(pod, { config, namespace: 'ns' }).patch,
+      true,
+      false,
+    ).newDocument;
     const { pod: back, changed } = uninjectPod(injected);
     expect(changed).toBe(true);
     const expected = structuredClone(pod);
     delete expected.metadata?.annotations?.['minimesh.io/inject'];
-    if (expected.metadata?.annotations && Object.keys(expected.metadata.annotations).length === 0) delete expected.metadata.annotations;
+    if (expected.metadata?.annotations && Object.keys(expected.metadata.annotations).length === 0)
+      delete expected.metadata.annotations;
     expect(back).toEqual(expected);
   });
 
   it('keeps inject: disabled and reports unchanged pods', () => {
-    const pod: PodLike = { metadata: { annotations: { 'minimesh.io/inject': 'disabled' } }, spec: { containers: [{ name: 'app' }] } };
+    const pod: PodLike = {
+      metadata: { annotations: { 'minimesh.io/inject': 'disabled' } },
+      spec: { containers: [{ name: 'app' }] },
+    };
     expect(uninjectPod(pod)).toEqual({ pod, changed: false });
   });
 });

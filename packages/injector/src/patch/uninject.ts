@@ -6,7 +6,11 @@ import { VOLUME_NAMES } from './volumes.js';
 
 const OUR_CONTAINERS: readonly string[] = [CONTAINER_NAMES.init, CONTAINER_NAMES.proxy];
 const OUR_VOLUMES: readonly string[] = Object.values(VOLUME_NAMES);
-const OUR_ANNOTATIONS: readonly string[] = [ANNOTATIONS.createdBy, ANNOTATIONS.proxyVersion, ANNOTATIONS.trustRootSha256];
+const OUR_ANNOTATIONS: readonly string[] = [
+  ANNOTATIONS.createdBy,
+  ANNOTATIONS.proxyVersion,
+  ANNOTATIONS.trustRootSha256,
+];
 const OUR_LABELS: readonly string[] = [LABELS.controlPlaneNs, LABELS.workloadNs];
 
 /** Returns a copy of the pod without the mesh, and whether anything was removed. */
@@ -35,9 +39,13 @@ export function uninjectPod(input: PodLike): { pod: PodLike; changed: boolean } 
   }
   const meta = pod.metadata;
   if (meta) {
-    const dropAnnotation = (k: string, v: string): boolean => OUR_ANNOTATIONS.includes(k) || (k === ANNOTATIONS.inject && v === 'enabled');
+    const dropAnnotation = (k: string, v: string): boolean =>
+      OUR_ANNOTATIONS.includes(k) || (k === ANNOTATIONS.inject && v === 'enabled');
     const dropLabel = (k: string): boolean => OUR_LABELS.includes(k);
-    for (const [field, drop] of [['annotations', dropAnnotation], ['labels', dropLabel]] as const) {
+    for (const [field, drop] of [
+      ['annotations', dropAnnotation],
+      ['labels', dropLabel],
+    ] as const) {
       const map = meta[field] as StringMap | undefined;
       if (!map) continue;
       const keys = Object.keys(map).filter((k) => drop(k, map[k] as string));

@@ -65,7 +65,10 @@ export function parseAdmissionReview(body: unknown): { apiVersion: string; reque
   const kind = isObject(request.kind) ? request.kind : {};
   if ((kind.group ?? '') !== '' || kind.version !== 'v1' || kind.kind !== 'Pod') {
     const gvk = `${String(kind.group || 'core')}/${String(kind.version)} ${String(kind.kind)}`;
-    throw new BadReviewError('not-a-pod', `AdmissionReview: request.kind is ${gvk}; the injector only handles core/v1 Pod`);
+    throw new BadReviewError(
+      'not-a-pod',
+      `AdmissionReview: request.kind is ${gvk}; the injector only handles core/v1 Pod`,
+    );
   }
   if (!isObject(request.object)) {
     throw new BadReviewError('not-a-pod', 'AdmissionReview: request.object is missing or not a Pod object');
@@ -101,6 +104,9 @@ export function toAdmissionReview(
 
 /** The API server wants one line per warning (it becomes an HTTP Warning header) and may truncate past 256 characters. */
 function toWarning(text: string): string {
-  const line = text.replace(/\s+/g, ' ').replace(/[^\x20-\x7e]/g, '?').trim();
+  const line = text
+    .replace(/\s+/g, ' ')
+    .replace(/[^\x20-\x7e]/g, '?')
+    .trim();
   return line.length <= 256 ? line : `${line.slice(0, 253)}...`;
 }

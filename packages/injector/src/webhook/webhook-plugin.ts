@@ -35,7 +35,12 @@ export const webhookPlugin: FastifyPluginAsync<WebhookPluginOptions> = async (ap
     try {
       done(null, JSON.parse(body as string));
     } catch (err) {
-      done(new BadReviewError('malformed-json', `request body is not valid JSON: ${(err as Error).message}`, { cause: err }), undefined);
+      done(
+        new BadReviewError('malformed-json', `request body is not valid JSON: ${(err as Error).message}`, {
+          cause: err,
+        }),
+        undefined,
+      );
     }
   });
 
@@ -48,12 +53,17 @@ export const webhookPlugin: FastifyPluginAsync<WebhookPluginOptions> = async (ap
     if ((err as FastifyError).code === 'FST_ERR_CTP_BODY_TOO_LARGE' || (err as FastifyError).statusCode === 413) {
       count(req, 'rejected', 'body-too-large');
       log.warn({ limit: WEBHOOK_BODY_LIMIT }, 'admission request body too large');
-      return reply.code(413).send({ code: 'MINIMESH_INJECTOR_BODY_TOO_LARGE', message: `request body is over the ${WEBHOOK_BODY_LIMIT / 1024 / 1024} MiB limit` });
+      return reply.code(413).send({
+        code: 'MINIMESH_INJECTOR_BODY_TOO_LARGE',
+        message: `request body is over the ${WEBHOOK_BODY_LIMIT / 1024 / 1024} MiB limit`,
+      });
     }
     const status = (err as FastifyError).statusCode ?? 500;
     count(req, 'rejected', status >= 500 ? 'internal' : 'bad-request');
     if (status >= 500) log.error({ err }, 'admission request failed');
-    return reply.code(status).send({ code: (err as FastifyError).code ?? 'MINIMESH_INJECTOR_INTERNAL', message: err.message });
+    return reply
+      .code(status)
+      .send({ code: (err as FastifyError).code ?? 'MINIMESH_INJECTOR_INTERNAL', message: err.message });
   });
 
   app.addHook('onResponse', async (req, reply) => {
@@ -61,16 +71,31 @@ export const webhookPlugin: FastifyPluginAsync<WebhookPluginOptions> = async (ap
   });
 
   const handler = async (req: FastifyRequest, reply: FastifyReply): Promise<unknown> => {
-    if (req.body === undefined || req.body === null) throw new BadReviewError('bad-review', 'request body is empty: expected an AdmissionReview');
+    if (req.body === undefined || req.body === null)
+      throw new BadReviewError('bad-review', 'request body is empty: expected an AdmissionReview');
     const { apiVersion, request } = parseAdmissionReview(req.body);
-    const reqLog = log.child({ uid: request.uid, namespace: request.namespace, pod: request.name ?? request.object.metadata?.generateName });
+    const reqLog = log.child({
+      uid: request.uid,
+      namespace: request.namespace,
+      pod: request.name ?? request.object.metadata?.generateName,
+    });
     if (request.operation !== 'CREATE') {
       count(req, 'skipped', 'not-create');
-      return reply.send(toAdmissionReview(apiVersion, request.uid, { auditAnnotations: { injected: 'false', 'skip-reason': 'not-create' } }));
+      return reply.send(
+        toAdmissionReview(apiVersion, request.uid, {
+          auditAnnotations: { injected: 'false', 'skip-reason': 'not-create' },
+        }),
+      );
     }
     try {
-      const namespaceAnnotations = request.namespace ? ((await opts.namespaceAnnotations(request.namespace)) ?? {}) : {};
-      const result = createPatch(request.object, { config: opts.config(), namespace: request.namespace, namespaceAnnotations });
+      const namespaceAnnotations = request.namespace
+        ? ((await opts.namespaceAnnotations(request.namespace)) ?? {})
+        : {};
+      const result = createPatch(request.object, {
+        config: opts.config(),
+        namespace: request.namespace,
+        namespaceAnnotations,
+      });
       if (result.skipped) {
         count(req, 'skipped', result.skipped.reason);
         reqLog.debug({ reason: result.skipped.reason }, `not injected: ${result.skipped.message}`);
@@ -85,7 +110,11 @@ export const webhookPlugin: FastifyPluginAsync<WebhookPluginOptions> = async (ap
       if (result.warnings.length > 0) reqLog.info({ warnings: result.warnings }, 'injected with warnings');
       else reqLog.debug('injected');
       return reply.send(
-        toAdmissionReview(apiVersion, request.uid, { patch: result.patch, warnings: result.warnings, auditAnnotations: { injected: 'true' } }),
+        toAdmissionReview(apiVersion, request.uid, {
+          patch: result.patch,
+          warnings: result.warnings,
+          auditAnnotations: { injected: 'true' },
+        }),
       );
     } catch (err) {
       // A bug of ours (or a pod shape we did not expect) must never block pod creation.
@@ -93,7 +122,9 @@ export const webhookPlugin: FastifyPluginAsync<WebhookPluginOptions> = async (ap
       reqLog.error({ err }, 'building the patch failed; admitting the pod without the mesh');
       return reply.send(
         toAdmissionReview(apiVersion, request.uid, {
-          warnings: [`minimesh injector: the pod was admitted without the mesh because building the patch failed: ${(err as Error).message}`],
+          warnings: [
+            `minimesh injector: the pod was admitted without the mesh because building the patch failed: ${(err as Error).message}`,
+          ],
           auditAnnotations: { injected: 'false', 'skip-reason': 'error' },
         }),
       );

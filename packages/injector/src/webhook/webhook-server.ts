@@ -29,7 +29,11 @@ function readTls(certFile: string, keyFile: string): { cert: Buffer; key: Buffer
     createSecureContext(pair); // throws on a bad PEM or a key that does not match the certificate
     return pair;
   } catch (err) {
-    throw new InjectorError('MINIMESH_INJECTOR_TLS', `TLS certificate ${certFile} / key ${keyFile}: ${(err as Error).message}`, { cause: err });
+    throw new InjectorError(
+      'MINIMESH_INJECTOR_TLS',
+      `TLS certificate ${certFile} / key ${keyFile}: ${(err as Error).message}`,
+      { cause: err },
+    );
   }
 }
 
@@ -55,7 +59,10 @@ export async function createWebhookServer(opts: WebhookServerOptions): Promise<W
       log.info({ cert: opts.certFile }, 'TLS certificate reloaded');
       return true;
     } catch (err) {
-      log.warn({ err: (err as Error).message }, 'TLS certificate changed but could not be loaded; keeping the previous one');
+      log.warn(
+        { err: (err as Error).message },
+        'TLS certificate changed but could not be loaded; keeping the previous one',
+      );
       return false;
     }
   };

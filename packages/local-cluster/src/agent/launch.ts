@@ -2,7 +2,16 @@
 // mount namespace with the pod's volumes bind-mounted at their mountPath and /etc/hosts, and its user
 // and capabilities (setpriv), all inside the pod's network namespace.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { appendFileSync, existsSync, mkdirSync, openSync, closeSync, realpathSync, statSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  closeSync,
+  realpathSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { KubeClient, KubeObject } from '../kube-client.js';
 import { API_PORT, NODE_IP } from '../paths.js';
@@ -21,17 +30,29 @@ export function expandVars(s: string, env: Record<string, string>): string {
   });
 }
 
-async function keyRef(client: KubeClient, ns: string, kind: 'configmaps' | 'secrets', ref: KubeObject): Promise<string | undefined> {
+async function keyRef(
+  client: KubeClient,
+  ns: string,
+  kind: 'configmaps' | 'secrets',
+  ref: KubeObject,
+): Promise<string | undefined> {
   const obj = await client.get(`/api/v1/namespaces/${ns}/${kind}/${ref.name}`);
   const raw = obj?.data?.[ref.key];
   if (raw === undefined) {
     if (ref.optional) return undefined;
-    throw new ContainerConfigError(`couldn't find key ${ref.key} in ${kind === 'configmaps' ? 'ConfigMap' : 'Secret'} ${ns}/${ref.name}`);
+    throw new ContainerConfigError(
+      `couldn't find key ${ref.key} in ${kind === 'configmaps' ? 'ConfigMap' : 'Secret'} ${ns}/${ref.name}`,
+    );
   }
   return kind === 'secrets' ? Buffer.from(String(raw), 'base64').toString('utf8') : String(raw);
 }
 
-export async function containerEnv(client: KubeClient, pod: KubeObject, c: KubeObject, podIp: string): Promise<Record<string, string>> {
+export async function containerEnv(
+  client: KubeClient,
+  pod: KubeObject,
+  c: KubeObject,
+  podIp: string,
+): Promise<Record<string, string>> {
   const ns = pod.metadata.namespace;
   const env: Record<string, string> = {
     PATH: process.env.PATH ?? '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
@@ -139,14 +160,20 @@ export function launchContainer(spec: LaunchSpec): ChildProcess {
   for (const vm of (c.volumeMounts ?? []) as KubeObject[]) {
     const vol = spec.volumes.get(vm.name);
     if (!vol) throw new ContainerConfigError(`volumeMount ${vm.name}: no such volume`);
-    mounts.push({ source: vm.subPath ? join(vol.hostPath, vm.subPath) : vol.hostPath, target: vm.mountPath, readOnly: Boolean(vm.readOnly) });
+    mounts.push({
+      source: vm.subPath ? join(vol.hostPath, vm.subPath) : vol.hostPath,
+      target: vm.mountPath,
+      readOnly: Boolean(vm.readOnly),
+    });
   }
   mounts.sort((a, b) => a.target.split('/').length - b.target.split('/').length);
   prepareMountpoints(mounts, spec.createdMountpointsFile);
 
   const lines = ['set -e', `mount --bind ${sh(spec.hostsFile)} /etc/hosts`];
   for (const m of mounts) {
-    lines.push(`[ -e ${sh(m.target)} ] || { [ -f ${sh(m.source)} ] && touch ${sh(m.target)} || mkdir -p ${sh(m.target)}; }`);
+    lines.push(
+      `[ -e ${sh(m.target)} ] || { [ -f ${sh(m.source)} ] && touch ${sh(m.target)} || mkdir -p ${sh(m.target)}; }`,
+    );
     lines.push(`mount --bind ${sh(m.source)} ${sh(m.target)}`);
     if (m.readOnly) lines.push(`mount -o remount,bind,ro ${sh(m.target)}`);
   }

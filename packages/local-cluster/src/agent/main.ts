@@ -28,7 +28,15 @@ async function registerNode(): Promise<void> {
   const body = {
     apiVersion: 'v1',
     kind: 'Node',
-    metadata: { name: NODE_NAME, labels: { 'kubernetes.io/hostname': NODE_NAME, 'kubernetes.io/os': 'linux', 'kubernetes.io/arch': 'amd64', 'node-role.kubernetes.io/control-plane': '' } },
+    metadata: {
+      name: NODE_NAME,
+      labels: {
+        'kubernetes.io/hostname': NODE_NAME,
+        'kubernetes.io/os': 'linux',
+        'kubernetes.io/arch': 'amd64',
+        'node-role.kubernetes.io/control-plane': '',
+      },
+    },
     spec: { podCIDR: '10.23.0.0/16', podCIDRs: ['10.23.0.0/16'] },
   };
   try {
@@ -41,7 +49,14 @@ async function registerNode(): Promise<void> {
 
 async function heartbeat(): Promise<void> {
   const t = new Date().toISOString();
-  const cond = (type: string, status: string, reason: string) => ({ type, status, reason, message: reason, lastHeartbeatTime: t, lastTransitionTime: t });
+  const cond = (type: string, status: string, reason: string) => ({
+    type,
+    status,
+    reason,
+    message: reason,
+    lastHeartbeatTime: t,
+    lastTransitionTime: t,
+  });
   await client.request(
     'PATCH',
     `/api/v1/nodes/${NODE_NAME}/status`,
@@ -60,8 +75,16 @@ async function heartbeat(): Promise<void> {
         capacity: { cpu: '2', memory: '8Gi', pods: '250' },
         allocatable: { cpu: '2', memory: '8Gi', pods: '250' },
         nodeInfo: {
-          kubeletVersion: 'v1.33.13-minimesh', kubeProxyVersion: '', containerRuntimeVersion: 'minimesh://processes', operatingSystem: 'linux', architecture: 'amd64',
-          osImage: 'minimesh local cluster', kernelVersion: '', machineID: '', systemUUID: '', bootID: '',
+          kubeletVersion: 'v1.33.13-minimesh',
+          kubeProxyVersion: '',
+          containerRuntimeVersion: 'minimesh://processes',
+          operatingSystem: 'linux',
+          architecture: 'amd64',
+          osImage: 'minimesh local cluster',
+          kernelVersion: '',
+          machineID: '',
+          systemUUID: '',
+          bootID: '',
         },
       },
     },
@@ -93,7 +116,8 @@ async function bind(pod: KubeObject): Promise<void> {
     });
     log.info('bound pod', { pod: `${namespace}/${name}` });
   } catch (err) {
-    if (!(err instanceof KubeApiError && (err.status === 409 || err.status === 404))) log.warn('bind failed', { pod: `${namespace}/${name}`, err: String(err) });
+    if (!(err instanceof KubeApiError && (err.status === 409 || err.status === 404)))
+      log.warn('bind failed', { pod: `${namespace}/${name}`, err: String(err) });
   }
 }
 
@@ -109,7 +133,12 @@ async function finishDeletion(pod: KubeObject): Promise<void> {
     runners.delete(uid);
     const { namespace, name } = pod.metadata;
     await client
-      .request('DELETE', `/api/v1/namespaces/${namespace}/pods/${name}`, { apiVersion: 'v1', kind: 'DeleteOptions', gracePeriodSeconds: 0, preconditions: { uid } })
+      .request('DELETE', `/api/v1/namespaces/${namespace}/pods/${name}`, {
+        apiVersion: 'v1',
+        kind: 'DeleteOptions',
+        gracePeriodSeconds: 0,
+        preconditions: { uid },
+      })
       .catch((err: unknown) => {
         if (!(err instanceof KubeApiError && (err.status === 404 || err.status === 409))) throw err;
       });
@@ -146,7 +175,14 @@ function onPod(type: string, pod: KubeObject): void {
     return;
   }
   if (pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed') return;
-  const r = new PodRunner(pod, { client, log, ips, podsDir: paths.pods, createdMountpointsFile: paths.createdMountpoints, renderHosts: hostsFor });
+  const r = new PodRunner(pod, {
+    client,
+    log,
+    ips,
+    podsDir: paths.pods,
+    createdMountpointsFile: paths.createdMountpoints,
+    renderHosts: hostsFor,
+  });
   runners.set(uid, r);
   log.info('running pod', { pod: `${pod.metadata.namespace}/${pod.metadata.name}`, uid });
   void r.run();
@@ -168,7 +204,10 @@ async function cleanStale(): Promise<void> {
 async function main(): Promise<void> {
   await cleanStale();
   await registerNode();
-  setInterval(() => void heartbeat().catch((err: Error) => log.warn('node heartbeat failed', { err: err.message })), 20_000);
+  setInterval(
+    () => void heartbeat().catch((err: Error) => log.warn('node heartbeat failed', { err: err.message })),
+    20_000,
+  );
   client.watch(
     '/api/v1/services',
     (ev) => {
@@ -187,7 +226,11 @@ async function main(): Promise<void> {
   );
   client.watch(
     '/apis/discovery.k8s.io/v1/endpointslices',
-    (ev) => serviceProxy.setSlice(`${ev.object.metadata.namespace}/${ev.object.metadata.name}`, ev.type === 'DELETED' ? undefined : ev.object),
+    (ev) =>
+      serviceProxy.setSlice(
+        `${ev.object.metadata.namespace}/${ev.object.metadata.name}`,
+        ev.type === 'DELETED' ? undefined : ev.object,
+      ),
     (items) => serviceProxy.resetSlices(items),
   );
   client.watch(

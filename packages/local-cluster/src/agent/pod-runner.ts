@@ -18,7 +18,19 @@ import { isMountPoint, materializeVolumes, renewTokens, VolumeNotReadyError, typ
 import { execFileSync } from 'node:child_process';
 
 type Kind = 'init' | 'sidecar' | 'main';
-type State = { waiting: { reason: string; message?: string } } | { running: { startedAt: string } } | { terminated: { exitCode: number; signal?: number; reason: string; message?: string; startedAt?: string; finishedAt: string } };
+type State =
+  | { waiting: { reason: string; message?: string } }
+  | { running: { startedAt: string } }
+  | {
+      terminated: {
+        exitCode: number;
+        signal?: number;
+        reason: string;
+        message?: string;
+        startedAt?: string;
+        finishedAt: string;
+      };
+    };
 
 interface Container {
   spec: KubeObject;
@@ -80,10 +92,21 @@ export class PodRunner {
     this.dir = join(deps.podsDir, this.uid);
     this.log = deps.log.child({ pod: `${pod.metadata.namespace}/${pod.metadata.name}` });
     const add = (spec: KubeObject, kind: Kind) =>
-      this.containers.set(spec.name, { spec, kind, argv: [], state: { waiting: { reason: 'PodInitializing' } }, restartCount: 0, started: false, ready: false, timers: [], killing: false });
+      this.containers.set(spec.name, {
+        spec,
+        kind,
+        argv: [],
+        state: { waiting: { reason: 'PodInitializing' } },
+        restartCount: 0,
+        started: false,
+        ready: false,
+        timers: [],
+        killing: false,
+      });
     for (const c of pod.spec.initContainers ?? []) add(c, c.restartPolicy === 'Always' ? 'sidecar' : 'init');
     for (const c of pod.spec.containers ?? []) add(c, 'main');
-    for (const c of this.containers.values()) if (c.kind === 'main') c.state = { waiting: { reason: 'ContainerCreating' } };
+    for (const c of this.containers.values())
+      if (c.kind === 'main') c.state = { waiting: { reason: 'ContainerCreating' } };
   }
 
   get hostsFile(): string {
@@ -142,7 +165,9 @@ export class PodRunner {
       } catch (err) {
         if (!(err instanceof VolumeNotReadyError) && !(err instanceof KubeApiError)) throw err;
         for (const c of this.containers.values()) {
-          c.state = { waiting: { reason: c.kind === 'main' ? 'ContainerCreating' : 'PodInitializing', message: err.message } };
+          c.state = {
+            waiting: { reason: c.kind === 'main' ? 'ContainerCreating' : 'PodInitializing', message: err.message },
+          };
         }
         this.syncStatus();
         await sleep(Math.min(5000, 500 * (attempt + 1)));
@@ -189,7 +214,9 @@ export class PodRunner {
 
   private async backoff(c: Container): Promise<void> {
     c.lastState = c.state;
-    c.state = { waiting: { reason: 'CrashLoopBackOff', message: `back-off restarting failed container ${c.spec.name}` } };
+    c.state = {
+      waiting: { reason: 'CrashLoopBackOff', message: `back-off restarting failed container ${c.spec.name}` },
+    };
     c.restartCount++;
     this.syncStatus();
     await sleep(Math.min(10_000, 1000 * 2 ** Math.min(c.restartCount - 1, 4)));
@@ -209,7 +236,9 @@ export class PodRunner {
     // A minimesh program that is not built yet: say so, and retry (as an image pull would).
     const program = c.argv[0] === process.execPath ? c.argv[1] : undefined;
     if (program && program.startsWith(`${repoRoot}/`) && /\.m?js$/.test(program) && !existsSync(program)) {
-      c.state = { waiting: { reason: 'CreateContainerError', message: `${program} does not exist: build it (npm run build)` } };
+      c.state = {
+        waiting: { reason: 'CreateContainerError', message: `${program} does not exist: build it (npm run build)` },
+      };
       this.syncStatus();
       await sleep(5000);
       return this.startContainer(c);
@@ -235,13 +264,21 @@ export class PodRunner {
     this.log.info('container started', { container: c.spec.name, pid: proc.pid, argv: c.argv });
     c.exited = new Promise<number>((resolve) => {
       proc.on('exit', (code, signal) => {
-        const exitCode = code ?? 128 + (signal ? ({ SIGKILL: 9, SIGTERM: 15, SIGINT: 2 } as Record<string, number>)[signal] ?? 1 : 1);
+        const exitCode =
+          code ??
+          128 + (signal ? (({ SIGKILL: 9, SIGTERM: 15, SIGINT: 2 } as Record<string, number>)[signal] ?? 1) : 1);
         this.clearTimers(c);
         c.proc = undefined;
         c.started = false;
         c.ready = false;
         c.state = {
-          terminated: { exitCode, reason: exitCode === 0 ? 'Completed' : 'Error', startedAt, finishedAt: now(), ...(signal ? { message: `killed by ${signal}` } : {}) },
+          terminated: {
+            exitCode,
+            reason: exitCode === 0 ? 'Completed' : 'Error',
+            startedAt,
+            finishedAt: now(),
+            ...(signal ? { message: `killed by ${signal}` } : {}),
+          },
         };
         this.log.info('container exited', { container: c.spec.name, exitCode });
         resolve(exitCode);
@@ -283,8 +320,16 @@ export class PodRunner {
   /** Startup probe gates liveness/readiness; until their first success probes run at most 1 s apart. */
   private startProbes(c: Container): void {
     const spec = c.spec;
-    const ctx = () => ({ podIp: this.podIp, containers: [...(this.pod.spec.containers ?? []), ...(this.pod.spec.initContainers ?? [])], pid: c.pid });
-    const loop = (probe: KubeObject, onResult: (ok: boolean, consecutive: number) => boolean, fastUntilSuccess: boolean) => {
+    const ctx = () => ({
+      podIp: this.podIp,
+      containers: [...(this.pod.spec.containers ?? []), ...(this.pod.spec.initContainers ?? [])],
+      pid: c.pid,
+    });
+    const loop = (
+      probe: KubeObject,
+      onResult: (ok: boolean, consecutive: number) => boolean,
+      fastUntilSuccess: boolean,
+    ) => {
       let last: boolean | undefined;
       let consecutive = 0;
       let succeededOnce = false;
@@ -307,7 +352,9 @@ export class PodRunner {
         loop(
           spec.readinessProbe,
           (ok, n) => {
-            const want = ok ? n >= (spec.readinessProbe.successThreshold ?? 1) : n >= (spec.readinessProbe.failureThreshold ?? 3) || !c.ready;
+            const want = ok
+              ? n >= (spec.readinessProbe.successThreshold ?? 1)
+              : n >= (spec.readinessProbe.failureThreshold ?? 3) || !c.ready;
             if (want && c.ready !== ok) {
               c.ready = ok;
               this.syncStatus();
@@ -437,13 +484,23 @@ export class PodRunner {
     const all = [...this.containers.values()];
     const inits = all.filter((c) => c.kind !== 'main');
     const mains = all.filter((c) => c.kind === 'main');
-    const containersReady = mains.every((c) => c.ready) && inits.filter((c) => c.kind === 'sidecar').every((c) => c.ready) && this.initialized;
+    const containersReady =
+      mains.every((c) => c.ready) &&
+      inits.filter((c) => c.kind === 'sidecar').every((c) => c.ready) &&
+      this.initialized;
     let phase = this.phase;
-    if (phase === 'Pending' && this.initialized && mains.some((c) => 'running' in c.state || c.restartCount > 0)) phase = 'Running';
+    if (phase === 'Pending' && this.initialized && mains.some((c) => 'running' in c.state || c.restartCount > 0))
+      phase = 'Running';
     const cond = (type: string, ok: boolean, reason?: string) => {
       const prev = this.transitions.get(type);
       if (!prev || prev.ok !== ok) this.transitions.set(type, { ok, at: t });
-      return { type, status: ok ? 'True' : 'False', lastProbeTime: null, lastTransitionTime: this.transitions.get(type)!.at, ...(reason && !ok ? { reason } : {}) };
+      return {
+        type,
+        status: ok ? 'True' : 'False',
+        lastProbeTime: null,
+        lastTransitionTime: this.transitions.get(type)!.at,
+        ...(reason && !ok ? { reason } : {}),
+      };
     };
     const status: KubeObject = {
       phase,
@@ -478,9 +535,15 @@ export class PodRunner {
       this.statusPending = false;
       const { namespace, name } = this.pod.metadata;
       try {
-        await this.deps.client.request('PATCH', `/api/v1/namespaces/${namespace}/pods/${name}/status`, { metadata: { uid: this.uid }, status: this.status() }, 'application/merge-patch+json');
+        await this.deps.client.request(
+          'PATCH',
+          `/api/v1/namespaces/${namespace}/pods/${name}/status`,
+          { metadata: { uid: this.uid }, status: this.status() },
+          'application/merge-patch+json',
+        );
       } catch (err) {
-        if (!(err instanceof KubeApiError && (err.status === 404 || err.status === 409))) this.log.warn('status update failed', { err: String(err) });
+        if (!(err instanceof KubeApiError && (err.status === 404 || err.status === 409)))
+          this.log.warn('status update failed', { err: String(err) });
       }
     });
   }

@@ -52,7 +52,10 @@ function httpProbe(get: KubeObject, ctx: ProbeContext, timeoutMs: number): Promi
     };
     // HTTPS probes skip certificate verification, as the kubelet's do.
     const req = https
-      ? request({ ...opts, createConnection: () => tlsConnect({ socket: dialNode(target), rejectUnauthorized: false }) }, onRes)
+      ? request(
+          { ...opts, createConnection: () => tlsConnect({ socket: dialNode(target), rejectUnauthorized: false }) },
+          onRes,
+        )
       : request(opts, onRes);
     const timer = setTimeout(() => {
       req.destroy();
@@ -66,7 +69,9 @@ function httpProbe(get: KubeObject, ctx: ProbeContext, timeoutMs: number): Promi
 function execProbe(cmd: string[], ctx: ProbeContext, timeoutMs: number): Promise<boolean> {
   if (!ctx.pid) return Promise.resolve(false);
   return new Promise((resolve) => {
-    execFile('nsenter', ['-t', String(ctx.pid), '-m', '-n', '--', ...cmd], { timeout: timeoutMs }, (err) => resolve(!err));
+    execFile('nsenter', ['-t', String(ctx.pid), '-m', '-n', '--', ...cmd], { timeout: timeoutMs }, (err) =>
+      resolve(!err),
+    );
   });
 }
 
@@ -78,7 +83,10 @@ export async function runProbe(probe: KubeObject, ctx: ProbeContext): Promise<bo
   }
   if (probe.tcpSocket) {
     try {
-      return await probeNodeTcp(`${probe.tcpSocket.host ?? ctx.podIp}:${resolvePort(probe.tcpSocket.port, ctx)}`, timeoutMs);
+      return await probeNodeTcp(
+        `${probe.tcpSocket.host ?? ctx.podIp}:${resolvePort(probe.tcpSocket.port, ctx)}`,
+        timeoutMs,
+      );
     } catch {
       return false;
     }

@@ -22,7 +22,9 @@ export function renderServiceRules(services: Iterable<KubeObject>, slices: Itera
   }
   const chains: string[] = [];
   const rules: string[] = [];
-  const sorted = [...services].sort((a, b) => `${a.metadata.namespace}/${a.metadata.name}`.localeCompare(`${b.metadata.namespace}/${b.metadata.name}`));
+  const sorted = [...services].sort((a, b) =>
+    `${a.metadata.namespace}/${a.metadata.name}`.localeCompare(`${b.metadata.namespace}/${b.metadata.name}`),
+  );
   for (const svc of sorted) {
     const ip = svc.spec?.clusterIP;
     if (!ip || ip === 'None') continue;
@@ -32,7 +34,9 @@ export function renderServiceRules(services: Iterable<KubeObject>, slices: Itera
       if (protocol !== 'tcp' && protocol !== 'udp') continue;
       const targets: string[] = [];
       for (const slice of byService.get(key) ?? []) {
-        const sp = ((slice.ports ?? []) as KubeObject[]).find((p) => (p.name ?? '') === (port.name ?? '') && String(p.protocol ?? 'TCP').toLowerCase() === protocol);
+        const sp = ((slice.ports ?? []) as KubeObject[]).find(
+          (p) => (p.name ?? '') === (port.name ?? '') && String(p.protocol ?? 'TCP').toLowerCase() === protocol,
+        );
         if (!sp?.port) continue;
         for (const ep of (slice.endpoints ?? []) as KubeObject[]) {
           if (ep.conditions?.ready === false) continue;
@@ -43,7 +47,9 @@ export function renderServiceRules(services: Iterable<KubeObject>, slices: Itera
       targets.sort();
       const chain = chainFor(`${key}:${port.name ?? ''}:${protocol}`);
       chains.push(`:${chain} - [0:0]`);
-      rules.push(`-A MM-SERVICES -d ${ip}/32 -p ${protocol} -m ${protocol} --dport ${port.port} -m comment --comment "${key}:${port.name ?? port.port}" -j ${chain}`);
+      rules.push(
+        `-A MM-SERVICES -d ${ip}/32 -p ${protocol} -m ${protocol} --dport ${port.port} -m comment --comment "${key}:${port.name ?? port.port}" -j ${chain}`,
+      );
       targets.forEach((t, i) => {
         const left = targets.length - i;
         const pick = left > 1 ? ` -m statistic --mode random --probability ${(1 / left).toFixed(10)}` : '';
@@ -112,7 +118,10 @@ export class ServiceProxy {
     const rules = renderServiceRules(this.services.values(), this.slices.values());
     if (rules === this.last) return;
     try {
-      execFileSync('ip', ['netns', 'exec', NODE_NETNS, 'iptables-restore'], { input: rules, stdio: ['pipe', 'ignore', 'pipe'] });
+      execFileSync('ip', ['netns', 'exec', NODE_NETNS, 'iptables-restore'], {
+        input: rules,
+        stdio: ['pipe', 'ignore', 'pipe'],
+      });
       this.last = rules;
     } catch (err) {
       this.log.warn('service rules not applied', { err: String((err as { stderr?: Buffer }).stderr ?? err) });

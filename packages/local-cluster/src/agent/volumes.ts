@@ -44,7 +44,13 @@ interface KeyToPath {
   mode?: number;
 }
 
-function writeKeys(dir: string, data: Record<string, string | Buffer>, items: KeyToPath[] | undefined, mode: number, what: string): void {
+function writeKeys(
+  dir: string,
+  data: Record<string, string | Buffer>,
+  items: KeyToPath[] | undefined,
+  mode: number,
+  what: string,
+): void {
   if (items && items.length > 0) {
     for (const item of items) {
       const value = data[item.key];
@@ -56,21 +62,38 @@ function writeKeys(dir: string, data: Record<string, string | Buffer>, items: Ke
   }
 }
 
-async function sourceData(client: KubeClient, ns: string, kind: 'configMap' | 'secret', src: KubeObject): Promise<Record<string, string | Buffer> | undefined> {
-  const path = kind === 'configMap' ? `/api/v1/namespaces/${ns}/configmaps/${src.name}` : `/api/v1/namespaces/${ns}/secrets/${src.secretName ?? src.name}`;
+async function sourceData(
+  client: KubeClient,
+  ns: string,
+  kind: 'configMap' | 'secret',
+  src: KubeObject,
+): Promise<Record<string, string | Buffer> | undefined> {
+  const path =
+    kind === 'configMap'
+      ? `/api/v1/namespaces/${ns}/configmaps/${src.name}`
+      : `/api/v1/namespaces/${ns}/secrets/${src.secretName ?? src.name}`;
   const obj = await client.get(path);
   if (!obj) {
     if (src.optional) return undefined;
     throw new VolumeNotReadyError(`${kind} ${ns}/${src.name ?? src.secretName} not found`);
   }
   if (kind === 'secret') {
-    return Object.fromEntries(Object.entries((obj.data ?? {}) as Record<string, string>).map(([k, v]) => [k, Buffer.from(v, 'base64')]));
+    return Object.fromEntries(
+      Object.entries((obj.data ?? {}) as Record<string, string>).map(([k, v]) => [k, Buffer.from(v, 'base64')]),
+    );
   }
-  const bin = Object.fromEntries(Object.entries((obj.binaryData ?? {}) as Record<string, string>).map(([k, v]) => [k, Buffer.from(v, 'base64')]));
+  const bin = Object.fromEntries(
+    Object.entries((obj.binaryData ?? {}) as Record<string, string>).map(([k, v]) => [k, Buffer.from(v, 'base64')]),
+  );
   return { ...(obj.data ?? {}), ...bin };
 }
 
-export async function requestPodToken(client: KubeClient, pod: KubeObject, audience: string | undefined, expirationSeconds: number): Promise<string> {
+export async function requestPodToken(
+  client: KubeClient,
+  pod: KubeObject,
+  audience: string | undefined,
+  expirationSeconds: number,
+): Promise<string> {
   const ns = pod.metadata.namespace;
   const sa = pod.spec.serviceAccountName ?? 'default';
   const res = await client.request('POST', `/api/v1/namespaces/${ns}/serviceaccounts/${sa}/token`, {
@@ -95,11 +118,17 @@ function writeDownward(dir: string, pod: KubeObject, items: KubeObject[], mode: 
 }
 
 export async function renewTokens(client: KubeClient, pod: KubeObject, tokens: TokenFile[]): Promise<void> {
-  for (const t of tokens) writeFileAtomic(t.file, await requestPodToken(client, pod, t.audience, t.expirationSeconds), t.mode);
+  for (const t of tokens)
+    writeFileAtomic(t.file, await requestPodToken(client, pod, t.audience, t.expirationSeconds), t.mode);
 }
 
 /** Makes every volume of the pod on the host. Throws VolumeNotReadyError while a source is missing. */
-export async function materializeVolumes(client: KubeClient, pod: KubeObject, podDir: string, podIp: string): Promise<PodVolumes> {
+export async function materializeVolumes(
+  client: KubeClient,
+  pod: KubeObject,
+  podDir: string,
+  podIp: string,
+): Promise<PodVolumes> {
   const ns = pod.metadata.namespace;
   const result: PodVolumes = { volumes: new Map(), tokens: [] };
   for (const vol of (pod.spec.volumes ?? []) as KubeObject[]) {
@@ -112,7 +141,14 @@ export async function materializeVolumes(client: KubeClient, pod: KubeObject, po
     if (vol.emptyDir) {
       chmodSync(dir, 0o777);
       if (vol.emptyDir.medium === 'Memory' && !isMountPoint(dir)) {
-        execFileSync('mount', ['-t', 'tmpfs', '-o', `mode=1777${vol.emptyDir.sizeLimit ? `,size=${toBytes(vol.emptyDir.sizeLimit)}` : ''}`, 'tmpfs', dir]);
+        execFileSync('mount', [
+          '-t',
+          'tmpfs',
+          '-o',
+          `mode=1777${vol.emptyDir.sizeLimit ? `,size=${toBytes(vol.emptyDir.sizeLimit)}` : ''}`,
+          'tmpfs',
+          dir,
+        ]);
       }
     } else if (vol.configMap || vol.secret) {
       const kind = vol.configMap ? 'configMap' : 'secret';

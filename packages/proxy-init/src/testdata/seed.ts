@@ -4,11 +4,16 @@ import type { ProxyInitOptions } from '../plan.js';
 
 export const SEED_ARGV = [
   '--ipv6=false',
-  '--incoming-proxy-port', '4143',
-  '--outgoing-proxy-port', '4140',
-  '--proxy-uid', '2102',
-  '--inbound-ports-to-ignore', '4190,4191,4567,4568',
-  '--outbound-ports-to-ignore', '443,6443',
+  '--incoming-proxy-port',
+  '4143',
+  '--outgoing-proxy-port',
+  '4140',
+  '--proxy-uid',
+  '2102',
+  '--inbound-ports-to-ignore',
+  '4190,4191,4567,4568',
+  '--outbound-ports-to-ignore',
+  '443,6443',
 ];
 
 export const SEED: ProxyInitOptions = {

@@ -43,15 +43,21 @@ export function startProxyAdmin(opts: AdminOptions): Promise<AdminServer> {
     routes: {
       '/shutdown': (req: IncomingMessage, res: ServerResponse) => {
         if (!opts.shutdownEnabled) return void res.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');
-        if (req.method !== 'POST') return void res.writeHead(405, { allow: 'POST', 'content-type': 'text/plain' }).end('method not allowed\n');
-        if (!isLocal(req)) return void res.writeHead(403, { 'content-type': 'text/plain' }).end('shutdown is only accepted from localhost\n');
+        if (req.method !== 'POST')
+          return void res.writeHead(405, { allow: 'POST', 'content-type': 'text/plain' }).end('method not allowed\n');
+        if (!isLocal(req))
+          return void res
+            .writeHead(403, { 'content-type': 'text/plain' })
+            .end('shutdown is only accepted from localhost\n');
         res.writeHead(202, { 'content-type': 'text/plain' }).end('shutting down\n');
         opts.onShutdown();
       },
       '/env.json': (req: IncomingMessage, res: ServerResponse) => {
-        if (!isLocal(req)) return void res.writeHead(403, { 'content-type': 'text/plain' }).end('only from localhost\n');
+        if (!isLocal(req))
+          return void res.writeHead(403, { 'content-type': 'text/plain' }).end('only from localhost\n');
         const env: Record<string, string> = {};
-        for (const [k, v] of Object.entries(opts.env)) if (k.startsWith('MINIMESH_PROXY_') && v !== undefined) env[k] = v;
+        for (const [k, v] of Object.entries(opts.env))
+          if (k.startsWith('MINIMESH_PROXY_') && v !== undefined) env[k] = v;
         res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(env, null, 2));
       },
     },

@@ -69,7 +69,10 @@ export interface Balanced {
 }
 
 /** Picks an endpoint with P2C. `random` is injectable for tests. */
-export function pickP2c<T extends Balanced>(endpoints: readonly T[], random: () => number = Math.random): T | undefined {
+export function pickP2c<T extends Balanced>(
+  endpoints: readonly T[],
+  random: () => number = Math.random,
+): T | undefined {
   const n = endpoints.length;
   if (n === 0) return undefined;
   if (n === 1) return endpoints[0];

@@ -21,30 +21,56 @@ afterAll(async () => {
 
 const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
 function resolver(idleMs = 5000) {
-  return new DestinationResolver({ client: () => client, contextToken: '{"ns":"default"}', idleMs, firstUpdateTimeoutMs: 1000, logger, backoff: { minMs: 20, maxMs: 100 } });
+  return new DestinationResolver({
+    client: () => client,
+    contextToken: '{"ns":"default"}',
+    idleMs,
+    firstUpdateTimeoutMs: 1000,
+    logger,
+    backoff: { minMs: 20, maxMs: 100 },
+  });
 }
 
 describe('DestinationResolver', () => {
   it('shares one Get stream between lookups and carries identity, hint and labels', async () => {
-    cp.destination.set('a.default.svc.cluster.local:80', [{ ip: '10.0.0.1', port: 8080, identity: 'a.default.serviceaccount.identity.minimesh.cluster.local', labels: { pod: 'a-0' } }]);
+    cp.destination.set('a.default.svc.cluster.local:80', [
+      {
+        ip: '10.0.0.1',
+        port: 8080,
+        identity: 'a.default.serviceaccount.identity.minimesh.cluster.local',
+        labels: { pod: 'a-0' },
+      },
+    ]);
     const r = resolver();
     const before = cp.destination.getCalls.length;
-    const [s1, s2] = await Promise.all([r.resolve('a.default.svc.cluster.local:80'), r.resolve('a.default.svc.cluster.local:80')]);
+    const [s1, s2] = await Promise.all([
+      r.resolve('a.default.svc.cluster.local:80'),
+      r.resolve('a.default.svc.cluster.local:80'),
+    ]);
     await r.resolve('a.default.svc.cluster.local:80');
     expect(s1).toBe(s2);
     expect(cp.destination.getCalls.length - before).toBe(1);
     expect(s1.state).toBe('ready');
     expect(s1.list).toHaveLength(1);
-    expect(s1.list[0]).toMatchObject({ ip: '10.0.0.1', port: 8080, identity: 'a.default.serviceaccount.identity.minimesh.cluster.local', hint: 'h2', labels: { namespace: 'default', pod: 'a-0' } });
+    expect(s1.list[0]).toMatchObject({
+      ip: '10.0.0.1',
+      port: 8080,
+      identity: 'a.default.serviceaccount.identity.minimesh.cluster.local',
+      hint: 'h2',
+      labels: { namespace: 'default', pod: 'a-0' },
+    });
     r.close();
   });
 
-  it('applies adds and removes as they stream in, keeping each endpoint\'s load estimate', async () => {
+  it("applies adds and removes as they stream in, keeping each endpoint's load estimate", async () => {
     cp.destination.set('b.default.svc.cluster.local:80', [{ ip: '10.0.0.1', port: 80 }]);
     const r = resolver();
     const set = await r.resolve('b.default.svc.cluster.local:80');
     const load = set.list[0]!.load;
-    cp.destination.set('b.default.svc.cluster.local:80', [{ ip: '10.0.0.1', port: 80 }, { ip: '10.0.0.2', port: 80 }]);
+    cp.destination.set('b.default.svc.cluster.local:80', [
+      { ip: '10.0.0.1', port: 80 },
+      { ip: '10.0.0.2', port: 80 },
+    ]);
     await wait(100);
     expect(set.list.map((e) => e.key).sort()).toEqual(['10.0.0.1:80', '10.0.0.2:80']);
     expect(set.byKey.get('10.0.0.1:80')!.load).toBe(load);
@@ -77,10 +103,15 @@ describe('DestinationResolver', () => {
 
   it('GetProfile by IP:port gives the fully qualified name or the endpoint', async () => {
     cp.destination.profiles.set('10.96.0.1:80', { fullyQualifiedName: 'a.default.svc.cluster.local.' });
-    cp.destination.profiles.set('10.1.0.9:8080', { endpoint: { ip: '10.1.0.9', port: 8080, identity: 'p.default.serviceaccount.identity.minimesh.cluster.local' } });
+    cp.destination.profiles.set('10.1.0.9:8080', {
+      endpoint: { ip: '10.1.0.9', port: 8080, identity: 'p.default.serviceaccount.identity.minimesh.cluster.local' },
+    });
     const r = resolver();
     expect((await r.profile('10.96.0.1', 80))?.fullyQualifiedName).toBe('a.default.svc.cluster.local');
-    expect((await r.profile('10.1.0.9', 8080))?.endpoint).toMatchObject({ ip: '10.1.0.9', identity: 'p.default.serviceaccount.identity.minimesh.cluster.local' });
+    expect((await r.profile('10.1.0.9', 8080))?.endpoint).toMatchObject({
+      ip: '10.1.0.9',
+      identity: 'p.default.serviceaccount.identity.minimesh.cluster.local',
+    });
     r.close();
   });
 
@@ -89,9 +120,22 @@ describe('DestinationResolver', () => {
     const pki = await createTestPki();
     const cp2 = await start(pki);
     const port = cp2.addr.split(':')[1];
-    cp2.destination.set('d.default.svc.cluster.local:80', [{ ip: '10.0.0.4', port: 80 }, { ip: '10.0.0.5', port: 80 }]);
-    const c2 = new destination.DestinationClient(cp2.addr, credentials.createInsecure(), { 'grpc.initial_reconnect_backoff_ms': 50, 'grpc.max_reconnect_backoff_ms': 100 });
-    const r = new DestinationResolver({ client: () => c2, contextToken: '', idleMs: 60_000, firstUpdateTimeoutMs: 1000, logger, backoff: { minMs: 20, maxMs: 100 } });
+    cp2.destination.set('d.default.svc.cluster.local:80', [
+      { ip: '10.0.0.4', port: 80 },
+      { ip: '10.0.0.5', port: 80 },
+    ]);
+    const c2 = new destination.DestinationClient(cp2.addr, credentials.createInsecure(), {
+      'grpc.initial_reconnect_backoff_ms': 50,
+      'grpc.max_reconnect_backoff_ms': 100,
+    });
+    const r = new DestinationResolver({
+      client: () => c2,
+      contextToken: '',
+      idleMs: 60_000,
+      firstUpdateTimeoutMs: 1000,
+      logger,
+      backoff: { minMs: 20, maxMs: 100 },
+    });
     const set = await r.resolve('d.default.svc.cluster.local:80');
     expect(set.list).toHaveLength(2);
     cp2.server.forceShutdown();

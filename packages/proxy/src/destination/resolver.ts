@@ -130,7 +130,15 @@ export class DestinationResolver {
     const key = `${ip}:${port}`;
     let e = this.profiles.get(key);
     if (!e) {
-      e = { profile: undefined, state: 'pending', lastUsed: Date.now(), waiters: [], stream: undefined, closed: false, attempt: 0 };
+      e = {
+        profile: undefined,
+        state: 'pending',
+        lastUsed: Date.now(),
+        waiters: [],
+        stream: undefined,
+        closed: false,
+        attempt: 0,
+      };
       this.profiles.set(key, e);
       this.openProfile(key, e);
     }
@@ -213,13 +221,19 @@ export class DestinationResolver {
     stream.on('error', (err: ServiceError) => {
       if (e.closed || err.code === 1 /* CANCELLED */) return;
       if (NOT_RESOLVABLE.has(err.code)) {
-        this.log.debug({ authority: e.set.authority, code: err.code, details: err.details }, 'destination does not resolve this name');
+        this.log.debug(
+          { authority: e.set.authority, code: err.code, details: err.details },
+          'destination does not resolve this name',
+        );
         e.set.byKey.clear();
         e.set.rebuild();
         e.set.settle('missing');
         return;
       }
-      this.log.warn({ authority: e.set.authority, code: err.code, details: err.details }, 'destination stream failed; keeping last known endpoints and reconnecting');
+      this.log.warn(
+        { authority: e.set.authority, code: err.code, details: err.details },
+        'destination stream failed; keeping last known endpoints and reconnecting',
+      );
       if (e.set.state === 'pending') e.set.settle('unavailable');
       this.retryGet(e);
     });

@@ -47,7 +47,9 @@ describe('peek after peek (the inbound TLS check, then protocol detection)', () 
         srv.close();
       });
       srv.listen(0, '127.0.0.1', () => {
-        const c = connect((srv.address() as { port: number }).port, '127.0.0.1', () => c.write('GET /live HTTP/1.1\r\nHost: x\r\n\r\n'));
+        const c = connect((srv.address() as { port: number }).port, '127.0.0.1', () =>
+          c.write('GET /live HTTP/1.1\r\nHost: x\r\n\r\n'),
+        );
         c.on('error', () => undefined);
       });
     });

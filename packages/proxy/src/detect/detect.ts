@@ -48,7 +48,12 @@ export interface Peeked {
  * Reads from a socket until `decide` returns something other than 'more', the peer ends, or the timeout.
  * Leaves the socket paused with nothing consumed beyond the returned prefix.
  */
-export function peek<T>(socket: Socket, decide: (buf: Buffer) => T | 'more', timeoutMs: number, onTimeout: T): Promise<{ result: T; prefix: Buffer; ended: boolean }> {
+export function peek<T>(
+  socket: Socket,
+  decide: (buf: Buffer) => T | 'more',
+  timeoutMs: number,
+  onTimeout: T,
+): Promise<{ result: T; prefix: Buffer; ended: boolean }> {
   return new Promise((resolve) => {
     let buf: Buffer = Buffer.alloc(0);
     let done = false;
@@ -83,7 +88,10 @@ export function peek<T>(socket: Socket, decide: (buf: Buffer) => T | 'more', tim
 }
 
 /** Reads the first bytes and detects the protocol (opaque on timeout). */
-export async function detect(socket: Socket, timeoutMs: number): Promise<{ protocol: Protocol; prefix: Buffer; ended: boolean }> {
+export async function detect(
+  socket: Socket,
+  timeoutMs: number,
+): Promise<{ protocol: Protocol; prefix: Buffer; ended: boolean }> {
   const r = await peek<Protocol>(socket, detectProtocol, timeoutMs, 'opaque');
   return { protocol: r.result, prefix: r.prefix, ended: r.ended };
 }

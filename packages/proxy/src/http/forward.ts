@@ -2,9 +2,28 @@
 // (an HTTP/1 keep-alive pool or a multiplexed HTTP/2 session), in the four combinations the proxy needs.
 // Errors before the response head go to hooks.onError (the caller answers in the caller's protocol);
 // errors after it abort the downstream.
-import { request as h1request, type Agent, type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
-import { constants as h2c, type ClientHttp2Session, type IncomingHttpHeaders as H2Headers, type ServerHttp2Stream } from 'node:http2';
-import { cleanTrailers, h1ToH2Request, h1ToH2Response, h2ToH1Request, h2ToH1Response, h2ToH2Request, h2ToH2Response } from './headers.js';
+import {
+  request as h1request,
+  type Agent,
+  type IncomingMessage,
+  type OutgoingHttpHeaders,
+  type ServerResponse,
+} from 'node:http';
+import {
+  constants as h2c,
+  type ClientHttp2Session,
+  type IncomingHttpHeaders as H2Headers,
+  type ServerHttp2Stream,
+} from 'node:http2';
+import {
+  cleanTrailers,
+  h1ToH2Request,
+  h1ToH2Response,
+  h2ToH1Request,
+  h2ToH1Response,
+  h2ToH2Request,
+  h2ToH2Response,
+} from './headers.js';
 
 export interface ExchangeHooks {
   /** The response head is known (before any body byte is sent downstream). */
@@ -24,11 +43,23 @@ const NO_BODY = new Set(['GET', 'HEAD', 'DELETE', 'OPTIONS']);
 
 /** An HTTP/1 request that carries no body (a bodiless method without Content-Length or Transfer-Encoding). */
 function hasNoBody(req: IncomingMessage): boolean {
-  return NO_BODY.has(req.method ?? 'GET') && req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined;
+  return (
+    NO_BODY.has(req.method ?? 'GET') &&
+    req.headers['content-length'] === undefined &&
+    req.headers['transfer-encoding'] === undefined
+  );
 }
 
 /** HTTP/1 downstream → HTTP/2 upstream session (outbound, between meshed proxies). */
-export function h1ToH2(req: IncomingMessage, res: ServerResponse, session: ClientHttp2Session, authority: string, extra: Record<string, string>, hooks: ExchangeHooks, explain: (err: Error) => Error): void {
+export function h1ToH2(
+  req: IncomingMessage,
+  res: ServerResponse,
+  session: ClientHttp2Session,
+  authority: string,
+  extra: Record<string, string>,
+  hooks: ExchangeHooks,
+  explain: (err: Error) => Error,
+): void {
   const headers = h1ToH2Request(req.method ?? 'GET', req.url ?? '/', req.headers, authority, extra);
   const hasBody = !hasNoBody(req);
   let up;
@@ -69,35 +100,52 @@ export function h1ToH2(req: IncomingMessage, res: ServerResponse, session: Clien
 }
 
 /** HTTP/1 downstream → HTTP/1 upstream (keep-alive pool). */
-export function h1ToH1(req: IncomingMessage, res: ServerResponse, target: { host: string; port: number; agent: Agent; headers?: OutgoingHttpHeaders; timeoutMs?: number }, hooks: ExchangeHooks, explain: (err: Error) => Error): void {
+export function h1ToH1(
+  req: IncomingMessage,
+  res: ServerResponse,
+  target: { host: string; port: number; agent: Agent; headers?: OutgoingHttpHeaders; timeoutMs?: number },
+  hooks: ExchangeHooks,
+  explain: (err: Error) => Error,
+): void {
   const headers: OutgoingHttpHeaders = { ...req.headers, ...target.headers };
   delete headers.connection;
   delete headers['keep-alive'];
   delete headers['proxy-connection'];
   let headSent = false;
   let finished = false;
-  const up = h1request({ host: target.host, port: target.port, method: req.method, path: req.url, headers, agent: target.agent, timeout: target.timeoutMs }, (ur) => {
-    headSent = true;
-    const status = ur.statusCode ?? 502;
-    hooks.onResponse(status, undefined);
-    const rh = { ...ur.headers };
-    delete rh.connection;
-    delete rh['keep-alive'];
-    res.writeHead(status, rh);
-    ur.pipe(res);
-    ur.on('end', () => {
-      if (!finished) {
+  const up = h1request(
+    {
+      host: target.host,
+      port: target.port,
+      method: req.method,
+      path: req.url,
+      headers,
+      agent: target.agent,
+      timeout: target.timeoutMs,
+    },
+    (ur) => {
+      headSent = true;
+      const status = ur.statusCode ?? 502;
+      hooks.onResponse(status, undefined);
+      const rh = { ...ur.headers };
+      delete rh.connection;
+      delete rh['keep-alive'];
+      res.writeHead(status, rh);
+      ur.pipe(res);
+      ur.on('end', () => {
+        if (!finished) {
+          finished = true;
+          hooks.onEnd(false);
+        }
+      });
+      ur.on('error', (err) => {
+        if (finished) return;
         finished = true;
-        hooks.onEnd(false);
-      }
-    });
-    ur.on('error', (err) => {
-      if (finished) return;
-      finished = true;
-      hooks.onEnd(true);
-      res.destroy(err);
-    });
-  });
+        hooks.onEnd(true);
+        res.destroy(err);
+      });
+    },
+  );
   up.on('error', (err) => {
     if (finished) return;
     finished = true;
@@ -118,7 +166,14 @@ export function h1ToH1(req: IncomingMessage, res: ServerResponse, target: { host
 }
 
 /** HTTP/2 downstream stream → HTTP/2 upstream session (gRPC, h2), trailers intact. */
-export function h2ToH2(stream: ServerHttp2Stream, headers: H2Headers, session: ClientHttp2Session, extra: Record<string, string>, hooks: ExchangeHooks, explain: (err: Error) => Error): void {
+export function h2ToH2(
+  stream: ServerHttp2Stream,
+  headers: H2Headers,
+  session: ClientHttp2Session,
+  extra: Record<string, string>,
+  hooks: ExchangeHooks,
+  explain: (err: Error) => Error,
+): void {
   const out = h2ToH2Request(headers, extra);
   let up;
   try {
@@ -168,38 +223,55 @@ export function h2ToH2(stream: ServerHttp2Stream, headers: H2Headers, session: C
   });
   if (!stream.endAfterHeaders) stream.pipe(up);
   stream.on('close', () => {
-    if (!up.destroyed && !up.closed && stream.rstCode !== undefined && stream.rstCode !== h2c.NGHTTP2_NO_ERROR) up.close(h2c.NGHTTP2_CANCEL);
+    if (!up.destroyed && !up.closed && stream.rstCode !== undefined && stream.rstCode !== h2c.NGHTTP2_NO_ERROR)
+      up.close(h2c.NGHTTP2_CANCEL);
   });
 }
 
 /** HTTP/2 downstream stream carrying an upgraded HTTP/1 request → HTTP/1 upstream (inbound, to the app). */
-export function h2ToH1(stream: ServerHttp2Stream, headers: H2Headers, target: { host: string; port: number; agent: Agent; extra?: Record<string, string> }, hooks: ExchangeHooks, explain: (err: Error) => Error): void {
+export function h2ToH1(
+  stream: ServerHttp2Stream,
+  headers: H2Headers,
+  target: { host: string; port: number; agent: Agent; extra?: Record<string, string> },
+  hooks: ExchangeHooks,
+  explain: (err: Error) => Error,
+): void {
   const out = h2ToH1Request(headers, target.extra);
   let headSent = false;
   let finished = false;
-  const up = h1request({ host: target.host, port: target.port, method: String(headers[':method'] ?? 'GET'), path: String(headers[':path'] ?? '/'), headers: out, agent: target.agent }, (ur) => {
-    headSent = true;
-    const status = ur.statusCode ?? 502;
-    hooks.onResponse(status, undefined);
-    if (stream.destroyed) {
-      ur.resume();
-      return;
-    }
-    stream.respond(h1ToH2Response(status, ur.headers));
-    ur.pipe(stream);
-    ur.on('end', () => {
-      if (!finished) {
-        finished = true;
-        hooks.onEnd(false);
+  const up = h1request(
+    {
+      host: target.host,
+      port: target.port,
+      method: String(headers[':method'] ?? 'GET'),
+      path: String(headers[':path'] ?? '/'),
+      headers: out,
+      agent: target.agent,
+    },
+    (ur) => {
+      headSent = true;
+      const status = ur.statusCode ?? 502;
+      hooks.onResponse(status, undefined);
+      if (stream.destroyed) {
+        ur.resume();
+        return;
       }
-    });
-    ur.on('error', () => {
-      if (finished) return;
-      finished = true;
-      hooks.onEnd(true);
-      stream.close(h2c.NGHTTP2_INTERNAL_ERROR);
-    });
-  });
+      stream.respond(h1ToH2Response(status, ur.headers));
+      ur.pipe(stream);
+      ur.on('end', () => {
+        if (!finished) {
+          finished = true;
+          hooks.onEnd(false);
+        }
+      });
+      ur.on('error', () => {
+        if (finished) return;
+        finished = true;
+        hooks.onEnd(true);
+        stream.close(h2c.NGHTTP2_INTERNAL_ERROR);
+      });
+    },
+  );
   up.on('error', (err) => {
     if (finished) return;
     finished = true;

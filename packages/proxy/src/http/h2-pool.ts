@@ -33,7 +33,11 @@ export class H2Pool {
   get(key: string, connect: () => Duplex): ClientHttp2Session {
     const e = this.sessions.get(key);
     if (e && !e.session.closed && !e.session.destroyed && e.error === undefined) return e.session;
-    const session = h2connect(`http://${key}`, { createConnection: () => connect(), peerMaxConcurrentStreams: 10_000, settings: H2_SETTINGS });
+    const session = h2connect(`http://${key}`, {
+      createConnection: () => connect(),
+      peerMaxConcurrentStreams: 10_000,
+      settings: H2_SETTINGS,
+    });
     session.once('connect', () => widenConnectionWindow(session));
     const entry: Entry = { session, error: undefined };
     this.sessions.set(key, entry);

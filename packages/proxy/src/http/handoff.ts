@@ -9,7 +9,12 @@ import { prefixedDuplex, unshiftPrefix } from '../detect/socket-prefix.js';
 import { H2_SETTINGS, widenConnectionWindow } from './h2-pool.js';
 
 export class HttpHandoff<C> {
-  readonly h1: H1Server = createH1Server({ keepAlive: true, keepAliveTimeout: 60_000, requestTimeout: 0, headersTimeout: 60_000 });
+  readonly h1: H1Server = createH1Server({
+    keepAlive: true,
+    keepAliveTimeout: 60_000,
+    requestTimeout: 0,
+    headersTimeout: 60_000,
+  });
   /** Plaintext HTTP/2 (and h2 on a stream we already decrypted). */
   readonly h2: Http2Server = createH2Server({ peerMaxConcurrentStreams: 10_000, settings: H2_SETTINGS });
   /** Server-side HTTP/2 sessions: sent GOAWAY on drain so peers stop opening streams here. */

@@ -9,13 +9,27 @@ export const ORIG_PROTO_HTTP11 = 'HTTP/1.1';
 /** The client's mesh identity, added by the inbound proxy after mTLS (Linkerd's l5d-client-id). */
 export const CLIENT_ID_HEADER = 'l5d-client-id';
 
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'te', 'trailer', 'http2-settings', 'host']);
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'transfer-encoding',
+  'upgrade',
+  'te',
+  'trailer',
+  'http2-settings',
+  'host',
+]);
 
 /**
  * Copies `headers` into `out` without pseudo-headers and hop-by-hop headers (and those the Connection
  * header names). Hot path: one pass with for..in, no intermediate objects unless Connection names some.
  */
-function copyEndToEnd<T extends Record<string, unknown>>(headers: IncomingHttpHeaders | H2Headers, out: T, keepTe = false): T {
+function copyEndToEnd<T extends Record<string, unknown>>(
+  headers: IncomingHttpHeaders | H2Headers,
+  out: T,
+  keepTe = false,
+): T {
   const conn = headers.connection;
   let named: Set<string> | undefined;
   if (typeof conn === 'string') {
@@ -39,7 +53,13 @@ function addExtra(out: Record<string, unknown>, extra: Record<string, string> | 
 }
 
 /** HTTP/1 request headers → HTTP/2 request headers (for the multiplexed connection between proxies). */
-export function h1ToH2Request(method: string, path: string, headers: IncomingHttpHeaders, authority: string, extra: Record<string, string> = {}): OutgoingHttpHeaders {
+export function h1ToH2Request(
+  method: string,
+  path: string,
+  headers: IncomingHttpHeaders,
+  authority: string,
+  extra: Record<string, string> = {},
+): OutgoingHttpHeaders {
   const out: OutgoingHttpHeaders = copyEndToEnd(headers, {});
   out[':method'] = method;
   out[':path'] = path;

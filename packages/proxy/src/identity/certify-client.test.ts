@@ -32,7 +32,15 @@ describe('CertifyClient', () => {
     cp.identity.tokens = [];
     const creds = new TlsCredentials(ID, pki.anchorPem);
     const metrics = new ProxyMetrics(new Registry());
-    const client = new CertifyClient({ addr: { addr: cp.addr, name: undefined, plaintext: true }, localIdentity: ID, tokenFile, tls: creds, metrics, logger, schedule: { minMs: 200 } });
+    const client = new CertifyClient({
+      addr: { addr: cp.addr, name: undefined, plaintext: true },
+      localIdentity: ID,
+      tokenFile,
+      tls: creds,
+      metrics,
+      logger,
+      schedule: { minMs: 200 },
+    });
     await client.start();
     const first = creds.certificate!;
     const firstCtx = creds.context;
@@ -44,7 +52,9 @@ describe('CertifyClient', () => {
     expect(creds.certificate).not.toBe(first);
     expect(creds.context).not.toBe(firstCtx);
     expect(cp.identity.tokens.slice(0, 2)).toEqual(['token-1', 'token-2']);
-    expect(await metrics.registry.getSingleMetricAsString('control_identity_cert_refreshes_total')).toMatch(/result="ok"\} [2-9]/);
+    expect(await metrics.registry.getSingleMetricAsString('control_identity_cert_refreshes_total')).toMatch(
+      /result="ok"\} [2-9]/,
+    );
     client.stop();
   });
 
@@ -56,10 +66,20 @@ describe('CertifyClient', () => {
     cp.identity.failNext = 2;
     const creds = new TlsCredentials(ID, pki.anchorPem);
     const metrics = new ProxyMetrics(new Registry());
-    const client = new CertifyClient({ addr: { addr: cp.addr, name: undefined, plaintext: true }, localIdentity: ID, tokenFile, tls: creds, metrics, logger, schedule: { backoffBaseMs: 50 } });
+    const client = new CertifyClient({
+      addr: { addr: cp.addr, name: undefined, plaintext: true },
+      localIdentity: ID,
+      tokenFile,
+      tls: creds,
+      metrics,
+      logger,
+      schedule: { backoffBaseMs: 50 },
+    });
     await client.start();
     expect(creds.certificate).toBeDefined();
-    expect(await metrics.registry.getSingleMetricAsString('control_identity_cert_refreshes_total')).toMatch(/result="error"\} 2/);
+    expect(await metrics.registry.getSingleMetricAsString('control_identity_cert_refreshes_total')).toMatch(
+      /result="error"\} 2/,
+    );
     client.stop();
   });
 });

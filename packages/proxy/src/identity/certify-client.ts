@@ -76,9 +76,15 @@ export class CertifyClient {
     try {
       this.keyAndCsr ??= await createKeyAndCsr(this.opts.localIdentity);
       const token = await readFile(this.opts.tokenFile).catch((err: unknown) => {
-        throw new ProxyError('MINIMESH_PROXY_IDENTITY_FAILED', `identity: reading token file ${this.opts.tokenFile}`, { cause: err });
+        throw new ProxyError('MINIMESH_PROXY_IDENTITY_FAILED', `identity: reading token file ${this.opts.tokenFile}`, {
+          cause: err,
+        });
       });
-      const res = await this.certify({ identity: this.opts.localIdentity, token: Buffer.from(token.toString('utf8').trim()), certificateSigningRequest: this.keyAndCsr.csrDer });
+      const res = await this.certify({
+        identity: this.opts.localIdentity,
+        token: Buffer.from(token.toString('utf8').trim()),
+        certificateSigningRequest: this.keyAndCsr.csrDer,
+      });
       const leaf = new X509Certificate(res.leafCertificate);
       const chainPem = [res.leafCertificate, ...res.intermediateCertificates].map(derToPem).join('');
       const notAfter = res.validUntil ?? new Date(leaf.validTo);
@@ -88,12 +94,21 @@ export class CertifyClient {
       this.opts.metrics.certRefreshTimestamp.set(Date.now() / 1000);
       this.attempt = 0;
       const next = refreshDelay(Date.now(), notAfter.getTime(), this.opts.schedule);
-      log.info({ identity: this.opts.localIdentity, notAfter: notAfter.toISOString(), refreshInMs: next }, 'certified identity');
+      log.info(
+        { identity: this.opts.localIdentity, notAfter: notAfter.toISOString(), refreshInMs: next },
+        'certified identity',
+      );
       this.schedule(next);
     } catch (err) {
       this.opts.metrics.certRefreshes.inc({ result: 'error' });
-      const ms = errorBackoff(this.attempt++, { baseMs: this.opts.schedule?.backoffBaseMs, maxMs: this.opts.schedule?.backoffMaxMs });
-      log.warn({ err: { message: (err as Error).message, code: (err as { code?: unknown }).code }, retryInMs: ms }, 'identity: certify failed; keeping the current certificate and retrying');
+      const ms = errorBackoff(this.attempt++, {
+        baseMs: this.opts.schedule?.backoffBaseMs,
+        maxMs: this.opts.schedule?.backoffMaxMs,
+      });
+      log.warn(
+        { err: { message: (err as Error).message, code: (err as { code?: unknown }).code }, retryInMs: ms },
+        'identity: certify failed; keeping the current certificate and retrying',
+      );
       this.schedule(ms);
     }
   }
@@ -103,7 +118,14 @@ export class CertifyClient {
     const deadline = new Date(Date.now() + (this.opts.callTimeoutMs ?? 10_000));
     return new Promise((resolve, reject) => {
       client.certify(req, new Metadata(), { deadline }, (err, res) => {
-        if (err) reject(new ProxyError('MINIMESH_PROXY_IDENTITY_FAILED', `identity: Certify at ${this.opts.addr.addr}: ${err.message}`, { cause: err }));
+        if (err)
+          reject(
+            new ProxyError(
+              'MINIMESH_PROXY_IDENTITY_FAILED',
+              `identity: Certify at ${this.opts.addr.addr}: ${err.message}`,
+              { cause: err },
+            ),
+          );
         else resolve(res);
       });
     });

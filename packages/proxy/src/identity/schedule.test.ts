@@ -16,6 +16,8 @@ describe('refreshDelay', () => {
 
 describe('errorBackoff', () => {
   it('doubles from 1 s and caps at 30 s', () => {
-    expect([0, 1, 2, 3, 4, 5, 6, 20].map((a) => errorBackoff(a))).toEqual([1000, 2000, 4000, 8000, 16000, 30000, 30000, 30000]);
+    expect([0, 1, 2, 3, 4, 5, 6, 20].map((a) => errorBackoff(a))).toEqual([
+      1000, 2000, 4000, 8000, 16000, 30000, 30000, 30000,
+    ]);
   });
 });

@@ -12,7 +12,10 @@ export function isLoop(orig: { port: number } | undefined, proxyPorts: readonly 
   return orig !== undefined && proxyPorts.includes(orig.port);
 }
 
-export function createInboundAccept(onAccept: (a: InboundAccept) => void, origDst: OriginalDstFn = originalDst): Server {
+export function createInboundAccept(
+  onAccept: (a: InboundAccept) => void,
+  origDst: OriginalDstFn = originalDst,
+): Server {
   return createServer({ noDelay: true }, (socket) => {
     socket.setNoDelay(true);
     onAccept({ socket, orig: origDst(socket) });

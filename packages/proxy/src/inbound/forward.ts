@@ -9,7 +9,13 @@ import { armConnectTimeout } from '../outbound/tls.js';
 export const APP_HOST = '127.0.0.1';
 
 export class AppForwarder {
-  readonly agent = new Agent({ keepAlive: true, maxSockets: Infinity, maxFreeSockets: 1024, scheduling: 'lifo', noDelay: true } as AgentOptions);
+  readonly agent = new Agent({
+    keepAlive: true,
+    maxSockets: Infinity,
+    maxFreeSockets: 1024,
+    scheduling: 'lifo',
+    noDelay: true,
+  } as AgentOptions);
   readonly h2 = new H2Pool();
 
   constructor(private readonly timeoutMs: number) {}

@@ -1,14 +1,26 @@
 // The inbound stack: accept (original destination, loop check) → TLS (terminate ours / pass through
 // others / plaintext) → detect → forward to the app on 127.0.0.1:<original port>.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { createSecureServer, type Http2Session, type IncomingHttpHeaders as H2Headers, type ServerHttp2Stream } from 'node:http2';
+import {
+  createSecureServer,
+  type Http2Session,
+  type IncomingHttpHeaders as H2Headers,
+  type ServerHttp2Stream,
+} from 'node:http2';
 import type { Server, Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import type { Logger } from '@minimesh/runtime';
 import type { ProxyConfig } from '../config.js';
 import { keyOf } from '../destination/resolver.js';
 import { unshiftPrefix } from '../detect/socket-prefix.js';
-import { errorCode, isGrpc, resetSocket, toGrpcErrorHeaders, toH2ErrorHeaders, toHttpErrorResponse } from '../error-response.js';
+import {
+  errorCode,
+  isGrpc,
+  resetSocket,
+  toGrpcErrorHeaders,
+  toH2ErrorHeaders,
+  toHttpErrorResponse,
+} from '../error-response.js';
 import { ProxyError, toConnectError, unwrapCause } from '../errors.js';
 import { drainConnections } from '../drain.js';
 import { H2_SETTINGS } from '../http/h2-pool.js';
@@ -65,7 +77,14 @@ export function createInboundStack(opts: InboundStackOptions): InboundStack {
     const key = `${authority ?? ''}|${ctx.orig.ip}:${ctx.orig.port}|${ctx.tls}|${ctx.clientId ?? ''}`;
     let l = labelCache.get(key);
     if (!l) {
-      l = toLabels({ direction: 'inbound', targetAddr: keyOf(ctx.orig.ip, ctx.orig.port), tls: ctx.tls, clientId: ctx.clientId, sni: ctx.sni, noTlsReason: 'no_tls_from_remote' });
+      l = toLabels({
+        direction: 'inbound',
+        targetAddr: keyOf(ctx.orig.ip, ctx.orig.port),
+        tls: ctx.tls,
+        clientId: ctx.clientId,
+        sni: ctx.sni,
+        noTlsReason: 'no_tls_from_remote',
+      });
       l.authority = authority ?? '';
       if (labelCache.size > 10_000) labelCache.clear();
       labelCache.set(key, l);
@@ -100,7 +119,13 @@ export function createInboundStack(opts: InboundStackOptions): InboundStack {
       res.writeHead(r.status, r.headers).end(r.body);
     };
     const extra: Record<string, string> = ctx.clientId ? { [CLIENT_ID_HEADER]: ctx.clientId } : {};
-    h1ToH1(req, res, { host: APP_HOST, port: ctx.orig.port, agent: fwd.agent, headers: extra }, hooks(labelsFor(ctx, req.headers.host), fail), (err) => toConnectError(`${APP_HOST}:${ctx.orig.port}`, err));
+    h1ToH1(
+      req,
+      res,
+      { host: APP_HOST, port: ctx.orig.port, agent: fwd.agent, headers: extra },
+      hooks(labelsFor(ctx, req.headers.host), fail),
+      (err) => toConnectError(`${APP_HOST}:${ctx.orig.port}`, err),
+    );
   });
   h1.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => {
     const ctx = http.contextOf(socket);
@@ -121,7 +146,12 @@ export function createInboundStack(opts: InboundStackOptions): InboundStack {
     });
     app.on('error', (err) => {
       const r = toHttpErrorResponse(toConnectError(`${APP_HOST}:${ctx.orig.port}`, err));
-      if (!socket.destroyed) socket.end(`HTTP/1.1 ${r.status} Proxy Error\r\n${Object.entries(r.headers).map(([k, v]) => `${k}: ${v}`).join('\r\n')}\r\ncontent-length: ${Buffer.byteLength(r.body)}\r\n\r\n${r.body}`);
+      if (!socket.destroyed)
+        socket.end(
+          `HTTP/1.1 ${r.status} Proxy Error\r\n${Object.entries(r.headers)
+            .map(([k, v]) => `${k}: ${v}`)
+            .join('\r\n')}\r\ncontent-length: ${Buffer.byteLength(r.body)}\r\n\r\n${r.body}`,
+        );
     });
     socket.on('error', () => app.destroy());
     socket.on('close', () => app.destroy());
@@ -149,11 +179,15 @@ export function createInboundStack(opts: InboundStackOptions): InboundStack {
     const hk = hooks(labelsFor(ctx, authority), fail);
     const port = ctx.orig.port;
     if (headers[ORIG_PROTO_HEADER] === ORIG_PROTO_HTTP11) {
-      h2ToH1(stream, headers, { host: APP_HOST, port, agent: fwd.agent, extra }, hk, (err) => toConnectError(`${APP_HOST}:${port}`, err));
+      h2ToH1(stream, headers, { host: APP_HOST, port, agent: fwd.agent, extra }, hk, (err) =>
+        toConnectError(`${APP_HOST}:${port}`, err),
+      );
       return;
     }
     const session = fwd.session(port);
-    h2ToH2(stream, headers, session, extra, hk, (err) => toConnectError(`${APP_HOST}:${port}`, fwd.h2.lastError(session) ?? unwrapCause(err)));
+    h2ToH2(stream, headers, session, extra, hk, (err) =>
+      toConnectError(`${APP_HOST}:${port}`, fwd.h2.lastError(session) ?? unwrapCause(err)),
+    );
   }
   http.h2.on('stream', onStream);
 
@@ -192,7 +226,11 @@ export function createInboundStack(opts: InboundStackOptions): InboundStack {
   });
 
   async function afterTls(socket: Socket, ctx: ConnCtx, prefix: Buffer): Promise<void> {
-    const { protocol, prefix: p2, ended } = await detectInbound(socket, ctx.orig.port, config.opaquePorts, config.detectTimeoutMs, prefix);
+    const {
+      protocol,
+      prefix: p2,
+      ended,
+    } = await detectInbound(socket, ctx.orig.port, config.opaquePorts, config.detectTimeoutMs, prefix);
     if (ended && p2.length === 0) return void socket.destroy();
     if (protocol === 'opaque') relay(socket, ctx, p2);
     else http.dispatch(socket, protocol, p2, ctx);
@@ -231,7 +269,13 @@ export function createInboundStack(opts: InboundStackOptions): InboundStack {
     }
     if (isLoop(orig, opts.proxyPorts)) {
       metrics.error('inbound', 'MINIMESH_PROXY_LOOP');
-      log.warn({ orig }, new ProxyError('MINIMESH_PROXY_LOOP', `inbound connection to ${keyOf(orig.ip, orig.port)} would loop into the proxy`).message);
+      log.warn(
+        { orig },
+        new ProxyError(
+          'MINIMESH_PROXY_LOOP',
+          `inbound connection to ${keyOf(orig.ip, orig.port)} would loop into the proxy`,
+        ).message,
+      );
       sockets.delete(socket);
       return resetSocket(socket);
     }
@@ -242,7 +286,11 @@ export function createInboundStack(opts: InboundStackOptions): InboundStack {
       ctxByPeer.delete(peerKey);
     });
     const opaque = portInRanges(orig.port, config.opaquePorts);
-    const peeked = await peekTls(socket, creds.localIdentity, opaque ? Math.min(OPAQUE_TLS_PEEK_MS, config.detectTimeoutMs) : config.detectTimeoutMs);
+    const peeked = await peekTls(
+      socket,
+      creds.localIdentity,
+      opaque ? Math.min(OPAQUE_TLS_PEEK_MS, config.detectTimeoutMs) : config.detectTimeoutMs,
+    );
     if (peeked.ended && peeked.prefix.length === 0) return void socket.destroy();
     if (peeked.tls.kind === 'terminate' && creds.context) {
       ctxByPeer.set(peerKey, ctx);
@@ -266,13 +314,18 @@ export function createInboundStack(opts: InboundStackOptions): InboundStack {
     return { ...rest, peer: 'src' };
   }
 
-  const server = createInboundAccept((a) => void onAccept(a).catch((err: unknown) => {
-    log.warn({ err }, 'inbound connection failed');
-    a.socket.destroy();
-  }), opts.originalDst);
+  const server = createInboundAccept(
+    (a) =>
+      void onAccept(a).catch((err: unknown) => {
+        log.warn({ err }, 'inbound connection failed');
+        a.socket.destroy();
+      }),
+    opts.originalDst,
+  );
 
   return {
     server,
-    drain: (graceMs) => drainConnections({ server, h1, serverSessions: http.sessions, sockets, release: () => fwd.close() }, graceMs),
+    drain: (graceMs) =>
+      drainConnections({ server, h1, serverSessions: http.sessions, sockets, release: () => fwd.close() }, graceMs),
   };
 }

@@ -8,13 +8,23 @@ import { peek } from '../detect/detect.js';
 import { parseClientHello } from '../tls/client-hello.js';
 import { chainsToAnchors, identityOf, type TlsCredentials } from '../tls/credentials.js';
 
-export type InboundTls = { kind: 'terminate' } | { kind: 'passthrough'; sni: string | undefined } | { kind: 'plaintext' };
+export type InboundTls =
+  { kind: 'terminate' } | { kind: 'passthrough'; sni: string | undefined } | { kind: 'plaintext' };
 
-export async function peekTls(socket: Socket, localIdentity: string, timeoutMs: number): Promise<{ tls: InboundTls; prefix: Buffer; ended: boolean }> {
-  const r = await peek(socket, (buf) => {
-    const h = parseClientHello(buf);
-    return h === 'more' ? 'more' : h;
-  }, timeoutMs, { kind: 'not-tls' } as const);
+export async function peekTls(
+  socket: Socket,
+  localIdentity: string,
+  timeoutMs: number,
+): Promise<{ tls: InboundTls; prefix: Buffer; ended: boolean }> {
+  const r = await peek(
+    socket,
+    (buf) => {
+      const h = parseClientHello(buf);
+      return h === 'more' ? 'more' : h;
+    },
+    timeoutMs,
+    { kind: 'not-tls' } as const,
+  );
   const h = r.result;
   if (h.kind === 'not-tls') return { tls: { kind: 'plaintext' }, prefix: r.prefix, ended: r.ended };
   if (h.sni === localIdentity) return { tls: { kind: 'terminate' }, prefix: r.prefix, ended: r.ended };

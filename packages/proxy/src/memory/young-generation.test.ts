@@ -32,7 +32,11 @@ for (let round = 0; round < 400; round++) {
 process.stdout.write(JSON.stringify({ mb: peak / 1048576, applied, live: live.length }));`;
 
 function runOld(limit: boolean, args: string[] = []): { mb: number; applied: boolean } {
-  const r = spawnSync(process.execPath, ['--max-semi-space-size=4', ...args, '--input-type=module', '-e', oldScript(limit)], { encoding: 'utf8' });
+  const r = spawnSync(
+    process.execPath,
+    ['--max-semi-space-size=4', ...args, '--input-type=module', '-e', oldScript(limit)],
+    { encoding: 'utf8' },
+  );
   expect(r.status, r.stderr).toBe(0);
   return JSON.parse(r.stdout) as { mb: number; applied: boolean };
 }

@@ -46,7 +46,8 @@ export function newSpaceBytes(): number {
 
 export function capYoungGeneration(maxSemiSpaceMb = DEFAULT_MAX_SEMI_SPACE_MB): YoungGenerationCap {
   let capped = false;
-  if (explicitlyConfigured('--max-semi-space-size', '--semi-space-growth-factor') || !(maxSemiSpaceMb > 0)) return { capped, stop: () => undefined };
+  if (explicitlyConfigured('--max-semi-space-size', '--semi-space-growth-factor') || !(maxSemiSpaceMb > 0))
+    return { capped, stop: () => undefined };
   const limit = 2 * maxSemiSpaceMb * 1024 * 1024;
   const check = () => {
     const atCap = newSpaceBytes() >= limit;

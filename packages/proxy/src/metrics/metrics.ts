@@ -9,11 +9,24 @@ export type Direction = 'inbound' | 'outbound';
 export type TlsLabel = 'true' | 'no_identity' | 'opaque';
 
 /** The destination metric_labels we re-emit, prefixed dst_ (others are dropped: labels are fixed). */
-export const DST_LABELS = ['namespace', 'service', 'pod', 'serviceaccount', 'deployment', 'replicaset', 'statefulset', 'daemonset', 'job', 'zone'] as const;
-
+export const DST_LABELS = [
+  'namespace',
+  'service',
+  'pod',
+  'serviceaccount',
+  'deployment',
+  'replicaset',
+  'statefulset',
+  'daemonset',
+  'job',
+  'zone',
+] as const;
 
 /** Linkerd's response_latency_ms buckets: 1–5, 10–50, 100–500, 1000–5000, 10000–50000 ms. */
-export const LATENCY_BUCKETS = [1, 2, 3, 4, 5, 10, 20, 30, 40, 50, 100, 200, 300, 400, 500, 1000, 2000, 3000, 4000, 5000, 10000, 20000, 30000, 40000, 50000];
+export const LATENCY_BUCKETS = [
+  1, 2, 3, 4, 5, 10, 20, 30, 40, 50, 100, 200, 300, 400, 500, 1000, 2000, 3000, 4000, 5000, 10000, 20000, 30000, 40000,
+  50000,
+];
 
 export type Labels = Record<string, string>;
 
@@ -77,16 +90,44 @@ export class ProxyMetrics {
     const r = [registry];
     this.requestTotal = new SeriesCounter('request_total', 'Total count of HTTP requests.', registry);
     this.responseTotal = new SeriesCounter('response_total', 'Total count of HTTP responses.', registry);
-    this.responseLatency = new SeriesHistogram('response_latency_ms', 'Elapsed times between a request\'s headers being received and its response stream completing.', registry, LATENCY_BUCKETS);
+    this.responseLatency = new SeriesHistogram(
+      'response_latency_ms',
+      "Elapsed times between a request's headers being received and its response stream completing.",
+      registry,
+      LATENCY_BUCKETS,
+    );
     this.tcpOpenTotal = new SeriesCounter('tcp_open_total', 'Total count of opened connections.', registry);
-    this.tcpOpenConnections = new SeriesCounter('tcp_open_connections', 'Number of currently-open connections.', registry, 'gauge');
+    this.tcpOpenConnections = new SeriesCounter(
+      'tcp_open_connections',
+      'Number of currently-open connections.',
+      registry,
+      'gauge',
+    );
     this.tcpReadBytes = new SeriesCounter('tcp_read_bytes_total', 'Total count of bytes read from peers.', registry);
     this.tcpWriteBytes = new SeriesCounter('tcp_write_bytes_total', 'Total count of bytes written to peers.', registry);
     this.tcpCloseTotal = new SeriesCounter('tcp_close_total', 'Total count of closed connections.', registry);
-    this.errorsTotal = new Counter({ name: 'proxy_errors_total', help: 'Errors the proxy answered for, by direction and code.', labelNames: ['direction', 'error'], registers: r });
-    this.certExpiration = new Gauge({ name: 'control_identity_cert_expiration_timestamp_seconds', help: 'Time when this proxy\'s current certificate expires (seconds since the epoch).', registers: r });
-    this.certRefreshTimestamp = new Gauge({ name: 'control_identity_cert_refresh_timestamp_seconds', help: 'Time of the last certificate refresh (seconds since the epoch).', registers: r });
-    this.certRefreshes = new Counter({ name: 'control_identity_cert_refreshes_total', help: 'Certificate refreshes by result.', labelNames: ['result'], registers: r });
+    this.errorsTotal = new Counter({
+      name: 'proxy_errors_total',
+      help: 'Errors the proxy answered for, by direction and code.',
+      labelNames: ['direction', 'error'],
+      registers: r,
+    });
+    this.certExpiration = new Gauge({
+      name: 'control_identity_cert_expiration_timestamp_seconds',
+      help: "Time when this proxy's current certificate expires (seconds since the epoch).",
+      registers: r,
+    });
+    this.certRefreshTimestamp = new Gauge({
+      name: 'control_identity_cert_refresh_timestamp_seconds',
+      help: 'Time of the last certificate refresh (seconds since the epoch).',
+      registers: r,
+    });
+    this.certRefreshes = new Counter({
+      name: 'control_identity_cert_refreshes_total',
+      help: 'Certificate refreshes by result.',
+      labelNames: ['result'],
+      registers: r,
+    });
   }
 
   error(direction: Direction, code: string): void {
@@ -107,7 +148,13 @@ export class ProxyMetrics {
         let h = byStatus.get(key);
         if (!h) {
           h = {
-            total: this.responseTotal.with({ ...labels, status_code: String(status), grpc_status: grpcStatus === undefined ? '' : String(grpcStatus), classification: failure ? 'failure' : 'success', error: failed === true ? 'stream' : '' }),
+            total: this.responseTotal.with({
+              ...labels,
+              status_code: String(status),
+              grpc_status: grpcStatus === undefined ? '' : String(grpcStatus),
+              classification: failure ? 'failure' : 'success',
+              error: failed === true ? 'stream' : '',
+            }),
             latency: this.responseLatency.with({ ...labels, status_code: String(status) }),
           };
           byStatus.set(key, h);
@@ -145,7 +192,10 @@ export class ProxyMetrics {
 }
 
 /** Attaches byte and close accounting to a socket (bytesRead/bytesWritten are read once, at close). */
-export function trackSocket(socket: { bytesRead: number; bytesWritten: number; once(ev: 'close', l: (hadError: boolean) => void): unknown }, rec: ConnRecorder): void {
+export function trackSocket(
+  socket: { bytesRead: number; bytesWritten: number; once(ev: 'close', l: (hadError: boolean) => void): unknown },
+  rec: ConnRecorder,
+): void {
   socket.once('close', (hadError: boolean) => {
     try {
       rec.read(socket.bytesRead);

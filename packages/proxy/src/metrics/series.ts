@@ -54,7 +54,13 @@ abstract class Series<H> {
   abstract values(): MetricValue[];
 
   get(): Promise<{ name: string; help: string; type: string; values: MetricValue[]; aggregator: string }> {
-    return Promise.resolve({ name: this.name, help: this.help, type: this.type, values: this.values(), aggregator: 'sum' });
+    return Promise.resolve({
+      name: this.name,
+      help: this.help,
+      type: this.type,
+      values: this.values(),
+      aggregator: 'sum',
+    });
   }
 
   reset(): void {

@@ -1,8 +1,6 @@
 // Errors of the original-destination reader. Stable codes; messages start with the context they add.
 export type OriginalDstErrorCode =
-  | 'MINIMESH_PROXY_NOT_REDIRECTED'
-  | 'MINIMESH_PROXY_ORIGINAL_DST_FAILED'
-  | 'MINIMESH_PROXY_ADDON_MISSING';
+  'MINIMESH_PROXY_NOT_REDIRECTED' | 'MINIMESH_PROXY_ORIGINAL_DST_FAILED' | 'MINIMESH_PROXY_ADDON_MISSING';
 
 export class OriginalDstError extends Error {
   constructor(

@@ -38,7 +38,9 @@ describe('getOriginalDst', () => {
     }
     expect(caught).toBeInstanceOf(NotRedirectedError);
     expect((caught as NotRedirectedError).code).toBe('MINIMESH_PROXY_NOT_REDIRECTED');
-    expect((caught as Error).message).toMatch(/^original destination of .+: the connection was not redirected by iptables/);
+    expect((caught as Error).message).toMatch(
+      /^original destination of .+: the connection was not redirected by iptables/,
+    );
   });
 
   it('refuses a destroyed socket with a clear error', async () => {

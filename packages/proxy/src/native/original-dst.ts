@@ -56,21 +56,30 @@ export function getOriginalDst(socket: Socket): OriginalDst {
   const context = `original destination of ${socket.remoteAddress ?? '?'}:${socket.remotePort ?? '?'} → ${socket.localAddress ?? '?'}:${socket.localPort ?? '?'}`;
   const fd = (socket as unknown as { _handle?: { fd?: unknown } })._handle?.fd;
   if (typeof fd !== 'number' || fd < 0) {
-    throw new OriginalDstError('MINIMESH_PROXY_ORIGINAL_DST_FAILED', `${context}: the socket has no file descriptor (closed, or not a TCP socket)`);
+    throw new OriginalDstError(
+      'MINIMESH_PROXY_ORIGINAL_DST_FAILED',
+      `${context}: the socket has no file descriptor (closed, or not a TCP socket)`,
+    );
   }
   let dst: OriginalDst;
   try {
     dst = lib.getOriginalDst(fd);
   } catch (err) {
     if ((err as { code?: string }).code === 'ENOENT') {
-      throw new NotRedirectedError(`${context}: the connection was not redirected by iptables (no NAT entry for it)`, { cause: err });
+      throw new NotRedirectedError(`${context}: the connection was not redirected by iptables (no NAT entry for it)`, {
+        cause: err,
+      });
     }
-    throw new OriginalDstError('MINIMESH_PROXY_ORIGINAL_DST_FAILED', `${context}: ${(err as Error).message}`, { cause: err });
+    throw new OriginalDstError('MINIMESH_PROXY_ORIGINAL_DST_FAILED', `${context}: ${(err as Error).message}`, {
+      cause: err,
+    });
   }
   // With conntrack active, a connection that was never NATed still has an entry whose original
   // destination is simply our own address: that is "not redirected" too.
   if (dst.port === socket.localPort && unmap(dst.address) === unmap(socket.localAddress ?? '')) {
-    throw new NotRedirectedError(`${context}: the connection was not redirected by iptables (it was sent to this address directly)`);
+    throw new NotRedirectedError(
+      `${context}: the connection was not redirected by iptables (it was sent to this address directly)`,
+    );
   }
   return { address: unmap(dst.address), port: dst.port, family: unmap(dst.address).includes(':') ? 6 : 4 };
 }

@@ -19,7 +19,10 @@ export function originalDst(socket: Socket): { ip: string; port: number } | unde
 
 export type OriginalDstFn = (socket: Socket) => { ip: string; port: number } | undefined;
 
-export function createOutboundAccept(onAccept: (a: OutboundAccept) => void, origDst: OriginalDstFn = originalDst): Server {
+export function createOutboundAccept(
+  onAccept: (a: OutboundAccept) => void,
+  origDst: OriginalDstFn = originalDst,
+): Server {
   return createServer({ noDelay: true, pauseOnConnect: false }, (socket) => {
     socket.setNoDelay(true);
     onAccept({ socket, orig: origDst(socket) });

@@ -11,7 +11,13 @@ import { armConnectTimeout, connectMtls } from './tls.js';
 export class OutboundConnector {
   readonly meshed = new H2Pool();
   readonly plainH2 = new H2Pool();
-  readonly agent = new Agent({ keepAlive: true, maxSockets: Infinity, maxFreeSockets: 1024, scheduling: 'lifo', noDelay: true } as AgentOptions);
+  readonly agent = new Agent({
+    keepAlive: true,
+    maxSockets: Infinity,
+    maxFreeSockets: 1024,
+    scheduling: 'lifo',
+    noDelay: true,
+  } as AgentOptions);
 
   constructor(
     private readonly creds: TlsCredentials,
@@ -20,7 +26,9 @@ export class OutboundConnector {
 
   /** The mTLS HTTP/2 session to a meshed endpoint. */
   meshedSession(ip: string, port: number, identity: string): ClientHttp2Session {
-    return this.meshed.get(`${ip}:${port}#${identity}`, () => connectMtls(this.creds, ip, port, identity, ['h2'], this.timeoutMs));
+    return this.meshed.get(`${ip}:${port}#${identity}`, () =>
+      connectMtls(this.creds, ip, port, identity, ['h2'], this.timeoutMs),
+    );
   }
 
   plainSession(ip: string, port: number): ClientHttp2Session {

@@ -21,7 +21,11 @@ export interface Authority {
 }
 
 /** Normalizes a Host/:authority: lowercase, no trailing dot, explicit port (from the original destination or 80). */
-export function normalizeAuthority(value: string | undefined, defaultPort: number, clusterDomain: string): Authority | undefined {
+export function normalizeAuthority(
+  value: string | undefined,
+  defaultPort: number,
+  clusterDomain: string,
+): Authority | undefined {
   if (!value) return undefined;
   const m = /^(?:\[([^\]]+)\]|([^:]+))(?::(\d+))?$/.exec(value.trim().toLowerCase());
   if (!m) return undefined;
@@ -32,7 +36,11 @@ export function normalizeAuthority(value: string | undefined, defaultPort: numbe
   return { host, port, text: `${isIP(host) === 6 ? `[${host}]` : host}:${port}`, inCluster };
 }
 
-async function byOriginalDst(resolver: DestinationResolver, orig: { ip: string; port: number }, authorityText: string): Promise<Target> {
+async function byOriginalDst(
+  resolver: DestinationResolver,
+  orig: { ip: string; port: number },
+  authorityText: string,
+): Promise<Target> {
   const profile = await resolver.profile(orig.ip, orig.port);
   if (profile?.fullyQualifiedName) {
     const fqn = `${profile.fullyQualifiedName}:${orig.port}`;
@@ -43,7 +51,12 @@ async function byOriginalDst(resolver: DestinationResolver, orig: { ip: string; 
   return { kind: 'forward', authority: authorityText, ip: orig.ip, port: orig.port };
 }
 
-export async function discoverHttp(resolver: DestinationResolver, hostHeader: string | undefined, orig: { ip: string; port: number } | undefined, clusterDomain: string): Promise<Target | undefined> {
+export async function discoverHttp(
+  resolver: DestinationResolver,
+  hostHeader: string | undefined,
+  orig: { ip: string; port: number } | undefined,
+  clusterDomain: string,
+): Promise<Target | undefined> {
   const a = normalizeAuthority(hostHeader, orig?.port ?? 80, clusterDomain);
   if (a?.inCluster) {
     const set = await resolver.resolve(a.text);

@@ -6,7 +6,14 @@ import type { Server, Socket } from 'node:net';
 import type { ProxyConfig } from '../config.js';
 import type { DestinationResolver } from '../destination/resolver.js';
 import { keyOf } from '../destination/resolver.js';
-import { errorCode, isGrpc, resetSocket, toGrpcErrorHeaders, toH2ErrorHeaders, toHttpErrorResponse } from '../error-response.js';
+import {
+  errorCode,
+  isGrpc,
+  resetSocket,
+  toGrpcErrorHeaders,
+  toH2ErrorHeaders,
+  toHttpErrorResponse,
+} from '../error-response.js';
 import { ProxyError, toConnectError, unwrapCause } from '../errors.js';
 import { drainConnections } from '../drain.js';
 import { ORIG_PROTO_HEADER, ORIG_PROTO_HTTP11 } from '../http/headers.js';
@@ -59,7 +66,15 @@ export function createOutboundStack(opts: OutboundStackOptions): OutboundStack {
     const key = `${authority}|${addr}|${meshed ? ep?.identity : ''}`;
     let l = labelCache.get(key);
     if (!l) {
-      l = toLabels({ direction: 'outbound', authority, targetAddr: addr, tls: meshed ? 'true' : 'no_identity', serverId: meshed ? ep?.identity : undefined, noTlsReason: ep ? (meshed ? undefined : 'not_provided_by_service_discovery') : 'no_endpoint', dst: ep?.labels });
+      l = toLabels({
+        direction: 'outbound',
+        authority,
+        targetAddr: addr,
+        tls: meshed ? 'true' : 'no_identity',
+        serverId: meshed ? ep?.identity : undefined,
+        noTlsReason: ep ? (meshed ? undefined : 'not_provided_by_service_discovery') : 'no_endpoint',
+        dst: ep?.labels,
+      });
       l.authority = authority;
       if (labelCache.size > 10_000) labelCache.clear();
       labelCache.set(key, l);
@@ -75,7 +90,11 @@ export function createOutboundStack(opts: OutboundStackOptions): OutboundStack {
 
   async function target(host: string | undefined, ctx: ConnCtx | undefined): Promise<Target> {
     const t = await discoverHttp(resolver, host, ctx?.orig, config.clusterDomain);
-    if (!t) throw new ProxyError('MINIMESH_PROXY_NO_ORIGINAL_DST', `request for ${host ?? '(no host)'}: no original destination and the authority is not a mesh service`);
+    if (!t)
+      throw new ProxyError(
+        'MINIMESH_PROXY_NO_ORIGINAL_DST',
+        `request for ${host ?? '(no host)'}: no original destination and the authority is not a mesh service`,
+      );
     return t;
   }
 
@@ -126,7 +145,15 @@ export function createOutboundStack(opts: OutboundStackOptions): OutboundStack {
     if (ep?.identity && creds.context) {
       const identity = ep.identity;
       const session = connector.meshedSession(ep.ip, ep.port, identity);
-      h1ToH2(req, res, session, req.headers.host ?? t.authority, { [ORIG_PROTO_HEADER]: ORIG_PROTO_HTTP11 }, hooks, (err) => toConnectError(ep.key, connector.meshed.lastError(session) ?? unwrapCause(err), identity));
+      h1ToH2(
+        req,
+        res,
+        session,
+        req.headers.host ?? t.authority,
+        { [ORIG_PROTO_HEADER]: ORIG_PROTO_HTTP11 },
+        hooks,
+        (err) => toConnectError(ep.key, connector.meshed.lastError(session) ?? unwrapCause(err), identity),
+      );
       return;
     }
     const ip = ep ? ep.ip : (pick as { ip: string }).ip;
@@ -161,13 +188,17 @@ export function createOutboundStack(opts: OutboundStackOptions): OutboundStack {
     if (ep?.identity && creds.context) {
       const identity = ep.identity;
       const session = connector.meshedSession(ep.ip, ep.port, identity);
-      h2ToH2(stream, headers, session, {}, hooks, (err) => toConnectError(ep.key, connector.meshed.lastError(session) ?? unwrapCause(err), identity));
+      h2ToH2(stream, headers, session, {}, hooks, (err) =>
+        toConnectError(ep.key, connector.meshed.lastError(session) ?? unwrapCause(err), identity),
+      );
       return;
     }
     const ip = ep ? ep.ip : (pick as { ip: string }).ip;
     const port = ep ? ep.port : (pick as { port: number }).port;
     const session = connector.plainSession(ip, port);
-    h2ToH2(stream, headers, session, {}, hooks, (err) => toConnectError(keyOf(ip, port), connector.plainH2.lastError(session) ?? unwrapCause(err)));
+    h2ToH2(stream, headers, session, {}, hooks, (err) =>
+      toConnectError(keyOf(ip, port), connector.plainH2.lastError(session) ?? unwrapCause(err)),
+    );
   }
 
   /** HTTP/1 Upgrade (WebSocket): replay the request to the endpoint, then relay raw bytes both ways. */
@@ -175,7 +206,13 @@ export function createOutboundStack(opts: OutboundStackOptions): OutboundStack {
     const ctx = http.contextOf(socket);
     const fail = (err: unknown) => {
       const r = toHttpErrorResponse(err);
-      const lines = [`HTTP/1.1 ${r.status} Proxy Error`, ...Object.entries(r.headers).map(([k, v]) => `${k}: ${v}`), `content-length: ${Buffer.byteLength(r.body)}`, '', r.body];
+      const lines = [
+        `HTTP/1.1 ${r.status} Proxy Error`,
+        ...Object.entries(r.headers).map(([k, v]) => `${k}: ${v}`),
+        `content-length: ${Buffer.byteLength(r.body)}`,
+        '',
+        r.body,
+      ];
       socket.end(lines.join('\r\n'));
     };
     let t: Target;
@@ -289,7 +326,14 @@ export function createOutboundStack(opts: OutboundStackOptions): OutboundStack {
     socket.once('close', () => sockets.delete(socket));
     socket.on('error', () => undefined);
     const ctx: ConnCtx = { orig: a.orig };
-    const conn = metrics.connection(toLabels({ direction: 'outbound', targetAddr: a.orig ? keyOf(a.orig.ip, a.orig.port) : '', tls: 'no_identity', noTlsReason: 'loopback' }));
+    const conn = metrics.connection(
+      toLabels({
+        direction: 'outbound',
+        targetAddr: a.orig ? keyOf(a.orig.ip, a.orig.port) : '',
+        tls: 'no_identity',
+        noTlsReason: 'loopback',
+      }),
+    );
     trackSocket(socket, { read: conn.read, write: conn.write, close: conn.close });
     // Like Linkerd, ask the profile first: a port destination marks opaque (a Service or pod annotation)
     // skips detection, so server-speaks-first protocols there see no delay either.
@@ -306,14 +350,22 @@ export function createOutboundStack(opts: OutboundStackOptions): OutboundStack {
     else http.dispatch(socket, protocol, prefix, ctx);
   }
 
-  const server = createOutboundAccept((a) => void onAccept(a).catch((err: unknown) => {
-    log.warn({ err }, 'outbound connection failed');
-    a.socket.destroy();
-  }), opts.originalDst);
+  const server = createOutboundAccept(
+    (a) =>
+      void onAccept(a).catch((err: unknown) => {
+        log.warn({ err }, 'outbound connection failed');
+        a.socket.destroy();
+      }),
+    opts.originalDst,
+  );
 
   return {
     server,
     connector,
-    drain: (graceMs) => drainConnections({ server, h1, serverSessions: http.sessions, sockets, release: () => connector.close() }, graceMs),
+    drain: (graceMs) =>
+      drainConnections(
+        { server, h1, serverSessions: http.sessions, sockets, release: () => connector.close() },
+        graceMs,
+      ),
   };
 }

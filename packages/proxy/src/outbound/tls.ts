@@ -5,9 +5,17 @@ import { connect as tlsConnect, type TLSSocket } from 'node:tls';
 import { ProxyError } from '../errors.js';
 import { checkPeerIdentity, type TlsCredentials } from '../tls/credentials.js';
 
-export function connectMtls(creds: TlsCredentials, ip: string, port: number, identity: string, alpn: string[], timeoutMs: number): TLSSocket {
+export function connectMtls(
+  creds: TlsCredentials,
+  ip: string,
+  port: number,
+  identity: string,
+  alpn: string[],
+  timeoutMs: number,
+): TLSSocket {
   const context = creds.context;
-  if (!context) throw new ProxyError('MINIMESH_PROXY_NOT_READY', `endpoint ${ip}:${port}: no certificate yet to originate mTLS`);
+  if (!context)
+    throw new ProxyError('MINIMESH_PROXY_NOT_READY', `endpoint ${ip}:${port}: no certificate yet to originate mTLS`);
   // Our own TCP socket with TCP_NODELAY: multiplexed HTTP/2 writes small frames while earlier data is
   // still unacknowledged, and Nagle + delayed ACK would hold them for tens of milliseconds.
   const tcp = netConnect({ host: ip, port, noDelay: true });

@@ -20,7 +20,13 @@ async function captureClientHello(opts: { servername?: string; ALPNProtocols?: s
       });
     }),
   );
-  const c = connect({ host: '127.0.0.1', port, servername: opts.servername, ALPNProtocols: opts.ALPNProtocols, rejectUnauthorized: false });
+  const c = connect({
+    host: '127.0.0.1',
+    port,
+    servername: opts.servername,
+    ALPNProtocols: opts.ALPNProtocols,
+    rejectUnauthorized: false,
+  });
   c.on('error', () => undefined);
   const hello = await got;
   c.destroy();
@@ -30,8 +36,15 @@ async function captureClientHello(opts: { servername?: string; ALPNProtocols?: s
 
 describe('parseClientHello', () => {
   it('reads the SNI and ALPN of a real node:tls ClientHello', async () => {
-    const hello = await captureClientHello({ servername: 'web.default.serviceaccount.identity.minimesh.cluster.local', ALPNProtocols: ['h2', 'http/1.1'] });
-    expect(parseClientHello(hello)).toEqual({ kind: 'tls', sni: 'web.default.serviceaccount.identity.minimesh.cluster.local', alpn: ['h2', 'http/1.1'] });
+    const hello = await captureClientHello({
+      servername: 'web.default.serviceaccount.identity.minimesh.cluster.local',
+      ALPNProtocols: ['h2', 'http/1.1'],
+    });
+    expect(parseClientHello(hello)).toEqual({
+      kind: 'tls',
+      sni: 'web.default.serviceaccount.identity.minimesh.cluster.local',
+      alpn: ['h2', 'http/1.1'],
+    });
   });
 
   it('asks for more bytes on every strict prefix of a ClientHello', async () => {
@@ -45,12 +58,10 @@ describe('parseClientHello', () => {
     expect(parseClientHello(hello)).toMatchObject({ kind: 'tls', sni: undefined });
   });
 
-  it.each([
-    ['GET / HTTP/1.1\r\n'],
-    ['PRI * HTTP/2.0'],
-    ['\x16\x01\x00'],
-    ['\x16\x03\x01\x00\x05\x02\x00\x00\x01\x00'],
-  ])('%j is not TLS', (text) => {
-    expect(parseClientHello(Buffer.from(text, 'latin1'))).toEqual({ kind: 'not-tls' });
-  });
+  it.each([['GET / HTTP/1.1\r\n'], ['PRI * HTTP/2.0'], ['\x16\x01\x00'], ['\x16\x03\x01\x00\x05\x02\x00\x00\x01\x00']])(
+    '%j is not TLS',
+    (text) => {
+      expect(parseClientHello(Buffer.from(text, 'latin1'))).toEqual({ kind: 'not-tls' });
+    },
+  );
 });

@@ -1,10 +1,7 @@
 // Peeking at a TLS ClientHello: is this TLS at all, and which server name (SNI) does it ask for?
 // Parses only as much of the record as it needs; never consumes the bytes (the caller gives them back).
 
-export type ClientHelloResult =
-  | { kind: 'tls'; sni: string | undefined; alpn: string[] }
-  | { kind: 'not-tls' }
-  | 'more';
+export type ClientHelloResult = { kind: 'tls'; sni: string | undefined; alpn: string[] } | { kind: 'not-tls' } | 'more';
 
 /** Decides from the bytes so far. A ClientHello may span several reads: 'more' asks for the rest. */
 export function parseClientHello(buf: Buffer): ClientHelloResult {

@@ -30,7 +30,13 @@ export class TlsCredentials {
 
   /** Installs a new certificate (from identity). Builds its SecureContext once. */
   set(cert: Certificate): void {
-    const context = createSecureContext({ cert: cert.chainPem, key: cert.keyPem, ca: this.trustAnchorsPem, minVersion: 'TLSv1.3', maxVersion: 'TLSv1.3' });
+    const context = createSecureContext({
+      cert: cert.chainPem,
+      key: cert.keyPem,
+      ca: this.trustAnchorsPem,
+      minVersion: 'TLSv1.3',
+      maxVersion: 'TLSv1.3',
+    });
     this.current = { cert, context };
     for (const l of this.listeners) l(cert);
   }
@@ -82,7 +88,9 @@ export function checkPeerIdentity(expected: string) {
   return (_host: string, cert: PeerCertificate): Error | undefined => {
     const names = dnsNames(cert);
     if (names.includes(expected)) return undefined;
-    const err = new Error(`peer certificate names ${names.join(', ') || 'no DNS identity'}, expected ${expected}`) as NodeJS.ErrnoException;
+    const err = new Error(
+      `peer certificate names ${names.join(', ') || 'no DNS identity'}, expected ${expected}`,
+    ) as NodeJS.ErrnoException;
     err.code = 'MINIMESH_IDENTITY_MISMATCH';
     return err;
   };
@@ -96,10 +104,11 @@ export function chainsToAnchors(chain: CryptoX509[], anchors: CryptoX509[]): boo
     const now = Date.now();
     if (Date.parse(cur.validFrom) > now || Date.parse(cur.validTo) < now) return false;
     for (const a of anchors) if (cur.checkIssued(a) && cur.verify(a.publicKey)) return true;
-    const next: CryptoX509 | undefined = rest.find((c) => cur !== undefined && cur.checkIssued(c) && cur.verify(c.publicKey));
+    const next: CryptoX509 | undefined = rest.find(
+      (c) => cur !== undefined && cur.checkIssued(c) && cur.verify(c.publicKey),
+    );
     if (!next) return false;
     cur = next;
   }
   return false;
 }
-

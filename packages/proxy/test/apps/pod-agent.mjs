@@ -19,11 +19,21 @@ if (mode === 'server') {
     req.on('data', (c) => chunks.push(c));
     req.on('end', () => {
       res.writeHead(200, { 'content-type': 'application/json', 'x-app': name });
-      res.end(JSON.stringify({ app: name, url: req.url, headers: req.headers, httpVersion: req.httpVersion, body: Buffer.concat(chunks).toString() }));
+      res.end(
+        JSON.stringify({
+          app: name,
+          url: req.url,
+          headers: req.headers,
+          httpVersion: req.httpVersion,
+          body: Buffer.concat(chunks).toString(),
+        }),
+      );
     });
   });
   h1.on('upgrade', (req, socket) => {
-    socket.write(`HTTP/1.1 101 Switching Protocols\r\nupgrade: ${req.headers.upgrade}\r\nconnection: Upgrade\r\nx-app: ${name}\r\n\r\n`);
+    socket.write(
+      `HTTP/1.1 101 Switching Protocols\r\nupgrade: ${req.headers.upgrade}\r\nconnection: Upgrade\r\nx-app: ${name}\r\n\r\n`,
+    );
     socket.on('data', (d) => socket.write(Buffer.concat([Buffer.from('echo:'), d])));
     socket.on('error', () => {});
   });
@@ -42,7 +52,10 @@ if (mode === 'server') {
     stream.on('data', (c) => chunks.push(c));
     stream.on('end', () => {
       if (grpc) {
-        stream.respond({ ':status': 200, 'content-type': 'application/grpc', 'x-app': name }, { waitForTrailers: true });
+        stream.respond(
+          { ':status': 200, 'content-type': 'application/grpc', 'x-app': name },
+          { waitForTrailers: true },
+        );
         stream.on('wantTrailers', () => stream.sendTrailers({ 'grpc-status': 0, 'x-app': name }));
         stream.end(Buffer.concat(chunks));
       } else {
@@ -63,7 +76,9 @@ if (mode === 'server') {
   }).listen(9000, '0.0.0.0');
   process.stdout.write('listening\n');
 } else if (mode === 'impostor') {
-  const s = tlsServer({ cert: readFileSync(args[0]), key: readFileSync(args[1]), ALPNProtocols: ['h2'] }, (t) => t.destroy());
+  const s = tlsServer({ cert: readFileSync(args[0]), key: readFileSync(args[1]), ALPNProtocols: ['h2'] }, (t) =>
+    t.destroy(),
+  );
   s.listen(8443, '0.0.0.0', () => process.stdout.write('listening\n'));
 } else if (mode === 'client') {
   const agents = new Map();
@@ -73,11 +88,14 @@ if (mode === 'server') {
   };
   const h1once = ({ ip, port, host, path = '/', agentKey }) =>
     new Promise((resolve) => {
-      const req = h1Request({ host: ip, port, path, headers: { host }, agent: agentKey ? agentFor(agentKey) : false, timeout: 5000 }, (res) => {
-        let body = '';
-        res.on('data', (c) => (body += c));
-        res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, body }));
-      });
+      const req = h1Request(
+        { host: ip, port, path, headers: { host }, agent: agentKey ? agentFor(agentKey) : false, timeout: 5000 },
+        (res) => {
+          let body = '';
+          res.on('data', (c) => (body += c));
+          res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, body }));
+        },
+      );
       req.on('error', (e) => resolve({ status: 0, error: e.message }));
       req.on('timeout', () => req.destroy(new Error('timeout')));
       req.end();
@@ -87,14 +105,20 @@ if (mode === 'server') {
       const out = [];
       const n = o.n ?? 1;
       const par = o.parallel ?? 1;
-      for (let i = 0; i < n; i += par) out.push(...(await Promise.all(Array.from({ length: Math.min(par, n - i) }, () => h1once(o)))));
+      for (let i = 0; i < n; i += par)
+        out.push(...(await Promise.all(Array.from({ length: Math.min(par, n - i) }, () => h1once(o)))));
       return out;
     },
     h2(o) {
       return new Promise((resolve) => {
         const s = h2Connect(`http://${o.ip}:${o.port}`);
         s.on('error', (e) => resolve({ error: e.message }));
-        const r = s.request({ ':method': o.grpc ? 'POST' : 'GET', ':path': o.path ?? '/', ':authority': o.authority, ...(o.grpc ? { 'content-type': 'application/grpc', te: 'trailers' } : {}) });
+        const r = s.request({
+          ':method': o.grpc ? 'POST' : 'GET',
+          ':path': o.path ?? '/',
+          ':authority': o.authority,
+          ...(o.grpc ? { 'content-type': 'application/grpc', te: 'trailers' } : {}),
+        });
         const chunks = [];
         let headers = {};
         let trailers = {};

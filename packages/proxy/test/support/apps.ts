@@ -16,11 +16,22 @@ export function h1Echo(name: string): H1Server {
     req.on('end', () => {
       const status = Number(new URL(req.url ?? '/', 'http://x').searchParams.get('status') ?? 200);
       res.writeHead(status, { 'content-type': 'application/json', 'x-app': name });
-      res.end(JSON.stringify({ app: name, method: req.method, url: req.url, headers: req.headers, body: Buffer.concat(chunks).toString(), httpVersion: req.httpVersion }));
+      res.end(
+        JSON.stringify({
+          app: name,
+          method: req.method,
+          url: req.url,
+          headers: req.headers,
+          body: Buffer.concat(chunks).toString(),
+          httpVersion: req.httpVersion,
+        }),
+      );
     });
   });
   s.on('upgrade', (req, socket) => {
-    socket.write(`HTTP/1.1 101 Switching Protocols\r\nupgrade: ${req.headers.upgrade}\r\nconnection: Upgrade\r\nx-app: ${name}\r\n\r\n`);
+    socket.write(
+      `HTTP/1.1 101 Switching Protocols\r\nupgrade: ${req.headers.upgrade}\r\nconnection: Upgrade\r\nx-app: ${name}\r\n\r\n`,
+    );
     socket.on('data', (d: Buffer) => socket.write(Buffer.concat([Buffer.from('echo:'), d])));
   });
   return s;
@@ -33,7 +44,10 @@ export function h2Echo(name: string): Http2Server {
     const grpc = String(headers['content-type'] ?? '').startsWith('application/grpc');
     const chunks: Buffer[] = [];
     if (grpc && headers[':path'] === '/test.Echo/Fail') {
-      stream.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-status': 7, 'grpc-message': 'denied' }, { endStream: true });
+      stream.respond(
+        { ':status': 200, 'content-type': 'application/grpc', 'grpc-status': 7, 'grpc-message': 'denied' },
+        { endStream: true },
+      );
       return;
     }
     if (grpc && headers[':path'] === '/test.Echo/Stream') {
@@ -48,7 +62,10 @@ export function h2Echo(name: string): Http2Server {
     stream.on('end', () => {
       const body = Buffer.concat(chunks);
       if (grpc) {
-        stream.respond({ ':status': 200, 'content-type': 'application/grpc', 'x-app': name }, { waitForTrailers: true });
+        stream.respond(
+          { ':status': 200, 'content-type': 'application/grpc', 'x-app': name },
+          { waitForTrailers: true },
+        );
         stream.on('wantTrailers', () => stream.sendTrailers({ 'grpc-status': 0, 'x-trailer': name }));
         stream.end(body);
       } else {

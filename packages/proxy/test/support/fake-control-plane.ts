@@ -1,6 +1,13 @@
 // In-process fakes of identity and destination speaking the real proto (@minimesh/proto), for unit and
 // loopback tests and the benchmark. The netns integration test uses the real programs instead.
-import { Server, ServerCredentials, status, type ServerWritableStream, type sendUnaryData, type ServerUnaryCall } from '@grpc/grpc-js';
+import {
+  Server,
+  ServerCredentials,
+  status,
+  type ServerWritableStream,
+  type sendUnaryData,
+  type ServerUnaryCall,
+} from '@grpc/grpc-js';
 import { destination, identity, toTcpAddress } from '@minimesh/proto';
 import type { TestPki } from './pki.js';
 
@@ -14,10 +21,16 @@ export interface FakeEndpoint {
 export class FakeDestination {
   readonly services = new Map<string, FakeEndpoint[]>();
   /** ip:port → profile */
-  readonly profiles = new Map<string, { fullyQualifiedName?: string; endpoint?: FakeEndpoint; opaqueProtocol?: boolean }>();
+  readonly profiles = new Map<
+    string,
+    { fullyQualifiedName?: string; endpoint?: FakeEndpoint; opaqueProtocol?: boolean }
+  >();
   readonly getCalls: string[] = [];
   readonly profileCalls: string[] = [];
-  private readonly streams = new Map<string, Set<ServerWritableStream<destination.GetDestination, destination.Update>>>();
+  private readonly streams = new Map<
+    string,
+    Set<ServerWritableStream<destination.GetDestination, destination.Update>>
+  >();
   activeStreams = 0;
 
   static toWeighted(e: FakeEndpoint): destination.WeightedAddr {
@@ -25,7 +38,9 @@ export class FakeDestination {
       addr: toTcpAddress(e.ip, e.port),
       weight: 10000,
       metricLabels: e.labels ?? {},
-      tlsIdentity: e.identity ? { strategy: { $case: 'dnsLikeIdentity', value: { name: e.identity } }, serverName: { name: e.identity } } : undefined,
+      tlsIdentity: e.identity
+        ? { strategy: { $case: 'dnsLikeIdentity', value: { name: e.identity } }, serverName: { name: e.identity } }
+        : undefined,
       protocolHint: e.identity ? { protocol: { $case: 'h2', value: {} } } : undefined,
     };
   }
@@ -37,8 +52,15 @@ export class FakeDestination {
     const key = (e: FakeEndpoint) => `${e.ip}:${e.port}`;
     const removed = old.filter((o) => !eps.some((e) => key(e) === key(o)));
     for (const s of this.streams.get(authority) ?? []) {
-      if (removed.length > 0) s.write({ update: { $case: 'remove', value: { addrs: removed.map((e) => toTcpAddress(e.ip, e.port)) } } });
-      if (eps.length > 0) s.write({ update: { $case: 'add', value: { addrs: eps.map(FakeDestination.toWeighted), metricLabels: { namespace: 'default' } } } });
+      if (removed.length > 0)
+        s.write({ update: { $case: 'remove', value: { addrs: removed.map((e) => toTcpAddress(e.ip, e.port)) } } });
+      if (eps.length > 0)
+        s.write({
+          update: {
+            $case: 'add',
+            value: { addrs: eps.map(FakeDestination.toWeighted), metricLabels: { namespace: 'default' } },
+          },
+        });
     }
   }
 
@@ -60,14 +82,26 @@ export class FakeDestination {
           this.activeStreams--;
           set?.delete(call);
         });
-        if (eps.length > 0) call.write({ update: { $case: 'add', value: { addrs: eps.map(FakeDestination.toWeighted), metricLabels: { namespace: 'default' } } } });
+        if (eps.length > 0)
+          call.write({
+            update: {
+              $case: 'add',
+              value: { addrs: eps.map(FakeDestination.toWeighted), metricLabels: { namespace: 'default' } },
+            },
+          });
         else call.write({ update: { $case: 'noEndpoints', value: { exists: true } } });
       },
       getProfile: (call: ServerWritableStream<destination.GetDestination, destination.DestinationProfile>) => {
         const path = call.request.path;
         this.profileCalls.push(path);
         const p = this.profiles.get(path);
-        call.write({ routes: [], dstOverrides: [], opaqueProtocol: p?.opaqueProtocol ?? false, fullyQualifiedName: p?.fullyQualifiedName ?? '', endpoint: p?.endpoint ? FakeDestination.toWeighted(p.endpoint) : undefined });
+        call.write({
+          routes: [],
+          dstOverrides: [],
+          opaqueProtocol: p?.opaqueProtocol ?? false,
+          fullyQualifiedName: p?.fullyQualifiedName ?? '',
+          endpoint: p?.endpoint ? FakeDestination.toWeighted(p.endpoint) : undefined,
+        });
       },
     };
   }
@@ -84,7 +118,10 @@ export class FakeIdentity {
 
   implementation(): identity.IdentityServer {
     return {
-      certify: (call: ServerUnaryCall<identity.CertifyRequest, identity.CertifyResponse>, cb: sendUnaryData<identity.CertifyResponse>) => {
+      certify: (
+        call: ServerUnaryCall<identity.CertifyRequest, identity.CertifyResponse>,
+        cb: sendUnaryData<identity.CertifyResponse>,
+      ) => {
         this.calls++;
         this.tokens.push(call.request.token.toString());
         if (this.failNext > 0) {
@@ -117,7 +154,9 @@ export async function startFakeControlPlane(pki: TestPki, opts: { bind?: string 
   server.addService(destination.DestinationService, dst.implementation());
   server.addService(identity.IdentityService, id.implementation());
   const bind = opts.bind ?? '127.0.0.1:0';
-  const port = await new Promise<number>((resolve, reject) => server.bindAsync(bind, ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))));
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync(bind, ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+  );
   return {
     destination: dst,
     identity: id,

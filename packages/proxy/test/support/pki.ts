@@ -13,17 +13,26 @@ export interface TestPki {
   issuerKeyPem: string;
   issuer: { cert: x509.X509Certificate; keys: webcrypto.CryptoKeyPair };
   /** Signs a CSR (DER) for `identity`, valid for lifetimeMs. Returns leaf DER + issuer DER. */
-  sign(csrDer: Buffer, identity: string, lifetimeMs: number): Promise<{ leaf: Buffer; chain: Buffer[]; notAfter: Date }>;
+  sign(
+    csrDer: Buffer,
+    identity: string,
+    lifetimeMs: number,
+  ): Promise<{ leaf: Buffer; chain: Buffer[]; notAfter: Date }>;
   /** A leaf (PEM chain + key PEM) for any name, for fake servers. */
   leaf(identity: string, lifetimeMs?: number): Promise<{ certPem: string; keyPem: string }>;
 }
 
 async function keys(): Promise<webcrypto.CryptoKeyPair> {
-  return (await webcrypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
+  return (await webcrypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, true, [
+    'sign',
+    'verify',
+  ])) as webcrypto.CryptoKeyPair;
 }
 
 function serial(): string {
-  return Buffer.from(webcrypto.getRandomValues(new Uint8Array(12))).toString('hex').replace(/^[89a-f]/, '1');
+  return Buffer.from(webcrypto.getRandomValues(new Uint8Array(12)))
+    .toString('hex')
+    .replace(/^[89a-f]/, '1');
 }
 
 export async function createTestPki(trustDomain = 'cluster.local'): Promise<TestPki> {
@@ -36,7 +45,10 @@ export async function createTestPki(trustDomain = 'cluster.local'): Promise<Test
     notAfter: new Date(now + 365 * 86400_000),
     keys: rootKeys,
     signingAlgorithm: ALG,
-    extensions: [new x509.BasicConstraintsExtension(true, 1, true), new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true)],
+    extensions: [
+      new x509.BasicConstraintsExtension(true, 1, true),
+      new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
+    ],
   });
   const issuerKeys = await keys();
   const issuer = await x509.X509CertificateGenerator.create({
@@ -48,7 +60,10 @@ export async function createTestPki(trustDomain = 'cluster.local'): Promise<Test
     publicKey: issuerKeys.publicKey,
     signingKey: rootKeys.privateKey,
     signingAlgorithm: ALG,
-    extensions: [new x509.BasicConstraintsExtension(true, 0, true), new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true)],
+    extensions: [
+      new x509.BasicConstraintsExtension(true, 0, true),
+      new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
+    ],
   });
   async function issue(publicKey: x509.PublicKey | webcrypto.CryptoKey, identity: string, lifetimeMs: number) {
     const t = Date.now();

@@ -38,7 +38,11 @@ const PROXY_INIT_BIN = join(here, '../../../../proxy-init/dist/main.js');
 
 /** `minimesh-proxy-init --simulate` with the given arguments: its whole output (log lines and payload). */
 export function simulateProxyInit(args: string[]): string {
-  const r = spawnSync(process.execPath, [PROXY_INIT_BIN, '--simulate', '--ipv6=false', '--log-format', 'plain', ...args], { encoding: 'utf8', timeout: 30_000 });
+  const r = spawnSync(
+    process.execPath,
+    [PROXY_INIT_BIN, '--simulate', '--ipv6=false', '--log-format', 'plain', ...args],
+    { encoding: 'utf8', timeout: 30_000 },
+  );
   if (r.status !== 0) throw new Error(`proxy-init --simulate exited ${r.status}: ${r.stderr}${r.stdout}`);
   return `${r.stdout}${r.stderr}`;
 }
