@@ -21,6 +21,12 @@ have mountpoint || need_apt+=(util-linux)  # local cluster: memory-backed emptyD
 have make || need_apt+=(make)
 have g++ || need_apt+=(g++)
 have python3 || need_apt+=(python3)
+# The local cluster's node (packages/local-cluster): containerd + runc run the pods, Debian's CNI
+# plugins wire them to the node's bridge, unshare gives containerd and kubelet a private mount namespace.
+have containerd || need_apt+=(containerd)
+[ -x /usr/sbin/runc ] || have runc || need_apt+=(runc)
+[ -x /usr/lib/cni/bridge ] || need_apt+=(containernetworking-plugins)
+have unshare || need_apt+=(util-linux)
 if [ "${#need_apt[@]}" -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "[setup] missing Debian packages: ${need_apt[*]} (run as root, or: sudo apt-get install ${need_apt[*]})" >&2
@@ -52,5 +58,10 @@ if [ -f packages/proxy/native/binding.gyp ]; then
     [ -f "$node_prefix/include/node/node_api.h" ] && gyp_args+=(--nodedir="$node_prefix")
     (cd packages/proxy/native && node ../../../node_modules/node-gyp/bin/node-gyp.js rebuild --loglevel=warn "${gyp_args[@]}")
   fi
+fi
+# The local cluster's Kubernetes binaries (kube-apiserver ... kubelet, kube-proxy, kubectl), built once
+# from the Go module proxy into ~/.cache/minimesh (minutes cold): here, so no test hook ever waits on it.
+if [ -f packages/local-cluster/scripts/build-k8s.sh ] && [ "${MINIMESH_SKIP_K8S_BUILD:-}" = "" ]; then
+  bash packages/local-cluster/scripts/build-k8s.sh | sed 's/^\[build-k8s\]/[setup]/' >&2
 fi
 log "ready"

@@ -1,23 +1,49 @@
-// Starting, checking and stopping the local cluster. `up` is idempotent (it starts only what is not
-// running); ensureCluster() runs it under a file lock so parallel test files and packages can call it.
+// Starting, checking and stopping the local cluster: a real Kubernetes node in one network namespace
+// (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, containerd, kubelet, kube-proxy, and
+// CoreDNS as the cluster DNS). `up` is idempotent (it starts only what is not running);
+// ensureCluster() runs it under a file lock so parallel test files and packages can call it.
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, rmdirSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ensurePki } from './pki.js';
+import { coreDnsObjects, objectPath } from './coredns.js';
+import {
+  PRIVATE_TMPFS,
+  ensureCgroupRoot,
+  ensureMountpoints,
+  mountNamespaceHolders,
+  mountNamespaceScript,
+  pidsWithArg,
+  removeCgroupTree,
+  removeCreatedMountpoints,
+  restoreSysctls,
+  saveSysctls,
+} from './host.js';
+import { ctrFor, importImages, listImages, requireNodeImages, staleImages } from './images.js';
 import { createKubeClient, credentialsFromFiles, renderKubeconfig, type KubeClient } from './kube-client.js';
+import {
+  containerdConfig,
+  cniConfig,
+  kubeProxyConfig,
+  kubeletArgs,
+  kubeletConfig,
+  kubeletResolvConf,
+  nodePaths,
+} from './node-config.js';
+import { ensurePki } from './pki.js';
 import {
   API_PORT,
   API_SERVER,
   BRIDGE,
   CLUSTER_CIDR,
+  K8S_BINARIES,
   NODE_IP,
   NODE_NAME,
   NODE_NETNS,
-  POD_NETNS_PREFIX,
   SA_ISSUER,
   SERVICE_CIDR,
   binDir,
   binPath,
+  containerdRoot,
   packageDir,
   repoRoot,
   stateDir,
@@ -27,19 +53,20 @@ import {
 import {
   destroyNetns,
   isRunning,
+  killGroup,
   listNetns,
+  pidAlive,
   pidFileNames,
   readPid,
-  killGroup,
+  run,
   startDetached,
   stopProcess,
-  run,
 } from './procs.js';
 
 export interface ClusterInfo {
   /** The state directory (MINIMESH_CLUSTER_DIR, default /tmp/minimesh-cluster). */
   dir: string;
-  /** Admin kubeconfig (user minimesh-admin, group system:masters), server https://127.0.0.1:6443. */
+  /** Admin kubeconfig (user minimesh-admin, group system:masters), server https://127.0.0.1:<port>. */
   kubeconfigPath: string;
   auditLogPath: string;
   server: string;
@@ -52,9 +79,11 @@ export interface ClusterInfo {
   nodeName: string;
   clusterCidr: string;
   serviceCidr: string;
-  /** Where kube-apiserver, etcd, kubectl and kube-controller-manager live. */
+  /** Where the Kubernetes binaries (kube-apiserver, kubelet, kubectl...) live. */
   binDir: string;
   kubectlPath: string;
+  /** containerd's socket (ctr --address, crictl --runtime-endpoint). */
+  containerdSocket: string;
 }
 
 export function clusterInfo(dir = stateDir()): ClusterInfo {
@@ -74,6 +103,7 @@ export function clusterInfo(dir = stateDir()): ClusterInfo {
     serviceCidr: SERVICE_CIDR,
     binDir: binDir(),
     kubectlPath: binPath('kubectl'),
+    containerdSocket: p.containerdSocket,
   };
 }
 
@@ -86,66 +116,139 @@ export function adminClient(dir = stateDir()): KubeClient {
 type Log = (msg: string) => void;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function waitFor(what: string, timeoutMs: number, check: () => Promise<boolean> | boolean): Promise<void> {
+/** An error whose message is the one line `up` prints: what failed and which log file says why. */
+export class ComponentError extends Error {
+  readonly code = 'MINIMESH_LOCAL_CLUSTER_COMPONENT';
+  constructor(
+    readonly component: string,
+    readonly logFile: string,
+    what: string,
+  ) {
+    super(`local cluster: ${component} ${what} (log: ${logFile})`);
+  }
+}
+
+/** The last line of a log file that looks like an error, for the one-line message. */
+export function lastErrorLine(file: string): string | undefined {
+  let lines: string[] = [];
+  try {
+    lines = readFileSync(file, 'utf8').split('\n').filter(Boolean);
+  } catch {
+    return undefined;
+  }
+  const tail = lines.slice(-60);
+  const err = [...tail].reverse().find((l) => /\b(E\d{4}|error|fatal|failed|level=fatal|panic)\b/i.test(l));
+  const line = (err ?? tail[tail.length - 1] ?? '').trim();
+  return line.length > 240 ? `${line.slice(0, 237)}...` : line || undefined;
+}
+
+async function waitFor(
+  timeoutMs: number,
+  check: () => Promise<boolean> | boolean,
+  fail: (reason: 'timeout' | Error) => Error,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     try {
       if (await check()) return;
-    } catch {
-      /* not yet */
+    } catch (err) {
+      // A check throws a ComponentError when its process died: no point in waiting longer.
+      if (err instanceof ComponentError) throw err;
     }
-    if (Date.now() > deadline) throw new Error(`local cluster: ${what} not ready after ${timeoutMs / 1000}s`);
-    await sleep(200);
+    if (Date.now() > deadline) throw fail('timeout');
+    await sleep(100);
   }
 }
 
+/** Throws the one-line error when a component's process is gone. */
+function assertRunning(p: StatePaths, name: string): void {
+  if (isRunning(p, name)) return;
+  const log = join(p.logs, `${name}.log`);
+  const why = lastErrorLine(log);
+  throw new ComponentError(name, log, `exited${why ? `: ${why}` : ''}`);
+}
+
 function buildBinaries(log: Log): void {
-  const missing = ['kube-apiserver', 'kube-controller-manager', 'etcd', 'kubectl'].some(
-    (b) => !existsSync(join(binDir(), b)),
-  );
-  if (!missing) return;
-  log('Kubernetes binaries missing: building them (scripts/build-k8s.sh)');
+  const missing = K8S_BINARIES.filter((b) => !existsSync(join(binDir(), b)));
+  if (missing.length === 0) return;
+  log(`Kubernetes binaries missing (${missing.join(', ')}): building them (scripts/build-k8s.sh)`);
   execFileSync('bash', [join(packageDir, 'scripts', 'build-k8s.sh')], { stdio: ['ignore', 2, 2] });
+}
+
+/** Host programs the node needs; setup.sh installs them (Debian packages). */
+const HOST_TOOLS: [string, string][] = [
+  ['containerd', 'containerd'],
+  ['containerd-shim-runc-v2', 'containerd'],
+  ['ctr', 'containerd'],
+  ['runc', 'runc'],
+  ['nsenter', 'util-linux'],
+  ['unshare', 'util-linux'],
+  ['iptables', 'iptables'],
+];
+
+function requireHostTools(): void {
+  const path = (process.env.PATH ?? '').split(':').concat(['/usr/sbin', '/sbin', '/usr/bin']);
+  const missing = HOST_TOOLS.filter(([bin]) => !path.some((d) => existsSync(join(d, bin))));
+  if (!existsSync('/usr/lib/cni/bridge')) missing.push(['/usr/lib/cni/bridge', 'containernetworking-plugins']);
+  if (missing.length > 0)
+    throw new Error(
+      `local cluster: ${missing.map(([b]) => b).join(', ')} not found: run bash scripts/setup.sh (Debian packages ${[...new Set(missing.map(([, pkg]) => pkg))].join(', ')})`,
+    );
+}
+
+function inNode(cmd: string, args: string[]): string {
+  return run('nsenter', [`--net=/var/run/netns/${NODE_NETNS}`, '--', cmd, ...args]);
 }
 
 function ensureNodeNetwork(): void {
   if (!listNetns(NODE_NETNS).includes(NODE_NETNS)) run('ip', ['netns', 'add', NODE_NETNS]);
-  const inNode = (...args: string[]) => run('ip', ['-n', NODE_NETNS, ...args]);
-  inNode('link', 'set', 'lo', 'up');
-  const links = inNode('-o', 'link', 'show');
-  if (!links.includes(` ${BRIDGE}:`)) inNode('link', 'add', BRIDGE, 'type', 'bridge');
-  const addrs = inNode('-o', 'addr', 'show', 'dev', BRIDGE);
-  if (!addrs.includes(`${NODE_IP}/16`)) inNode('addr', 'add', `${NODE_IP}/16`, 'dev', BRIDGE);
-  inNode('link', 'set', BRIDGE, 'up');
-  run('ip', ['netns', 'exec', NODE_NETNS, 'sysctl', '-qw', 'net.ipv4.ip_forward=1']);
+  const ip = (...args: string[]) => run('ip', ['-n', NODE_NETNS, ...args]);
+  ip('link', 'set', 'lo', 'up');
+  if (!ip('-o', 'link', 'show').includes(` ${BRIDGE}:`)) ip('link', 'add', BRIDGE, 'type', 'bridge');
+  if (!ip('-o', 'addr', 'show', 'dev', BRIDGE).includes(`${NODE_IP}/16`))
+    ip('addr', 'add', `${NODE_IP}/16`, 'dev', BRIDGE);
+  ip('link', 'set', BRIDGE, 'up');
+  // Without this route the node namespace itself (API server, kubelet probes, the host's dialer)
+  // cannot reach ClusterIPs: "connect: Network is unreachable". Pods route through the node anyway.
+  if (!ip('route', 'show', SERVICE_CIDR).includes(SERVICE_CIDR))
+    ip('route', 'add', SERVICE_CIDR, 'dev', BRIDGE, 'src', NODE_IP);
+  // Both are per network namespace on this kernel: routing between pods and kube-proxy's rules for
+  // traffic between pods on the same bridge.
+  inNode('sysctl', ['-qw', 'net.ipv4.ip_forward=1', 'net.bridge.bridge-nf-call-iptables=1']);
 }
 
-function writeKubeconfigs(p: StatePaths): void {
-  const caPem = readFileSync(p.caCert, 'utf8');
-  if (!existsSync(p.adminKubeconfig)) {
-    writeFileSync(
-      p.adminKubeconfig,
-      renderKubeconfig({
-        name: 'minimesh-admin',
-        caPem,
-        certPem: readFileSync(p.adminCert, 'utf8'),
-        keyPem: readFileSync(p.adminKey, 'utf8'),
-      }),
-      { mode: 0o600 },
-    );
+function kubeconfigFor(p: StatePaths, name: string, user: string): string {
+  return renderKubeconfig({
+    name: user,
+    caPem: readFileSync(p.caCert, 'utf8'),
+    certPem: readFileSync(join(p.pki, `${name}.crt`), 'utf8'),
+    keyPem: readFileSync(join(p.pki, `${name}.key`), 'utf8'),
+  });
+}
+
+function writeConfigFiles(p: StatePaths): void {
+  const n = nodePaths(p);
+  for (const d of [p.kubeconfigs, p.containerd, n.cniConfDir, n.cniIpamDir, p.kubelet, p.podLogs, p.kubeProxy])
+    mkdirSync(d, { recursive: true });
+  const files: [string, string][] = [
+    [p.adminKubeconfig, kubeconfigFor(p, 'admin', 'minimesh-admin')],
+    [n.controllerManagerKubeconfig, kubeconfigFor(p, 'kube-controller-manager', 'system:kube-controller-manager')],
+    [n.schedulerKubeconfig, kubeconfigFor(p, 'kube-scheduler', 'system:kube-scheduler')],
+    [n.kubeletKubeconfig, kubeconfigFor(p, 'kubelet-client', `system:node:${NODE_NAME}`)],
+    [n.kubeProxyKubeconfig, kubeconfigFor(p, 'kube-proxy', 'system:kube-proxy')],
+    [n.containerdConfig, containerdConfig(p, containerdRoot())],
+    [join(n.cniConfDir, '10-minimesh.conflist'), cniConfig(p)],
+    [n.kubeletConfig, kubeletConfig(p)],
+    [n.kubeletResolvConf, kubeletResolvConf()],
+    [n.kubeProxyConfig, kubeProxyConfig(p)],
+  ];
+  // Only when changed: kube-proxy exits when its configuration file is written to.
+  for (const [file, text] of files) {
+    if (existsSync(file) && readFileSync(file, 'utf8') === text) continue;
+    writeFileSync(file, text, { mode: 0o600 });
   }
-  if (!existsSync(p.kcmKubeconfig)) {
-    writeFileSync(
-      p.kcmKubeconfig,
-      renderKubeconfig({
-        name: 'system:kube-controller-manager',
-        caPem,
-        certPem: readFileSync(join(p.pki, 'kube-controller-manager.crt'), 'utf8'),
-        keyPem: readFileSync(join(p.pki, 'kube-controller-manager.key'), 'utf8'),
-      }),
-      { mode: 0o600 },
-    );
-  }
+  // The audit policy is copied, so the running cluster does not depend on this checkout's files.
+  copyFileSync(join(repoRoot, 'k3d', 'audit-policy.yaml'), join(p.dir, 'audit-policy.yaml'));
 }
 
 function apiserverArgs(p: StatePaths): string[] {
@@ -159,12 +262,19 @@ function apiserverArgs(p: StatePaths): string[] {
     `--tls-private-key-file=${join(p.pki, 'apiserver.key')}`,
     `--client-ca-file=${p.caCert}`,
     '--authorization-mode=Node,RBAC',
+    '--enable-admission-plugins=NodeRestriction',
     '--allow-privileged=true',
     `--service-account-issuer=${SA_ISSUER}`,
     `--service-account-key-file=${join(p.pki, 'sa.pub')}`,
     `--service-account-signing-key-file=${join(p.pki, 'sa.key')}`,
     `--api-audiences=${SA_ISSUER}`,
-    `--audit-policy-file=${join(repoRoot, 'k3d', 'audit-policy.yaml')}`,
+    // kubectl logs/exec/port-forward and the API proxy reach the kubelet at the Node's InternalIP
+    // (the default tries the Hostname first, which no resolver here knows).
+    '--kubelet-preferred-address-types=InternalIP,Hostname',
+    `--kubelet-client-certificate=${join(p.pki, 'apiserver-kubelet-client.crt')}`,
+    `--kubelet-client-key=${join(p.pki, 'apiserver-kubelet-client.key')}`,
+    `--kubelet-certificate-authority=${p.caCert}`,
+    `--audit-policy-file=${join(p.dir, 'audit-policy.yaml')}`,
     `--audit-log-path=${p.auditLog}`,
     '--audit-log-format=json',
     '--audit-log-mode=blocking',
@@ -176,7 +286,7 @@ function apiserverArgs(p: StatePaths): string[] {
 
 function controllerManagerArgs(p: StatePaths): string[] {
   return [
-    `--kubeconfig=${p.kcmKubeconfig}`,
+    `--kubeconfig=${nodePaths(p).controllerManagerKubeconfig}`,
     '--secure-port=0',
     '--leader-elect=false',
     '--use-service-account-credentials=true',
@@ -187,10 +297,17 @@ function controllerManagerArgs(p: StatePaths): string[] {
       'endpoints-controller',
       'deployment-controller',
       'replicaset-controller',
+      'daemonset-controller',
+      'statefulset-controller',
       'job-controller',
       'namespace-controller',
       'garbage-collector-controller',
       'root-ca-certificate-publisher-controller',
+      'pod-garbage-collector-controller',
+      // Takes the not-ready taint kubelet registers the Node with off once it is Ready (and taints it
+      // again, evicting pods after 5 minutes, if the kubelet stops reporting).
+      'node-lifecycle-controller',
+      'taint-eviction-controller',
     ].join(','),
     `--service-account-private-key-file=${join(p.pki, 'sa.key')}`,
     `--root-ca-file=${p.caCert}`,
@@ -200,27 +317,60 @@ function controllerManagerArgs(p: StatePaths): string[] {
   ];
 }
 
+function schedulerArgs(p: StatePaths): string[] {
+  const kc = nodePaths(p).schedulerKubeconfig;
+  return [
+    `--kubeconfig=${kc}`,
+    `--authentication-kubeconfig=${kc}`,
+    `--authorization-kubeconfig=${kc}`,
+    '--secure-port=0',
+    '--leader-elect=false',
+    '--profiling=false',
+  ];
+}
+
 const node = process.execPath;
 const distFile = (f: string) => join(packageDir, 'dist', f);
 
-/** Starts whatever is not running. Returns once the API, the controllers and the node agent are up. */
+/** Marks a state directory as this kind of cluster (the agent-based one before it had none). */
+const KIND_FILE = 'node-kind';
+const KIND = 'kubelet+containerd';
+
+/** Components in start order; `down` stops them in reverse. */
+export const COMPONENTS = [
+  'etcd',
+  'node-dialer',
+  'host-dialer',
+  'api-bridge',
+  'kube-apiserver',
+  'mount-namespace',
+  'containerd',
+  'kube-controller-manager',
+  'kube-scheduler',
+  'kubelet',
+  'kube-proxy',
+] as const;
+
+/** Starts whatever is not running. Returns once the API, the node (Ready) and CoreDNS are up. */
 export async function up(log: Log = () => {}): Promise<ClusterInfo> {
   const started = Date.now();
   const p = statePaths();
-  // The node agent runs pods from the checkout that started it: a cluster left running by another
-  // checkout would run that checkout's programs, so it is replaced rather than reused.
-  const owner = clusterOwner(p.dir);
-  if (owner !== undefined && owner !== repoRoot) {
-    log(`the running cluster was started from ${owner}; restarting it from ${repoRoot}`);
+  if (existsSync(p.dir) && readKind(p) !== KIND) {
+    log(`${p.dir} holds a cluster of another kind (the node agent's): removing it first`);
     await down(log);
   }
+  requireHostTools();
   buildBinaries(log);
-  if (!existsSync(distFile('main.js')))
-    throw new Error(`local cluster: ${distFile('main.js')} is missing: run npm run build -w @minimesh/local-cluster`);
-  for (const d of [p.dir, p.logs, p.pids, p.sockets, p.pods]) mkdirSync(d, { recursive: true });
-  writeFileSync(join(p.dir, OWNER_FILE), repoRoot);
+  const images = listImages();
+  requireNodeImages(images);
+  if (!existsSync(distFile('bridge.js')))
+    throw new Error(`local cluster: ${distFile('bridge.js')} is missing: run npm run build -w @minimesh/local-cluster`);
+  const fresh = !existsSync(join(p.pki, 'done'));
+  for (const d of [p.dir, p.logs, p.pids, p.sockets]) mkdirSync(d, { recursive: true });
+  writeFileSync(join(p.dir, KIND_FILE), `${KIND}\n`);
+  if (fresh) await sweepLeftovers(p, log);
   ensurePki(p);
-  writeKubeconfigs(p);
+  writeConfigFiles(p);
   ensureNodeNetwork();
 
   if (!isRunning(p, 'etcd')) {
@@ -230,13 +380,13 @@ export async function up(log: Log = () => {}): Promise<ClusterInfo> {
       'etcd',
       binPath('etcd'),
       [
-        '--name=mm-etcd',
+        `--name=${NODE_NAME}-etcd`,
         `--data-dir=${p.etcdData}`,
         '--listen-client-urls=http://127.0.0.1:2379',
         '--advertise-client-urls=http://127.0.0.1:2379',
         '--listen-peer-urls=http://127.0.0.1:2380',
         '--initial-advertise-peer-urls=http://127.0.0.1:2380',
-        '--initial-cluster=mm-etcd=http://127.0.0.1:2380',
+        `--initial-cluster=${NODE_NAME}-etcd=http://127.0.0.1:2380`,
         '--unsafe-no-fsync',
         '--log-level=warn',
       ],
@@ -262,57 +412,183 @@ export async function up(log: Log = () => {}): Promise<ClusterInfo> {
     log('starting kube-apiserver');
     startDetached(p, 'kube-apiserver', binPath('kube-apiserver'), apiserverArgs(p), { netns: NODE_NETNS });
   }
+
+  // containerd and the image import do not need the API: they run while kube-apiserver starts.
+  const runtime = startRuntime(p, images, log);
   const admin = adminClient();
+  const apiLog = join(p.logs, 'kube-apiserver.log');
   // Generous: a loaded 2-core machine has been seen to need more than 90 s.
-  await waitFor('kube-apiserver /readyz (see logs/kube-apiserver.log)', 180_000, async () => {
-    if (!isRunning(p, 'kube-apiserver')) throw new Error('kube-apiserver exited');
-    const text = await admin.request<string>('GET', '/readyz');
-    return String(text).trim() === 'ok';
-  }).catch((err: Error) => {
-    const tail = readFileSync(join(p.logs, 'kube-apiserver.log'), 'utf8').split('\n').slice(-15).join('\n');
-    throw new Error(`${err.message}\n${tail}`, { cause: err });
-  });
+  const apiReady = waitFor(
+    180_000,
+    async () => {
+      assertRunning(p, 'etcd');
+      assertRunning(p, 'kube-apiserver');
+      return String(await admin.request<string>('GET', '/readyz')).trim() === 'ok';
+    },
+    () => new ComponentError('kube-apiserver', apiLog, 'did not answer /readyz in 180 s'),
+  );
+  await Promise.all([runtime, apiReady]);
+
   if (!isRunning(p, 'kube-controller-manager')) {
     log('starting kube-controller-manager');
     startDetached(p, 'kube-controller-manager', binPath('kube-controller-manager'), controllerManagerArgs(p), {
       netns: NODE_NETNS,
     });
   }
-  if (!isRunning(p, 'node-agent')) {
-    log('starting the node agent');
-    startDetached(p, 'node-agent', node, [distFile('agent/main.js')], {
-      env: { ...process.env, MINIMESH_CLUSTER_DIR: p.dir },
+  if (!isRunning(p, 'kube-scheduler')) {
+    log('starting kube-scheduler');
+    startDetached(p, 'kube-scheduler', binPath('kube-scheduler'), schedulerArgs(p), { netns: NODE_NETNS });
+  }
+  if (!isRunning(p, 'kubelet')) {
+    log('starting kubelet');
+    saveSysctls(p);
+    ensureCgroupRoot();
+    startDetached(p, 'kubelet', binPath('kubelet'), kubeletArgs(p), {
+      netns: NODE_NETNS,
+      mountNsPid: readPid(p, 'mount-namespace'),
     });
   }
+  if (!isRunning(p, 'kube-proxy')) {
+    log('starting kube-proxy');
+    startDetached(p, 'kube-proxy', binPath('kube-proxy'), [`--config=${nodePaths(p).kubeProxyConfig}`], {
+      netns: NODE_NETNS,
+    });
+  }
+  const kubeletLog = join(p.logs, 'kubelet.log');
   await waitFor(
-    'the default ServiceAccount (kube-controller-manager, see logs/kube-controller-manager.log)',
     120_000,
-    async () => Boolean(await admin.get('/api/v1/namespaces/default/serviceaccounts/default')),
+    async () => {
+      assertRunning(p, 'kubelet');
+      assertRunning(p, 'containerd');
+      const n = await admin.get(`/api/v1/nodes/${NODE_NAME}`);
+      return Boolean(
+        n?.status?.conditions?.some((c: { type: string; status: string }) => c.type === 'Ready' && c.status === 'True'),
+      );
+    },
+    () => new ComponentError('kubelet', kubeletLog, `did not report Node ${NODE_NAME} Ready in 120 s`),
   );
-  await waitFor(`Node ${NODE_NAME} Ready (node agent, see logs/node-agent.log)`, 120_000, async () => {
-    const n = await admin.get(`/api/v1/nodes/${NODE_NAME}`);
-    return Boolean(
-      n?.status?.conditions?.some((c: { type: string; status: string }) => c.type === 'Ready' && c.status === 'True'),
-    );
-  });
+  await waitFor(
+    120_000,
+    async () => {
+      assertRunning(p, 'kube-controller-manager');
+      return Boolean(await admin.get('/api/v1/namespaces/default/serviceaccounts/default'));
+    },
+    () =>
+      new ComponentError(
+        'kube-controller-manager',
+        join(p.logs, 'kube-controller-manager.log'),
+        'made no default ServiceAccount in 120 s',
+      ),
+  );
+  await ensureCoreDns(p, admin, log);
   log(`cluster up in ${((Date.now() - started) / 1000).toFixed(1)}s`);
   return clusterInfo(p.dir);
 }
 
-const COMPONENTS = [
-  'etcd',
-  'node-dialer',
-  'host-dialer',
-  'api-bridge',
-  'kube-apiserver',
-  'kube-controller-manager',
-  'node-agent',
-];
+function readKind(p: StatePaths): string | undefined {
+  try {
+    return readFileSync(join(p.dir, KIND_FILE), 'utf8').trim();
+  } catch {
+    return undefined;
+  }
+}
+
+/** The private mount namespace, containerd, and the images imported into it. */
+async function startRuntime(p: StatePaths, images: ReturnType<typeof listImages>, log: Log): Promise<void> {
+  if (!isRunning(p, 'mount-namespace')) {
+    // containerd and kubelet share one private mount namespace: their container mounts and the fixed
+    // host paths they write (PRIVATE_TMPFS) stay inside it and vanish with it.
+    ensureMountpoints(p);
+    startDetached(p, 'mount-namespace', 'unshare', [
+      '--mount',
+      '--propagation',
+      'private',
+      '--',
+      'sh',
+      '-c',
+      mountNamespaceScript(),
+    ]);
+    const holder = readPid(p, 'mount-namespace')!;
+    await waitFor(
+      10_000,
+      () => {
+        assertRunning(p, 'mount-namespace');
+        const cmd = readFileSync(`/proc/${holder}/cmdline`, 'utf8');
+        return cmd.startsWith('sleep');
+      },
+      () =>
+        new ComponentError(
+          'mount-namespace',
+          join(p.logs, 'mount-namespace.log'),
+          `did not mount ${PRIVATE_TMPFS.join(', ')} in 10 s`,
+        ),
+    );
+  }
+  const ctr = ctrFor(p.containerdSocket);
+  const containerdLog = join(p.logs, 'containerd.log');
+  if (!isRunning(p, 'containerd')) {
+    log('starting containerd');
+    mkdirSync(containerdRoot(), { recursive: true });
+    startDetached(p, 'containerd', 'containerd', ['--config', nodePaths(p).containerdConfig, '--log-level', 'warn'], {
+      netns: NODE_NETNS,
+      mountNsPid: readPid(p, 'mount-namespace'),
+    });
+  }
+  await waitFor(
+    30_000,
+    async () => {
+      assertRunning(p, 'containerd');
+      await ctr(['version']);
+      return true;
+    },
+    () => new ComponentError('containerd', containerdLog, 'did not answer on its socket in 30 s'),
+  );
+  await importImages(ctr, images, log);
+}
+
+/** CoreDNS: applied (server-side apply, idempotent) and available, or the one line that says why not. */
+async function ensureCoreDns(p: StatePaths, admin: KubeClient, log: Log): Promise<void> {
+  const dep = await admin.get('/apis/apps/v1/namespaces/kube-system/deployments/coredns');
+  if (!dep || (dep.status?.availableReplicas ?? 0) < 1) log('starting CoreDNS (kube-system/coredns)');
+  for (const o of coreDnsObjects()) {
+    await admin.request(
+      'PATCH',
+      `${objectPath(o)}?fieldManager=minimesh-local-cluster&force=true`,
+      o,
+      'application/apply-patch+yaml',
+    );
+  }
+  let problem = '';
+  let logFile = join(p.podLogs, '(no coredns pod yet)');
+  await waitFor(
+    60_000,
+    async () => {
+      const d = await admin.get('/apis/apps/v1/namespaces/kube-system/deployments/coredns');
+      if ((d?.status?.availableReplicas ?? 0) >= 1) return true;
+      const pods = await admin.request('GET', '/api/v1/namespaces/kube-system/pods?labelSelector=k8s-app%3Dkube-dns');
+      for (const pod of pods.items ?? []) {
+        logFile = join(p.podLogs, `kube-system_${pod.metadata.name}_${pod.metadata.uid}`, 'coredns');
+        const st = pod.status?.containerStatuses?.[0];
+        const waiting = st?.state?.waiting;
+        if (st?.state?.running && !st.ready)
+          problem = 'running but not Ready (its readiness probe /ready on 8181 fails)';
+        if (!pod.spec?.nodeName)
+          problem = `not scheduled: ${pod.status?.conditions?.find((c: { type: string }) => c.type === 'PodScheduled')?.message ?? 'pending'}`;
+        if (waiting?.reason && waiting.reason !== 'ContainerCreating')
+          problem = `${waiting.reason}${waiting.message ? `: ${waiting.message}` : ''}`;
+        if (waiting?.reason === 'ErrImageNeverPull')
+          throw new ComponentError('CoreDNS', logFile, `cannot start: ${problem}`);
+      }
+      return false;
+    },
+    () => new ComponentError('CoreDNS', logFile, `was not available in 60 s${problem ? `: ${problem}` : ''}`),
+  );
+}
 
 /** True when every component runs and the API answers /readyz. */
 export async function isHealthy(dir = stateDir()): Promise<boolean> {
   const p = statePaths(dir);
-  if (!existsSync(p.adminKubeconfig)) return false;
+  if (!existsSync(p.adminKubeconfig) || readKind(p) !== KIND) return false;
   if (!COMPONENTS.every((c) => isRunning(p, c))) return false;
   try {
     return String(await adminClient(dir).request<string>('GET', '/readyz')).trim() === 'ok';
@@ -333,23 +609,13 @@ export function componentStatus(dir = stateDir()): ComponentStatus[] {
 }
 
 /**
- * Makes sure the cluster runs and returns where it is. Idempotent and safe to call from parallel
- * processes: the start runs `main.js up` under flock(1) on `<dir>.lock`.
+ * Makes sure the cluster runs, with this checkout's latest built images imported, and returns where
+ * it is. Idempotent and safe to call from parallel processes: the start runs `main.js up` under
+ * flock(1) on `<dir>.up.lock`. Fast (one /readyz and a stat per image) when nothing is to do.
  */
-const OWNER_FILE = 'checkout';
-
-/** The repository checkout whose programs the running cluster's node agent starts, if known. */
-function clusterOwner(dir: string): string | undefined {
-  try {
-    return readFileSync(join(dir, OWNER_FILE), 'utf8').trim() || undefined;
-  } catch {
-    return undefined;
-  }
-}
-
 export async function ensureCluster(): Promise<ClusterInfo> {
   const dir = stateDir();
-  if (clusterOwner(dir) === repoRoot && (await isHealthy(dir))) return clusterInfo(dir);
+  if ((await isHealthy(dir)) && staleImages().length === 0) return clusterInfo(dir);
   await runLocked('up');
   return clusterInfo(dir);
 }
@@ -359,35 +625,77 @@ export async function stopCluster(): Promise<void> {
   await runLocked('down');
 }
 
-/** Runs `main.js <command>` under flock(1) on `<dir>.lock` (the CLI's up and down take the same lock). */
+/** The lock `up` and `down` take (not the machine lock /tmp/minimesh-cluster.lock, which callers may hold). */
+export function upLockPath(dir = stateDir()): string {
+  return `${dir}.up.lock`;
+}
+
+/** Runs `main.js <command>` under flock(1); -o: the lock's descriptor is not inherited by the cluster's processes. */
 function runLocked(command: 'up' | 'down'): Promise<void> {
   const dir = stateDir();
-  const p = statePaths(dir);
   return new Promise<void>((resolve, reject) => {
-    const child = spawn('flock', [p.lock, node, distFile('main.js'), command], {
+    const child = spawn('flock', ['-o', upLockPath(dir), node, distFile('main.js'), command], {
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, MINIMESH_CLUSTER_DIR: dir },
+      env: { ...process.env, MINIMESH_CLUSTER_DIR: dir, MINIMESH_UP_LOCKED: '1' },
     });
     let output = '';
     child.stdout.on('data', (c: Buffer) => (output += c.toString()));
     child.stderr.on('data', (c: Buffer) => (output += c.toString()));
     child.on('error', reject);
-    child.on('exit', (code) =>
-      code === 0
-        ? resolve()
-        : reject(new Error(`local cluster: ${command} failed (exit ${code}):\n${output.slice(-4000)}`)),
-    );
+    child.on('exit', (code) => {
+      if (code === 0) return resolve();
+      // The last "cluster: ..." line is the reason; the progress lines before it are context.
+      const reason = output
+        .split('\n')
+        .reverse()
+        .find((l) => l.startsWith('cluster: '));
+      reject(
+        new Error(
+          reason
+            ? reason.slice('cluster: '.length)
+            : `local cluster: ${command} failed (exit ${code}):\n${output.slice(-4000)}`,
+        ),
+      );
+    });
   });
 }
 
-/** Stops every process, removes every network namespace, mount and file the cluster made. */
+/** ctr, when containerd answers: removes every container and task of the k8s.io namespace. */
+async function removeContainers(p: StatePaths, log: Log): Promise<void> {
+  if (!isRunning(p, 'containerd')) return;
+  const ctr = ctrFor(p.containerdSocket);
+  try {
+    const tasks = (await ctr(['tasks', 'ls', '-q'])).split('\n').filter(Boolean);
+    if (tasks.length) await ctr(['tasks', 'delete', '--force', ...tasks]).catch(() => '');
+    const containers = (await ctr(['containers', 'ls', '-q'])).split('\n').filter(Boolean);
+    if (containers.length) {
+      await ctr(['containers', 'delete', ...containers]).catch(() => '');
+      log(`removed ${containers.length} container(s) from containerd`);
+    }
+  } catch {
+    /* containerd not answering: the cgroup sweep below still stops every process */
+  }
+}
+
+/**
+ * Stops every process and removes every network namespace, mount, cgroup and file the cluster made,
+ * and puts back the sysctls kubelet changed. Order matters: controllers first (so nothing recreates
+ * pods), then kubelet and kube-proxy, then the containers (through containerd, then any process left
+ * in the node's cgroups), containerd, its shims, the rest.
+ */
 export async function down(log: Log = () => {}): Promise<void> {
   const p = statePaths();
-  // The node agent first, so it does not restart containers while they are being stopped.
-  await stopProcess(p, 'node-agent');
-  for (const ns of listNetns(POD_NETNS_PREFIX)) {
-    log(`removing ${ns}`);
-    await destroyNetns(ns);
+  for (const name of ['kube-controller-manager', 'kube-scheduler', 'kubelet', 'kube-proxy']) await stopProcess(p, name);
+  await removeContainers(p, log);
+  const left = await removeCgroupTree();
+  if (left.length) log(`cgroups still busy: ${left.join(', ')}`);
+  await stopProcess(p, 'containerd', 5000);
+  for (const pid of pidsWithArg(p.containerdSocket)) await killGroup(pid, 500);
+  await stopProcess(p, 'mount-namespace');
+  // The agent-based cluster (before the real node) ran pods in mm-pod-* namespaces: clean those too.
+  if (existsSync(join(p.pids, 'node-agent.pid'))) {
+    await stopProcess(p, 'node-agent');
+    for (const ns of listNetns('mm-pod-')) await destroyNetns(ns);
   }
   for (const name of pidFileNames(p)) {
     const pid = readPid(p, name);
@@ -397,13 +705,27 @@ export async function down(log: Log = () => {}): Promise<void> {
     log(`removing ${NODE_NETNS}`);
     await destroyNetns(NODE_NETNS);
   }
+  for (const change of restoreSysctls(p)) log(`restored ${change}`);
   unmountUnder(p.dir);
   removeCreatedMountpoints(p);
   rmSync(p.dir, { recursive: true, force: true });
-  rmSync(p.lock, { force: true });
 }
 
-/** Mounts (tmpfs emptyDirs) below `dir`, deepest first. */
+/** A fresh start after a crash or someone else's `down`: stop what a previous node left in our cgroups. */
+async function sweepLeftovers(p: StatePaths, log: Log): Promise<void> {
+  const n = nodePaths(p);
+  const stale = [
+    ...pidsWithArg(n.kubeletConfig),
+    ...pidsWithArg(n.containerdConfig),
+    ...pidsWithArg(p.containerdSocket),
+    ...mountNamespaceHolders(),
+  ].filter(pidAlive);
+  for (const pid of stale) await killGroup(pid, 500);
+  await removeCgroupTree();
+  if (stale.length) log(`stopped ${stale.length} leftover process(es) of an earlier node (kubelet, containerd, shims)`);
+}
+
+/** Mounts below `dir`, deepest first. */
 export function mountsUnder(dir: string): string[] {
   let lines: string[] = [];
   try {
@@ -423,21 +745,6 @@ function unmountUnder(dir: string): void {
       execFileSync('umount', ['-l', m], { stdio: 'ignore' });
     } catch {
       /* already gone */
-    }
-  }
-}
-
-/** Directories the node agent had to create on the host filesystem as mount points; removed when empty. */
-function removeCreatedMountpoints(p: StatePaths): void {
-  if (!existsSync(p.createdMountpoints)) return;
-  const dirs = [...new Set(readFileSync(p.createdMountpoints, 'utf8').split('\n').filter(Boolean))].sort(
-    (a, b) => b.length - a.length,
-  );
-  for (const d of dirs) {
-    try {
-      if (existsSync(d) && readdirSync(d).length === 0) rmdirSync(d);
-    } catch {
-      /* not empty or gone */
     }
   }
 }

@@ -1,16 +1,12 @@
 // Reaching across network namespaces from the host: host → node namespace (forwardToNode), node
-// namespace → host (exposeHostPort), and commands inside a pod's network namespace (execInPod).
+// namespace → host (exposeHostPort), and host programs inside a pod's network namespace (execInPod).
 import { execFile } from 'node:child_process';
 import { connect, createServer, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { adminClient } from './cluster.js';
-import { NODE_NETNS, POD_NETNS_PREFIX, packageDir, stateDir, statePaths } from './paths.js';
+import { ctrFor } from './images.js';
+import { NODE_NETNS, packageDir, stateDir, statePaths } from './paths.js';
 import { startDetached, stopProcess } from './procs.js';
-
-/** The network namespace the node agent made for a pod with this uid. */
-export function podNetnsName(uid: string): string {
-  return `${POD_NETNS_PREFIX}${uid.replace(/-/g, '').slice(0, 12)}`;
-}
 
 /** A connection from the node namespace to host:port (through the node namespace's dialer). */
 export function dialNode(target: string): Socket {
@@ -117,20 +113,60 @@ export interface ExecResult {
   stderr: string;
 }
 
-/** Runs a command inside a pod's network namespace (like `kubectl debug --profile=netadmin`). */
+/**
+ * The pid of the pod's sandbox (pause) process, from containerd: its network namespace is the pod's.
+ * Throws when the pod has no running sandbox on the node.
+ */
+export async function podSandboxPid(namespace: string, pod: string): Promise<number> {
+  const obj = await adminClient().get(`/api/v1/namespaces/${namespace}/pods/${pod}`);
+  if (!obj) throw new Error(`pod ${namespace}/${pod} not found`);
+  const uid = String(obj.metadata.uid);
+  const ctr = ctrFor(statePaths(stateDir()).containerdSocket);
+  const ids = (
+    await ctr([
+      'containers',
+      'ls',
+      '-q',
+      `labels."io.kubernetes.pod.uid"==${uid},labels."io.cri-containerd.kind"==sandbox`,
+    ])
+  )
+    .split('\n')
+    .filter(Boolean);
+  const tasks = new Map(
+    (await ctr(['tasks', 'ls']))
+      .split('\n')
+      .slice(1)
+      .map((l) => l.trim().split(/\s+/))
+      .filter((f) => f.length >= 3 && f[2] === 'RUNNING')
+      .map((f) => [f[0]!, Number(f[1])]),
+  );
+  const pid = ids.map((id) => tasks.get(id)).find((p) => p !== undefined && p > 0);
+  if (pid === undefined) throw new Error(`pod ${namespace}/${pod} has no running sandbox on the node`);
+  return pid;
+}
+
+/**
+ * Runs a host program inside a pod's network namespace, from the node: `nsenter --net` into the
+ * namespace of the pod's sandbox, with the host's file system and tools (curl, iptables-save...), as
+ * root with every capability. Test tooling only: what users do is `kubectl exec` or an ephemeral
+ * debug container (`kubectl debug --profile=netadmin`), which is what `minimesh explain` does.
+ */
 export async function execInPod(
   namespace: string,
   pod: string,
   command: string[],
   opts: { timeoutMs?: number } = {},
 ): Promise<ExecResult> {
-  const obj = await adminClient().get(`/api/v1/namespaces/${namespace}/pods/${pod}`);
-  if (!obj) throw new Error(`execInPod ${namespace}/${pod}: pod not found`);
-  const netns = podNetnsName(String(obj.metadata.uid));
+  let pid: number;
+  try {
+    pid = await podSandboxPid(namespace, pod);
+  } catch (err) {
+    throw new Error(`execInPod ${namespace}/${pod}: ${(err as Error).message}`, { cause: err });
+  }
   return new Promise((resolve) => {
     execFile(
-      'ip',
-      ['netns', 'exec', netns, ...command],
+      'nsenter',
+      [`--net=/proc/${pid}/ns/net`, '--', ...command],
       { timeout: opts.timeoutMs ?? 30_000, maxBuffer: 16 << 20 },
       (err, stdout, stderr) => {
         const code = err

@@ -1,118 +1,120 @@
-// THE image table: which local program runs for which container image. Containers run as processes
-// on this machine's filesystem (the repository), so an image is only a name for a program here.
-// An image that is not in this table fails its pod with reason ErrImageNeverPull.
-import { existsSync } from 'node:fs';
-import { basename, isAbsolute, join } from 'node:path';
-import { repoRoot } from './paths.js';
+// Container images for the node: the docker-archive tars that `bash scripts/images.sh build` leaves in
+// ~/.cache/minimesh/images, imported into containerd (`ctr -n k8s.io images import`). containerd's root
+// is in the cache too, so a tar is imported again only when it changed (size or mtime), not on every `up`.
+import { execFile, execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { promisify } from 'node:util';
+import { COREDNS_IMAGE, IMAGES_BUILD_COMMAND, PAUSE_IMAGE, containerdRoot, repoRoot } from './paths.js';
 
-export interface ImageEntry {
-  /** Image repository (without tag or digest); `*` at the end matches one path segment. */
-  repository: string;
-  /** What runs, before the container's args (the image's ENTRYPOINT). */
-  entrypoint: (image: string) => string[];
-  description: string;
+const execFileP = promisify(execFile);
+
+export interface ImageTar {
+  ref: string;
+  tar: string;
 }
 
-const node = process.execPath;
-const program = (pkg: string) => () => [node, join(repoRoot, 'packages', pkg, 'dist', 'main.js')];
-
-/** minimesh programs by name, for images whose container `command` names one (one image, several entry points). */
-export const PROGRAMS: Record<string, () => string[]> = {
-  'proxy-init': program('proxy-init'),
-  proxy: program('proxy'),
-  destination: program('destination'),
-  identity: program('identity'),
-  injector: program('injector'),
-  cli: program('cli'),
-  minimesh: program('cli'),
-};
-
-export const IMAGE_TABLE: ImageEntry[] = [
-  {
-    repository: 'ghcr.io/minimesh/proxy-init',
-    entrypoint: program('proxy-init'),
-    description: 'node packages/proxy-init/dist/main.js',
-  },
-  {
-    repository: 'ghcr.io/minimesh/proxy',
-    entrypoint: program('proxy'),
-    description: 'node packages/proxy/dist/main.js',
-  },
-  {
-    repository: 'ghcr.io/minimesh/destination',
-    entrypoint: program('destination'),
-    description: 'node packages/destination/dist/main.js',
-  },
-  {
-    repository: 'ghcr.io/minimesh/identity',
-    entrypoint: program('identity'),
-    description: 'node packages/identity/dist/main.js',
-  },
-  {
-    repository: 'ghcr.io/minimesh/injector',
-    entrypoint: program('injector'),
-    description: 'node packages/injector/dist/main.js',
-  },
-  {
-    repository: 'ghcr.io/minimesh/controller',
-    entrypoint: program('cli'),
-    description: 'node packages/cli/dist/main.js (map by command: destination, identity, injector...)',
-  },
-  { repository: 'ghcr.io/minimesh/cli', entrypoint: program('cli'), description: 'node packages/cli/dist/main.js' },
-  {
-    repository: 'minimesh.test/*',
-    entrypoint: (image) => [node, join(repoRoot, 'e2e', 'fixtures', `${imageRepository(image).split('/')[1]}.mjs`)],
-    description: 'node e2e/fixtures/<fixture>.mjs',
-  },
-  // Plain shells for debugging pods (the command is run on the host filesystem).
-  { repository: 'busybox', entrypoint: () => ['sh'], description: 'the host shell' },
-];
-
-export function imageRepository(image: string): string {
-  const noDigest = image.split('@')[0] ?? image;
-  const lastSlash = noDigest.lastIndexOf('/');
-  const colon = noDigest.lastIndexOf(':');
-  return colon > lastSlash ? noDigest.slice(0, colon) : noDigest;
+/** Parses `images.sh list` output: one `<image ref> <tar path>` per line. */
+export function parseImageList(text: string): ImageTar[] {
+  const out: ImageTar[] = [];
+  for (const raw of text.split('\n')) {
+    const line = raw.trim();
+    if (!line || line.startsWith('#')) continue;
+    const [ref, tar, ...rest] = line.split(/\s+/);
+    if (!ref || !tar || rest.length > 0)
+      throw new Error(`image list line "${line}" is not valid: expected <ref> <tar>`);
+    out.push({ ref, tar });
+  }
+  return out;
 }
 
-function matches(pattern: string, repo: string): boolean {
-  if (pattern.endsWith('/*')) {
-    const prefix = pattern.slice(0, -1);
-    return repo.startsWith(prefix) && !repo.slice(prefix.length).includes('/') && repo.length > prefix.length;
-  }
-  return pattern === repo;
+/**
+ * The images this checkout builds: `bash scripts/images.sh list`, or the file MINIMESH_IMAGES_LIST
+ * (same format) when set. No list at all (no scripts/images.sh) is an empty list.
+ */
+export function listImages(): ImageTar[] {
+  const file = process.env.MINIMESH_IMAGES_LIST;
+  if (file) return parseImageList(readFileSync(file, 'utf8'));
+  const script = join(repoRoot, 'scripts', 'images.sh');
+  if (!existsSync(script)) return [];
+  return parseImageList(
+    execFileSync('bash', [script, 'list'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], cwd: repoRoot }),
+  );
 }
 
-export type ResolvedImage = { ok: true; argv: string[] } | { ok: false; reason: 'ErrImageNeverPull'; message: string };
+interface Imported {
+  [ref: string]: { tar: string; size: number; mtimeMs: number };
+}
 
-/** The argv to run for a container (image + command + args), or why it cannot run. */
-export function resolveImage(image: string, command?: string[], args?: string[]): ResolvedImage {
-  const repo = imageRepository(image);
-  const entry = IMAGE_TABLE.find((e) => matches(e.repository, repo));
-  if (!entry) {
-    return {
-      ok: false,
-      reason: 'ErrImageNeverPull',
-      message: `image ${image} is not in the local cluster's image table (packages/local-cluster/src/images.ts): known images are ${IMAGE_TABLE.map((e) => e.repository).join(', ')}`,
-    };
+function recordFile(): string {
+  return join(containerdRoot(), 'minimesh-imported.json');
+}
+
+function readRecord(): Imported {
+  try {
+    return JSON.parse(readFileSync(recordFile(), 'utf8')) as Imported;
+  } catch {
+    return {};
   }
-  const entrypoint = entry.entrypoint(image);
-  if (repo.startsWith('minimesh.test/') && !existsSync(entrypoint[1] ?? '')) {
-    return {
-      ok: false,
-      reason: 'ErrImageNeverPull',
-      message: `image ${image}: fixture ${entrypoint[1]} does not exist`,
-    };
+}
+
+/** Image tars that are built but not (or not in this version) in containerd. */
+export function staleImages(images: ImageTar[] = listImages()): ImageTar[] {
+  const record = readRecord();
+  return images.filter((i) => {
+    if (!existsSync(i.tar)) return false;
+    const st = statSync(i.tar);
+    const r = record[i.ref];
+    return !r || r.tar !== i.tar || r.size !== st.size || r.mtimeMs !== st.mtimeMs;
+  });
+}
+
+/** The images the node cannot start without, with the one line that says how to get them. */
+export function requireNodeImages(images: ImageTar[]): void {
+  for (const ref of [PAUSE_IMAGE, COREDNS_IMAGE]) {
+    const entry = images.find((i) => i.ref === ref);
+    if (!entry || !existsSync(entry.tar))
+      throw new Error(
+        `local cluster: image ${ref} is not built${entry ? ` (${entry.tar} is missing)` : ''}: run ${IMAGES_BUILD_COMMAND}`,
+      );
   }
-  let argv: string[];
-  if (command && command.length > 0) {
-    const first = command[0]!;
-    const named = PROGRAMS[basename(first).replace(/^minimesh-/, '')];
-    if (named) argv = [...named(), ...command.slice(1)];
-    else if (first === 'node' && command[1] && !isAbsolute(command[1]) && !command[1].startsWith('-')) {
-      argv = [node, join(repoRoot, command[1]), ...command.slice(2)];
-    } else if (first === 'node') argv = [node, ...command.slice(1)];
-    else argv = [...command];
-  } else argv = entrypoint;
-  return { ok: true, argv: [...argv, ...(args ?? [])] };
+}
+
+export type Ctr = (args: string[]) => Promise<string>;
+
+/** ctr against the node's containerd, in the k8s.io namespace (the CRI plugin's). */
+export function ctrFor(socket: string): Ctr {
+  return async (args) =>
+    (await execFileP('ctr', ['--address', socket, '--namespace', 'k8s.io', ...args], { maxBuffer: 64 << 20 })).stdout;
+}
+
+/** Imports every stale image (and any the record lists but containerd lost); returns the refs imported. */
+export async function importImages(ctr: Ctr, images: ImageTar[], log: (m: string) => void): Promise<string[]> {
+  const present = new Set(
+    (await ctr(['images', 'ls', '-q']))
+      .split('\n')
+      .map((s) => s.trim())
+      .filter(Boolean),
+  );
+  const stale = new Set(staleImages(images).map((i) => i.ref));
+  const todo = images.filter((i) => existsSync(i.tar) && (stale.has(i.ref) || !present.has(i.ref)));
+  if (todo.length === 0) return [];
+  const record = readRecord();
+  const started = Date.now();
+  for (const i of todo) {
+    const st = statSync(i.tar);
+    try {
+      await ctr(['images', 'import', i.tar]);
+    } catch (err) {
+      const msg = ((err as { stderr?: string }).stderr ?? (err as Error).message).trim().split('\n').pop();
+      throw new Error(`local cluster: importing ${i.ref} from ${i.tar} into containerd failed: ${msg}`, {
+        cause: err,
+      });
+    }
+    record[i.ref] = { tar: i.tar, size: st.size, mtimeMs: st.mtimeMs };
+  }
+  mkdirSync(dirname(recordFile()), { recursive: true });
+  writeFileSync(recordFile(), `${JSON.stringify(record, null, 2)}\n`);
+  log(`imported ${todo.length} image(s) into containerd in ${((Date.now() - started) / 1000).toFixed(1)}s`);
+  return todo.map((i) => i.ref);
 }

@@ -1,6 +1,7 @@
-// @minimesh/local-cluster: a real Kubernetes API on this machine (kube-apiserver, etcd and
-// kube-controller-manager built from the Go module proxy, in a node network namespace) and a node
-// agent that runs pods as processes in network namespaces.
+// @minimesh/local-cluster: a real Kubernetes cluster on this machine: one node in a network
+// namespace (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubelet and kube-proxy
+// built from the Go module proxy; Debian's containerd, runc and CNI plugins; CoreDNS), running pods
+// from the images scripts/images.sh builds.
 export {
   ensureCluster,
   stopCluster,
@@ -8,6 +9,7 @@ export {
   isHealthy,
   componentStatus,
   clusterInfo,
+  ComponentError,
   adminClient,
   type ClusterInfo,
   type ComponentStatus,
@@ -23,7 +25,7 @@ export {
   forwardToNode,
   exposeHostPort,
   execInPod,
-  podNetnsName,
+  podSandboxPid,
   dialNode,
   type Forward,
   type Exposure,
@@ -39,7 +41,7 @@ export {
   type WatchEvent,
 } from './kube-client.js';
 export { createNamespace } from './namespaces.js';
-export { IMAGE_TABLE, resolveImage, type ImageEntry } from './images.js';
+export { listImages, parseImageList, type ImageTar } from './images.js';
 export {
   API_SERVER,
   NODE_IP,
@@ -49,6 +51,11 @@ export {
   SERVICE_CIDR,
   K8S_VERSION,
   SA_ISSUER,
+  CLUSTER_DNS_IP,
+  PAUSE_IMAGE,
+  COREDNS_IMAGE,
+  IMAGES_BUILD_COMMAND,
+  clusterName,
   stateDir,
   binDir,
 } from './paths.js';

@@ -1,20 +1,18 @@
 #!/usr/bin/env node
 // npm run cluster -- <up|down|status|exec|logs|kubectl>: the local cluster's command line.
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { adminClient, componentStatus, down, isHealthy, up } from './cluster.js';
-import { podNetnsName } from './forward.js';
+import { componentStatus, down, isHealthy, up, upLockPath } from './cluster.js';
 import { binPath, stateDir, statePaths } from './paths.js';
 
 const USAGE = `usage: npm run cluster -- <command>
   up                                     start (and on first use build) the local cluster; prints KUBECONFIG= and AUDIT_LOG=
-  down                                   stop everything and remove every process, network namespace, mount and file
+  down                                   stop everything; leaves no process, network namespace, mount, cgroup or file
   status                                 show the components and whether the API answers
-  exec <namespace>/<pod> -- <command>    run a command inside the pod's network namespace
-  logs <namespace>/<pod> [-c <container>] [-f]  print (or follow) a container's output
+  exec <namespace>/<pod> [-c <container>] -- <command>   kubectl exec: run a command in a container
+  logs <namespace>/<pod> [-c <container>] [-f]           kubectl logs: print (or follow) a container's output
   kubectl <args...>                      kubectl with the admin kubeconfig
-State directory: MINIMESH_CLUSTER_DIR (default /tmp/minimesh-cluster).`;
+Instance: MINIMESH_CLUSTER_NAME (default mm: namespace mm-node), MINIMESH_API_PORT (default 6443),
+MINIMESH_CLUSTER_DIR (default /tmp/minimesh-cluster). Images: bash scripts/images.sh build.`;
 
 const out = (s: string) => process.stdout.write(`${s}\n`);
 const err = (s: string) => process.stderr.write(`${s}\n`);
@@ -25,24 +23,35 @@ function usage(message: string): never {
   process.exit(2);
 }
 
-function parsePodRef(ref: string | undefined): { namespace: string; name: string } {
+/** kubectl with the admin kubeconfig; returns its exit code. */
+function kubectl(kubeconfig: string, args: string[]): number {
+  const r = spawnSync(binPath('kubectl'), ['--kubeconfig', kubeconfig, ...args], { stdio: 'inherit' });
+  return r.status ?? 1;
+}
+
+function podRef(ref: string | undefined): { namespace: string; name: string } {
   const m = /^([a-z0-9-]+)\/([a-z0-9.-]+)$/.exec(ref ?? '');
   if (!m) usage(`pod ${ref ?? '(missing)'} is not valid: expected <namespace>/<pod>`);
   return { namespace: m[1]!, name: m[2]! };
 }
 
-async function podUid(namespace: string, name: string): Promise<string> {
-  const pod = await adminClient().get(`/api/v1/namespaces/${namespace}/pods/${name}`);
-  if (!pod) {
-    err(`cluster: pod ${namespace}/${name} not found`);
-    process.exit(1);
-  }
-  return String(pod.metadata.uid);
+/** up and down run under flock(1) on `<dir>.up.lock`, the lock ensureCluster() takes too. */
+function relockedExitCode(argv: string[]): number | undefined {
+  if (process.env.MINIMESH_UP_LOCKED === '1') return undefined;
+  const r = spawnSync('flock', ['-o', upLockPath(), process.execPath, process.argv[1]!, ...argv], {
+    stdio: 'inherit',
+    env: { ...process.env, MINIMESH_UP_LOCKED: '1' },
+  });
+  return r.status ?? 1;
 }
 
 async function main(argv: string[]): Promise<number> {
   const [cmd, ...rest] = argv;
   const p = statePaths(stateDir());
+  if (cmd === 'up' || cmd === 'down') {
+    const code = relockedExitCode(argv);
+    if (code !== undefined) return code;
+  }
   switch (cmd) {
     case 'up': {
       const info = await up((m) => err(`[cluster] ${m}`));
@@ -62,38 +71,18 @@ async function main(argv: string[]): Promise<number> {
       return healthy ? 0 : 1;
     }
     case 'exec': {
-      const { namespace, name } = parsePodRef(rest[0]);
+      // kubectl exec -n <ns> <pod> [-c <container>] -- <command>
+      const { namespace, name } = podRef(rest[0]);
       const sep = rest.indexOf('--');
+      const flags = sep >= 0 ? rest.slice(1, sep) : [];
       const command = sep >= 0 ? rest.slice(sep + 1) : rest.slice(1);
       if (command.length === 0) usage('exec needs a command after --');
-      const uid = await podUid(namespace, name);
-      const r = spawnSync('ip', ['netns', 'exec', podNetnsName(uid), ...command], { stdio: 'inherit' });
-      return r.status ?? 1;
+      return kubectl(p.adminKubeconfig, ['exec', '-n', namespace, name, ...flags, '--', ...command]);
     }
     case 'logs': {
-      const { namespace, name } = parsePodRef(rest[0]);
-      const ci = rest.indexOf('-c');
-      const uid = await podUid(namespace, name);
-      const dir = join(p.pods, uid, 'logs');
-      const files = existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith('.log')) : [];
-      let container = ci >= 0 ? rest[ci + 1] : undefined;
-      if (!container) {
-        if (files.length !== 1)
-          usage(
-            `pod ${namespace}/${name} has containers ${files.map((f) => f.slice(0, -4)).join(', ') || '(none started)'}: choose one with -c`,
-          );
-        container = files[0]!.slice(0, -4);
-      }
-      const file = join(dir, `${container}.log`);
-      if (!existsSync(file)) {
-        err(`cluster: no logs for container ${container} of ${namespace}/${name}`);
-        return 1;
-      }
-      if (rest.includes('-f') || rest.includes('--follow')) {
-        return spawnSync('tail', ['-n', '+1', '-f', file], { stdio: 'inherit' }).status ?? 0;
-      }
-      process.stdout.write(readFileSync(file));
-      return 0;
+      // kubectl logs -n <ns> <pod> [-c <container>] [-f] [--previous]...
+      const { namespace, name } = podRef(rest[0]);
+      return kubectl(p.adminKubeconfig, ['logs', '-n', namespace, name, ...rest.slice(1)]);
     }
     case 'kubectl': {
       const r = spawnSync(binPath('kubectl'), ['--kubeconfig', p.adminKubeconfig, ...rest], { stdio: 'inherit' });

@@ -1,9 +1,11 @@
-// The cluster's certificates, made once with openssl: a CA, kube-apiserver's serving certificate,
-// client certificates for the admin and kube-controller-manager, and the service-account signing key.
+// The cluster's certificates, made once with openssl: a CA, the serving certificates of kube-apiserver
+// and the kubelet, client certificates for the admin, kube-controller-manager, kube-scheduler, the
+// kubelet (system:node:<node>), kube-proxy and kube-apiserver's calls to the kubelet, and the
+// service-account signing key.
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { KUBERNETES_SERVICE_IP, NODE_IP, type StatePaths } from './paths.js';
+import { KUBERNETES_SERVICE_IP, NODE_IP, NODE_NAME, type StatePaths } from './paths.js';
 
 const DAYS = '3650';
 
@@ -92,6 +94,21 @@ export function ensurePki(paths: StatePaths): void {
   });
   leaf(pki, { name: 'admin', subject: '/O=system:masters/CN=minimesh-admin', extensions: CLIENT_EXT });
   leaf(pki, { name: 'kube-controller-manager', subject: '/CN=system:kube-controller-manager', extensions: CLIENT_EXT });
+  leaf(pki, { name: 'kube-scheduler', subject: '/CN=system:kube-scheduler', extensions: CLIENT_EXT });
+  leaf(pki, { name: 'kube-proxy', subject: '/CN=system:kube-proxy', extensions: CLIENT_EXT });
+  // The kubelet's client identity, as the Node authorizer and NodeRestriction expect it.
+  leaf(pki, { name: 'kubelet-client', subject: `/O=system:nodes/CN=system:node:${NODE_NAME}`, extensions: CLIENT_EXT });
+  leaf(pki, {
+    name: 'kubelet',
+    subject: `/CN=${NODE_NAME}`,
+    extensions: `basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\nsubjectAltName=IP:${NODE_IP},DNS:${NODE_NAME}\n`,
+  });
+  // kube-apiserver → kubelet (logs, exec, port-forward, proxy): the kubelet's webhook authorizer allows system:masters.
+  leaf(pki, {
+    name: 'apiserver-kubelet-client',
+    subject: '/O=system:masters/CN=kube-apiserver-kubelet-client',
+    extensions: CLIENT_EXT,
+  });
   // kube-apiserver → etcd is plain http on the node namespace's loopback; kube-apiserver → webhooks uses caBundle.
   ecKey(join(pki, 'sa.key'));
   openssl(['ec', '-in', join(pki, 'sa.key'), '-pubout', '-out', join(pki, 'sa.pub')]);

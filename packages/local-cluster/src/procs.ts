@@ -35,11 +35,18 @@ export function isRunning(paths: StatePaths, name: string): boolean {
 }
 
 export interface StartOptions {
+  /** A network namespace name (/var/run/netns/<netns>). */
   netns?: string;
+  /** A process whose mount namespace to enter (the node's private mount namespace). */
+  mountNsPid?: number;
   env?: NodeJS.ProcessEnv;
 }
 
-/** Starts `cmd args` detached (inside `netns` when given), logging to logs/<name>.log. */
+/**
+ * Starts `cmd args` detached (its own session) and logs to logs/<name>.log. Namespaces are entered
+ * with nsenter (network, and mount when asked), never `ip netns exec`: that one remounts /sys, which
+ * hides /sys/fs/cgroup from kubelet and containerd.
+ */
 export function startDetached(
   paths: StatePaths,
   name: string,
@@ -50,7 +57,11 @@ export function startDetached(
   mkdirSync(paths.pids, { recursive: true });
   mkdirSync(paths.logs, { recursive: true });
   const log = openSync(join(paths.logs, `${name}.log`), 'a');
-  const [file, argv] = opts.netns ? ['ip', ['netns', 'exec', opts.netns, cmd, ...args]] : [cmd, args];
+  const ns = [
+    ...(opts.mountNsPid !== undefined ? [`--mount=/proc/${opts.mountNsPid}/ns/mnt`] : []),
+    ...(opts.netns ? [`--net=/var/run/netns/${opts.netns}`] : []),
+  ];
+  const [file, argv] = ns.length > 0 ? ['nsenter', [...ns, '--', cmd, ...args]] : [cmd, args];
   const child = spawn(file, argv, { detached: true, stdio: ['ignore', log, log], env: opts.env ?? process.env });
   closeSync(log);
   if (child.pid === undefined) throw new Error(`start ${name}: spawn ${file} failed`);

@@ -1,12 +1,14 @@
-// Done-when 1 (second half): `npm run cluster -- down` leaves no process, network namespace, mount
-// or file behind. It brings the cluster back afterwards, so it may run in any order with the other
-// test files (vitest does not order files by name).
+// `npm run cluster -- down` leaves nothing behind: no process (components, containerd shims,
+// containers), network namespace, mount (nor the node's private mount namespace), cgroup, file, or
+// changed host sysctl. It brings the cluster back afterwards, so it may run in any order with the
+// other test files (vitest does not order files by name).
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { adminClient, createNamespace, ensureCluster, type KubeObject } from '../src/index.js';
-import { eventually, uniqueName } from './helpers.js';
+import { cgroupDirs, cgroupPids, mountNamespaceHolders, pidsWithArg, PRIVATE_TMPFS } from '../src/host.js';
+import { eventually, fixture, uniqueName } from './helpers.js';
 
 const alive = (pid: number) =>
   existsSync(`/proc/${pid}`) && !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
@@ -20,14 +22,14 @@ const netnsPids = (ns: string) =>
 
 afterAll(async () => {
   await ensureCluster();
-}, 120_000);
+}, 300_000);
 
 describe('cluster down', () => {
-  it('removes every process (the 127.0.0.1:6443 bridge too), network namespace, mount and file it made', async () => {
+  it('removes every process, network namespace, mount, cgroup and file it made, and restores the sysctls', async () => {
     const info = await ensureCluster();
     const ns = uniqueName('lc-down');
     await createNamespace(ns);
-    // A pod with a memory-backed emptyDir (a tmpfs mount) and a mount point the agent had to create.
+    // A pod with a memory-backed emptyDir (a tmpfs the kubelet mounts) and a second container.
     await adminClient().request('POST', `/api/v1/namespaces/${ns}/pods`, {
       apiVersion: 'v1',
       kind: 'Pod',
@@ -35,12 +37,8 @@ describe('cluster down', () => {
       spec: {
         volumes: [{ name: 'mem', emptyDir: { medium: 'Memory' } }],
         containers: [
-          {
-            name: 'c',
-            image: 'busybox',
-            command: ['sleep', '3600'],
-            volumeMounts: [{ name: 'mem', mountPath: `/mm-down-test/${ns}` }],
-          },
+          { name: 'a', image: fixture('http-echo'), volumeMounts: [{ name: 'mem', mountPath: '/mem' }] },
+          { name: 'b', image: fixture('tcp-server-first') },
         ],
       },
     });
@@ -49,28 +47,38 @@ describe('cluster down', () => {
       return p.status?.phase === 'Running';
     });
 
-    const ours = netnsList().filter((n) => n === 'mm-node' || n.startsWith('mm-pod-'));
-    expect(ours).toContain('mm-node');
-    const pids = new Set<number>(ours.flatMap(netnsPids));
+    expect(netnsList()).toContain(info.nodeNetns);
+    const pids = new Set<number>([
+      ...netnsPids(info.nodeNetns),
+      ...cgroupPids(),
+      ...pidsWithArg(info.containerdSocket),
+    ]);
     const pidDir = join(info.dir, 'pids');
     for (const f of readdirSync(pidDir)) pids.add(Number(readFileSync(join(pidDir, f), 'utf8')));
-    expect(pids.size).toBeGreaterThan(6);
-    const mountsBefore = readFileSync('/proc/self/mountinfo', 'utf8')
-      .split('\n')
-      .filter((l) => l.includes(info.dir));
-    expect(mountsBefore.length).toBeGreaterThan(0);
+    // etcd, kube-apiserver, controllers, containerd, kubelet, kube-proxy, bridges, shims, pause and app processes.
+    expect(pids.size).toBeGreaterThan(15);
+    expect(cgroupDirs().length).toBeGreaterThan(0);
+    expect(mountNamespaceHolders().length).toBe(1);
+    const saved = JSON.parse(readFileSync(join(info.dir, 'sysctls.saved'), 'utf8')) as Record<string, string>;
+    expect(Object.keys(saved)).toContain('kernel/panic');
 
     execFileSync('bash', ['../../scripts/cluster.sh', 'down'], { stdio: 'ignore' });
 
-    expect(netnsList().filter((n) => n === 'mm-node' || n.startsWith('mm-pod-'))).toEqual([]);
+    expect(netnsList()).not.toContain(info.nodeNetns);
     expect([...pids].filter(alive)).toEqual([]);
+    expect(pidsWithArg(info.containerdSocket).filter(alive)).toEqual([]);
+    expect(mountNamespaceHolders()).toEqual([]);
+    expect(cgroupDirs()).toEqual([]);
     expect(
       readFileSync('/proc/self/mountinfo', 'utf8')
         .split('\n')
         .filter((l) => l.includes(info.dir)),
     ).toEqual([]);
+    for (const [k, v] of Object.entries(saved))
+      expect(`${k}=${readFileSync(`/proc/sys/${k}`, 'utf8').trim()}`).toBe(`${k}=${v}`);
     expect(existsSync(info.dir)).toBe(false);
-    expect(existsSync(`/mm-down-test/${ns}`)).toBe(false);
-    expect(existsSync('/mm-down-test')).toBe(false);
+    // The fixed host paths kubelet and containerd use were never written on the host (tmpfs in the private namespace).
+    for (const d of PRIVATE_TMPFS)
+      if (existsSync(d)) expect(readdirSync(d).filter((e) => /kubelet|device-plugins|results/.test(e))).toEqual([]);
   });
 });

@@ -29,3 +29,11 @@ export async function eventually<T>(
 export function uniqueName(prefix: string): string {
   return `${prefix}-${randomBytes(3).toString('hex')}`;
 }
+
+/** An e2e fixture's image (scripts/images.sh builds it; e2e/fixtures/<name>.mjs). */
+export const fixture = (name: string): string => `minimesh.test/${name}:e2e`;
+
+/** A container that runs a Node.js script in a fixture image (the images have node, not always a shell). */
+export function nodeScript(name: string, script: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return { name, image: fixture('http-echo'), command: ['node', '-e', script], ...extra };
+}

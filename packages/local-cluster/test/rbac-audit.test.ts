@@ -127,7 +127,7 @@ describe('audit log', () => {
           const req = request(
             {
               host: '127.0.0.1',
-              port: 6443,
+              port: Number(new URL(info.server).port),
               path: `/api/v1/namespaces/${ns}/services?watch=true&timeoutSeconds=1`,
               ca: readFileSync(info.caCertPath),
               headers: { authorization: `Bearer ${token}` },

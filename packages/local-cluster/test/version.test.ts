@@ -1,7 +1,14 @@
-// Done-when 1: the API server is the real one, built at v1.33.13, reachable with the printed kubeconfig.
+// The API server and the node are the real ones, built at v1.33.13, reachable with the printed kubeconfig.
 import { execFileSync } from 'node:child_process';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { adminClient, ensureCluster, K8S_VERSION, type ClusterInfo } from '../src/index.js';
+import {
+  adminClient,
+  CLUSTER_DNS_IP,
+  COREDNS_IMAGE,
+  ensureCluster,
+  K8S_VERSION,
+  type ClusterInfo,
+} from '../src/index.js';
 
 let info: ClusterInfo;
 beforeAll(async () => {
@@ -30,12 +37,24 @@ describe('local cluster version', () => {
     expect(out).toContain(`AUDIT_LOG=${info.auditLogPath}`);
   });
 
-  it('has a Ready node and the controllers at work (default ServiceAccount, kube-root-ca.crt)', async () => {
+  it('has a Ready node run by kubelet v1.33.13 on containerd, and the controllers at work', async () => {
     const admin = adminClient();
-    const node = await admin.request('GET', '/api/v1/nodes/mm-node');
+    const node = await admin.request('GET', `/api/v1/nodes/${info.nodeName}`);
     expect(node.status.conditions.find((c: { type: string }) => c.type === 'Ready').status).toBe('True');
+    expect(node.status.nodeInfo.kubeletVersion).toBe('v1.33.13');
+    expect(node.status.nodeInfo.containerRuntimeVersion).toMatch(/^containerd:\/\/\d+\.\d+\.\d+/);
+    expect(node.status.addresses).toContainEqual({ type: 'InternalIP', address: info.nodeIp });
     expect(await admin.get('/api/v1/namespaces/default/serviceaccounts/default')).toBeTruthy();
     const cm = await admin.request('GET', '/api/v1/namespaces/default/configmaps/kube-root-ca.crt');
     expect(cm.data['ca.crt']).toContain('BEGIN CERTIFICATE');
+  });
+
+  it('runs CoreDNS behind Service kube-system/kube-dns at the clusterDNS address', async () => {
+    const admin = adminClient();
+    const svc = await admin.request('GET', '/api/v1/namespaces/kube-system/services/kube-dns');
+    expect(svc.spec.clusterIP).toBe(CLUSTER_DNS_IP);
+    const dep = await admin.request('GET', '/apis/apps/v1/namespaces/kube-system/deployments/coredns');
+    expect(dep.status.availableReplicas).toBe(1);
+    expect(dep.spec.template.spec.containers[0].image).toBe(COREDNS_IMAGE);
   });
 });

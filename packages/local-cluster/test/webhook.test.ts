@@ -16,7 +16,7 @@ import {
   type Exposure,
   type KubeObject,
 } from '../src/index.js';
-import { eventually, uniqueName } from './helpers.js';
+import { eventually, fixture, uniqueName } from './helpers.js';
 
 const ns = uniqueName('lc-webhook');
 const webhookName = `${ns}.minimesh.io`;
@@ -208,7 +208,7 @@ describe('admission webhook by service reference', () => {
           containers: [
             {
               name: 'webhook',
-              image: 'minimesh.test/admission-annotate:v1',
+              image: fixture('admission-annotate'),
               env: [
                 { name: 'TLS_CERT_FILE', value: '/etc/webhook/tls.crt' },
                 { name: 'TLS_KEY_FILE', value: '/etc/webhook/tls.key' },
@@ -287,7 +287,7 @@ describe('admission webhook by url', () => {
           apiVersion: 'v1',
           kind: 'Pod',
           metadata: { name },
-          spec: { containers: [{ name: 'sh', image: 'busybox', command: ['sleep', '60'] }] },
+          spec: { containers: [{ name: 'app', image: fixture('http-echo') }] },
         });
         return pod.metadata.annotations?.['webhook.minimesh.io/seen'] === 'yes' ? pod : undefined;
       },
