@@ -33,11 +33,13 @@ export { explainConnection, buildPacket, parseHostPort, type ExplainRequest } fr
 export {
   fileNatSource,
   execNatSource,
-  localClusterNatSource,
+  debugContainerNatSource,
   kubectlDebugHint,
   SAVE_BINARIES,
   type NatSource,
   type ExecInPod,
+  type DebugContainerApi,
+  type DebugContainerOptions,
 } from './explain/nat-source.js';
 export {
   checkCertificates,

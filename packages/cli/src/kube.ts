@@ -10,7 +10,6 @@ export const LOCAL_CLUSTER_KUBECONFIG = join(
   process.env.MINIMESH_CLUSTER_DIR ?? '/tmp/minimesh-cluster',
   'admin.kubeconfig',
 );
-export const LOCAL_CLUSTER_SERVER = 'https://127.0.0.1:6443';
 
 export class KubeAccessError extends Error {
   readonly code = 'MINIMESH_CLI_KUBE';
@@ -41,13 +40,6 @@ export async function loadKubeConfig(
   const server = kc.getCurrentCluster()?.server ?? '';
   if (server === '') throw new KubeAccessError(`kubeconfig ${path ?? '(default)'}: no current cluster`);
   return { kc, path, server };
-}
-
-/** True when the kubeconfig's API server is the local cluster on this machine (its pods are network namespaces here). */
-export function isLocalCluster(server: string): boolean {
-  return (
-    server.replace(/\/$/, '') === LOCAL_CLUSTER_SERVER && typeof process.getuid === 'function' && process.getuid() === 0
-  );
 }
 
 /** A client-node error as one line: HTTP status and the API's message when there is one. */

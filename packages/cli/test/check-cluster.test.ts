@@ -58,7 +58,7 @@ function deployment(component: string, port: number): KubeObject {
           containers: [
             {
               name: component,
-              image: 'minimesh.test/http-echo:1',
+              image: 'minimesh.test/http-echo:e2e',
               env: [{ name: 'PORT', value: String(port) }],
               ports: [{ containerPort: port, name: 'admin-http' }],
               readinessProbe: { httpGet: { path: '/ready', port }, periodSeconds: 1 },

@@ -1,6 +1,6 @@
 // The built `minimesh` against the local cluster: a pod built with the injector's own patch runs
-// proxy-init for real; `minimesh explain` reads that pod's live nat table from its network
-// namespace and says where connections go. `minimesh check` runs against a namespace of our own
+// proxy-init for real; `minimesh explain` reads that pod's live nat table with an ephemeral debug
+// container (NET_ADMIN, NET_RAW) and says where connections go. `minimesh check` runs against a namespace of our own
 // without the chart (the chart belongs to the e2e suite), and must fail there, naming what is missing.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -64,7 +64,7 @@ beforeAll(async () => {
       containers: [
         {
           name: 'web',
-          image: 'minimesh.test/http-echo:1',
+          image: 'minimesh.test/http-echo:e2e',
           ports: [{ containerPort: 8080, name: 'http' }],
           securityContext: { runAsUser: 1000 },
         },
@@ -103,7 +103,9 @@ describe('minimesh explain on a live pod', () => {
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     expect(r.stdout).toContain(`${ns}/web: redirected to the proxy's inbound listener on port 4143`);
-    expect(r.stdout).toContain('(nat rules from the local cluster');
+    expect(r.stdout).toContain(
+      '(nat rules from an ephemeral debug container (NET_ADMIN, NET_RAW) running iptables-save in the pod)',
+    );
     expect(r.stdout).toContain(
       'PREROUTING rule 1 (proxy-init/install-proxy-init-prerouting) jumps to PROXY_INIT_REDIRECT',
     );

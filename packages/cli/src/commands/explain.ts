@@ -4,11 +4,18 @@
 import { parseFlags, UsageError } from '@minimesh/runtime';
 import type { Discovery } from '../explain/describe.js';
 import { explainConnection, ExplainInputError, parseHostPort } from '../explain/explain.js';
-import { fileNatSource, kubectlDebugHint, localClusterNatSource, type NatSource } from '../explain/nat-source.js';
+import { MINIMESH_VERSION } from '@minimesh/config';
+import {
+  debugContainerNatSource,
+  fileNatSource,
+  kubectlDebugHint,
+  type DebugContainerApi,
+  type NatSource,
+} from '../explain/nat-source.js';
 import { parseIp } from '../explain/nat-table.js';
 import type { PodLike } from '../explain/pod-facts.js';
 import type { CommandIO } from '../io.js';
-import { describeKubeError, isLocalCluster, kubeStatus, loadKubeConfig } from '../kube.js';
+import { describeKubeError, kubeStatus, loadKubeConfig } from '../kube.js';
 
 const info = {
   name: 'minimesh explain',
@@ -97,6 +104,7 @@ export async function explainCommand(argv: string[], io: CommandIO): Promise<num
   // The pod: from the API, unless we are offline (--nat-file) and the API is not there.
   let pod: PodLike | undefined;
   let source: NatSource | undefined = f['nat-file'] !== '' ? fileNatSource(f['nat-file']) : undefined;
+  let debugHint: (() => string) | undefined;
   try {
     const { kc, server } = await loadKubeConfig(f.kubeconfig || undefined);
     const { CoreV1Api } = await import('@kubernetes/client-node');
@@ -130,16 +138,14 @@ export async function explainCommand(argv: string[], io: CommandIO): Promise<num
       }
     }
     if (!source) {
-      if (isLocalCluster(server)) {
-        source = localClusterNatSource();
-      } else {
-        io.stderr.write(
-          `${info.name}: cannot read the nat table of ${namespace}/${podName} on ${server} from here. Save it with a netadmin debug container and pass it with --nat-file:\n` +
-            `  ${kubectlDebugHint(namespace, podName, 'minimesh-proxy')}\n` +
-            `  minimesh explain ${namespace}/${podName} --nat-file ${podName}.nat ${to ? `--to ${f.to}` : port !== undefined ? `--port ${port}` : ''}\n`,
-        );
-        return 1;
-      }
+      // The live rules, read the way a user can on any cluster: an ephemeral debug container.
+      source = debugContainerNatSource(api as unknown as DebugContainerApi, {
+        fallbackImage: `ghcr.io/minimesh/proxy-init:${MINIMESH_VERSION}`,
+      });
+      debugHint = () =>
+        `${info.name}: reading the live rules needs permission to add ephemeral containers to pods (pods/ephemeralcontainers) and read their logs on ${server}. Or save the table with a netadmin debug container and pass it with --nat-file:\n` +
+        `  ${kubectlDebugHint(namespace, podName, 'minimesh-proxy')}\n` +
+        `  minimesh explain ${namespace}/${podName} --nat-file ${podName}.nat ${to ? `--to ${f.to}` : port !== undefined ? `--port ${port}` : ''}\n`;
     }
   } catch (err) {
     if (!source) {
@@ -158,6 +164,7 @@ export async function explainCommand(argv: string[], io: CommandIO): Promise<num
     natText = await source.read(namespace, podName, addr !== undefined && parseIp(addr)?.family === 6 ? 6 : 4);
   } catch (err) {
     io.stderr.write(`${info.name}: ${(err as Error).message}\n`);
+    if (debugHint) io.stderr.write(debugHint());
     return 1;
   }
 

@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { execNatSource, kubectlDebugHint, type ExecInPod } from './nat-source.js';
+import {
+  debugContainerNatSource,
+  debugScript,
+  execNatSource,
+  kubectlDebugHint,
+  parseDebugOutput,
+  type DebugContainerApi,
+  type ExecInPod,
+} from './nat-source.js';
 
 function fakeExec(answers: Record<string, { code: number; stdout?: string; stderr?: string }>): {
   exec: ExecInPod;
@@ -43,6 +51,115 @@ describe('execNatSource', () => {
   it("prints the seed's kubectl debug way in", () => {
     expect(kubectlDebugHint('shop', 'web-1', 'minimesh-proxy')).toMatch(
       /^kubectl debug -n shop web-1 -i --quiet --image=ubuntu:22\.04 --target=minimesh-proxy --profile=netadmin -- .*iptables-legacy-save -t nat' > web-1\.nat$/,
+    );
+  });
+});
+
+/** What a debug container running debugScript(4) prints, for the given outputs per binary. */
+function debugLog(parts: [string, number, string][]): string {
+  return parts
+    .map(([bin, code, text]) => `### minimesh-explain ${bin}\n${text}### minimesh-explain exit ${code}\n`)
+    .join('');
+}
+
+describe('debugScript and parseDebugOutput', () => {
+  it('runs every save binary of the family, each fenced with its exit code', () => {
+    expect(debugScript(4)).toBe(
+      'echo \'### minimesh-explain iptables-legacy-save\'; iptables-legacy-save -t nat 2>&1; echo "### minimesh-explain exit $?"; ' +
+        'echo \'### minimesh-explain iptables-nft-save\'; iptables-nft-save -t nat 2>&1; echo "### minimesh-explain exit $?"; ' +
+        'echo \'### minimesh-explain iptables-save\'; iptables-save -t nat 2>&1; echo "### minimesh-explain exit $?"',
+    );
+    expect(debugScript(6)).toContain('ip6tables-nft-save -t nat');
+  });
+  it('splits the log back into one result per binary', () => {
+    const out = parseDebugOutput(
+      debugLog([
+        ['iptables-legacy-save', 0, '*nat\nCOMMIT\n'],
+        ['iptables-nft-save', 1, 'iptables-nft-save: Permission denied\n'],
+      ]),
+    );
+    expect(out.get('iptables-legacy-save')).toEqual({ code: 0, stdout: '*nat\nCOMMIT\n', stderr: '' });
+    expect(out.get('iptables-nft-save')).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: 'iptables-nft-save: Permission denied\n',
+    });
+  });
+});
+
+describe('debugContainerNatSource', () => {
+  function fakeApi(opts: { phase?: string; log: string; conflicts?: number; waiting?: string }) {
+    const calls: string[] = [];
+    let added: Record<string, unknown> | undefined;
+    let conflicts = opts.conflicts ?? 0;
+    const api: DebugContainerApi = {
+      async readNamespacedPod() {
+        return {
+          metadata: { resourceVersion: '1' },
+          spec: {
+            initContainers: [
+              { name: 'minimesh-init', image: 'ghcr.io/minimesh/proxy-init:9.9.9', imagePullPolicy: 'Never' },
+            ],
+          },
+          status: {
+            phase: opts.phase ?? 'Running',
+            ephemeralContainerStatuses: added
+              ? [
+                  {
+                    name: String(added.name),
+                    state: opts.waiting ? { waiting: { reason: opts.waiting } } : { terminated: { exitCode: 0 } },
+                  },
+                ]
+              : [],
+          },
+        };
+      },
+      async replaceNamespacedPodEphemeralcontainers({ body }) {
+        if (conflicts-- > 0) throw Object.assign(new Error('conflict'), { code: 409 });
+        added = body.spec?.ephemeralContainers?.at(-1);
+        calls.push(`add ${JSON.stringify(added)}`);
+        return body;
+      },
+      async readNamespacedPodLog({ container }) {
+        calls.push(`log ${container}`);
+        return opts.log;
+      },
+    };
+    return { api, calls };
+  }
+
+  it("adds one netadmin container with the pod's proxy-init image and returns proxy-init's table", async () => {
+    const { api, calls } = fakeApi({
+      conflicts: 1,
+      log: debugLog([
+        ['iptables-legacy-save', 0, '*nat\nCOMMIT\n'],
+        ['iptables-nft-save', 0, '*nat\n:PROXY_INIT_OUTPUT - [0:0]\nCOMMIT\n'],
+        ['iptables-save', 0, '*nat\nCOMMIT\n'],
+      ]),
+    });
+    const text = await debugContainerNatSource(api, { fallbackImage: 'x', pollMs: 1 }).read('shop', 'web');
+    expect(text).toContain('PROXY_INIT_OUTPUT');
+    expect(calls).toHaveLength(2);
+    const added = JSON.parse(calls[0]!.slice(4)) as Record<string, unknown>;
+    expect(added).toMatchObject({
+      image: 'ghcr.io/minimesh/proxy-init:9.9.9',
+      imagePullPolicy: 'Never',
+      securityContext: { capabilities: { add: ['NET_ADMIN', 'NET_RAW'] } },
+    });
+    expect(String(added.name)).toMatch(/^minimesh-explain-[0-9a-f]{6}$/);
+    expect(calls[1]).toBe(`log ${added.name}`);
+  });
+  it('refuses a pod that has finished, and names a debug container that cannot start', async () => {
+    await expect(
+      debugContainerNatSource(fakeApi({ phase: 'Succeeded', log: '' }).api, { fallbackImage: 'x' }).read('shop', 'web'),
+    ).rejects.toThrow('cannot read the nat table of shop/web: the pod is Succeeded');
+    await expect(
+      debugContainerNatSource(fakeApi({ log: '', waiting: 'ErrImageNeverPull' }).api, {
+        fallbackImage: 'x',
+        pollMs: 1,
+      }).read('shop', 'web'),
+    ).rejects.toThrow(
+      /debug container minimesh-explain-\w+ \(image ghcr.io\/minimesh\/proxy-init:9.9.9\): ErrImageNeverPull/,
     );
   });
 });

@@ -1,9 +1,10 @@
-// Where the pod's nat table comes from — pluggable, because reading another pod's netfilter state
-// needs different means on different clusters:
-//   file            --nat-file FILE (offline; e.g. saved with kubectl debug, see kubectlDebugHint)
-//   local-cluster   the minimesh local cluster: `iptables-*-save -t nat` in the pod's network namespace
-// A real cluster has no way in from the outside without a privileged debug container, so there we
-// print the kubectl debug command and ask for --nat-file.
+// Where the pod's nat table comes from — pluggable:
+//   file             --nat-file FILE (offline; e.g. saved with kubectl debug, see kubectlDebugHint)
+//   debug container  any cluster: an ephemeral container in the pod (the pod's own proxy-init image,
+//                    NET_ADMIN and NET_RAW, as `kubectl debug --profile=netadmin`) runs
+//                    `iptables-*-save -t nat` in the pod's network namespace; its log is the table.
+// A user reads the rules the way they can on their own cluster: nothing here needs node access.
+import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 
 export interface NatSource {
@@ -65,11 +66,149 @@ export function execNatSource(exec: ExecInPod, describe: string): NatSource {
   };
 }
 
-export function localClusterNatSource(): NatSource {
-  return execNatSource(async (ns, pod, argv) => {
-    const { execInPod } = await import('@minimesh/local-cluster');
-    return execInPod(ns, pod, argv);
-  }, 'the local cluster (iptables-save in the pod network namespace)');
+/** The shell script the debug container runs: every save binary of one family, each output fenced. */
+export function debugScript(family: 4 | 6): string {
+  return saveBinaries(family)
+    .map((b) => `echo '${FENCE} ${b}'; ${b} -t nat 2>&1; echo "${FENCE} exit $?"`)
+    .join('; ');
+}
+const FENCE = '### minimesh-explain';
+
+/** Splits the debug container's log back into one exec result per save binary. */
+export function parseDebugOutput(log: string): Map<string, { code: number; stdout: string; stderr: string }> {
+  const out = new Map<string, { code: number; stdout: string; stderr: string }>();
+  const re = new RegExp(`^${FENCE} (\\S+)\n([\\s\\S]*?)^${FENCE} exit (\\d+)$`, 'gm');
+  for (const m of log.matchAll(re)) {
+    const code = Number(m[3]);
+    const text = m[2] ?? '';
+    out.set(m[1] as string, { code, stdout: code === 0 ? text : '', stderr: code === 0 ? '' : text });
+  }
+  return out;
+}
+
+/** The parts of the Kubernetes API a debug container needs (client-node's CoreV1Api has them all). */
+export interface DebugContainerApi {
+  readNamespacedPod(req: { name: string; namespace: string }): Promise<DebugPod>;
+  replaceNamespacedPodEphemeralcontainers(req: { name: string; namespace: string; body: DebugPod }): Promise<unknown>;
+  readNamespacedPodLog(req: { name: string; namespace: string; container: string }): Promise<string>;
+}
+
+interface DebugPod {
+  metadata?: { resourceVersion?: string };
+  spec?: {
+    initContainers?: { name: string; image?: string; imagePullPolicy?: string }[];
+    ephemeralContainers?: Record<string, unknown>[];
+  };
+  status?: {
+    phase?: string;
+    ephemeralContainerStatuses?: {
+      name: string;
+      state?: { terminated?: { exitCode: number }; waiting?: { reason?: string; message?: string } };
+    }[];
+  };
+}
+
+export interface DebugContainerOptions {
+  /** Image with a shell and the iptables save binaries; default: the pod's proxy-init image, else this one. */
+  fallbackImage: string;
+  timeoutMs?: number;
+  pollMs?: number;
+}
+
+/** proxy-init's container name in an injected pod (the injector's). */
+export const PROXY_INIT_CONTAINER = 'minimesh-init';
+
+/**
+ * Reads the nat table with an ephemeral debug container in the pod, as `kubectl debug
+ * --profile=netadmin` does: it shares the pod's network namespace, has NET_ADMIN and NET_RAW and no
+ * other privilege, runs the save binaries once and exits; its log is the table. The image is the
+ * pod's own proxy-init image (already on the node: it ran the init container), so nothing is pulled.
+ * Ephemeral containers stay in the pod's spec (Kubernetes cannot remove them); each read adds one.
+ */
+export function debugContainerNatSource(api: DebugContainerApi, opts: DebugContainerOptions): NatSource {
+  const timeoutMs = opts.timeoutMs ?? 60_000;
+  const pollMs = opts.pollMs ?? 250;
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  return {
+    describe: 'an ephemeral debug container (NET_ADMIN, NET_RAW) running iptables-save in the pod',
+    async read(namespace, podName, family = 4) {
+      const name = `minimesh-explain-${randomBytes(3).toString('hex')}`;
+      let pod = await api.readNamespacedPod({ name: podName, namespace });
+      // A debug container starts in any pod whose sandbox is up, Running or still Pending on its init
+      // containers (a native sidecar that is not Ready yet); not in one that has finished.
+      const phase = pod.status?.phase;
+      if (phase === 'Succeeded' || phase === 'Failed' || phase === undefined)
+        throw new NatSourceError(
+          `cannot read the nat table of ${namespace}/${podName}: the pod is ${phase ?? 'not started'} (a debug container needs a pod that runs)`,
+        );
+      const init = pod.spec?.initContainers?.find((c) => c.name === PROXY_INIT_CONTAINER);
+      const image = init?.image ?? opts.fallbackImage;
+      const container = {
+        name,
+        image,
+        imagePullPolicy: init?.imagePullPolicy ?? 'IfNotPresent',
+        command: ['sh', '-c', debugScript(family)],
+        securityContext: { capabilities: { add: ['NET_ADMIN', 'NET_RAW'] } },
+        terminationMessagePolicy: 'File',
+      };
+      for (let attempt = 0; ; attempt++) {
+        try {
+          await api.replaceNamespacedPodEphemeralcontainers({
+            name: podName,
+            namespace,
+            body: {
+              ...pod,
+              spec: { ...pod.spec, ephemeralContainers: [...(pod.spec?.ephemeralContainers ?? []), container] },
+            },
+          });
+          break;
+        } catch (err) {
+          // 409: the pod changed since we read it; read it again.
+          if (kubeCode(err) !== 409 || attempt >= 4) throw debugError(namespace, podName, err);
+          pod = await api.readNamespacedPod({ name: podName, namespace });
+        }
+      }
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const now = await api.readNamespacedPod({ name: podName, namespace });
+        const st = now.status?.ephemeralContainerStatuses?.find((s) => s.name === name);
+        if (st?.state?.terminated) break;
+        const waiting = st?.state?.waiting;
+        if (waiting?.reason && /ErrImage|ImagePull|InvalidImageName|CreateContainer/.test(waiting.reason))
+          throw new NatSourceError(
+            `cannot read the nat table of ${namespace}/${podName}: debug container ${name} (image ${image}): ${waiting.reason}${waiting.message ? `: ${waiting.message}` : ''}`,
+          );
+        if (Date.now() > deadline)
+          throw new NatSourceError(
+            `cannot read the nat table of ${namespace}/${podName}: debug container ${name} did not finish in ${timeoutMs / 1000}s`,
+          );
+        await sleep(pollMs);
+      }
+      const log = await api.readNamespacedPodLog({ name: podName, namespace, container: name });
+      const results = parseDebugOutput(String(log));
+      return execNatSource(async (_ns, _pod, argv) => {
+        return results.get(argv[0] as string) ?? { code: 127, stdout: '', stderr: `${argv[0]}: no output` };
+      }, '').read(namespace, podName, family);
+    },
+  };
+}
+
+function kubeCode(err: unknown): number | undefined {
+  const code = (err as { code?: unknown }).code;
+  return typeof code === 'number' ? code : undefined;
+}
+
+function debugError(namespace: string, pod: string, err: unknown): NatSourceError {
+  const e = err as { body?: unknown; message?: string };
+  let msg = e.message ?? String(err);
+  if (typeof e.body === 'string') {
+    try {
+      msg = (JSON.parse(e.body) as { message?: string }).message ?? msg;
+    } catch {
+      /* not JSON */
+    }
+  }
+  return new NatSourceError(`cannot add a debug container to ${namespace}/${pod}: ${msg}`, { cause: err });
 }
 
 /** The seed's way in: a netadmin debug container sharing the pod's network namespace. */
