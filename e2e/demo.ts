@@ -17,6 +17,7 @@ import {
   eventually,
   identityOf,
   installChart,
+  kubectlJson,
   metricLines,
   parseClientLines,
   proxyMetrics,
@@ -37,6 +38,21 @@ const indent = (text: string, by = '    '): string =>
     .filter((l) => l.trim() !== '')
     .map((l) => `${by}${l}`)
     .join('\n');
+
+/** The container status fields kubelet fills (runtime container ID, image and its digest). */
+type PodWithIds = Pod & {
+  spec: { nodeName?: string };
+  status: {
+    initContainerStatuses?: ContainerIds[];
+    containerStatuses?: ContainerIds[];
+  };
+};
+interface ContainerIds {
+  name: string;
+  containerID?: string;
+  image?: string;
+  imageID?: string;
+}
 
 interface Endpoint {
   addr: string;
@@ -124,6 +140,17 @@ async function main(): Promise<void> {
       `first meshed request (mTLS) seen by the server's proxy: ${firstMeshedS.toFixed(1)} s after start${clusterWasUp ? ' (cluster was already running)' : ''}`,
     );
 
+    out('\n0. The pods, as the kubelet reports them (containerd containers, images imported from scripts/images.sh)');
+    for (const p of [server, client]) {
+      const pod = (await kubectlJson<Pod>(driver, ['get', 'pod', '-n', m.appNs, p.metadata.name])) as PodWithIds;
+      out(`    pod ${m.appNs}/${pod.metadata.name}  ip ${pod.status.podIP}  node ${pod.spec.nodeName ?? '?'}`);
+      for (const st of [...(pod.status.initContainerStatuses ?? []), ...(pod.status.containerStatuses ?? [])]) {
+        out(
+          `      ${st.name.padEnd(15)} ${st.containerID?.slice(0, 25) ?? '(none)'}…  ${st.image}  ${st.imageID?.replace(/^.*@?(sha256:[0-9a-f]{12}).*$/, '$1') ?? ''}`,
+        );
+      }
+    }
+
     out('\n1. The injected pod spec (server pod, as the API server stored it after the webhook)');
     const [init, proxy] = server.spec.initContainers ?? [];
     out(`    init container ${init?.name}  image ${init?.image}`);
@@ -133,7 +160,9 @@ async function main(): Promise<void> {
     );
     out(`    app containers ${server.spec.containers.map((c) => c.name).join(', ')}`);
 
-    out('\n2. The nat chains proxy-init wrote in the server pod (iptables-save -t nat)');
+    out(
+      '\n2. The nat chains the init container minimesh-init wrote in the server pod (read with iptables-save in a netadmin debug container)',
+    );
     const nat = (await driver.natRules(m.appNs, server.metadata.name))
       .split('\n')
       .filter((l) => l.includes('PROXY_INIT'));
@@ -201,7 +230,10 @@ async function main(): Promise<void> {
       out('\n--keep: everything stays up. Try:');
       out(`    ${driver.kubeconfigHint()}`);
       out(`    npm run cluster -- kubectl get pods -n ${m.appNs}`);
-      out(`    npm run cluster -- exec ${m.appNs}/${server.metadata.name} -- iptables-nft-save -t nat`);
+      out(
+        `    npm run cluster -- kubectl debug -n ${m.appNs} ${server.metadata.name} -it --profile=netadmin --image=ghcr.io/minimesh/proxy-init:0.1.0 --image-pull-policy=Never -- iptables-nft-save -t nat`,
+      );
+      out(`    minimesh explain ${m.appNs}/${server.metadata.name} --port ${SERVER_HTTP_PORT}`);
       out('    npm run cluster -- down     # when done');
       return;
     }

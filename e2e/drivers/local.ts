@@ -1,10 +1,13 @@
-// The local driver: packages/local-cluster's real kube-apiserver, etcd and kube-controller-manager,
-// and its node agent that runs pods as processes in network namespaces (images map to programs of
-// this repository, fixtures to e2e/fixtures/<name>.mjs).
-import { join } from 'node:path';
-import { ensureCluster, execInPod, readAuditEvents, type ClusterInfo } from '@minimesh/local-cluster';
-import { ensureHelm, repoRoot, run, type RunResult } from '../src/tools.js';
+// The local driver: packages/local-cluster's real node (kube-apiserver, etcd, controllers, kubelet,
+// containerd, kube-proxy, CoreDNS) running the images scripts/images.sh builds, imported into
+// containerd and never pulled (imagePullPolicy Never). Everything past cluster creation and image
+// loading is what a user does with kubectl, shared with the k3d driver (kubectl-parts.ts).
+import { ensureCluster, readAuditEvents, type ClusterInfo } from '@minimesh/local-cluster';
+import { ensureHelm, run } from '../src/tools.js';
+import { kubectlParts } from './kubectl-parts.js';
 import type { AuditEvent, Driver } from './types.js';
+
+const version = process.env.MINIMESH_VERSION ?? '0.1.0';
 
 export function createLocalDriver(): Driver {
   let info: ClusterInfo | undefined;
@@ -12,43 +15,34 @@ export function createLocalDriver(): Driver {
     if (!info) throw new Error('local driver: setup() has not run');
     return info;
   };
+  const kubectl = (args: readonly string[], input?: string) =>
+    run(
+      cluster().kubectlPath,
+      ['--kubeconfig', cluster().kubeconfigPath, ...args],
+      input === undefined ? {} : { input },
+    );
+  const parts = kubectlParts(kubectl, `ghcr.io/minimesh/proxy-init:${version}`, 'Never');
   return {
     name: 'local',
     async setup() {
       info = await ensureCluster();
-      return `local cluster ${info.server} (kube-apiserver ${info.binDir})`;
+      return `local cluster ${info.server} (node ${info.nodeName}: kubelet + containerd, images from scripts/images.sh)`;
     },
     kubeArgs: () => ['--kubeconfig', cluster().kubeconfigPath],
-    kubectl: (args, input) =>
-      run(
-        cluster().kubectlPath,
-        ['--kubeconfig', cluster().kubeconfigPath, ...args],
-        input === undefined ? {} : { input },
-      ),
+    kubectl,
     helm: (args) => run(ensureHelm(), [...args, '--kubeconfig', cluster().kubeconfigPath], { timeoutMs: 600_000 }),
+    // The images are imported into containerd; pulling is impossible here and never tried.
+    chartArgs: () => [
+      '--set',
+      'controllerImage.pullPolicy=Never',
+      '--set',
+      'proxy.image.pullPolicy=Never',
+      '--set',
+      'proxyInit.image.pullPolicy=Never',
+    ],
+    imagePullPolicy: 'Never',
     fixtureImage: (name) => `minimesh.test/${name}:e2e`,
-    async execInPod(namespace, pod, command): Promise<RunResult> {
-      return execInPod(namespace, pod, [...command], { timeoutMs: 60_000 });
-    },
-    async natRules(namespace, pod) {
-      // Whichever backend proxy-init used (nft by default, legacy on request): both listings.
-      const out: string[] = [];
-      for (const bin of ['iptables-nft-save', 'iptables-legacy-save']) {
-        const r = await execInPod(namespace, pod, [bin, '-t', 'nat']);
-        if (r.code === 0) out.push(r.stdout);
-      }
-      return out.join('\n');
-    },
-    async logs(namespace, pod, container) {
-      const r = await run(process.execPath, [
-        join(repoRoot, 'packages', 'local-cluster', 'dist', 'main.js'),
-        'logs',
-        `${namespace}/${pod}`,
-        '-c',
-        container,
-      ]);
-      return r.code === 0 ? r.stdout : '';
-    },
+    ...parts,
     async auditEvents() {
       return readAuditEvents() as unknown as AuditEvent[];
     },

@@ -27,9 +27,13 @@ export interface Driver {
   kubeArgs(): string[];
   kubectl(args: readonly string[], input?: string): Promise<RunResult>;
   helm(args: readonly string[]): Promise<RunResult>;
+  /** Extra `helm install` flags this cluster needs beside the seed's (the local one: pull policy Never). */
+  chartArgs?(): string[];
+  /** imagePullPolicy of the e2e's own pods (Never where images are imported and cannot be pulled). */
+  readonly imagePullPolicy?: 'Never' | 'IfNotPresent';
   /** The image of an e2e fixture (e2e/fixtures/<name>.mjs). */
   fixtureImage(name: string): string;
-  /** Runs a host-side command in a pod's network namespace (local) or a debug container (k3d). */
+  /** Runs a command in a netadmin debug container in the pod (its network namespace, NET_ADMIN, NET_RAW). */
   execInPod(namespace: string, pod: string, command: readonly string[]): Promise<RunResult>;
   /** `iptables-save -t nat` of the pod's network namespace. */
   natRules(namespace: string, pod: string): Promise<string>;

@@ -78,6 +78,7 @@ export async function installChart(m: MeshSetup, certs: CertFiles): Promise<stri
     ...seedInstallArgs(certs),
   ];
   if (m.scopeWebhook) args.push('--set', `proxyInjector.namespaceSelector.matchLabels.${E2E_SCOPE_LABEL}=${m.cpNs}`);
+  args.push(...(m.driver.chartArgs?.() ?? []));
   const r = await m.driver.helm(args);
   if (r.code !== 0) throw new Error(`helm ${args.join(' ')} failed: ${r.stderr.trim()}`);
   return `helm ${args.map((a) => (a.includes(' ') ? `'${a}'` : a)).join(' ')}`;
@@ -137,6 +138,9 @@ export async function listPods(driver: Driver, ns: string, selector: string): Pr
   return list.items;
 }
 
+/** What to do about an image the cluster does not have (the local cluster never pulls). */
+export const IMAGES_HINT = 'an image is not built: run bash scripts/images.sh build (docs/local-cluster.md)';
+
 /** Container states that will not fix themselves: waiting for them longer than a few seconds is pointless. */
 const STUCK_REASONS = new Set([
   'ErrImageNeverPull',
@@ -190,7 +194,9 @@ export async function waitForReadyPods(
       if (stuck.length === 0) stuckSince = 0;
       else if (stuckSince === 0) stuckSince = Date.now();
       else if (Date.now() - stuckSince > 20_000)
-        throw new StuckError(`${ns}/${app}: containers cannot start:\n  ${stuck.join('\n  ')}`);
+        throw new StuckError(
+          `${ns}/${app}: containers cannot start:\n  ${stuck.join('\n  ')}${stuck.some((l) => l.includes(': ErrImageNeverPull')) ? `\n  ${IMAGES_HINT}` : ''}`,
+        );
       return undefined;
     },
     1000,
@@ -272,7 +278,13 @@ export function appObjects(
       selector: { matchLabels: { app: name } },
       template: {
         metadata: { labels: { app: name } },
-        spec: { serviceAccountName: name, terminationGracePeriodSeconds: 5, containers },
+        spec: {
+          serviceAccountName: name,
+          terminationGracePeriodSeconds: 5,
+          containers: m.driver.imagePullPolicy
+            ? containers.map((c) => ({ ...(c as object), imagePullPolicy: m.driver.imagePullPolicy }))
+            : containers,
+        },
       },
     },
   });
