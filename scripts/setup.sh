@@ -21,6 +21,7 @@ have mountpoint || need_apt+=(util-linux)  # local cluster: memory-backed emptyD
 have make || need_apt+=(make)
 have g++ || need_apt+=(g++)
 have python3 || need_apt+=(python3)
+have shellcheck || need_apt+=(shellcheck) # npm run lint: actionlint runs it on the workflows
 # The local cluster's node (packages/local-cluster): containerd + runc run the pods, Debian's CNI
 # plugins wire them to the node's bridge, unshare gives containerd and kubelet a private mount namespace.
 have containerd || need_apt+=(containerd)
@@ -61,7 +62,19 @@ if [ -f packages/proxy/native/binding.gyp ]; then
 fi
 # The local cluster's Kubernetes binaries (kube-apiserver ... kubelet, kube-proxy, kubectl), built once
 # from the Go module proxy into ~/.cache/minimesh (minutes cold): here, so no test hook ever waits on it.
-if [ -f packages/local-cluster/scripts/build-k8s.sh ] && [ "${MINIMESH_SKIP_K8S_BUILD:-}" = "" ]; then
+# Left out with MINIMESH_SKIP_IMAGES=1 too (no cluster without images).
+if [ -z "${MINIMESH_SKIP_K8S_BUILD:-}${MINIMESH_SKIP_IMAGES:-}" ]; then
   bash packages/local-cluster/scripts/build-k8s.sh | sed 's/^\[build-k8s\]/[setup]/' >&2
+fi
+# The pinned Go tools (actionlint for npm run lint, k3d for its config test) and the images (docs/images.md):
+# built here, before any test, into ~/.cache/minimesh; later runs only compare input hashes (about 1 s).
+# The image build installs docker.io and mmdebstrap when missing and stops the engine it started.
+# MINIMESH_SKIP_IMAGES=1 leaves this part out (CI's unit job).
+if have go && [ -z "${MINIMESH_SKIP_IMAGES:-}" ]; then
+  bash scripts/go-tool.sh actionlint >/dev/null
+  bash scripts/go-tool.sh k3d >/dev/null
+fi
+if [ "$(id -u)" -eq 0 ] && [ -z "${MINIMESH_SKIP_IMAGES:-}" ]; then
+  bash scripts/images.sh build
 fi
 log "ready"
