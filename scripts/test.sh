@@ -18,6 +18,12 @@ status=0
 npx turbo run build --output-logs=errors-only
 npm run --silent lint
 npx turbo run typecheck --output-logs=errors-only
+# The local cluster (a real node; the first import of the images into its containerd takes minutes)
+# starts here, before any test hook waits on it. A failure is one line naming the part; the cluster
+# tests then fail with the same line.
+if [ "$(id -u)" -eq 0 ]; then
+  npm run --silent cluster -- up >/dev/null || status=$?
+fi
 npx turbo run test --concurrency=1 --continue --output-logs=full || status=$?
 
 # One closing line for the whole repository, summed from every package's vitest JSON report.

@@ -2,12 +2,13 @@
 // containerd, kube-proxy, CoreDNS) running the images scripts/images.sh builds, imported into
 // containerd and never pulled (imagePullPolicy Never). Everything past cluster creation and image
 // loading is what a user does with kubectl, shared with the k3d driver (kubectl-parts.ts).
+import { MINIMESH_VERSION } from '@minimesh/config';
 import { ensureCluster, readAuditEvents, type ClusterInfo } from '@minimesh/local-cluster';
 import { ensureHelm, run } from '../src/tools.js';
 import { kubectlParts } from './kubectl-parts.js';
 import type { AuditEvent, Driver } from './types.js';
 
-const version = process.env.MINIMESH_VERSION ?? '0.1.0';
+const version = process.env.MINIMESH_VERSION ?? MINIMESH_VERSION;
 
 export function createLocalDriver(): Driver {
   let info: ClusterInfo | undefined;

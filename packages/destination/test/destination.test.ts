@@ -141,8 +141,8 @@ async function putSlice(obj: KubeObject): Promise<void> {
 }
 
 /**
- * A pod bound to a node that does not exist, so the local cluster's node agent leaves it alone, with
- * the status a kubelet would have written.
+ * A pod bound to a node that does not exist, so no kubelet runs it, with the status a kubelet would
+ * have written.
  */
 async function createPod(
   name: string,

@@ -78,7 +78,7 @@ async function createPod(name: string, annotations: Record<string, string> = {})
     kind: 'Pod',
     metadata: { name, annotations },
     spec: {
-      containers: [{ name: 'app', image: 'busybox', command: ['sleep', '300'], ports: [{ containerPort: 8080 }] }],
+      containers: [{ name: 'app', image: 'minimesh.test/http-echo:e2e', ports: [{ containerPort: 8080 }] }],
     },
   });
 }

@@ -2,7 +2,7 @@
 // ~/.cache/minimesh/images, imported into containerd (`ctr -n k8s.io images import`). containerd's root
 // is in the cache too, so a tar is imported again only when it changed (size or mtime), not on every `up`.
 import { execFile, execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { COREDNS_IMAGE, IMAGES_BUILD_COMMAND, PAUSE_IMAGE, containerdRoot, repoRoot } from './paths.js';
@@ -43,7 +43,39 @@ export function listImages(): ImageTar[] {
 }
 
 interface Imported {
-  [ref: string]: { tar: string; size: number; mtimeMs: number };
+  [ref: string]: { tar: string; size: number; mtimeMs: number; imageId?: string };
+}
+
+/**
+ * The image ID (config digest) a docker-archive tar holds for `ref`, from its manifest.json, reading
+ * only the tar's headers and that one file (a 300 MB tar costs a few dozen small reads).
+ */
+export function tarImageId(tar: string, ref: string): string | undefined {
+  const fd = openSync(tar, 'r');
+  try {
+    const header = Buffer.alloc(512);
+    let pos = 0;
+    for (;;) {
+      if (readSync(fd, header, 0, 512, pos) < 512 || header.every((b) => b === 0)) return undefined;
+      const name = header.toString('utf8', 0, 100).replace(/\0.*$/s, '');
+      const prefix = header.toString('utf8', 345, 500).replace(/\0.*$/s, '');
+      const size = parseInt(header.toString('utf8', 124, 136).replace(/\0.*$/s, '').trim() || '0', 8);
+      const full = prefix ? `${prefix}/${name}` : name;
+      if (full === 'manifest.json' || full === './manifest.json') {
+        const body = Buffer.alloc(size);
+        readSync(fd, body, 0, size, pos + 512);
+        const manifest = JSON.parse(body.toString('utf8')) as { Config: string; RepoTags?: string[] }[];
+        const entry = manifest.find((m) => m.RepoTags?.includes(ref)) ?? manifest[0];
+        const hex = /([0-9a-f]{64})/.exec(entry?.Config ?? '')?.[1];
+        return hex ? `sha256:${hex}` : undefined;
+      }
+      pos += 512 + Math.ceil(size / 512) * 512;
+    }
+  } catch {
+    return undefined;
+  } finally {
+    closeSync(fd);
+  }
 }
 
 function recordFile(): string {
@@ -58,15 +90,36 @@ function readRecord(): Imported {
   }
 }
 
-/** Image tars that are built but not (or not in this version) in containerd. */
+/**
+ * Image tars that are built but not (or not in this version) in containerd. A tar rewritten with the
+ * same image ID (an unchanged rebuild) is not stale: only its size and mtime are recorded again.
+ */
 export function staleImages(images: ImageTar[] = listImages()): ImageTar[] {
   const record = readRecord();
-  return images.filter((i) => {
+  let touched = false;
+  const stale = images.filter((i) => {
     if (!existsSync(i.tar)) return false;
     const st = statSync(i.tar);
     const r = record[i.ref];
-    return !r || r.tar !== i.tar || r.size !== st.size || r.mtimeMs !== st.mtimeMs;
+    if (!r) return true;
+    if (r.tar === i.tar && r.size === st.size && r.mtimeMs === st.mtimeMs) return false;
+    const id = tarImageId(i.tar, i.ref);
+    if (id === undefined || id !== r.imageId) return true;
+    record[i.ref] = { ...r, tar: i.tar, size: st.size, mtimeMs: st.mtimeMs };
+    touched = true;
+    return false;
   });
+  if (touched) writeRecord(record);
+  return stale;
+}
+
+function writeRecord(record: Imported): void {
+  try {
+    mkdirSync(dirname(recordFile()), { recursive: true });
+    writeFileSync(recordFile(), `${JSON.stringify(record, null, 2)}\n`);
+  } catch {
+    /* read-only cache: import again next time */
+  }
 }
 
 /** The images the node cannot start without, with the one line that says how to get them. */
@@ -111,10 +164,10 @@ export async function importImages(ctr: Ctr, images: ImageTar[], log: (m: string
         cause: err,
       });
     }
-    record[i.ref] = { tar: i.tar, size: st.size, mtimeMs: st.mtimeMs };
+    const imageId = tarImageId(i.tar, i.ref);
+    record[i.ref] = { tar: i.tar, size: st.size, mtimeMs: st.mtimeMs, ...(imageId ? { imageId } : {}) };
   }
-  mkdirSync(dirname(recordFile()), { recursive: true });
-  writeFileSync(recordFile(), `${JSON.stringify(record, null, 2)}\n`);
+  writeRecord(record);
   log(`imported ${todo.length} image(s) into containerd in ${((Date.now() - started) / 1000).toFixed(1)}s`);
   return todo.map((i) => i.ref);
 }
