@@ -1,4 +1,4 @@
-// A small Kubernetes REST client (https + JSON + watch streams) for the harness and the node agent.
+// A small Kubernetes REST client (https + JSON + watch streams) for the harness and the tests.
 // The harness needs only a handful of calls; keeping them explicit avoids surprises in long watches.
 import { request as httpsRequest, type RequestOptions } from 'node:https';
 import { readFileSync } from 'node:fs';
