@@ -697,10 +697,14 @@ export async function down(log: Log = () => {}): Promise<void> {
     await stopProcess(p, 'node-agent');
     for (const ns of listNetns('mm-pod-')) await destroyNetns(ns);
   }
-  for (const name of pidFileNames(p)) {
-    const pid = readPid(p, name);
-    if (pid !== undefined) await killGroup(pid);
-  }
+  // The rest at once (etcd, kube-apiserver, the bridges, exposeHostPort listeners): kube-apiserver's
+  // graceful shutdown alone takes seconds, and nothing here depends on the order any more.
+  await Promise.all(
+    pidFileNames(p)
+      .map((name) => readPid(p, name))
+      .filter((pid): pid is number => pid !== undefined)
+      .map((pid) => killGroup(pid)),
+  );
   if (listNetns(NODE_NETNS).includes(NODE_NETNS)) {
     log(`removing ${NODE_NETNS}`);
     await destroyNetns(NODE_NETNS);

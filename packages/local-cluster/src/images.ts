@@ -154,19 +154,24 @@ export async function importImages(ctr: Ctr, images: ImageTar[], log: (m: string
   if (todo.length === 0) return [];
   const record = readRecord();
   const started = Date.now();
-  for (const i of todo) {
-    const st = statSync(i.tar);
-    try {
-      await ctr(['images', 'import', i.tar]);
-    } catch (err) {
-      const msg = ((err as { stderr?: string }).stderr ?? (err as Error).message).trim().split('\n').pop();
-      throw new Error(`local cluster: importing ${i.ref} from ${i.tar} into containerd failed: ${msg}`, {
-        cause: err,
-      });
+  // Two at a time: an import is mostly reading and hashing the tar, and this machine has two cores.
+  const queue = [...todo];
+  const worker = async () => {
+    for (let i = queue.shift(); i; i = queue.shift()) {
+      const st = statSync(i.tar);
+      try {
+        await ctr(['images', 'import', i.tar]);
+      } catch (err) {
+        const msg = ((err as { stderr?: string }).stderr ?? (err as Error).message).trim().split('\n').pop();
+        throw new Error(`local cluster: importing ${i.ref} from ${i.tar} into containerd failed: ${msg}`, {
+          cause: err,
+        });
+      }
+      const imageId = tarImageId(i.tar, i.ref);
+      record[i.ref] = { tar: i.tar, size: st.size, mtimeMs: st.mtimeMs, ...(imageId ? { imageId } : {}) };
     }
-    const imageId = tarImageId(i.tar, i.ref);
-    record[i.ref] = { tar: i.tar, size: st.size, mtimeMs: st.mtimeMs, ...(imageId ? { imageId } : {}) };
-  }
+  };
+  await Promise.all([worker(), worker()]);
   writeRecord(record);
   log(`imported ${todo.length} image(s) into containerd in ${((Date.now() - started) / 1000).toFixed(1)}s`);
   return todo.map((i) => i.ref);
