@@ -441,7 +441,7 @@ export async function up(log: Log = () => {}): Promise<ClusterInfo> {
   }
   if (!isRunning(p, 'kubelet')) {
     log('starting kubelet');
-    saveSysctls(p);
+    saveSysctls();
     ensureCgroupRoot();
     startDetached(p, 'kubelet', binPath('kubelet'), kubeletArgs(p), {
       netns: NODE_NETNS,
@@ -709,7 +709,9 @@ export async function down(log: Log = () => {}): Promise<void> {
     log(`removing ${NODE_NETNS}`);
     await destroyNetns(NODE_NETNS);
   }
-  for (const change of restoreSysctls(p)) log(`restored ${change}`);
+  const restored = restoreSysctls();
+  if (restored === undefined) log('another instance runs a kubelet: it restores the host sysctls when it stops');
+  for (const change of restored ?? []) log(`restored ${change}`);
   unmountUnder(p.dir);
   removeCreatedMountpoints(p);
   rmSync(p.dir, { recursive: true, force: true });

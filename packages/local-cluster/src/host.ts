@@ -9,6 +9,7 @@ import {
   readFileSync,
   readdirSync,
   readlinkSync,
+  rmSync,
   rmdirSync,
   writeFileSync,
 } from 'node:fs';
@@ -186,9 +187,16 @@ export const KUBELET_SYSCTLS = [
   'kernel/keys/root_maxbytes',
 ];
 
-/** Saves the values once: a restarted kubelet must not make its own values the "original" ones. */
-export function saveSysctls(p: StatePaths): void {
-  if (existsSync(p.savedSysctls)) return;
+/**
+ * Where the original values are kept: one file for the machine, not per instance, because the values
+ * are the machine's. The first kubelet of any instance saves them; a second instance finds the file
+ * and keeps it (the values it sees are the first kubelet's); the last `down` restores them.
+ */
+export const SAVED_SYSCTLS = process.env.MINIMESH_SYSCTLS_FILE ?? '/tmp/minimesh-kubelet-sysctls.json';
+
+/** Saves the values unless a file is there already (a running or crashed kubelet changed them since). */
+export function saveSysctls(): void {
+  if (existsSync(SAVED_SYSCTLS)) return;
   const values: Record<string, string> = {};
   for (const k of KUBELET_SYSCTLS) {
     try {
@@ -197,13 +205,32 @@ export function saveSysctls(p: StatePaths): void {
       /* not on this kernel */
     }
   }
-  writeFileSync(p.savedSysctls, `${JSON.stringify(values, null, 2)}\n`);
+  writeFileSync(SAVED_SYSCTLS, `${JSON.stringify(values, null, 2)}\n`);
 }
 
-/** Writes back every saved value that differs now; returns what it changed ("kernel/panic 10→1"). */
-export function restoreSysctls(p: StatePaths): string[] {
-  if (!existsSync(p.savedSysctls)) return [];
-  const saved = JSON.parse(readFileSync(p.savedSysctls, 'utf8')) as Record<string, string>;
+/** kubelet processes of any instance on this machine. */
+export function kubeletPids(): number[] {
+  const out: number[] = [];
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const argv0 = readFileSync(`/proc/${d}/cmdline`, 'utf8').split('\0')[0] ?? '';
+      if (argv0 === 'kubelet' || argv0.endsWith('/kubelet')) out.push(Number(d));
+    } catch {
+      /* gone */
+    }
+  }
+  return out.filter(pidAlive);
+}
+
+/**
+ * Writes back every saved value that differs now, when no kubelet of any instance runs any more;
+ * returns what it changed ("kernel.panic 10→1"), or undefined while another kubelet still runs.
+ */
+export function restoreSysctls(): string[] | undefined {
+  if (!existsSync(SAVED_SYSCTLS)) return [];
+  if (kubeletPids().length > 0) return undefined;
+  const saved = JSON.parse(readFileSync(SAVED_SYSCTLS, 'utf8')) as Record<string, string>;
   const changed: string[] = [];
   for (const [k, v] of Object.entries(saved)) {
     try {
@@ -216,6 +243,7 @@ export function restoreSysctls(p: StatePaths): string[] {
       /* not writable here */
     }
   }
+  rmSync(SAVED_SYSCTLS, { force: true });
   return changed;
 }
 

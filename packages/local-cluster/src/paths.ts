@@ -120,8 +120,6 @@ export function statePaths(dir = stateDir()) {
     podLogs: join(dir, 'pod-logs'),
     cni: join(dir, 'cni'),
     kubeProxy: join(dir, 'kube-proxy'),
-    /** The host sysctls kubelet changes, as they were before the first kubelet start (restored by `down`). */
-    savedSysctls: join(dir, 'sysctls.saved'),
     /** Host directories made as mount points for the node's private mount namespace (removed by `down` when empty). */
     createdMountpoints: join(dir, 'created-mountpoints'),
     lock: `${dir}.lock`,

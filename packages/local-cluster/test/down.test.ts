@@ -7,7 +7,15 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { adminClient, createNamespace, ensureCluster, type KubeObject } from '../src/index.js';
-import { cgroupDirs, cgroupPids, mountNamespaceHolders, pidsWithArg, PRIVATE_TMPFS } from '../src/host.js';
+import {
+  cgroupDirs,
+  cgroupPids,
+  kubeletPids,
+  mountNamespaceHolders,
+  pidsWithArg,
+  PRIVATE_TMPFS,
+  SAVED_SYSCTLS,
+} from '../src/host.js';
 import { eventually, fixture, uniqueName } from './helpers.js';
 
 const alive = (pid: number) =>
@@ -59,7 +67,7 @@ describe('cluster down', () => {
     expect(pids.size).toBeGreaterThan(15);
     expect(cgroupDirs().length).toBeGreaterThan(0);
     expect(mountNamespaceHolders().length).toBe(1);
-    const saved = JSON.parse(readFileSync(join(info.dir, 'sysctls.saved'), 'utf8')) as Record<string, string>;
+    const saved = JSON.parse(readFileSync(SAVED_SYSCTLS, 'utf8')) as Record<string, string>;
     expect(Object.keys(saved)).toContain('kernel/panic');
 
     execFileSync('bash', ['../../scripts/cluster.sh', 'down'], { stdio: 'ignore' });
