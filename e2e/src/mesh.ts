@@ -141,6 +141,12 @@ export async function listPods(driver: Driver, ns: string, selector: string): Pr
 /** What to do about an image the cluster does not have (the local cluster never pulls). */
 export const IMAGES_HINT = 'an image is not built: run bash scripts/images.sh build (docs/local-cluster.md)';
 
+/** The message for containers that cannot start; an image that is not there gets the command that builds it. */
+export function stuckMessage(ns: string, app: string, stuck: readonly string[]): string {
+  const hint = stuck.some((l) => l.includes(': ErrImageNeverPull')) ? `\n  ${IMAGES_HINT}` : '';
+  return `${ns}/${app}: containers cannot start:\n  ${stuck.join('\n  ')}${hint}`;
+}
+
 /** Container states that will not fix themselves: waiting for them longer than a few seconds is pointless. */
 const STUCK_REASONS = new Set([
   'ErrImageNeverPull',
@@ -193,10 +199,7 @@ export async function waitForReadyPods(
       const stuck = containerProblems(pods).filter((line) => [...STUCK_REASONS].some((r) => line.includes(`: ${r}`)));
       if (stuck.length === 0) stuckSince = 0;
       else if (stuckSince === 0) stuckSince = Date.now();
-      else if (Date.now() - stuckSince > 20_000)
-        throw new StuckError(
-          `${ns}/${app}: containers cannot start:\n  ${stuck.join('\n  ')}${stuck.some((l) => l.includes(': ErrImageNeverPull')) ? `\n  ${IMAGES_HINT}` : ''}`,
-        );
+      else if (Date.now() - stuckSince > 20_000) throw new StuckError(stuckMessage(ns, app, stuck));
       return undefined;
     },
     1000,
