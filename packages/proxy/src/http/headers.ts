@@ -52,7 +52,12 @@ function addExtra(out: Record<string, unknown>, extra: Record<string, string> | 
   if (extra) for (const k in extra) out[k] = extra[k];
 }
 
-/** HTTP/1 request headers → HTTP/2 request headers (for the multiplexed connection between proxies). */
+/**
+ * HTTP/1 request headers → HTTP/2 request headers (for the multiplexed connection between proxies).
+ * Host is kept beside :authority (RFC 9113 §8.3.1 lets an intermediary retain it): Linkerd's inbound
+ * proxy restores HTTP/1 from the request as it came, without rebuilding Host from :authority, so an
+ * upgraded request without Host reached the app without one (HTTP 400 from most servers).
+ */
 export function h1ToH2Request(
   method: string,
   path: string,
@@ -61,6 +66,7 @@ export function h1ToH2Request(
   extra: Record<string, string> = {},
 ): OutgoingHttpHeaders {
   const out: OutgoingHttpHeaders = copyEndToEnd(headers, {});
+  if (headers.host !== undefined) out.host = headers.host;
   out[':method'] = method;
   out[':path'] = path;
   out[':authority'] = authority;
