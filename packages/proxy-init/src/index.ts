@@ -33,4 +33,4 @@ export { applyFirewall, cleanupFirewall, type ApplyOptions, type FamilyReport } 
 export { createCommandRunner, type CommandRunner, type CommandResult } from './command-runner.js';
 export { hasCapability, CAP_NET_ADMIN } from './capabilities.js';
 export { parseCommand, normalizeArgv, FLAGS, PROGRAM, type ProxyInitCommand } from './options.js';
-export { proxyInitMain, type ProgramDeps } from './program.js';
+export { proxyInitMain, proxyInitProgram, type ProgramDeps } from './program.js';

@@ -4,7 +4,7 @@
 import { createHash } from 'node:crypto';
 import type { Logger } from '@minimesh/runtime';
 import type { EndpointIndex } from '../index/endpoint-index.js';
-import type { ApiClient } from '../k8s/api-client.js';
+import type { KubeClient } from '@minimesh/kube';
 import { EXTERNAL_WORKLOAD_API } from '../k8s/resource-informers.js';
 import {
   MANAGED_BY_LABEL,
@@ -123,7 +123,7 @@ function comparable(r: SliceRecord): string {
 }
 
 export interface ExternalWorkloadMirrorOptions {
-  api: ApiClient;
+  api: KubeClient;
   index: EndpointIndex;
   logger: Logger;
   metrics?: DestinationMetrics;
