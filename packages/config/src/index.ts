@@ -24,5 +24,16 @@ export {
   MINIMESH_VERSION,
   type MeshConfig,
 } from './mesh-config.js';
+export {
+  parseIp,
+  formatIp,
+  cidrNetwork,
+  cidrContains,
+  toNetworkCidr,
+  formatCidr,
+  addressKey,
+  type IpValue,
+  type IpFamily,
+} from './net.js';
 export { toIdentityName, fromIdentityName, type IdentityParts } from './identity-name.js';
 export { ANNOTATIONS, LABELS, CONTAINER_NAMES, DEFAULT_PORTS, PROXY_ENV } from './names.js';

@@ -3,7 +3,6 @@ export { startDestination, type Destination, type DestinationOptions } from './d
 export {
   EndpointIndex,
   resolveTargetPort,
-  addressKey,
   type ServiceTarget,
   type ResolvedEndpoint,
   type EndpointListener,

@@ -10,6 +10,8 @@ export * as httpTypes from './gen/http_types.js';
 export { Timestamp } from './gen/google/protobuf/timestamp.js';
 export { Duration } from './gen/google/protobuf/duration.js';
 export { toIpAddress, fromIpAddress, toTcpAddress, fromTcpAddress } from './net-address.js';
+/** DER reading and writing for Certify's CSRs and certificates. */
+export * as der from './der.js';
 
 /** Directory holding the .proto sources (for gRPC server reflection and other tools). */
 export const protoDir: string = fileURLToPath(new URL('../proto', import.meta.url));

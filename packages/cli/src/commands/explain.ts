@@ -6,7 +6,7 @@ import { parseFlags, UsageError } from '@minimesh/runtime';
 import type { Discovery } from '../explain/describe.js';
 import { explainConnection, ExplainInputError, parseHostPort } from '../explain/explain.js';
 import { fileNatSource, kubectlDebugHint, localClusterNatSource, type NatSource } from '../explain/nat-source.js';
-import { parseIp } from '../explain/nat-table.js';
+import { parseIp } from '@minimesh/config';
 import type { PodLike } from '../explain/pod-facts.js';
 import type { CommandIO } from '../io.js';
 import { connectKube, describeKubeError, isLocalCluster, kubeStatus } from '../kube.js';

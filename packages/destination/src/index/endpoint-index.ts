@@ -2,6 +2,7 @@
 // ExternalWorkloads, with apply/delete/reset per kind and fan-out to listeners per
 // (service, port, hostname). No I/O and no timers: informers feed it, the server subscribes to it.
 import { isIP } from 'node:net';
+import { addressKey } from '@minimesh/config';
 import {
   objectKey,
   type ExternalWorkloadRecord,
@@ -62,9 +63,7 @@ interface Publisher {
   snapshot: Map<string, Snapshot>;
 }
 
-export function addressKey(a: Address): string {
-  return a.ip.includes(':') ? `[${a.ip}]:${a.port}` : `${a.ip}:${a.port}`;
-}
+const keyOfAddress = (a: Address): string => addressKey(a.ip, a.port);
 
 function targetKey(t: ServiceTarget): string {
   return `${t.namespace}/${t.service}:${t.port}${t.hostname ? `#${t.hostname}` : ''}`;
@@ -185,7 +184,7 @@ export class EndpointIndex {
       if (port === undefined) continue;
       for (const ep of slice.endpoints) {
         const resolved = this.resolveEndpoint(ep, port, target.hostname);
-        if (resolved) byAddress.set(addressKey(resolved), resolved);
+        if (resolved) byAddress.set(keyOfAddress(resolved), resolved);
       }
     }
     return { service, endpoints: [...byAddress.values()] };
@@ -424,7 +423,7 @@ export class EndpointIndex {
     const next = new Map<string, Snapshot>();
     const changed: ResolvedEndpoint[] = [];
     for (const endpoint of endpoints) {
-      const key = addressKey(endpoint);
+      const key = keyOfAddress(endpoint);
       // What the translation depends on: a change here re-sends the endpoint (as an add).
       const ew = endpoint.workload;
       const fingerprint = JSON.stringify([
