@@ -127,6 +127,16 @@ export function scheme_RegisteredToJSON(object: Scheme_Registered): string {
   }
 }
 
+/** A list of header name/value pairs (values are bytes: they need not be UTF-8). */
+export interface Headers {
+  headers: Headers_Header[];
+}
+
+export interface Headers_Header {
+  name: string;
+  value: Buffer;
+}
+
 function createBaseHttpMethod(): HttpMethod {
   return { type: undefined };
 }
@@ -328,6 +338,170 @@ export const Scheme: MessageFns<Scheme> = {
     return message;
   },
 };
+
+function createBaseHeaders(): Headers {
+  return { headers: [] };
+}
+
+export const Headers: MessageFns<Headers> = {
+  encode(message: Headers, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.headers) {
+      Headers_Header.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Headers {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseHeaders();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.headers.push(Headers_Header.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Headers {
+    return {
+      headers: globalThis.Array.isArray(object?.headers)
+        ? object.headers.map((e: any) => Headers_Header.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: Headers): unknown {
+    const obj: any = {};
+    if (message.headers?.length) {
+      obj.headers = message.headers.map((e) => Headers_Header.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Headers>, I>>(base?: I): Headers {
+    return Headers.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Headers>, I>>(object: I): Headers {
+    const message = createBaseHeaders();
+    message.headers = object.headers?.map((e) => Headers_Header.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseHeaders_Header(): Headers_Header {
+  return { name: "", value: Buffer.alloc(0) };
+}
+
+export const Headers_Header: MessageFns<Headers_Header> = {
+  encode(message: Headers_Header, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.value.length !== 0) {
+      writer.uint32(18).bytes(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Headers_Header {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseHeaders_Header();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.value = Buffer.from(reader.bytes());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Headers_Header {
+    return {
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      value: isSet(object.value) ? Buffer.from(bytesFromBase64(object.value)) : Buffer.alloc(0),
+    };
+  },
+
+  toJSON(message: Headers_Header): unknown {
+    const obj: any = {};
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.value.length !== 0) {
+      obj.value = base64FromBytes(message.value);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Headers_Header>, I>>(base?: I): Headers_Header {
+    return Headers_Header.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Headers_Header>, I>>(object: I): Headers_Header {
+    const message = createBaseHeaders_Header();
+    message.name = object.name ?? "";
+    message.value = object.value ?? Buffer.alloc(0);
+    return message;
+  },
+};
+
+function bytesFromBase64(b64: string): Uint8Array {
+  return Uint8Array.from(globalThis.Buffer.from(b64, "base64"));
+}
+
+function base64FromBytes(arr: Uint8Array): string {
+  return globalThis.Buffer.from(arr).toString("base64");
+}
 
 type Builtin = Date | Function | Uint8Array | string | number | boolean | bigint | undefined;
 
