@@ -55,7 +55,16 @@ const layerRules = Object.entries(LAYERS).map(([pkg, allowed]) => ({
 
 export default tseslint.config(
   {
-    ignores: ['**/dist/**', '**/node_modules/**', '**/build/**', '**/gen/**', 'charts/**', '**/*.cjs', '**/.turbo/**'],
+    ignores: [
+      '**/dist/**',
+      '**/bundle/**',
+      '**/node_modules/**',
+      '**/build/**',
+      '**/gen/**',
+      'charts/**',
+      '**/*.cjs',
+      '**/.turbo/**',
+    ],
   },
   js.configs.recommended,
   ...tseslint.configs.recommended,

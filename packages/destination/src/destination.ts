@@ -3,9 +3,9 @@
 // tests and benchmarks call it directly.
 import { Server, ServerCredentials } from '@grpc/grpc-js';
 import type { KubeClient } from '@minimesh/kube';
+import { HealthImplementation } from '@minimesh/proto';
 import type { PortRange } from '@minimesh/config';
 import { createRegistry, parseListenAddr, startAdminServer, type AdminServer, type Logger } from '@minimesh/runtime';
-import { HealthImplementation } from 'grpc-health-check';
 import type { Registry } from 'prom-client';
 import { DestinationError } from './errors.js';
 import { EndpointIndex } from './index/endpoint-index.js';

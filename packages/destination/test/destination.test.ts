@@ -8,7 +8,6 @@ import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import { status } from '@grpc/grpc-js';
-import { service as healthService } from 'grpc-health-check';
 import { parsePortRanges } from '@minimesh/config';
 import {
   adminClient,
@@ -19,7 +18,7 @@ import {
   type KubeClient,
   type KubeObject,
 } from '@minimesh/local-cluster';
-import { fromTcpAddress, type destination } from '@minimesh/proto';
+import { fromTcpAddress, health as healthProto, type destination } from '@minimesh/proto';
 import { createLogger } from '@minimesh/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
@@ -251,16 +250,11 @@ describe('destination on the local cluster', () => {
     for (const kind of ['service', 'endpointslice', 'pod', 'externalworkload'] as const)
       expect(dst.informers[kind].listCount).toBeGreaterThanOrEqual(1);
     // grpc.health.v1 on the gRPC port says the same
-    const healthClient = new (grpc.makeGenericClientConstructor(healthService, 'grpc.health.v1.Health'))(
-      `127.0.0.1:${dst.grpcPort}`,
-      grpc.credentials.createInsecure(),
+    const healthClient = new healthProto.HealthClient(`127.0.0.1:${dst.grpcPort}`, grpc.credentials.createInsecure());
+    const status = await new Promise<healthProto.HealthCheckResponse_ServingStatus>((resolve, reject) =>
+      healthClient.check({ service: '' }, (e, r) => (e ? reject(e) : resolve(r.status))),
     );
-    const health = await new Promise<{ status: string }>((resolve, reject) =>
-      (
-        healthClient as unknown as { check(req: unknown, cb: (e: Error | null, r: { status: string }) => void): void }
-      ).check({ service: '' }, (e, r) => (e ? reject(e) : resolve(r))),
-    );
-    expect(health.status).toBe('SERVING');
+    expect(status).toBe(healthProto.HealthCheckResponse_ServingStatus.SERVING);
     healthClient.close();
   });
 

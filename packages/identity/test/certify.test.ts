@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import * as tls from 'node:tls';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
-import { identity } from '@minimesh/proto';
+import { health as healthProto, identity } from '@minimesh/proto';
 import {
   adminClient,
   createNamespace,
@@ -20,7 +20,6 @@ import {
   KubeApiError,
   readAuditEvents,
 } from '@minimesh/local-cluster';
-import { protoPath as healthProtoPath } from 'grpc-health-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startBinary, type RunningIdentity } from './helpers/binary.js';
 import { makeSeedPki, makeSigned, type SeedPki } from './helpers/openssl-pki.js';
@@ -314,23 +313,11 @@ describe('Certify against the real API server', () => {
   });
 
   it('serves gRPC health and reflection so ordinary gRPC tools can call it', async () => {
-    const health = grpc.loadPackageDefinition(protoLoader.loadSync(healthProtoPath, { enums: String })) as unknown as {
-      grpc: {
-        health: {
-          v1: {
-            Health: new (
-              addr: string,
-              creds: grpc.ChannelCredentials,
-            ) => grpc.Client & { check(req: object, cb: (e: Error | null, r: { status: string }) => void): void };
-          };
-        };
-      };
-    };
-    const h = new health.grpc.health.v1.Health(`127.0.0.1:${server.grpcPort}`, grpc.credentials.createInsecure());
-    const status = await new Promise<string>((resolve, reject) =>
+    const h = new healthProto.HealthClient(`127.0.0.1:${server.grpcPort}`, grpc.credentials.createInsecure());
+    const status = await new Promise<healthProto.HealthCheckResponse_ServingStatus>((resolve, reject) =>
       h.check({ service: 'io.linkerd.proxy.identity.Identity' }, (e, r) => (e ? reject(e) : resolve(r.status))),
     );
-    expect(status).toBe('SERVING');
+    expect(status).toBe(healthProto.HealthCheckResponse_ServingStatus.SERVING);
     h.close();
 
     const reflectionProto = createRequire(import.meta.url).resolve(

@@ -137,7 +137,9 @@ type Named = { name?: unknown; [k: string]: unknown };
 
 async function parseYaml(text: string, file: string): Promise<Doc> {
   // Loaded on demand: a pod in cluster never reads YAML, and the parser is the biggest module here.
-  const { parse } = await import('yaml');
+  // (A CommonJS module: its exports are the default export both in Node and in a bundle's chunk.)
+  const yaml = await import('yaml');
+  const { parse } = ((yaml as unknown as { default?: typeof yaml }).default ?? yaml) as typeof yaml;
   let doc: unknown;
   try {
     doc = parse(text);

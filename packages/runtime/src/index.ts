@@ -35,3 +35,4 @@ export {
   type CommandIO,
 } from './program.js';
 export { Backoff, backoffDelay, sleep, type BackoffOptions } from './backoff.js';
+export { tuneHeap, type HeapLimits, type HeapTuning } from './heap.js';

@@ -11,6 +11,7 @@
 // fix: UsageError, ConfigError, KubeConfigError, ...) or 1. MINIMESH_DEBUG=1 adds the stack.
 import { createLogger, type Logger } from './logger.js';
 import { parseFlags, UsageError, type FlagSpecs, type FlagValues } from './flags.js';
+import { tuneHeap, type HeapLimits } from './heap.js';
 
 /** What a long-running program returns from run: closed on SIGTERM/SIGINT or ctx.shutdown(). */
 export interface Service {
@@ -71,6 +72,8 @@ export interface ProgramSpec<S extends FlagSpecs, C> {
   run(ctx: ProgramContext<S, C>): Promise<number | void | Service>;
   /** How long close() may take before the program exits anyway (default 30 s). */
   shutdownTimeoutMs?: number;
+  /** V8 heap limits the process sets on itself when started (start(), not main()): see heap.ts. */
+  heap?: HeapLimits;
 }
 
 export interface ProgramIO {
@@ -231,6 +234,7 @@ export function defineProgram<S extends FlagSpecs, C = undefined>(spec: ProgramS
   return {
     main,
     async start() {
+      if (spec.heap) tuneHeap(spec.heap);
       const code = await main(process.argv.slice(2));
       process.exitCode = code;
       // Whatever is still open (an idle keep-alive socket, a late timer) must not hold the exit up.
