@@ -3,6 +3,7 @@
 // list (with limit/continue), get, create, update (optimistic concurrency: a stale resourceVersion is
 // a 409), merge-patch, delete, and watch (replay from a version, bookmarks, 410 for a compacted
 // version); tests add handlers for virtual APIs (TokenReview) and inject failures.
+import { connect, createServer, type Socket } from 'node:net';
 import type {
   ApiResponse,
   KubeClient,
@@ -429,5 +430,52 @@ export function createFakeKubeClient(opts: { namespace?: string } = {}): FakeKub
     async close() {
       for (const w of [...watchers]) w.end();
     },
+  };
+}
+
+/** A TCP relay in front of an API server that counts the connections it accepts (bytes pass untouched: TLS stays end to end). */
+export interface ConnectionCounter {
+  /** The relay's port on 127.0.0.1: point a kubeconfig's server here (the certificate's IP SAN 127.0.0.1 still matches). */
+  port: number;
+  /** Connections accepted so far. */
+  readonly connections: number;
+  /** Connections open now. */
+  readonly open: number;
+  close(): Promise<void>;
+}
+
+export async function startConnectionCounter(target: { host: string; port: number }): Promise<ConnectionCounter> {
+  let connections = 0;
+  const sockets = new Set<Socket>();
+  const server = createServer((client) => {
+    connections++;
+    const upstream = connect(target.port, target.host);
+    sockets.add(client);
+    sockets.add(upstream);
+    const done = (): void => {
+      client.destroy();
+      upstream.destroy();
+      sockets.delete(client);
+      sockets.delete(upstream);
+    };
+    client.on('error', done).on('close', done);
+    upstream.on('error', done).on('close', done);
+    client.pipe(upstream);
+    upstream.pipe(client);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as { port: number }).port,
+    get connections() {
+      return connections;
+    },
+    get open() {
+      return sockets.size / 2;
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => resolve());
+      }),
   };
 }

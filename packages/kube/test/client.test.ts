@@ -6,6 +6,7 @@ import { chmodSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKubeClient, KubeApiError, type KubeConfig } from '../src/index.js';
+import { startConnectionCounter } from '../src/testing.js';
 import { json, makePki, startTestServer, type TestPki, type TestServer } from './tls-server.js';
 
 let pki: TestPki;
@@ -112,6 +113,22 @@ describe('KubeClient transport', () => {
     expect(h1.connections - before).toBeLessThanOrEqual(5);
     expect(client.stats().protocol).toBe('http/1.1');
     await client.close();
+  });
+
+  it('through a counting relay: 200 requests and a watch are one connection for the server', async () => {
+    const relay = await startConnectionCounter({ host: '127.0.0.1', port: Number(new URL(h2.url).port) });
+    const client = createKubeClient(
+      { ...config(h2), server: `https://127.0.0.1:${relay.port}` },
+      { userAgent: 'test/1' },
+    );
+    const watching = client.watch('/api/v1/things', { timeoutSeconds: 999 }, () => undefined, {
+      signal: AbortSignal.timeout(1000),
+    });
+    await Promise.all(Array.from({ length: 200 }, () => client.requestOk('GET', '/version')));
+    expect(await watching).toBe('aborted');
+    expect(relay.connections).toBe(1);
+    await client.close();
+    await relay.close();
   });
 
   it('verifies the server certificate against the kubeconfig CA', async () => {
