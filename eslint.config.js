@@ -1,22 +1,77 @@
 // One lint config for the whole monorepo.
 // House rules: no deep imports across packages (use the package's exports map), no import cycles,
-// no console in package code (pino is the logger), and no program users run (a package's src/)
-// depends on @minimesh/local-cluster, the test cluster (tests, e2e and benches may).
+// no console in package code (pino is the logger), and the layering of docs/architecture.md: a
+// package's src/ imports only the packages below it (LAYERS), never a test fake, and no program users
+// run depends on @minimesh/local-cluster, the test cluster (tests, e2e and benches may).
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import importX from 'eslint-plugin-import-x';
 import globals from 'globals';
 
-const localClusterMessage =
-  'Programs users run must not depend on the local test cluster: read the cluster through its API (tests, e2e and benches may import it).';
-const deepImports = {
+const LOCAL_CLUSTER = {
+  group: ['@minimesh/local-cluster', '@minimesh/local-cluster/*'],
+  message:
+    'Programs users run must not depend on the local test cluster: read the cluster through its API (tests, e2e and benches may import it).',
+};
+const DEEP_IMPORTS = {
   group: ['@minimesh/*/src/*', '@minimesh/*/dist/*'],
   message: 'Import from the package entry (its exports map), not its internals.',
 };
 
+// Which @minimesh packages each package's src/ may import (docs/architecture.md, "Layers").
+// Libraries sit at the bottom and import no program; a program imports libraries and, where it
+// reuses a pure core, another program's index (cli: the injector's patch, proxy-init's nat model).
+// A new package adds its row here. (local-cluster and e2e are test harnesses: see their own rule.)
+const LAYERS = {
+  config: [],
+  runtime: [],
+  proto: ['config'],
+  kube: ['runtime'],
+  'proxy-init': ['config', 'runtime'],
+  proxy: ['config', 'runtime', 'proto'],
+  destination: ['config', 'runtime', 'proto', 'kube'],
+  identity: ['config', 'runtime', 'proto', 'kube'],
+  injector: ['config', 'runtime', 'kube'],
+  cli: ['config', 'runtime', 'proto', 'kube', 'injector', 'proxy-init'],
+};
+const PACKAGES = Object.keys(LAYERS);
+
+const layerRules = Object.entries(LAYERS).map(([pkg, allowed]) => ({
+  files: [`packages/${pkg}/src/**/*.ts`],
+  ignores: ['**/*.test.ts', '**/testdata/**'],
+  rules: {
+    'no-restricted-imports': [
+      'error',
+      {
+        patterns: [
+          DEEP_IMPORTS,
+          LOCAL_CLUSTER,
+          ...PACKAGES.filter((p) => p !== pkg && !allowed.includes(p)).map((p) => ({
+            group: [`@minimesh/${p}`, `@minimesh/${p}/*`],
+            message: `@minimesh/${pkg} may import only ${allowed.map((a) => `@minimesh/${a}`).join(', ') || 'no other minimesh package'} (docs/architecture.md, "Layers").`,
+          })),
+          {
+            group: ['@minimesh/kube/testing'],
+            message: 'The in-memory API server is for tests; programs use @minimesh/kube.',
+          },
+        ],
+      },
+    ],
+  },
+}));
+
 export default tseslint.config(
   {
-    ignores: ['**/dist/**', '**/node_modules/**', '**/build/**', '**/gen/**', 'charts/**', '**/*.cjs', '**/.turbo/**'],
+    ignores: [
+      '**/dist/**',
+      '**/bundle/**',
+      '**/node_modules/**',
+      '**/build/**',
+      '**/gen/**',
+      'charts/**',
+      '**/*.cjs',
+      '**/.turbo/**',
+    ],
   },
   js.configs.recommended,
   ...tseslint.configs.recommended,
@@ -26,36 +81,27 @@ export default tseslint.config(
     plugins: { 'import-x': importX },
     rules: {
       'import-x/no-cycle': ['error', { maxDepth: 10, ignoreExternal: true }],
-      'no-restricted-imports': [
-        'error',
-        {
-          patterns: [deepImports],
-        },
-      ],
+      'no-restricted-imports': ['error', { patterns: [DEEP_IMPORTS] }],
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       '@typescript-eslint/consistent-type-imports': 'error',
       'no-console': 'error',
     },
   },
   {
-    // What users run reads the cluster the way users can (kubectl, the API), never the test cluster's internals.
+    // Every package's src/ (also one without a LAYERS row yet): never the test cluster. LAYERS rows
+    // below replace this rule's options for their package and repeat LOCAL_CLUSTER.
     files: ['packages/*/src/**/*.ts'],
     ignores: ['packages/local-cluster/**', '**/*.test.ts'],
     rules: {
-      'no-restricted-imports': [
-        'error',
-        {
-          paths: [{ name: '@minimesh/local-cluster', message: localClusterMessage }],
-          patterns: [deepImports],
-        },
-      ],
+      'no-restricted-imports': ['error', { patterns: [DEEP_IMPORTS, LOCAL_CLUSTER] }],
       // The same for import('@minimesh/local-cluster'), which no-restricted-imports does not see.
       'no-restricted-syntax': [
         'error',
-        { selector: "ImportExpression[source.value='@minimesh/local-cluster']", message: localClusterMessage },
+        { selector: "ImportExpression[source.value=/^@minimesh\\/local-cluster/]", message: LOCAL_CLUSTER.message },
       ],
     },
   },
+  ...layerRules,
   {
     // Tests, scripts, benchmarks and CLIs may print.
     files: [

@@ -1,21 +1,21 @@
 // minimesh explain <namespace>/<pod> [--port P | --to HOST:PORT]: walks one connection through the
 // pod's live nat rules and the proxy's routing decision, and says in numbered lines which rule
 // matched and where the bytes go. The reasoning is pure (src/explain/); this file only fetches.
+import type { KubeClient } from '@minimesh/kube';
 import { parseFlags, UsageError } from '@minimesh/runtime';
 import type { Discovery } from '../explain/describe.js';
 import { explainConnection, ExplainInputError, parseHostPort } from '../explain/explain.js';
-import { MINIMESH_VERSION } from '@minimesh/config';
 import {
   debugContainerNatSource,
   fileNatSource,
+  kubeDebugContainerApi,
   kubectlDebugHint,
-  type DebugContainerApi,
   type NatSource,
 } from '../explain/nat-source.js';
-import { parseIp } from '../explain/nat-table.js';
+import { MINIMESH_VERSION, parseIp } from '@minimesh/config';
 import type { PodLike } from '../explain/pod-facts.js';
 import type { CommandIO } from '../io.js';
-import { describeKubeError, kubeStatus, loadKubeConfig } from '../kube.js';
+import { connectKube, describeKubeError, kubeStatus } from '../kube.js';
 
 const info = {
   name: 'minimesh explain',
@@ -101,19 +101,20 @@ export async function explainCommand(argv: string[], io: CommandIO): Promise<num
   }
 
   const notes: string[] = [];
+  let kube: KubeClient | undefined;
   // The pod: from the API, unless we are offline (--nat-file) and the API is not there.
   let pod: PodLike | undefined;
   let source: NatSource | undefined = f['nat-file'] !== '' ? fileNatSource(f['nat-file']) : undefined;
   let debugHint: (() => string) | undefined;
   try {
-    const { kc, server } = await loadKubeConfig(f.kubeconfig || undefined);
-    const { CoreV1Api } = await import('@kubernetes/client-node');
-    const api = kc.makeApiClient(CoreV1Api);
+    const { client: api, server } = await connectKube(f.kubeconfig || undefined);
+    kube = api;
     try {
-      pod = (await api.readNamespacedPod({ name: podName, namespace })) as unknown as PodLike;
+      pod = await api.requestOk<PodLike>('GET', `/api/v1/namespaces/${namespace}/pods/${podName}`);
     } catch (err) {
       if (kubeStatus(err) === 404 && !source) {
         io.stderr.write(`${info.name}: pod ${namespace}/${podName} not found\n`);
+        await api.close();
         return 1;
       }
       throw err;
@@ -122,7 +123,10 @@ export async function explainCommand(argv: string[], io: CommandIO): Promise<num
       const svc = /^([a-z0-9-]+)\.([a-z0-9-]+)(\.svc(\..+)?)?$/.exec(to.host);
       if (svc) {
         try {
-          const s = await api.readNamespacedService({ name: svc[1] as string, namespace: svc[2] as string });
+          const s = await api.requestOk<{ spec?: { clusterIP?: string } }>(
+            'GET',
+            `/api/v1/namespaces/${svc[2] as string}/services/${svc[1] as string}`,
+          );
           const ip = s.spec?.clusterIP;
           if (ip && ip !== 'None') {
             to.ip = ip;
@@ -139,7 +143,7 @@ export async function explainCommand(argv: string[], io: CommandIO): Promise<num
     }
     if (!source) {
       // The live rules, read the way a user can on any cluster: an ephemeral debug container.
-      source = debugContainerNatSource(api as unknown as DebugContainerApi, {
+      source = debugContainerNatSource(kubeDebugContainerApi(api), {
         fallbackImage: `ghcr.io/minimesh/proxy-init:${MINIMESH_VERSION}`,
       });
       debugHint = () =>
@@ -150,6 +154,7 @@ export async function explainCommand(argv: string[], io: CommandIO): Promise<num
   } catch (err) {
     if (!source) {
       io.stderr.write(`${info.name}: cannot read pod ${namespace}/${podName}: ${describeKubeError(err)}\n`);
+      await kube?.close();
       return 1;
     }
     notes.push(
@@ -166,6 +171,8 @@ export async function explainCommand(argv: string[], io: CommandIO): Promise<num
     io.stderr.write(`${info.name}: ${(err as Error).message}\n`);
     if (debugHint) io.stderr.write(debugHint());
     return 1;
+  } finally {
+    await kube?.close();
   }
 
   let discovery: Discovery | undefined;

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { KubeApiError } from '@minimesh/kube';
 import {
   debugContainerNatSource,
   debugScript,
@@ -115,7 +116,7 @@ describe('debugContainerNatSource', () => {
         };
       },
       async replaceNamespacedPodEphemeralcontainers({ body }) {
-        if (conflicts-- > 0) throw Object.assign(new Error('conflict'), { code: 409 });
+        if (conflicts-- > 0) throw new KubeApiError('PUT', '/api/v1/namespaces/shop/pods/web/ephemeralcontainers', 409, 'conflict');
         added = body.spec?.ephemeralContainers?.at(-1);
         calls.push(`add ${JSON.stringify(added)}`);
         return body;

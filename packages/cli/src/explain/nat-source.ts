@@ -6,6 +6,7 @@
 // A user reads the rules the way they can on their own cluster: nothing here needs node access.
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
+import { KubeApiError, type KubeClient } from '@minimesh/kube';
 
 export interface NatSource {
   /** Shown in the output: where the rules were read. */
@@ -86,14 +87,34 @@ export function parseDebugOutput(log: string): Map<string, { code: number; stdou
   return out;
 }
 
-/** The parts of the Kubernetes API a debug container needs (client-node's CoreV1Api has them all). */
+/** The parts of the Kubernetes API a debug container needs (kubeDebugContainerApi maps them onto a KubeClient). */
 export interface DebugContainerApi {
   readNamespacedPod(req: { name: string; namespace: string }): Promise<DebugPod>;
   replaceNamespacedPodEphemeralcontainers(req: { name: string; namespace: string; body: DebugPod }): Promise<unknown>;
   readNamespacedPodLog(req: { name: string; namespace: string; container: string }): Promise<string>;
 }
 
-interface DebugPod {
+/** The three requests over the shared client: read the pod, PUT its ephemeralcontainers, read a container's log. */
+export function kubeDebugContainerApi(client: KubeClient): DebugContainerApi {
+  const podPath = (namespace: string, name: string) =>
+    `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods/${encodeURIComponent(name)}`;
+  return {
+    readNamespacedPod: ({ name, namespace }) => client.requestOk<DebugPod>('GET', podPath(namespace, name)),
+    replaceNamespacedPodEphemeralcontainers: ({ name, namespace, body }) =>
+      client.requestOk('PUT', `${podPath(namespace, name)}/ephemeralcontainers`, body),
+    readNamespacedPodLog: async ({ name, namespace, container }) =>
+      String(
+        await client.requestOk<unknown>(
+          'GET',
+          `${podPath(namespace, name)}/log?container=${encodeURIComponent(container)}`,
+          undefined,
+          { accept: 'text/plain' },
+        ),
+      ),
+  };
+}
+
+export interface DebugPod {
   metadata?: { resourceVersion?: string };
   spec?: {
     initContainers?: { name: string; image?: string; imagePullPolicy?: string }[];
@@ -194,11 +215,17 @@ export function debugContainerNatSource(api: DebugContainerApi, opts: DebugConta
 }
 
 function kubeCode(err: unknown): number | undefined {
+  if (err instanceof KubeApiError) return err.statusCode;
   const code = (err as { code?: unknown }).code;
   return typeof code === 'number' ? code : undefined;
 }
 
 function debugError(namespace: string, pod: string, err: unknown): NatSourceError {
+  if (err instanceof KubeApiError)
+    return new NatSourceError(
+      `cannot add a debug container to ${namespace}/${pod}: ${err.statusCode === 0 ? err.detail : `HTTP ${err.statusCode}: ${err.detail}`}`,
+      { cause: err },
+    );
   const e = err as { body?: unknown; message?: string };
   let msg = e.message ?? String(err);
   if (typeof e.body === 'string') {
