@@ -20,6 +20,9 @@ export interface ClusterInfo {
   probeNetworks: string[];
 }
 
+/** Linkerd's policy controller ports: gRPC 8090, admin 9990. */
+export const POLICY_PORTS = { grpc: 8090, admin: 9990 } as const;
+
 export const DEFAULT_CLUSTER_NETWORKS = ['10.0.0.0/8', '100.64.0.0/10', '172.16.0.0/12', '192.168.0.0/16', 'fd00::/8'];
 
 /** The mesh identity of a service account: <sa>.<ns>.serviceaccount.identity.<cp-ns>.<trust-domain>. */

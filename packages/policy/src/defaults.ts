@@ -24,7 +24,10 @@ export function requireIdentity(policy: DefaultPolicyName): DefaultPolicyName {
 }
 
 /** The authorizations a default policy grants, named after it. */
-export function defaultAuthorizations(policy: DefaultPolicyName, cluster: ClusterInfo): ClientAuthorization[] {
+export function defaultAuthorizations(
+  policy: DefaultPolicyName,
+  cluster: Pick<ClusterInfo, 'networks'>,
+): ClientAuthorization[] {
   if (policy === 'deny') return [];
   const authenticated = policy === 'all-authenticated' || policy === 'cluster-authenticated';
   const clusterOnly = policy === 'cluster-authenticated' || policy === 'cluster-unauthenticated';

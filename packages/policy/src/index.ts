@@ -52,3 +52,5 @@ export { createPolicyMetrics, type PolicyMetrics } from './metrics.js';
 export { inNetworks, parseIpNet, ipToBigint, netContains, type IpNet } from './ip-match.js';
 export { PolicyError, type PolicyErrorCode } from './errors.js';
 export { TEST_CLUSTER } from './testing.js';
+export { policyCrds, renderCrdTemplate, CRD_TEMPLATE_PATH, type CustomResourceDefinition } from './crds.js';
+export { POLICY_PORTS } from './cluster-info.js';

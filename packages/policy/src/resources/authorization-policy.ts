@@ -37,6 +37,12 @@ export function parseAuthorizationPolicy(o: unknown): AuthorizationPolicySpec {
       spec.targetRef,
     );
 
+  if (!Array.isArray(spec.requiredAuthenticationRefs))
+    throw new FieldError(
+      'spec.requiredAuthenticationRefs',
+      'a list (empty admits any client)',
+      spec.requiredAuthenticationRefs,
+    );
   const refs = arr(spec.requiredAuthenticationRefs, 'spec.requiredAuthenticationRefs').map((r, i) => {
     const p = `spec.requiredAuthenticationRefs[${i}]`;
     const x = obj(r, p);

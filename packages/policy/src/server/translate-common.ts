@@ -1,5 +1,5 @@
 // Pieces of the policy model in the proxy API's terms, shared by the inbound and outbound translators.
-import type { httpRoute, meta, net} from '@minimesh/proto';
+import type { httpRoute, meta, net } from '@minimesh/proto';
 import { httpTypes, toIpAddress, type Duration } from '@minimesh/proto';
 import type { HeaderModifier, HostMatch, HttpFilter, HttpRouteMatch, RequestRedirect, RouteRef } from '../model.js';
 
