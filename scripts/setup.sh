@@ -21,6 +21,7 @@ have mountpoint || need_apt+=(util-linux)  # local cluster: memory-backed emptyD
 have make || need_apt+=(make)
 have g++ || need_apt+=(g++)
 have python3 || need_apt+=(python3)
+have shellcheck || need_apt+=(shellcheck) # npm run lint: actionlint runs it on the workflows
 if [ "${#need_apt[@]}" -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "[setup] missing Debian packages: ${need_apt[*]} (run as root, or: sudo apt-get install ${need_apt[*]})" >&2
@@ -52,5 +53,16 @@ if [ -f packages/proxy/native/binding.gyp ]; then
     [ -f "$node_prefix/include/node/node_api.h" ] && gyp_args+=(--nodedir="$node_prefix")
     (cd packages/proxy/native && node ../../../node_modules/node-gyp/bin/node-gyp.js rebuild --loglevel=warn "${gyp_args[@]}")
   fi
+fi
+# The pinned Go tools (actionlint for npm run lint, k3d for its config test) and the images (docs/images.md):
+# built here, before any test, into ~/.cache/minimesh; later runs only compare input hashes (about 1 s).
+# The image build installs docker.io and mmdebstrap when missing and stops the engine it started.
+# MINIMESH_SKIP_IMAGES=1 leaves this part out (CI's unit job).
+if have go && [ -z "${MINIMESH_SKIP_IMAGES:-}" ]; then
+  bash scripts/go-tool.sh actionlint >/dev/null
+  bash scripts/go-tool.sh k3d >/dev/null
+fi
+if [ "$(id -u)" -eq 0 ] && [ -z "${MINIMESH_SKIP_IMAGES:-}" ]; then
+  bash scripts/images.sh build
 fi
 log "ready"

@@ -2,6 +2,7 @@
 // and imported the images. kubectl and helm use the k3d-<cluster> context; the audit log is read from
 // the server node's container, as the seed does.
 import { randomBytes } from 'node:crypto';
+import { MINIMESH_VERSION } from '@minimesh/config';
 import { ensureHelm, run, type RunResult } from '../src/tools.js';
 import type { AuditEvent, Driver } from './types.js';
 
@@ -14,7 +15,7 @@ export function createK3dDriver(): Driver {
   const helmBin = (): string => process.env.HELM ?? ensureHelm();
   const kubectl = (args: readonly string[], input?: string): Promise<RunResult> =>
     run(kubectlBin, ['--context', context, ...args], input === undefined ? {} : { input });
-  const version = process.env.MINIMESH_VERSION ?? '0.1.0';
+  const version = process.env.MINIMESH_VERSION ?? MINIMESH_VERSION;
 
   /** Runs a command in an ephemeral debug container that shares the pod's network namespace. */
   async function debug(namespace: string, pod: string, command: readonly string[]): Promise<RunResult> {

