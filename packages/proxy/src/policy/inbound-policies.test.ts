@@ -3,7 +3,7 @@
 // then the controller's policy and its updates, kept while the controller is unreachable.
 import { credentials, makeGenericClientConstructor, Server, ServerCredentials } from '@grpc/grpc-js';
 import { createInboundHandlers, createPolicyMetrics, PolicyIndex, TEST_CLUSTER } from '@minimesh/policy';
-import { authorizeConnection, authorizeRequest, requestView } from '@minimesh/policy/authz';
+import { authorizeConnection, authorizeRequest, requestView } from '@minimesh/policy/client';
 import { inbound } from '@minimesh/proto';
 import { createLogger } from '@minimesh/runtime';
 import { parsePortRanges } from '@minimesh/config';

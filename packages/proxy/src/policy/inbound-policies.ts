@@ -7,7 +7,7 @@
 // said otherwise. Policies are compiled once per update; get() is a map lookup.
 import type { ClientReadableStream, ServiceError } from '@grpc/grpc-js';
 import { portInRanges, type PortRange } from '@minimesh/config';
-import { compileDefaultPolicy, compileServerPolicy, type CompiledServerPolicy } from '@minimesh/policy/authz';
+import { compileDefaultPolicy, compileServerPolicy, type CompiledServerPolicy } from '@minimesh/policy/client';
 import type { inbound } from '@minimesh/proto';
 import type { Logger } from '@minimesh/runtime';
 

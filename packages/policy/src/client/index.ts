@@ -1,4 +1,4 @@
-// @minimesh/policy/authz: inbound authorization and HTTP route matching over the proxy API's form,
+// @minimesh/policy/client: inbound authorization and HTTP route matching over the proxy API's form,
 // for proxies (a small module graph: no gRPC server, no Kubernetes) and for `minimesh explain`.
 export {
   compileServerPolicy,
@@ -27,5 +27,16 @@ export {
   type CompiledRouteBase,
   type HostMatcher,
 } from './http-match.js';
+export {
+  compileOutboundPolicy,
+  routeOutbound,
+  isRetryableStatus,
+  type CompiledOutboundPolicy,
+  type CompiledOutboundRoute,
+  type CompiledOutboundRule,
+  type CompiledRetry,
+  type CompiledTimeouts,
+  type CompiledBackend,
+} from './outbound-policy.js';
 export { fromIpNetwork } from './ip-network.js';
 export { ipToBigint, parseIpNet, netContains, inNetworks, type IpNet } from '../ip-match.js';
