@@ -22,6 +22,8 @@ export {
   parseMeshConfig,
   defaultMeshConfig,
   MINIMESH_VERSION,
+  DEFAULT_INBOUND_POLICIES,
+  type DefaultInboundPolicy,
   type MeshConfig,
 } from './mesh-config.js';
 export { toIdentityName, fromIdentityName, type IdentityParts } from './identity-name.js';

@@ -2,16 +2,11 @@
 // (outbound). Plain, JSON-serializable data with a canonical order, so two answers are equal exactly
 // when their JSON is equal. server/ translates it to the proxy API; the CLI explains it to people.
 
+import { DEFAULT_INBOUND_POLICIES, type DefaultInboundPolicy } from '@minimesh/config';
+
 /** Linkerd's default policy names (proxy.defaultInboundPolicy, config.minimesh.io/default-inbound-policy). */
-export const DEFAULT_POLICIES = [
-  'all-unauthenticated',
-  'all-authenticated',
-  'cluster-unauthenticated',
-  'cluster-authenticated',
-  'deny',
-  'audit',
-] as const;
-export type DefaultPolicyName = (typeof DEFAULT_POLICIES)[number];
+export const DEFAULT_POLICIES = DEFAULT_INBOUND_POLICIES;
+export type DefaultPolicyName = DefaultInboundPolicy;
 
 /** A client network ("10.0.0.0/8"), minus exceptions. */
 export interface NetworkMatch {
