@@ -2,6 +2,7 @@
 #   docker build --target proxy-init  -t ghcr.io/minimesh/proxy-init:0.1.0  .
 #   docker build --target proxy       -t ghcr.io/minimesh/proxy:0.1.0       .
 #   docker build --target destination -t ghcr.io/minimesh/destination:0.1.0 .
+#   docker build --target policy      -t ghcr.io/minimesh/policy:0.1.0      .
 #   docker build --target identity    -t ghcr.io/minimesh/identity:0.1.0    .
 #   docker build --target injector    -t ghcr.io/minimesh/injector:0.1.0    .
 #   docker build --target cli         -t ghcr.io/minimesh/cli:0.1.0         .
@@ -120,6 +121,12 @@ FROM app AS destination
 USER 2103:2103
 EXPOSE 8086 9996
 ENTRYPOINT ["node", "/app/packages/destination/dist/main.js"]
+
+# The policy controller: a second container of the destination pod (gRPC 8090, admin 9990).
+FROM app AS policy
+USER 2103:2103
+EXPOSE 8090 9990
+ENTRYPOINT ["node", "/app/packages/policy/dist/main.js"]
 
 FROM app AS identity
 USER 2103:2103
