@@ -54,3 +54,4 @@ export { PolicyError, type PolicyErrorCode } from './errors.js';
 export { TEST_CLUSTER } from './testing.js';
 export { policyCrds, renderCrdTemplate, CRD_TEMPLATE_PATH, type CustomResourceDefinition } from './crds.js';
 export { POLICY_PORTS } from './cluster-info.js';
+export { authzReport, formatAuthzReport, reportPorts, type AuthzReport, type PortReport } from './report.js';
