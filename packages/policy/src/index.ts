@@ -55,3 +55,10 @@ export { TEST_CLUSTER } from './testing.js';
 export { policyCrds, renderCrdTemplate, CRD_TEMPLATE_PATH, type CustomResourceDefinition } from './crds.js';
 export { POLICY_PORTS } from './cluster-info.js';
 export { authzReport, formatAuthzReport, reportPorts, type AuthzReport, type PortReport } from './report.js';
+export {
+  explainInboundPolicy,
+  type PolicyExplanation,
+  type PolicyOutcome,
+  type ExplainClient,
+  type ExplainRequest,
+} from './explain.js';
