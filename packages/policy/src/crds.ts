@@ -29,13 +29,14 @@ const labelSelector = (what: string): Schema => ({
     matchLabels: { type: 'object', additionalProperties: { type: 'string' } },
     matchExpressions: {
       type: 'array',
+      maxItems: 32,
       items: {
         type: 'object',
         required: ['key', 'operator'],
         properties: {
-          key: { type: 'string', minLength: 1 },
+          key: { type: 'string', minLength: 1, maxLength: 317 },
           operator: { type: 'string', enum: ['In', 'NotIn', 'Exists', 'DoesNotExist'] },
-          values: { type: 'array', items: { type: 'string' } },
+          values: { type: 'array', maxItems: 64, items: { type: 'string', maxLength: 63 } },
         },
         'x-kubernetes-validations': [
           {
@@ -465,7 +466,7 @@ export function policyCrds(): CustomResourceDefinition[] {
                 description: 'Identities; "*" matches every identity and "*.<suffix>" every identity ending so.',
                 items: { type: 'string', minLength: 1, maxLength: 253 },
               },
-              identityRefs: { type: 'array', minItems: 1, items: identityRef },
+              identityRefs: { type: 'array', minItems: 1, maxItems: 64, items: identityRef },
             },
           },
         },
@@ -487,16 +488,22 @@ export function policyCrds(): CustomResourceDefinition[] {
               networks: {
                 type: 'array',
                 minItems: 1,
+                maxItems: 64,
                 items: {
                   type: 'object',
                   required: ['cidr'],
                   properties: {
                     cidr: {
                       type: 'string',
+                      maxLength: 64,
                       description: 'A network, e.g. 10.0.0.0/8; a bare address means just it.',
                       'x-kubernetes-validations': [cidrRule],
                     },
-                    except: { type: 'array', items: { type: 'string', 'x-kubernetes-validations': [cidrRule] } },
+                    except: {
+                      type: 'array',
+                      maxItems: 64,
+                      items: { type: 'string', maxLength: 64, 'x-kubernetes-validations': [cidrRule] },
+                    },
                   },
                 },
               },
