@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import { ConfigError } from './errors.js';
 import { parseCidrList, parsePortRanges } from './parse.js';
+import { MINIMESH_VERSION } from './version.js';
 
 const port = z.number().int().min(1).max(65535);
 const portList = z.string().superRefine((value, ctx) => {
@@ -47,8 +48,6 @@ export const DEFAULT_INBOUND_POLICIES = [
   'audit',
 ] as const;
 export type DefaultInboundPolicy = (typeof DEFAULT_INBOUND_POLICIES)[number];
-
-export const MINIMESH_VERSION = '0.1.0';
 
 export const meshConfigSchema = z
   .object({
