@@ -97,7 +97,7 @@ export default tseslint.config(
       // The same for import('@minimesh/local-cluster'), which no-restricted-imports does not see.
       'no-restricted-syntax': [
         'error',
-        { selector: "ImportExpression[source.value=/^@minimesh\\/local-cluster/]", message: LOCAL_CLUSTER.message },
+        { selector: 'ImportExpression[source.value=/^@minimesh\\/local-cluster/]', message: LOCAL_CLUSTER.message },
       ],
     },
   },

@@ -116,7 +116,8 @@ describe('debugContainerNatSource', () => {
         };
       },
       async replaceNamespacedPodEphemeralcontainers({ body }) {
-        if (conflicts-- > 0) throw new KubeApiError('PUT', '/api/v1/namespaces/shop/pods/web/ephemeralcontainers', 409, 'conflict');
+        if (conflicts-- > 0)
+          throw new KubeApiError('PUT', '/api/v1/namespaces/shop/pods/web/ephemeralcontainers', 409, 'conflict');
         added = body.spec?.ephemeralContainers?.at(-1);
         calls.push(`add ${JSON.stringify(added)}`);
         return body;
