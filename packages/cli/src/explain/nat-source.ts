@@ -108,7 +108,8 @@ export function kubeDebugContainerApi(client: KubeClient): DebugContainerApi {
           'GET',
           `${podPath(namespace, name)}/log?container=${encodeURIComponent(container)}`,
           undefined,
-          { accept: 'text/plain' },
+          // The log is text/plain whatever is asked; the API server refuses an Accept without JSON (406).
+          { accept: 'application/json, */*' },
         ),
       ),
   };
