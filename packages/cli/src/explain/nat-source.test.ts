@@ -1,9 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { KubeApiError } from '@minimesh/kube';
+import { KubeApiError, type KubeClient } from '@minimesh/kube';
 import {
   debugContainerNatSource,
   debugScript,
   execNatSource,
+  kubeDebugContainerApi,
   kubectlDebugHint,
   parseDebugOutput,
   type DebugContainerApi,
@@ -163,5 +164,28 @@ describe('debugContainerNatSource', () => {
     ).rejects.toThrow(
       /debug container minimesh-explain-\w+ \(image ghcr.io\/minimesh\/proxy-init:9.9.9\): ErrImageNeverPull/,
     );
+  });
+});
+
+describe('kubeDebugContainerApi', () => {
+  it('maps the three calls onto API paths; the log asks for JSON or anything (the API server refuses text/plain alone)', async () => {
+    const calls: string[] = [];
+    const client = {
+      async requestOk(method: string, path: string, body?: unknown, opts?: { accept?: string }) {
+        calls.push(`${method} ${path}${body ? ' +body' : ''}${opts?.accept ? ` accept=${opts.accept}` : ''}`);
+        return method === 'GET' && path.includes('/log?') ? '*nat\nCOMMIT\n' : {};
+      },
+    } as unknown as KubeClient;
+    const api = kubeDebugContainerApi(client);
+    await api.readNamespacedPod({ name: 'web', namespace: 'shop' });
+    await api.replaceNamespacedPodEphemeralcontainers({ name: 'web', namespace: 'shop', body: {} });
+    expect(await api.readNamespacedPodLog({ name: 'web', namespace: 'shop', container: 'minimesh-explain-1' })).toBe(
+      '*nat\nCOMMIT\n',
+    );
+    expect(calls).toEqual([
+      'GET /api/v1/namespaces/shop/pods/web',
+      'PUT /api/v1/namespaces/shop/pods/web/ephemeralcontainers +body',
+      'GET /api/v1/namespaces/shop/pods/web/log?container=minimesh-explain-1 accept=application/json, */*',
+    ]);
   });
 });
