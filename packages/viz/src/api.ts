@@ -118,38 +118,60 @@ export interface HistoryPoint {
   p99: number | null;
 }
 
-/** RPS, success rate and latency quantiles of one workload over the last `minutes`, for the charts. */
+/**
+ * RPS, success rate and latency quantiles over the last `minutes`, per workload ("<namespace>/<name>"),
+ * for the dashboard's sparklines and charts.
+ */
 export async function getHistory(
   deps: VizDeps,
   req: { resource: Resource; namespace: string; minutes: number; stepSeconds: number; now?: number },
-): Promise<HistoryPoint[]> {
-  const q = historyQueries({
-    resource: { ...req.resource, namespace: req.namespace },
-    namespace: req.namespace,
-    window: '1m',
-  });
+): Promise<Record<string, HistoryPoint[]>> {
+  if (!(req.minutes >= 1 && req.minutes <= 24 * 60))
+    throw new VizError('MINIMESH_VIZ_BAD_INPUT', `minutes ${req.minutes} is not valid: expected 1 to 1440`);
+  if (!(req.stepSeconds >= 1 && (req.minutes * 60) / req.stepSeconds <= 11_000))
+    throw new VizError('MINIMESH_VIZ_BAD_INPUT', `step ${req.stepSeconds}s is not valid for ${req.minutes} minutes`);
+  const sq = { resource: { ...req.resource, namespace: req.namespace }, namespace: req.namespace, window: '1m' };
+  const q = historyQueries(sq);
+  const { plan } = statQueries(sq);
   const prom = await deps.prometheus();
-  const end = Math.floor((req.now ?? Date.now()) / 1000);
+  const end = Math.floor((req.now ?? Date.now()) / 1000 / req.stepSeconds) * req.stepSeconds;
   const range = { start: end - req.minutes * 60, end, step: req.stepSeconds };
   const [rps, sr, p50, p95, p99] = await Promise.all(
     [q.rps, q.successRate, q.p50, q.p95, q.p99].map((x) => prom.queryRange(x, range)),
   );
-  const points = new Map<number, HistoryPoint>();
-  for (let t = range.start; t <= range.end; t += range.step)
-    points.set(t, { t, rps: null, successRate: null, p50: null, p95: null, p99: null });
-  const fill = (series: Series[] | undefined, key: Exclude<keyof HistoryPoint, 't'>) => {
-    for (const s of series ?? [])
-      for (const [t, v] of s.values) {
-        const p = points.get(t);
-        if (p && Number.isFinite(v)) p[key] = v;
+  const out: Record<string, HistoryPoint[]> = {};
+  const index = new Map<string, Map<number, HistoryPoint>>();
+  const pointsOf = (m: Record<string, string>) => {
+    const key = `${m[plan.namespaceLabel] ?? ''}/${m[plan.nameLabel] ?? ''}`;
+    let byT = index.get(key);
+    if (!byT) {
+      byT = new Map();
+      const list: HistoryPoint[] = [];
+      for (let t = range.start; t <= range.end; t += range.step) {
+        const p: HistoryPoint = { t, rps: null, successRate: null, p50: null, p95: null, p99: null };
+        byT.set(t, p);
+        list.push(p);
       }
+      index.set(key, byT);
+      out[key] = list;
+    }
+    return byT;
+  };
+  const fill = (series: Series[] | undefined, k: Exclude<keyof HistoryPoint, 't'>) => {
+    for (const s of series ?? []) {
+      const byT = pointsOf(s.metric);
+      for (const [t, v] of s.values) {
+        const p = byT.get(t);
+        if (p && Number.isFinite(v)) p[k] = v;
+      }
+    }
   };
   fill(rps, 'rps');
   fill(sr, 'successRate');
   fill(p50, 'p50');
   fill(p95, 'p95');
   fill(p99, 'p99');
-  return [...points.values()];
+  return out;
 }
 
 /** Namespaces with how many of their pods are meshed, for the dashboard's first page. */

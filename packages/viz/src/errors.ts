@@ -2,6 +2,7 @@
 // exits with exitCode; the dashboard shows the same message.
 export type VizErrorCode =
   | 'MINIMESH_VIZ_NOT_FOUND'
+  | 'MINIMESH_VIZ_BAD_INPUT'
   | 'MINIMESH_VIZ_NOT_INSTALLED'
   | 'MINIMESH_VIZ_NOT_MESHED'
   | 'MINIMESH_VIZ_UNREACHABLE'
@@ -17,6 +18,10 @@ export class VizError extends Error {
     opts: { cause?: unknown; exitCode?: number } = {},
   ) {
     super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
-    this.exitCode = opts.exitCode ?? (code === 'MINIMESH_VIZ_NOT_FOUND' || code === 'MINIMESH_VIZ_NOT_MESHED' ? 2 : 1);
+    this.exitCode =
+      opts.exitCode ??
+      (code === 'MINIMESH_VIZ_NOT_FOUND' || code === 'MINIMESH_VIZ_NOT_MESHED' || code === 'MINIMESH_VIZ_BAD_INPUT'
+        ? 2
+        : 1);
   }
 }
