@@ -18,8 +18,13 @@ const pod = (deploy: string, ip: string) => ({
   status: { phase: 'Running', podIP: ip },
 });
 export const PODS = [pod('client', '127.0.0.5'), pod('server', '127.0.0.1')];
+const UNMESHED = {
+  ...pod('legacy', '127.0.0.9'),
+  spec: { serviceAccountName: 'legacy', containers: [{ name: 'app' }] },
+};
+export const PROXY_METRICS = 'request_total{direction="inbound",tls="true"} 42\n';
 
-export function fakeKube(opts: { tapBase?: string } = {}): VizKube {
+export function fakeKube(opts: { tapBase?: string; vizInstalled?: boolean; prometheusUrl?: string } = {}): VizKube {
   const objects: Record<string, unknown> = {
     '/api/v1/namespaces': { items: [{ metadata: { name: 'default' } }, { metadata: { name: 'demo' } }] },
     '/api/v1/namespaces/demo': { metadata: { name: 'demo' } },
@@ -33,7 +38,18 @@ export function fakeKube(opts: { tapBase?: string } = {}): VizKube {
     '/api/v1/pods': { items: PODS },
     '/api/v1/namespaces/demo/pods': { items: PODS },
     '/api/v1/namespaces/default/pods': { items: [] },
+    '/api/v1/namespaces/demo/pods/server-h1-a': PODS[1],
+    '/api/v1/namespaces/demo/pods/legacy-h1-a': UNMESHED,
+    '/api/v1/namespaces/demo/pods/server-h1-a:4191/proxy/metrics': PROXY_METRICS,
   };
+  if (opts.vizInstalled)
+    objects['/api/v1/namespaces/minimesh/configmaps/minimesh-viz'] = {
+      data: {
+        prometheusUrl: opts.prometheusUrl ?? 'http://minimesh-prometheus.minimesh.svc.cluster.local:9090',
+        tapUrl: 'http://minimesh-tap.minimesh.svc.cluster.local:8089',
+        tapIdentity: 'minimesh-tap.minimesh.serviceaccount.identity.minimesh.cluster.local',
+      },
+    };
   return {
     async request<T>(_m: string, path: string) {
       const o = objects[path];
