@@ -131,6 +131,17 @@ describe('minimesh viz stat', () => {
     ]);
   });
 
+  it('stat ns lists every namespace with its meshed pods', async () => {
+    const r = await run(vizCommand, ['stat', 'ns']);
+    expect(r.error).toBeUndefined();
+    expect(r.stdout.split('\n').map((l) => l.split(/ +/).slice(0, 3).join(' '))).toEqual([
+      'NAME MESHED SUCCESS',
+      'default - -',
+      'demo 2/2 95.00%',
+      '',
+    ]);
+  });
+
   it('-o json and -o wide', async () => {
     const j = await run(vizCommand, ['stat', 'deploy/server', '-n', 'demo', '-o', 'json']);
     expect(JSON.parse(j.stdout)).toEqual([

@@ -162,7 +162,8 @@ async function statCommand(argv: string[], io: CommandIO, env: VizEnv): Promise<
   if (f.from && f.to) throw new UsageError(`${info.name}: --from and --to cannot be used together`);
   const { conn, deps } = await connectDeps(env, f);
   try {
-    const ns = f['all-namespaces'] ? '' : f.namespace || conn.namespace || 'default';
+    // Namespaces are rows of their own: `stat ns` lists every namespace, as Linkerd's does.
+    const ns = f['all-namespaces'] || resource.kind === 'namespace' ? '' : f.namespace || conn.namespace || 'default';
     const rows = await getStat(deps, {
       resource: { ...resource, namespace: ns },
       namespace: ns,
@@ -172,7 +173,10 @@ async function statCommand(argv: string[], io: CommandIO, env: VizEnv): Promise<
     });
     if (out === 'json') io.stdout.write(`${JSON.stringify(toStatJson(rows), null, 2)}\n`);
     else if (rows.length === 0) io.stderr.write(`No ${resource.kind}s found${ns ? ` in namespace "${ns}"` : ''}.\n`);
-    else io.stdout.write(renderStat(rows, { wide: out === 'wide', allNamespaces: ns === '' }));
+    else
+      io.stdout.write(
+        renderStat(rows, { wide: out === 'wide', allNamespaces: ns === '' && resource.kind !== 'namespace' }),
+      );
     return 0;
   } finally {
     await conn.close?.();
