@@ -17,12 +17,18 @@ export {
   type LogLevel,
   type LogFormat,
 } from './parse.js';
+export { meshConfigSchema, parseMeshConfig, defaultMeshConfig, type MeshConfig } from './mesh-config.js';
 export {
-  meshConfigSchema,
-  parseMeshConfig,
-  defaultMeshConfig,
-  MINIMESH_VERSION,
-  type MeshConfig,
-} from './mesh-config.js';
+  parseIp,
+  formatIp,
+  cidrNetwork,
+  cidrContains,
+  toNetworkCidr,
+  formatCidr,
+  addressKey,
+  type IpValue,
+  type IpFamily,
+} from './net.js';
+export { MINIMESH_VERSION } from './version.js';
 export { toIdentityName, fromIdentityName, type IdentityParts } from './identity-name.js';
 export { ANNOTATIONS, LABELS, CONTAINER_NAMES, DEFAULT_PORTS, PROXY_ENV } from './names.js';

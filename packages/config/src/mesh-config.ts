@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import { ConfigError } from './errors.js';
 import { parseCidrList, parsePortRanges } from './parse.js';
+import { MINIMESH_VERSION } from './version.js';
 
 const port = z.number().int().min(1).max(65535);
 const portList = z.string().superRefine((value, ctx) => {
@@ -36,8 +37,6 @@ const quantity = z
   .string()
   .regex(/^\d+(\.\d+)?(m|Ki|Mi|Gi|Ti|k|M|G|T)?$/, 'a Kubernetes quantity such as 100m, 20Mi or 1')
   .or(z.literal(''));
-
-export const MINIMESH_VERSION = '0.1.0';
 
 export const meshConfigSchema = z
   .object({

@@ -1,21 +1,9 @@
-// Parses `iptables-save -t nat` (legacy or nft, or proxy-init's restore payload) into chains and
-// rules. Pure text in, data out: the packet walk (packet-walk.ts) evaluates what this returns.
+// The nat table model: `iptables-save -t nat` (legacy or nft, or proxy-init's restore payload) parsed
+// into chains and rules. Pure text in, data out. proxy-init reads what is there already with it
+// (nat-state.ts); `minimesh explain` walks a connection through it (the CLI's packet-walk.ts).
 // Only the matches and targets proxy-init emits are modelled; anything else is kept verbatim in
 // `unsupported`, so the walk can say it could not judge that rule instead of guessing silently.
-
-export interface PortRange {
-  lo: number;
-  hi: number;
-}
-
-export interface Cidr {
-  /** As written, e.g. "10.0.0.0/8". */
-  text: string;
-  family: 4 | 6;
-  /** The address as a big integer, masked to the prefix. */
-  network: bigint;
-  prefix: number;
-}
+import { ConfigError, parseCidr, type Cidr, type PortRange } from '@minimesh/config';
 
 /** A match with an optional `!` in front of it. */
 export interface Negatable<T> {
@@ -72,7 +60,7 @@ export interface NatTable {
 export const BUILTIN_NAT_CHAINS = ['PREROUTING', 'INPUT', 'OUTPUT', 'POSTROUTING'] as const;
 
 export class NatParseError extends Error {
-  readonly code = 'MINIMESH_CLI_NAT_PARSE';
+  readonly code = 'MINIMESH_PROXY_INIT_NAT_PARSE';
 }
 
 /** Splits a saved rule into words, honouring double quotes and backslash escapes (comments). */
@@ -125,90 +113,14 @@ function parseIdRange(text: string): PortRange {
   return { lo, hi: m[2] === undefined ? lo : Number(m[2]) };
 }
 
-function ipv4ToBigInt(text: string): bigint | undefined {
-  const parts = text.split('.');
-  if (parts.length !== 4) return undefined;
-  let v = 0n;
-  for (const p of parts) {
-    if (!/^\d{1,3}$/.test(p) || Number(p) > 255) return undefined;
-    v = (v << 8n) | BigInt(Number(p));
-  }
-  return v;
-}
-
-function ipv6ToBigInt(text: string): bigint | undefined {
-  if (!text.includes(':')) return undefined;
-  let head = text;
-  let tail = '';
-  const dbl = text.indexOf('::');
-  if (dbl >= 0) {
-    head = text.slice(0, dbl);
-    tail = text.slice(dbl + 2);
-  }
-  const h = head === '' ? [] : head.split(':');
-  const t = tail === '' ? [] : tail.split(':');
-  const expand = (groups: string[]): string[] => {
-    const last = groups[groups.length - 1];
-    if (last !== undefined && last.includes('.')) {
-      const v4 = ipv4ToBigInt(last);
-      if (v4 === undefined) return ['x'];
-      return [...groups.slice(0, -1), ((v4 >> 16n) & 0xffffn).toString(16), (v4 & 0xffffn).toString(16)];
-    }
-    return groups;
-  };
-  const hh = expand(h);
-  const tt = expand(t);
-  const missing = 8 - hh.length - tt.length;
-  if (dbl < 0 ? missing !== 0 : missing < 1) return undefined;
-  const all = [...hh, ...Array<string>(dbl < 0 ? 0 : missing).fill('0'), ...tt];
-  let v = 0n;
-  for (const g of all) {
-    if (!/^[0-9a-fA-F]{1,4}$/.test(g)) return undefined;
-    v = (v << 16n) | BigInt(parseInt(g, 16));
-  }
-  return v;
-}
-
-/** An address as {family, value}, or undefined when it is not an IP literal. */
-export function parseIp(text: string): { family: 4 | 6; value: bigint } | undefined {
-  const v4 = ipv4ToBigInt(text);
-  if (v4 !== undefined) return { family: 4, value: v4 };
-  const v6 = ipv6ToBigInt(text);
-  if (v6 !== undefined) return { family: 6, value: v6 };
-  return undefined;
-}
-
+/** A rule's -s/-d operand ("10.0.0.0/8", "10.0.0.7", "10.0.0.0/255.0.0.0", "fd00::/8"). */
 export function parseCidrText(text: string): Cidr {
-  const [addr = '', prefixText] = text.split('/');
-  const ip = parseIp(addr);
-  if (!ip) throw new NatParseError(`"${text}" is not an address or CIDR`);
-  const bits = ip.family === 4 ? 32 : 128;
-  let prefix = bits;
-  if (prefixText !== undefined) {
-    const dotted = ip.family === 4 ? ipv4ToBigInt(prefixText) : undefined;
-    if (dotted !== undefined) {
-      // iptables-save may print a netmask (rare); count its leading ones.
-      prefix = dotted.toString(2).replace(/0+$/, '').length;
-    } else if (/^\d+$/.test(prefixText) && Number(prefixText) <= bits) {
-      prefix = Number(prefixText);
-    } else {
-      throw new NatParseError(`"${text}" has an invalid prefix length`);
-    }
+  try {
+    return parseCidr('address', text);
+  } catch (err) {
+    if (err instanceof ConfigError) throw new NatParseError(`"${text}" is not an address or CIDR`, { cause: err });
+    throw err;
   }
-  return { text, family: ip.family, network: maskTo(ip.value, prefix, bits), prefix };
-}
-
-function maskTo(value: bigint, prefix: number, bits: number): bigint {
-  if (prefix === 0) return 0n;
-  const mask = ((1n << BigInt(prefix)) - 1n) << BigInt(bits - prefix);
-  return value & mask;
-}
-
-export function cidrContains(cidr: Cidr, ip: string): boolean | undefined {
-  const parsed = parseIp(ip);
-  if (!parsed) return undefined;
-  if (parsed.family !== cidr.family) return false;
-  return maskTo(parsed.value, cidr.prefix, cidr.family === 4 ? 32 : 128) === cidr.network;
 }
 
 function parseTarget(words: string[], rule: NatRule): void {

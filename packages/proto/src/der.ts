@@ -1,5 +1,6 @@
-// A minimal DER reader and writer: just enough ASN.1 to walk a PKCS#10 CSR and to assemble a leaf
-// certificate from a fixed template. Reading returns slices of the input (no copies, no re-encoding),
+// A minimal DER reader and writer for the bytes the identity API carries (Certify's PKCS#10 CSR and
+// X.509 certificates are DER): just enough ASN.1 to walk a CSR and to assemble a leaf certificate
+// from a fixed template. One copy for identity and the proxy. Reading returns slices of the input (no copies, no re-encoding),
 // so a signature is always checked over the exact bytes that were signed.
 
 export interface Tlv {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { cidrContains, parseCidrText, parseNatTable, parsePortRange, parseRule, tokenize } from './nat-table.js';
+import { cidrContains, formatCidr } from '@minimesh/config';
+import { parseCidrText, parseNatTable, parsePortRange, parseRule, tokenize } from './nat-table.js';
 import { LIVE_SAVE, SEED_NAT } from './testdata/nat-fixtures.js';
 
 describe('tokenize', () => {
@@ -94,7 +95,7 @@ describe('parseRule', () => {
   });
   it('keeps the source CIDR', () => {
     const r = parseRule('-A PROXY_INIT_REDIRECT -s 10.99.0.0/16 -j RETURN', 2);
-    expect(r.source?.value.text).toBe('10.99.0.0/16');
+    expect(formatCidr(r.source!.value)).toBe('10.99.0.0/16');
     expect(r.index).toBe(2);
   });
 });

@@ -1,12 +1,11 @@
-// A small informer: list (with resourceVersion), then watch=true&allowWatchBookmarks=true from that
+// The one list+watch: list (every page, with its resourceVersion), then watch with bookmarks from that
 // version; a watch that ends is resumed where it left off; 410 Gone (or an expired version) relists
-// and resets the handler from the fresh list, so nothing stale survives; errors back off and retry.
-// Objects are transformed into small records before they reach the handler. Handlers are
-// synchronous and must not block.
-import type { Logger } from '@minimesh/runtime';
-import type { ApiClient } from './api-client.js';
-import type { DestinationMetrics } from '../metrics.js';
-import { ApiRequestError } from '../errors.js';
+// and resets the handler from the fresh list, so nothing stale survives; errors back off and retry,
+// and the handler keeps what it has meanwhile (callers serve from it). Objects are transformed into
+// small records before they reach the handler. Handlers are synchronous and must not block.
+import { Backoff, sleep, type BackoffOptions, type Logger } from '@minimesh/runtime';
+import type { KubeClient, WatchEventType } from './client.js';
+import { KubeApiError } from './errors.js';
 
 export interface InformerHandler<R> {
   apply(record: R): void;
@@ -14,8 +13,14 @@ export interface InformerHandler<R> {
   reset(records: R[]): void;
 }
 
+/** Counters a program may wire to its metrics (destination: watch restarts and cache-synced gauges). */
+export interface InformerHooks {
+  onRestart?(resource: string, reason: 'ended' | 'expired' | 'aborted' | 'error'): void;
+  onSynced?(resource: string): void;
+}
+
 export interface InformerOptions<R> {
-  api: ApiClient;
+  client: KubeClient;
   /** Resource name for logs and metrics, e.g. "endpointslices". */
   resource: string;
   /** Collection path, e.g. "/apis/discovery.k8s.io/v1/endpointslices". */
@@ -24,34 +29,28 @@ export interface InformerOptions<R> {
   keyOf: (obj: unknown) => string;
   handler: InformerHandler<R>;
   logger: Logger;
-  metrics?: Pick<DestinationMetrics, 'watchRestarts' | 'cacheSynced'>;
+  hooks?: InformerHooks;
   /** Server-side watch timeout; default a random 300-600 s so replicas do not reconnect in step. */
   timeoutSeconds?: number;
-  /** Retry backoff after errors: doubles from initialMs to maxMs. */
-  backoff?: { initialMs: number; maxMs: number };
+  /** Retry backoff after errors (default 500 ms doubling to 30 s). */
+  backoff?: BackoffOptions;
   /** Short name for per-object debug lines ("Adding ES ns/name"). */
   shortName?: string;
   /** A missing API (404, e.g. a CRD not installed yet) counts as an empty, synced list, retried later. */
   optional?: boolean;
-  /** Page size of list requests. */
+  /** Page size of list requests (default 500). */
   pageSize?: number;
+  labelSelector?: string;
+  fieldSelector?: string;
 }
-
-export type WatchEnd = 'ended' | 'expired' | 'aborted';
 
 type Meta = { metadata?: { resourceVersion?: string; continue?: string; namespace?: string; name?: string } };
 
-const sleep = (ms: number, signal: AbortSignal): Promise<void> =>
-  new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const t = setTimeout(done, ms);
-    function done() {
-      clearTimeout(t);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
+/** "ns/name", or "name" for cluster-scoped objects: the key informers use by default. */
+export function keyOfObject(obj: unknown): string {
+  const m = (obj as Meta | undefined)?.metadata;
+  return m?.namespace ? `${m.namespace}/${m.name ?? ''}` : (m?.name ?? '');
+}
 
 export class Informer<R> {
   private readonly log: Logger;
@@ -77,6 +76,10 @@ export class Informer<R> {
 
   get lastResourceVersion(): string {
     return this.resourceVersion;
+  }
+
+  get resource(): string {
+    return this.opts.resource;
   }
 
   start(): void {
@@ -108,8 +111,8 @@ export class Informer<R> {
   }
 
   private async run(): Promise<void> {
-    const backoff = this.opts.backoff ?? { initialMs: 500, maxMs: 30_000 };
-    let delay = backoff.initialMs;
+    const backoff = new Backoff(this.opts.backoff ?? { initialMs: 500, maxMs: 30_000 });
+    const maxMs = (this.opts.backoff ?? { maxMs: 30_000 }).maxMs;
     let needList = true;
     while (!this.stopped) {
       try {
@@ -117,15 +120,15 @@ export class Informer<R> {
           const listed = await this.list();
           if (!listed) {
             // optional API missing: retry the list later
-            await sleep(backoff.maxMs, this.stopper.signal);
+            await sleep(maxMs, this.stopper.signal);
             continue;
           }
           needList = false;
         }
         const end = await this.watchOnce();
-        delay = backoff.initialMs;
+        backoff.reset();
         if (this.stopped) break;
-        this.opts.metrics?.watchRestarts.inc({ resource: this.opts.resource, reason: end });
+        this.opts.hooks?.onRestart?.(this.opts.resource, end);
         if (end === 'expired') {
           this.log.info({ resourceVersion: this.resourceVersion }, 'watch expired (410 Gone): relisting');
           needList = true;
@@ -134,10 +137,14 @@ export class Informer<R> {
         }
       } catch (err) {
         if (this.stopped) break;
-        this.opts.metrics?.watchRestarts.inc({ resource: this.opts.resource, reason: 'error' });
-        this.log.warn({ err: (err as Error).message, retryInMs: delay }, 'watch failed: retrying');
+        this.opts.hooks?.onRestart?.(this.opts.resource, 'error');
+        const delay = backoff.next();
+        const throttled = err instanceof KubeApiError && err.statusCode === 429;
+        this.log.warn(
+          { err: (err as Error).message, retryInMs: delay },
+          throttled ? 'API server is throttling us: serving from the cache and retrying' : 'watch failed: retrying',
+        );
         await sleep(delay, this.stopper.signal);
-        delay = Math.min(delay * 2, backoff.maxMs);
       }
     }
   }
@@ -148,9 +155,12 @@ export class Informer<R> {
     let cont = '';
     let rv = '';
     const limit = this.opts.pageSize ?? 500;
+    const selectors =
+      (this.opts.labelSelector ? `&labelSelector=${encodeURIComponent(this.opts.labelSelector)}` : '') +
+      (this.opts.fieldSelector ? `&fieldSelector=${encodeURIComponent(this.opts.fieldSelector)}` : '');
     do {
-      const query = `?limit=${limit}${cont ? `&continue=${encodeURIComponent(cont)}` : ''}`;
-      const res = await this.opts.api.request<{ items?: unknown[] } & Meta>('GET', this.opts.path + query);
+      const query = `?limit=${limit}${selectors}${cont ? `&continue=${encodeURIComponent(cont)}` : ''}`;
+      const res = await this.opts.client.request<{ items?: unknown[] } & Meta>('GET', this.opts.path + query);
       if (res.status === 404 && this.opts.optional) {
         if (!this.syncedOnce)
           this.log.warn(
@@ -167,13 +177,14 @@ export class Informer<R> {
         continue; // the continue token expired: list again from the start
       }
       if (res.status !== 200)
-        throw new ApiRequestError(
+        throw new KubeApiError(
           'GET',
           this.opts.path,
           res.status,
           (res.body as { message?: string } | undefined)?.message ?? '',
         );
-      items.push(...(res.body.items ?? []));
+      const page = res.body.items ?? [];
+      for (const item of page) items.push(item);
       rv = res.body.metadata?.resourceVersion ?? '';
       cont = res.body.metadata?.continue ?? '';
     } while (cont !== '');
@@ -193,12 +204,13 @@ export class Informer<R> {
   private markSynced(): void {
     if (!this.syncedOnce) {
       this.syncedOnce = true;
-      this.opts.metrics?.cacheSynced.set({ resource: this.opts.resource }, 1);
+      this.opts.hooks?.onSynced?.(this.opts.resource);
       for (const w of this.syncWaiters.splice(0)) w();
     }
   }
 
-  private handle(type: string, obj: unknown): 'expired' | undefined {
+  /** Applies one event; returns 'expired' for a 410 ERROR event. */
+  private handle(type: WatchEventType, obj: unknown): 'expired' | undefined {
     const rv = (obj as Meta | undefined)?.metadata?.resourceVersion;
     switch (type) {
       case 'ADDED':
@@ -216,7 +228,7 @@ export class Informer<R> {
       case 'ERROR': {
         const code = (obj as { code?: number } | undefined)?.code;
         if (code === 410) return 'expired';
-        throw new ApiRequestError(
+        throw new KubeApiError(
           'WATCH',
           this.opts.path,
           code ?? 0,
@@ -230,66 +242,92 @@ export class Informer<R> {
     return undefined;
   }
 
-  private watchOnce(): Promise<WatchEnd> {
+  private async watchOnce(): Promise<'ended' | 'expired' | 'aborted'> {
     const timeoutSeconds = this.opts.timeoutSeconds ?? 300 + Math.floor(Math.random() * 300);
     this.watchCount++;
-    return new Promise<WatchEnd>((resolve, reject) => {
-      let outcome: 'expired' | Error | undefined;
-      let controller: AbortController | undefined;
-      // A connection that dies silently never ends: if nothing (not even a bookmark) arrives for
-      // well past the server-side timeout, cut it and start again from the last version.
-      let watchdog: NodeJS.Timeout | undefined;
-      const arm = () => {
-        clearTimeout(watchdog);
-        watchdog = setTimeout(
-          () => {
-            this.log.warn({ silentForSeconds: timeoutSeconds + 60 }, 'watch silent past its timeout: reconnecting');
-            controller?.abort();
-          },
-          (timeoutSeconds + 60) * 1000,
-        );
-        watchdog.unref();
-      };
-      arm();
-      const settle = (err: unknown) => {
-        clearTimeout(watchdog);
-        this.current = undefined;
-        const aborted = this.abortRequested;
-        this.abortRequested = false;
-        if (outcome === 'expired') return resolve('expired');
-        if (outcome instanceof Error) return reject(outcome);
-        if (aborted || this.stopped) return resolve('aborted');
-        const status = (err as { statusCode?: number } | null)?.statusCode;
-        if (status === 410) return resolve('expired');
-        if (err) return reject(err instanceof Error ? err : new Error(String(err)));
-        resolve('ended');
-      };
-      this.opts.api.watch
-        .watch(
-          this.opts.path,
-          { allowWatchBookmarks: true, resourceVersion: this.resourceVersion, timeoutSeconds },
-          (type: string, obj: unknown) => {
-            arm();
-            if (outcome !== undefined) return;
-            try {
-              if (this.handle(type, obj) === 'expired') {
-                outcome = 'expired';
-                controller?.abort();
-              }
-            } catch (err) {
-              outcome = err as Error;
-              controller?.abort();
-            }
-          },
-          settle,
-        )
-        .then((c) => {
-          controller = c;
-          if (c.signal.aborted) return;
-          this.current = c;
-          if (this.stopped) c.abort();
-        })
-        .catch(settle);
-    });
+    const controller = new AbortController();
+    this.current = controller;
+    if (this.stopped) controller.abort();
+    let expired = false;
+    // A connection that dies silently never ends: if nothing (not even a bookmark) arrives for
+    // well past the server-side timeout, cut it and start again from the last version.
+    let watchdog: NodeJS.Timeout | undefined;
+    const arm = (): void => {
+      clearTimeout(watchdog);
+      watchdog = setTimeout(
+        () => {
+          this.log.warn({ silentForSeconds: timeoutSeconds + 60 }, 'watch silent past its timeout: reconnecting');
+          controller.abort();
+        },
+        (timeoutSeconds + 60) * 1000,
+      );
+      watchdog.unref();
+    };
+    arm();
+    try {
+      const end = await this.opts.client.watch(
+        this.opts.path,
+        {
+          allowWatchBookmarks: true,
+          resourceVersion: this.resourceVersion,
+          timeoutSeconds,
+          ...(this.opts.labelSelector ? { labelSelector: this.opts.labelSelector } : {}),
+          ...(this.opts.fieldSelector ? { fieldSelector: this.opts.fieldSelector } : {}),
+        },
+        (type, obj) => {
+          arm();
+          if (expired) return;
+          if (this.handle(type, obj) === 'expired') {
+            expired = true;
+            controller.abort();
+          }
+        },
+        { signal: controller.signal },
+      );
+      if (expired) return 'expired';
+      const aborted = this.abortRequested || this.stopped;
+      return end === 'aborted' || aborted ? 'aborted' : 'ended';
+    } catch (err) {
+      if (expired) return 'expired';
+      if (err instanceof KubeApiError && err.statusCode === 410) return 'expired';
+      if (this.abortRequested || this.stopped) return 'aborted';
+      throw err;
+    } finally {
+      clearTimeout(watchdog);
+      this.current = undefined;
+      this.abortRequested = false;
+    }
+  }
+}
+
+/** A handler that keeps the records by key: for programs that look objects up (the injector's namespaces). */
+export class InformerStore<R> implements InformerHandler<R> {
+  private readonly items = new Map<string, R>();
+
+  constructor(private readonly keyOfRecord: (r: R) => string) {}
+
+  apply(record: R): void {
+    this.items.set(this.keyOfRecord(record), record);
+  }
+
+  delete(key: string): void {
+    this.items.delete(key);
+  }
+
+  reset(records: R[]): void {
+    this.items.clear();
+    for (const r of records) this.apply(r);
+  }
+
+  get(key: string): R | undefined {
+    return this.items.get(key);
+  }
+
+  list(): R[] {
+    return [...this.items.values()];
+  }
+
+  get size(): number {
+    return this.items.size;
   }
 }
