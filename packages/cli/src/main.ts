@@ -8,6 +8,7 @@ import { checkCommand } from './commands/check.js';
 import { explainCommand } from './commands/explain.js';
 import { injectCommand } from './commands/inject.js';
 import { uninjectCommand } from './commands/uninject.js';
+import { diagnosticsCommand, vizCommand } from './commands/viz.js';
 
 await defineCommandLine({
   name: 'minimesh',
@@ -26,5 +27,10 @@ await defineCommandLine({
       summary: 'check the control plane, webhook, certificates (expiry, chain) and readiness',
     },
     certs: { run: certsCommand, summary: 'create the trust anchor and issuer certificates (certs create)' },
+    viz: {
+      run: vizCommand,
+      summary: 'golden metrics, edges, live requests and the dashboard (viz stat|edges|top|tap|dashboard)',
+    },
+    diagnostics: { run: diagnosticsCommand, summary: "a proxy's raw metrics through the API server (proxy-metrics)" },
   },
 }).start();

@@ -67,3 +67,35 @@ export {
   formatCount,
   type Column,
 } from './table.js';
+export { VizError, type VizErrorCode } from './errors.js';
+export {
+  getStat,
+  getEdges,
+  getHistory,
+  getNamespaces,
+  getProxyMetrics,
+  streamTap,
+  toTapQuery,
+  type VizDeps,
+  type StatRequest,
+  type TapRequest,
+  type HistoryPoint,
+} from './api.js';
+export {
+  readVizConfig,
+  prometheusAt,
+  parseServiceUrl,
+  podProxyPath,
+  serviceProxyPath,
+  type VizKube,
+  type VizConfig,
+} from './kube-io.js';
+export {
+  vizCommand,
+  diagnosticsCommand,
+  type Connection,
+  type VizEnv,
+  type CommandIO,
+} from './commands/viz-command.js';
+export { createTapService, type TapDialer, type TapCall, type TapServiceOptions } from './tap-service/tap-service.js';
+export { createGrpcDialer } from './tap-service/dial.js';
