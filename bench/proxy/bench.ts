@@ -10,7 +10,7 @@
 //   npm run bench -w @minimesh/proxy            (BENCH_RUNS=3, BENCH_SECONDS=10 by default)
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createTestPki } from '../../packages/proxy/test/support/pki.js';
@@ -74,7 +74,7 @@ const median = (xs: number[]) => {
   return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
 };
 
-async function oneRun(pki: Awaited<ReturnType<typeof createTestPki>>) {
+async function oneRun(pki: Awaited<ReturnType<typeof createTestPki>>, dist?: string) {
   const cp = await startFakeControlPlane(pki);
   const children: ChildProcess[] = [];
   let dir = '';
@@ -97,6 +97,7 @@ async function oneRun(pki: Awaited<ReturnType<typeof createTestPki>>) {
       MINIMESH_PROXY_CONTROL_LISTEN_ADDR: '127.0.0.1:0',
       MINIMESH_PROXY_LOG: 'warn',
       BENCH_SPAWN_AT: String(Date.now()),
+      ...(dist ? { BENCH_PROXY_DIST: dist } : {}),
       ...extra,
     });
     const spawnProxy = async (id: string, extra: Record<string, string>) => {
@@ -200,59 +201,79 @@ async function oneRun(pki: Awaited<ReturnType<typeof createTestPki>>) {
 }
 
 const pki = await createTestPki();
-const runs: Awaited<ReturnType<typeof oneRun>>[] = [];
+// BENCH_AB_DIST=<dir with another build's index.js>: each run measures that build, then this one.
+const variants: Array<[string, string | undefined]> = process.env.BENCH_AB_DIST
+  ? [
+      ['B (BENCH_AB_DIST)', process.env.BENCH_AB_DIST],
+      ['A (this tree)', undefined],
+    ]
+  : [['this tree', undefined]];
+const results = new Map<string, Awaited<ReturnType<typeof oneRun>>[]>(variants.map(([l]) => [l, []]));
 for (let i = 0; i < RUNS; i++) {
-  const r = await oneRun(pki);
-  runs.push(r);
-  process.stderr.write(
-    `run ${i + 1}/${RUNS}: ${JSON.stringify(Object.fromEntries(Object.entries(r).map(([k, v]) => [k, Math.round(v * 100) / 100])))}\n`,
-  );
+  for (const [label, dist] of variants) {
+    const r = await oneRun(pki, dist);
+    results.get(label)!.push(r);
+    process.stderr.write(
+      `run ${i + 1}/${RUNS} ${label}: ${JSON.stringify(Object.fromEntries(Object.entries(r).map(([k, v]) => [k, Math.round(v * 100) / 100])))}\n`,
+    );
+  }
 }
-const m = (k: keyof (typeof runs)[number]) => median(runs.map((r) => r[k]));
-const rows: Array<[string, string, string]> = [
-  [
-    'added latency p50 @1000 rps, 100 conns',
-    `${m('addedP50').toFixed(2)} ms (direct ${m('directP50').toFixed(2)} → meshed ${m('meshedP50').toFixed(2)})`,
-    '≤ 1 ms',
-  ],
-  [
-    'added latency p99 @1000 rps, 100 conns',
-    `${m('addedP99').toFixed(2)} ms (direct ${m('directP99').toFixed(2)} → meshed ${m('meshedP99').toFixed(2)})`,
-    '≤ 3 ms',
-  ],
-  [
-    'saturated throughput meshed / direct',
-    `${m('satRatio').toFixed(2)} (${m('satMeshed').toFixed(0)} / ${m('satDirect').toFixed(0)} rps, ${SAT_CONNS} conns)`,
-    '≥ 0.5',
-  ],
-  ['CPU per 1k rps, outbound proxy', `${m('cpuA').toFixed(3)} core`, '≤ 0.25'],
-  ['CPU per 1k rps, inbound proxy', `${m('cpuB').toFixed(3)} core`, '≤ 0.25'],
-  ['RSS idle (outbound / inbound proxy)', `${m('rssIdleA').toFixed(1)} / ${m('rssIdleB').toFixed(1)} MB`, '≤ 50 MB'],
-  [
-    'RSS at 1k rps, 100 conns (outbound / inbound)',
-    `${m('rssLoadedA').toFixed(1)} / ${m('rssLoadedB').toFixed(1)} MB`,
-    '≤ 80 MB',
-  ],
-  [
-    '  of which anonymous (not the node binary), idle / loaded',
-    `${m('anonIdleA').toFixed(1)} / ${m('anonIdleB').toFixed(1)} · ${m('anonLoadedA').toFixed(1)} / ${m('anonLoadedB').toFixed(1)} MB`,
-    '',
-  ],
-  [
-    'saturated CPU (cores): direct generator / server',
-    `${m('satDirectGenCpu').toFixed(2)} / ${m('satDirectServerCpu').toFixed(2)}`,
-    '',
-  ],
-  [
-    'saturated CPU (cores): meshed generator / outbound / inbound / server',
-    `${m('satMeshedGenCpu').toFixed(2)} / ${m('satMeshedCpuA').toFixed(2)} / ${m('satMeshedCpuB').toFixed(2)} / ${m('satMeshedServerCpu').toFixed(2)}`,
-    '',
-  ],
-  ['ready after start (certificate in hand)', `${m('readyA').toFixed(0)} / ${m('readyB').toFixed(0)} ms`, '≤ 1000 ms'],
-  ['errors through the mesh (all phases)', `${m('meshedErrors')}`, '0'],
-];
-process.stdout.write(
-  `\nminimesh proxy benchmark — medians of ${RUNS} runs (${SECONDS} s at ${RATE} rps each), node ${process.version}, ${(await import('node:os')).cpus().length} CPUs\n\n`,
-);
-process.stdout.write('| measure | result | goal |\n|---|---|---|\n');
-for (const [a, b, c] of rows) process.stdout.write(`| ${a} | ${b} | ${c} |\n`);
+for (const [label, runs] of results) {
+  process.stdout.write(`\n### ${label}\n`);
+  table(runs);
+}
+
+function table(runs: Awaited<ReturnType<typeof oneRun>>[]): void {
+  const m = (k: keyof (typeof runs)[number]) => median(runs.map((r) => r[k]));
+  const rows: Array<[string, string, string]> = [
+    [
+      'added latency p50 @1000 rps, 100 conns',
+      `${m('addedP50').toFixed(2)} ms (direct ${m('directP50').toFixed(2)} → meshed ${m('meshedP50').toFixed(2)})`,
+      '≤ 1 ms',
+    ],
+    [
+      'added latency p99 @1000 rps, 100 conns',
+      `${m('addedP99').toFixed(2)} ms (direct ${m('directP99').toFixed(2)} → meshed ${m('meshedP99').toFixed(2)})`,
+      '≤ 3 ms',
+    ],
+    [
+      'saturated throughput meshed / direct',
+      `${m('satRatio').toFixed(2)} (${m('satMeshed').toFixed(0)} / ${m('satDirect').toFixed(0)} rps, ${SAT_CONNS} conns)`,
+      '≥ 0.5',
+    ],
+    ['CPU per 1k rps, outbound proxy', `${m('cpuA').toFixed(3)} core`, '≤ 0.25'],
+    ['CPU per 1k rps, inbound proxy', `${m('cpuB').toFixed(3)} core`, '≤ 0.25'],
+    ['RSS idle (outbound / inbound proxy)', `${m('rssIdleA').toFixed(1)} / ${m('rssIdleB').toFixed(1)} MB`, '≤ 50 MB'],
+    [
+      'RSS at 1k rps, 100 conns (outbound / inbound)',
+      `${m('rssLoadedA').toFixed(1)} / ${m('rssLoadedB').toFixed(1)} MB`,
+      '≤ 80 MB',
+    ],
+    [
+      '  of which anonymous (not the node binary), idle / loaded',
+      `${m('anonIdleA').toFixed(1)} / ${m('anonIdleB').toFixed(1)} · ${m('anonLoadedA').toFixed(1)} / ${m('anonLoadedB').toFixed(1)} MB`,
+      '',
+    ],
+    [
+      'saturated CPU (cores): direct generator / server',
+      `${m('satDirectGenCpu').toFixed(2)} / ${m('satDirectServerCpu').toFixed(2)}`,
+      '',
+    ],
+    [
+      'saturated CPU (cores): meshed generator / outbound / inbound / server',
+      `${m('satMeshedGenCpu').toFixed(2)} / ${m('satMeshedCpuA').toFixed(2)} / ${m('satMeshedCpuB').toFixed(2)} / ${m('satMeshedServerCpu').toFixed(2)}`,
+      '',
+    ],
+    [
+      'ready after start (certificate in hand)',
+      `${m('readyA').toFixed(0)} / ${m('readyB').toFixed(0)} ms`,
+      '≤ 1000 ms',
+    ],
+    ['errors through the mesh (all phases)', `${m('meshedErrors')}`, '0'],
+  ];
+  process.stdout.write(
+    `\nminimesh proxy benchmark — medians of ${RUNS} runs (${SECONDS} s at ${RATE} rps each), node ${process.version}, ${cpus().length} CPUs\n\n`,
+  );
+  process.stdout.write('| measure | result | goal |\n|---|---|---|\n');
+  for (const [a, b, c] of rows) process.stdout.write(`| ${a} | ${b} | ${c} |\n`);
+}

@@ -2,7 +2,10 @@
 // destination of every accepted connection comes from BENCH_OUTBOUND_ORIG / BENCH_INBOUND_ORIG ("ip:port").
 // Everything else is the normal MINIMESH_PROXY_* environment. Prints "ready <ms>" when /ready would be 200.
 import { createLogger } from '@minimesh/runtime';
-import { capYoungGeneration, limitHeapGrowth, parseProxyConfig, startProxy } from '../../packages/proxy/dist/index.js';
+// BENCH_PROXY_DIST: another build of the proxy's dist/index.js (an A/B comparison in one bench run).
+const { capYoungGeneration, limitHeapGrowth, parseProxyConfig, startProxy } = await import(
+  process.env.BENCH_PROXY_DIST ?? '../../packages/proxy/dist/index.js'
+);
 
 const t0 = performance.now();
 const fixed = (v) => {

@@ -2,7 +2,7 @@
 export { parseProxyConfig, EXTRA_ENV, type ProxyConfig, type ControlAddr } from './config.js';
 export { startProxy, type RunningProxy } from './proxy.js';
 export { ProxyError, type ProxyErrorCode } from './errors.js';
-export { ERROR_HEADER, toHttpErrorResponse, toGrpcErrorHeaders } from './error-response.js';
+export { ERROR_HEADER, toHttpErrorResponse, toGrpcErrorHeaders } from './respond.js';
 export { detectProtocol, type Protocol } from './detect/detect.js';
 export { parseClientHello, type ClientHelloResult } from './tls/client-hello.js';
 export { PeakEwma, pickP2c, DEFAULT_PEAK_EWMA } from './balance/p2c-peak-ewma.js';

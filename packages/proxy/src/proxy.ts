@@ -11,7 +11,7 @@ import { CertifyClient } from './identity/certify-client.js';
 import { createInboundStack } from './inbound/stack.js';
 import { ProxyMetrics } from './metrics/metrics.js';
 import { createOutboundStack } from './outbound/stack.js';
-import type { OriginalDstFn } from './outbound/accept.js';
+import type { OriginalDstFn } from './stack/accept.js';
 import { TlsCredentials } from './tls/credentials.js';
 
 export interface RunningProxy {

@@ -11,10 +11,10 @@ describe('PeakEwma', () => {
     const c = clock();
     const e = new PeakEwma({ decayMs: 10_000, defaultRttMs: 30, now: c.now });
     expect(e.cost()).toBeCloseTo(30);
-    const done = e.start();
+    const t0 = e.start();
     expect(e.cost()).toBeCloseTo(60);
     c.advance(10);
-    done();
+    e.end(t0);
     expect(e.pending).toBe(0);
   });
 

@@ -37,17 +37,16 @@ export class PeakEwma {
     return this.decayed(at) * (this.pending + 1);
   }
 
-  /** Marks a request as started; call the returned function with nothing when it completes. */
-  start(): () => void {
-    const t0 = this.now();
+  /** Marks a request as started; returns its start time, to pass to end() once (no closure per request). */
+  start(): number {
     this.pending++;
-    let done = false;
-    return () => {
-      if (done) return;
-      done = true;
-      this.pending--;
-      this.observe(this.now() - t0);
-    };
+    return this.now();
+  }
+
+  /** Marks a request started at `t0` as answered (its head arrived, or it failed). */
+  end(t0: number): void {
+    this.pending--;
+    this.observe(this.now() - t0);
   }
 
   observe(rttMs: number): void {
@@ -65,7 +64,8 @@ export class PeakEwma {
 }
 
 export interface Balanced {
-  load: PeakEwma;
+  /** Undefined counts as no load. */
+  readonly load: PeakEwma | undefined;
 }
 
 /** Picks an endpoint with P2C. `random` is injectable for tests. */
@@ -81,5 +81,5 @@ export function pickP2c<T extends Balanced>(
   if (j >= i) j++;
   const a = endpoints[i] as T;
   const b = endpoints[j] as T;
-  return a.load.cost() <= b.load.cost() ? a : b;
+  return (a.load?.cost() ?? 0) <= (b.load?.cost() ?? 0) ? a : b;
 }

@@ -6,20 +6,9 @@ import type { destination } from '@minimesh/proto';
 import { fromTcpAddress, toTcpAddress } from '@minimesh/proto';
 import type { Logger } from '@minimesh/runtime';
 import { DEFAULT_PEAK_EWMA, PeakEwma, type PeakEwmaOptions } from '../balance/p2c-peak-ewma.js';
+import { keyOf, type Endpoint } from '../targets.js';
 
-export interface Endpoint {
-  /** "ip:port" */
-  key: string;
-  ip: string;
-  port: number;
-  /** The TLS identity the endpoint's proxy presents; undefined for unmeshed endpoints. */
-  identity: string | undefined;
-  hint: 'h2' | 'opaque' | undefined;
-  /** Set-level metric labels overlaid with the endpoint's own. */
-  labels: Record<string, string>;
-  weight: number;
-  load: PeakEwma;
-}
+export type { Endpoint };
 
 export type ResolutionState = 'pending' | 'ready' | 'missing' | 'unavailable';
 
@@ -299,6 +288,7 @@ export class DestinationResolver {
       labels: { ...setLabels, ...wa.metricLabels },
       weight: wa.weight,
       load: new PeakEwma(this.opts.ewma ?? DEFAULT_PEAK_EWMA),
+      discovered: true,
     };
   }
 
@@ -346,8 +336,4 @@ export class DestinationResolver {
   }
 }
 
-export function keyOf(ip: string, port: number): string {
-  return ip.includes(':') ? `[${ip}]:${port}` : `${ip}:${port}`;
-}
-
-export { toTcpAddress };
+export { keyOf, toTcpAddress };

@@ -30,7 +30,7 @@ export interface ExchangeHooks {
   onResponse(status: number, grpcStatus: number | undefined): void;
   /** The exchange finished (failed = a stream error after the head). */
   onEnd(failed: boolean): void;
-  /** Failure before the response head: the caller writes the error response. */
+  /** Failure before the response head (the raw upstream error): the caller writes the error response. */
   onError(err: Error): void;
 }
 
@@ -58,7 +58,6 @@ export function h1ToH2(
   authority: string,
   extra: Record<string, string>,
   hooks: ExchangeHooks,
-  explain: (err: Error) => Error,
 ): void {
   const headers = h1ToH2Request(req.method ?? 'GET', req.url ?? '/', req.headers, authority, extra);
   const hasBody = !hasNoBody(req);
@@ -66,7 +65,7 @@ export function h1ToH2(
   try {
     up = session.request(headers, { endStream: !hasBody });
   } catch (err) {
-    hooks.onError(explain(err as Error));
+    hooks.onError(err as Error);
     return;
   }
   let headSent = false;
@@ -87,7 +86,7 @@ export function h1ToH2(
   up.on('error', (err) => {
     if (finished) return;
     finished = true;
-    if (!headSent) hooks.onError(explain(err));
+    if (!headSent) hooks.onError(err);
     else {
       hooks.onEnd(true);
       res.destroy(err);
@@ -105,7 +104,6 @@ export function h1ToH1(
   res: ServerResponse,
   target: { host: string; port: number; agent: Agent; headers?: OutgoingHttpHeaders; timeoutMs?: number },
   hooks: ExchangeHooks,
-  explain: (err: Error) => Error,
 ): void {
   const headers: OutgoingHttpHeaders = { ...req.headers, ...target.headers };
   delete headers.connection;
@@ -149,7 +147,7 @@ export function h1ToH1(
   up.on('error', (err) => {
     if (finished) return;
     finished = true;
-    if (!headSent) hooks.onError(explain(err));
+    if (!headSent) hooks.onError(err);
     else {
       hooks.onEnd(true);
       res.destroy(err);
@@ -172,14 +170,13 @@ export function h2ToH2(
   session: ClientHttp2Session,
   extra: Record<string, string>,
   hooks: ExchangeHooks,
-  explain: (err: Error) => Error,
 ): void {
   const out = h2ToH2Request(headers, extra);
   let up;
   try {
     up = session.request(out, { endStream: stream.endAfterHeaders });
   } catch (err) {
-    hooks.onError(explain(err as Error));
+    hooks.onError(err as Error);
     return;
   }
   let headSent = false;
@@ -215,7 +212,7 @@ export function h2ToH2(
   up.on('error', (err) => {
     if (finished) return;
     finished = true;
-    if (!headSent) hooks.onError(explain(err));
+    if (!headSent) hooks.onError(err);
     else {
       hooks.onEnd(true);
       stream.close(h2c.NGHTTP2_INTERNAL_ERROR);
@@ -234,7 +231,6 @@ export function h2ToH1(
   headers: H2Headers,
   target: { host: string; port: number; agent: Agent; extra?: Record<string, string> },
   hooks: ExchangeHooks,
-  explain: (err: Error) => Error,
 ): void {
   const out = h2ToH1Request(headers, target.extra);
   let headSent = false;
@@ -275,7 +271,7 @@ export function h2ToH1(
   up.on('error', (err) => {
     if (finished) return;
     finished = true;
-    if (!headSent) hooks.onError(explain(err));
+    if (!headSent) hooks.onError(err);
     else {
       hooks.onEnd(true);
       stream.close(h2c.NGHTTP2_INTERNAL_ERROR);

@@ -1,6 +1,6 @@
 // Header conversions between HTTP/1 and HTTP/2 for a proxy: hop-by-hop headers never cross a hop,
 // and HTTP/1 requests riding HTTP/2 between proxies carry their original protocol in a marker header.
-import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders } from 'node:http';
 import type { IncomingHttpHeaders as H2Headers } from 'node:http2';
 
 /** Linkerd's marker: an HTTP/1 request upgraded to HTTP/2 between proxies; the far side restores HTTP/1. */
@@ -52,7 +52,12 @@ function addExtra(out: Record<string, unknown>, extra: Record<string, string> | 
   if (extra) for (const k in extra) out[k] = extra[k];
 }
 
-/** HTTP/1 request headers → HTTP/2 request headers (for the multiplexed connection between proxies). */
+/**
+ * HTTP/1 request headers → HTTP/2 request headers (for the multiplexed connection between proxies).
+ * Host is kept beside :authority (RFC 9113 §8.3.1 lets an intermediary retain it): Linkerd's inbound
+ * proxy restores HTTP/1 from the request as it came, without rebuilding Host from :authority, so an
+ * upgraded request without Host reached the app without one (HTTP 400 from most servers).
+ */
 export function h1ToH2Request(
   method: string,
   path: string,
@@ -61,6 +66,7 @@ export function h1ToH2Request(
   extra: Record<string, string> = {},
 ): OutgoingHttpHeaders {
   const out: OutgoingHttpHeaders = copyEndToEnd(headers, {});
+  if (headers.host !== undefined) out.host = headers.host;
   out[':method'] = method;
   out[':path'] = path;
   out[':authority'] = authority;
@@ -109,4 +115,20 @@ export function h2ToH2Response(headers: H2Headers): OutgoingHttpHeaders {
 /** Trailers without pseudo or hop-by-hop fields. */
 export function cleanTrailers(trailers: H2Headers | IncomingHttpHeaders): OutgoingHttpHeaders {
   return copyEndToEnd(trailers, {});
+}
+
+/**
+ * The head of an HTTP/1 request as it arrived (raw names, order and bytes), to replay an Upgrade
+ * (WebSocket) upstream before relaying raw bytes; `omit` drops a header (lowercase name), `extra` adds.
+ */
+export function requestHead(req: IncomingMessage, omit?: string, extra?: Record<string, string>): Buffer {
+  let head = `${req.method} ${req.url} HTTP/${req.httpVersion}\r\n`;
+  const raw = req.rawHeaders;
+  for (let i = 0; i < raw.length; i += 2) {
+    if (omit !== undefined && (raw[i] ?? '').toLowerCase() === omit) continue;
+    head += `${raw[i]}: ${raw[i + 1]}\r\n`;
+  }
+  if (extra) for (const k in extra) head += `${k}: ${extra[k]}\r\n`;
+  // latin1: the parser decoded the header bytes as latin1, so this gives back the same bytes.
+  return Buffer.from(`${head}\r\n`, 'latin1');
 }

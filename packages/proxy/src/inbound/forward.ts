@@ -1,37 +1,24 @@
-// Inbound forwarding to the app on 127.0.0.1:<original port>: a keep-alive HTTP/1 pool, an HTTP/2 session
-// per port, and raw TCP.
-import { Agent, type AgentOptions } from 'node:http';
-import { connect as netConnect, type Socket } from 'node:net';
-import type { ClientHttp2Session } from 'node:http2';
-import { H2Pool } from '../http/h2-pool.js';
-import { armConnectTimeout } from '../outbound/tls.js';
+// Inbound forward: every request and connection goes to the app on 127.0.0.1:<original port>; the
+// client's mesh identity travels in l5d-client-id, which only this proxy may set.
+import { CLIENT_ID_HEADER } from '../http/headers.js';
+import type { HttpExchange } from '../http/exchange.js';
+import { plainEndpoint, type Endpoint, type InboundConn } from '../targets.js';
 
 export const APP_HOST = '127.0.0.1';
 
-export class AppForwarder {
-  readonly agent = new Agent({
-    keepAlive: true,
-    maxSockets: Infinity,
-    maxFreeSockets: 1024,
-    scheduling: 'lifo',
-    noDelay: true,
-  } as AgentOptions);
-  readonly h2 = new H2Pool();
+/** The app endpoints, one per port. */
+export function createAppEndpoints(): (conn: InboundConn) => Endpoint {
+  const byPort = new Map<number, Endpoint>();
+  return (conn) => {
+    const port = conn.orig.port;
+    let ep = byPort.get(port);
+    if (!ep) byPort.set(port, (ep = plainEndpoint(APP_HOST, port)));
+    return ep;
+  };
+}
 
-  constructor(private readonly timeoutMs: number) {}
-
-  session(port: number): ClientHttp2Session {
-    return this.h2.get(`${APP_HOST}:${port}`, () => this.tcp(port));
-  }
-
-  tcp(port: number): Socket {
-    const s = netConnect({ host: APP_HOST, port, noDelay: true });
-    armConnectTimeout(s, this.timeoutMs, `${APP_HOST}:${port}`);
-    return s;
-  }
-
-  close(): void {
-    this.h2.close();
-    this.agent.destroy();
-  }
+/** Drops a client-id header the caller sent; returns the one to add (only after mTLS named the client). */
+export function clientIdHeaders(conn: InboundConn, ex: HttpExchange): Record<string, string> | undefined {
+  delete ex.headers[CLIENT_ID_HEADER];
+  return conn.clientId ? { [CLIENT_ID_HEADER]: conn.clientId } : undefined;
 }

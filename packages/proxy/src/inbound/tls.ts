@@ -4,7 +4,14 @@
 import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { X509Certificate } from 'node:crypto';
+import { createSecureServer, type Http2Session } from 'node:http2';
+import type { Logger } from '@minimesh/runtime';
 import { peek } from '../detect/detect.js';
+import { unshiftPrefix } from '../detect/socket-prefix.js';
+import { H2_SETTINGS } from '../http/h2-pool.js';
+import type { HttpHandoff } from '../http/handoff.js';
+import type { ProxyMetrics } from '../metrics/metrics.js';
+import type { InboundConn } from '../targets.js';
 import { parseClientHello } from '../tls/client-hello.js';
 import { chainsToAnchors, identityOf, type TlsCredentials } from '../tls/credentials.js';
 
@@ -48,4 +55,67 @@ export function clientIdentity(socket: TLSSocket, creds: TlsCredentials): string
     if (!chainsToAnchors(chain, creds.anchors)) return undefined;
   }
   return identityOf(peer);
+}
+
+export interface TlsTerminatorOptions {
+  creds: TlsCredentials;
+  metrics: ProxyMetrics;
+  log: Logger;
+  /** Where HTTP/2 over our mTLS (ALPN h2) goes: its sessions and streams. */
+  http: HttpHandoff<InboundConn>;
+  /** The handshake named the client (conn.tls and conn.clientId are final now). */
+  onIdentified(conn: InboundConn, socket: TLSSocket): void;
+  /** A terminated connection without ALPN h2: detection continues on the decrypted stream. */
+  onDecrypted(conn: InboundConn, socket: TLSSocket): void;
+}
+
+/**
+ * Terminates mTLS for our identity: TLS 1.3, a client certificate requested but optional. HTTP/2 (ALPN
+ * h2) is served straight from the TLS server's sessions; other connections come back decrypted.
+ */
+export function createTlsTerminator(opts: TlsTerminatorOptions): {
+  terminate(conn: InboundConn, socket: Socket, prefix: Buffer): void;
+} {
+  const { creds, metrics, http } = opts;
+  // TLS sockets the server makes are matched to their connection by the peer address.
+  const byPeer = new Map<string, InboundConn>();
+  const server = createSecureServer({
+    SNICallback: (_name, cb) => cb(null, creds.context),
+    requestCert: true,
+    rejectUnauthorized: false,
+    minVersion: 'TLSv1.3',
+    maxVersion: 'TLSv1.3',
+    peerMaxConcurrentStreams: 10_000,
+    settings: H2_SETTINGS,
+  });
+  const identify = (t: TLSSocket): InboundConn | undefined => {
+    const conn = byPeer.get(`${t.remoteAddress}:${t.remotePort}`);
+    if (conn && conn.tls !== 'true') {
+      conn.tls = 'true';
+      conn.clientId = clientIdentity(t, creds);
+      opts.onIdentified(conn, t);
+    }
+    return conn;
+  };
+  server.on('session', (s: Http2Session) => http.adopt(s, identify(s.socket as TLSSocket)));
+  server.on('stream', (stream, headers) => http.stream(stream, headers));
+  server.on('tlsClientError', (err: Error, t: TLSSocket) => {
+    metrics.error('inbound', 'MINIMESH_PROXY_TLS_FAILED');
+    opts.log.debug({ err: err.message }, 'inbound TLS handshake failed');
+    t.destroy();
+  });
+  server.on('unknownProtocol', (t: TLSSocket) => {
+    const conn = identify(t);
+    if (!conn) return void t.destroy();
+    opts.onDecrypted(conn, t);
+  });
+  return {
+    terminate(conn, socket, prefix) {
+      const peer = `${socket.remoteAddress}:${socket.remotePort}`;
+      byPeer.set(peer, conn);
+      socket.once('close', () => byPeer.delete(peer));
+      unshiftPrefix(socket, prefix);
+      server.emit('connection', socket);
+    },
+  };
 }

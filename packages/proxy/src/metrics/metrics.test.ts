@@ -13,9 +13,9 @@ describe('ProxyMetrics', () => {
       serverId: 'web.default.serviceaccount.identity.minimesh.cluster.local',
       dst: { namespace: 'default', pod: 'web-0', unknown_label: 'x' },
     });
-    const r = m.request(labels);
-    r.response(503)();
-    r.response(200, 0)();
+    const t0 = m.request(labels);
+    m.response(labels, t0, 503, undefined, false);
+    m.response(labels, t0, 200, 0, false);
     const text = await m.registry.metrics();
     expect(text).toContain(
       'request_total{direction="outbound",authority="web.default.svc.cluster.local:80",target_addr="10.1.2.3:8080",tls="true",server_id="web.default.serviceaccount.identity.minimesh.cluster.local"',

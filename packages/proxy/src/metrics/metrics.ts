@@ -2,11 +2,10 @@
 // Label sets are built once per connection/route and the labelled children cached, so the per-request
 // cost is a few increments, not label hashing.
 import { Counter, Gauge, type Registry } from 'prom-client';
+import type { Direction, TlsLabel } from '../targets.js';
 import { SeriesCounter, SeriesHistogram, type CounterHandle, type HistogramHandle } from './series.js';
 
-export type Direction = 'inbound' | 'outbound';
-/** "true" = mTLS; "no_identity" = plaintext; "opaque" = TLS passed through untouched. */
-export type TlsLabel = 'true' | 'no_identity' | 'opaque';
+export type { Direction, TlsLabel };
 
 /** The destination metric_labels we re-emit, prefixed dst_ (others are dropped: labels are fixed). */
 export const DST_LABELS = [
@@ -60,11 +59,6 @@ export function toLabels(t: TrafficLabels): Labels {
   return l;
 }
 
-export interface RequestRecorder {
-  /** Call when the response head is known; returns the function to call when the response ends. */
-  response(status: number, grpcStatus?: number): (failed?: boolean) => void;
-}
-
 export interface ConnRecorder {
   read(n: number): void;
   write(n: number): void;
@@ -81,6 +75,7 @@ export class ProxyMetrics {
   readonly tcpWriteBytes: SeriesCounter;
   readonly tcpCloseTotal: SeriesCounter;
   private readonly responses = new WeakMap<Labels, Map<string, { total: CounterHandle; latency: HistogramHandle }>>();
+  private readonly tcpLabels = new WeakMap<Labels, { src?: Labels; dst?: Labels }>();
   readonly errorsTotal: Counter;
   readonly certExpiration: Gauge;
   readonly certRefreshTimestamp: Gauge;
@@ -134,42 +129,43 @@ export class ProxyMetrics {
     this.errorsTotal.inc({ direction, error: code });
   }
 
-  /** Counts one request; the returned recorder finishes the response metrics. Label objects must not change. */
-  request(labels: Labels): RequestRecorder {
+  /** Counts one request (request_total) and returns its start time, for response(). Label objects must not change. */
+  request(labels: Labels): number {
     this.requestTotal.with(labels).value++;
-    const t0 = performance.now();
-    return {
-      response: (status, grpcStatus) => (failed) => {
-        const ms = performance.now() - t0;
-        const failure = failed === true || status >= 500 || (grpcStatus !== undefined && grpcStatus !== 0);
-        const key = `${status}|${grpcStatus ?? ''}|${failure ? 1 : 0}|${failed === true ? 1 : 0}`;
-        let byStatus = this.responses.get(labels);
-        if (!byStatus) this.responses.set(labels, (byStatus = new Map()));
-        let h = byStatus.get(key);
-        if (!h) {
-          h = {
-            total: this.responseTotal.with({
-              ...labels,
-              status_code: String(status),
-              grpc_status: grpcStatus === undefined ? '' : String(grpcStatus),
-              classification: failure ? 'failure' : 'success',
-              error: failed === true ? 'stream' : '',
-            }),
-            latency: this.responseLatency.with({ ...labels, status_code: String(status) }),
-          };
-          byStatus.set(key, h);
-        }
-        h.total.value++;
-        h.latency.observe(ms);
-      },
-    };
+    return performance.now();
   }
 
-  /** Counts one connection from its open to its close. */
-  connection(labels: Labels): ConnRecorder {
-    const c = { ...labels };
-    delete c.authority;
-    c.peer ??= 'src';
+  /**
+   * Counts a response once its stream ended (response_total, response_latency_ms since `t0`); `failed` = the
+   * stream broke after the head.
+   */
+  response(labels: Labels, t0: number, status: number, grpcStatus: number | undefined, failed: boolean): void {
+    const ms = performance.now() - t0;
+    const failure = failed || status >= 500 || (grpcStatus !== undefined && grpcStatus !== 0);
+    const key = `${status}|${grpcStatus ?? ''}|${failure ? 1 : 0}|${failed ? 1 : 0}`;
+    let byStatus = this.responses.get(labels);
+    if (!byStatus) this.responses.set(labels, (byStatus = new Map()));
+    let h = byStatus.get(key);
+    if (!h) {
+      h = {
+        total: this.responseTotal.with({
+          ...labels,
+          status_code: String(status),
+          grpc_status: grpcStatus === undefined ? '' : String(grpcStatus),
+          classification: failure ? 'failure' : 'success',
+          error: failed ? 'stream' : '',
+        }),
+        latency: this.responseLatency.with({ ...labels, status_code: String(status) }),
+      };
+      byStatus.set(key, h);
+    }
+    h.total.value++;
+    h.latency.observe(ms);
+  }
+
+  /** Counts one connection from its open to its close; `peer` is "src" (accepted) or "dst" (dialed). */
+  connection(labels: Labels, peer: 'src' | 'dst' = 'src'): ConnRecorder {
+    const c = this.connectionLabels(labels, peer);
     this.tcpOpenTotal.with(c).value++;
     const open = this.tcpOpenConnections.with(c);
     open.value++;
@@ -188,6 +184,19 @@ export class ProxyMetrics {
         this.tcpCloseTotal.with({ ...c, errno: errored ? 'error' : '' }).value++;
       },
     };
+  }
+
+  /** The TCP label set of a request label set (no authority, plus peer), made once per label object. */
+  private connectionLabels(labels: Labels, peer: 'src' | 'dst'): Labels {
+    let byPeer = this.tcpLabels.get(labels);
+    if (!byPeer) this.tcpLabels.set(labels, (byPeer = {}));
+    let c = byPeer[peer];
+    if (!c) {
+      c = { ...labels, peer };
+      delete c.authority;
+      byPeer[peer] = c;
+    }
+    return c;
   }
 }
 

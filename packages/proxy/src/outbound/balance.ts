@@ -1,14 +1,11 @@
-// Outbound balancing: P2C over peak-EWMA across the target's endpoints.
+// Outbound balance: Concrete → Endpoint, P2C over peak-EWMA across a balanced set's endpoints.
 import { pickP2c } from '../balance/p2c-peak-ewma.js';
-import type { Endpoint } from '../destination/resolver.js';
-import type { Target } from './discover.js';
+import { ProxyError } from '../errors.js';
+import type { Concrete, Endpoint } from '../targets.js';
 
-/** The endpoint to use for this request/connection, or the plain original destination. */
-export type Pick = { endpoint: Endpoint } | { ip: string; port: number; endpoint?: undefined };
-
-export function pickEndpoint(target: Target): Pick | undefined {
-  if (target.kind === 'endpoint') return { endpoint: target.endpoint };
-  if (target.kind === 'forward') return { ip: target.ip, port: target.port };
-  const ep = pickP2c(target.set.list);
-  return ep ? { endpoint: ep } : undefined;
+export function balance(concrete: Concrete): Endpoint {
+  if (concrete.kind !== 'balanced') return concrete.endpoint;
+  const ep = pickP2c(concrete.set.list);
+  if (!ep) throw new ProxyError('MINIMESH_PROXY_NO_ENDPOINTS', `service ${concrete.authority}: no endpoints`);
+  return ep;
 }

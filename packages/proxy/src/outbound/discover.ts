@@ -1,15 +1,11 @@
-// Outbound discovery: which endpoints serve this request or connection.
+// Outbound discover: Logical → Concrete, which endpoints serve this request or connection.
 // HTTP: by authority (Host / :authority) when it is a cluster name; otherwise by the original destination.
 // TCP: by the original destination (GetProfile: a ClusterIP gives fully_qualified_name → Get; a pod IP
 // gives the endpoint itself). Nothing known → the original destination, in plaintext.
 import { isIP } from 'node:net';
-import type { DestinationResolver, Endpoint, EndpointSet } from '../destination/resolver.js';
-import { keyOf } from '../destination/resolver.js';
-
-export type Target =
-  | { kind: 'balanced'; authority: string; set: EndpointSet }
-  | { kind: 'endpoint'; authority: string; endpoint: Endpoint }
-  | { kind: 'forward'; authority: string; ip: string; port: number };
+import type { DestinationResolver } from '../destination/resolver.js';
+import { ProxyError } from '../errors.js';
+import { keyOf, plainEndpoint, type Addr, type Concrete, type Endpoint, type Logical } from '../targets.js';
 
 export interface Authority {
   host: string;
@@ -36,37 +32,50 @@ export function normalizeAuthority(
   return { host, port, text: `${isIP(host) === 6 ? `[${host}]` : host}:${port}`, inCluster };
 }
 
-async function byOriginalDst(
-  resolver: DestinationResolver,
-  orig: { ip: string; port: number },
-  authorityText: string,
-): Promise<Target> {
-  const profile = await resolver.profile(orig.ip, orig.port);
-  if (profile?.fullyQualifiedName) {
-    const fqn = `${profile.fullyQualifiedName}:${orig.port}`;
-    const set = await resolver.resolve(fqn);
-    if (set.list.length > 0) return { kind: 'balanced', authority: authorityText, set };
-  }
-  if (profile?.endpoint) return { kind: 'endpoint', authority: authorityText, endpoint: profile.endpoint };
-  return { kind: 'forward', authority: authorityText, ip: orig.ip, port: orig.port };
+export interface Discover {
+  /** The concrete target of an HTTP request. */
+  http(logical: Logical): Promise<Concrete>;
+  /** The concrete target of an opaque connection (it always has an original destination). */
+  tcp(orig: Addr): Promise<Concrete>;
 }
 
-export async function discoverHttp(
-  resolver: DestinationResolver,
-  hostHeader: string | undefined,
-  orig: { ip: string; port: number } | undefined,
-  clusterDomain: string,
-): Promise<Target | undefined> {
-  const a = normalizeAuthority(hostHeader, orig?.port ?? 80, clusterDomain);
-  if (a?.inCluster) {
-    const set = await resolver.resolve(a.text);
-    if (set.list.length > 0) return { kind: 'balanced', authority: a.text, set };
-  }
-  if (orig) return byOriginalDst(resolver, orig, a?.text ?? keyOf(orig.ip, orig.port));
-  if (a && isIP(a.host) !== 0) return { kind: 'forward', authority: a.text, ip: a.host, port: a.port };
-  return undefined;
-}
+export function createDiscover(resolver: DestinationResolver, clusterDomain: string): Discover {
+  // Endpoints for original destinations nobody discovered, made once per address.
+  const plain = new Map<string, Endpoint>();
+  const forward = (authority: string, ip: string, port: number): Concrete => {
+    const key = keyOf(ip, port);
+    let endpoint = plain.get(key);
+    if (!endpoint) {
+      if (plain.size >= 10_000) plain.clear();
+      plain.set(key, (endpoint = plainEndpoint(ip, port)));
+    }
+    return { kind: 'forward', authority, endpoint };
+  };
 
-export async function discoverTcp(resolver: DestinationResolver, orig: { ip: string; port: number }): Promise<Target> {
-  return byOriginalDst(resolver, orig, keyOf(orig.ip, orig.port));
+  async function byOriginalDst(orig: Addr, authority: string): Promise<Concrete> {
+    const profile = await resolver.profile(orig.ip, orig.port);
+    if (profile?.fullyQualifiedName) {
+      const set = await resolver.resolve(`${profile.fullyQualifiedName}:${orig.port}`);
+      if (set.list.length > 0) return { kind: 'balanced', authority, set };
+    }
+    if (profile?.endpoint) return { kind: 'endpoint', authority, endpoint: profile.endpoint };
+    return forward(authority, orig.ip, orig.port);
+  }
+
+  return {
+    async http({ host, orig }) {
+      const a = normalizeAuthority(host, orig?.port ?? 80, clusterDomain);
+      if (a?.inCluster) {
+        const set = await resolver.resolve(a.text);
+        if (set.list.length > 0) return { kind: 'balanced', authority: a.text, set };
+      }
+      if (orig) return byOriginalDst(orig, a?.text ?? orig.key);
+      if (a && isIP(a.host) !== 0) return forward(a.text, a.host, a.port);
+      throw new ProxyError(
+        'MINIMESH_PROXY_NO_ORIGINAL_DST',
+        `request for ${host ?? '(no host)'}: no original destination and the authority is not a mesh service`,
+      );
+    },
+    tcp: (orig) => byOriginalDst(orig, orig.key),
+  };
 }

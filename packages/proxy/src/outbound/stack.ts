@@ -1,33 +1,29 @@
-// The outbound stack: accept → detect → discover → balance → connect (→ tls) for every connection the
-// app opens. HTTP is served by node:http / node:http2 servers fed the already-accepted socket.
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Http2Session, IncomingHttpHeaders as H2Headers, ServerHttp2Stream } from 'node:http2';
+// The outbound stack, for every connection the app opens:
+//   accept → detect (profile first) → HTTP: per request discover → balance → connect (→ tls) → forward
+//                                   → opaque: discover → balance → connect (→ tls) → relay
+// A route layer (per-route timeouts and retries from OutboundPolicies) belongs between discover and
+// balance: it sees the Concrete target and the exchange, and hands the exchange on.
+import type { IncomingMessage } from 'node:http';
 import type { Server, Socket } from 'node:net';
+import type { Logger } from '@minimesh/runtime';
 import type { ProxyConfig } from '../config.js';
 import type { DestinationResolver } from '../destination/resolver.js';
-import { keyOf } from '../destination/resolver.js';
-import {
-  errorCode,
-  isGrpc,
-  resetSocket,
-  toGrpcErrorHeaders,
-  toH2ErrorHeaders,
-  toHttpErrorResponse,
-} from '../error-response.js';
-import { ProxyError, toConnectError, unwrapCause } from '../errors.js';
 import { drainConnections } from '../drain.js';
-import { ORIG_PROTO_HEADER, ORIG_PROTO_HTTP11 } from '../http/headers.js';
+import { toConnectError } from '../errors.js';
+import type { ExchangeSink, HttpExchange } from '../http/exchange.js';
 import { HttpHandoff } from '../http/handoff.js';
-import { h1ToH1, h1ToH2, h2ToH2, type ExchangeHooks } from '../http/forward.js';
-import type { Logger } from '@minimesh/runtime';
-import { portInRanges } from '@minimesh/config';
+import { requestHead } from '../http/headers.js';
+import { LabelCache } from '../metrics/label-cache.js';
 import { toLabels, trackSocket, type Labels, type ProxyMetrics } from '../metrics/metrics.js';
+import { errorCode, resetSocket, respondUpgrade } from '../respond.js';
+import { createAccept, type OriginalDstFn } from '../stack/accept.js';
+import { Connector } from '../stack/connect.js';
+import { relay } from '../stack/relay.js';
+import type { Accept, Addr, Concrete, Endpoint, Opaque } from '../targets.js';
 import type { TlsCredentials } from '../tls/credentials.js';
-import { createOutboundAccept, type OriginalDstFn, type OutboundAccept } from './accept.js';
-import { pickEndpoint, type Pick } from './balance.js';
-import { OutboundConnector } from './connect.js';
-import { detectOutbound } from './detect.js';
-import { discoverHttp, discoverTcp, type Target } from './discover.js';
+import { balance } from './balance.js';
+import { createOutboundDetect } from './detect.js';
+import { createDiscover } from './discover.js';
 
 export interface OutboundStackOptions {
   config: ProxyConfig;
@@ -39,318 +35,167 @@ export interface OutboundStackOptions {
   originalDst?: OriginalDstFn;
 }
 
-interface ConnCtx {
-  orig: { ip: string; port: number } | undefined;
-}
-
 export interface OutboundStack {
   server: Server;
-  connector: OutboundConnector;
+  connector: Connector;
   /** Stops accepting, lets in-flight exchanges finish for up to graceMs, then closes everything. */
   drain(graceMs: number): Promise<void>;
 }
 
 export function createOutboundStack(opts: OutboundStackOptions): OutboundStack {
-  const { config, resolver, creds, metrics } = opts;
+  const { config, resolver, metrics } = opts;
   const log = opts.logger.child({ component: 'outbound' });
-  const connector = new OutboundConnector(creds, config.outboundConnectTimeoutMs);
-  const http = new HttpHandoff<ConnCtx>();
-  const { h1, h2 } = http;
+  const sink: ExchangeSink = { direction: 'outbound', metrics, log };
+  const connector = new Connector(opts.creds, config.outboundConnectTimeoutMs);
+  const detect = createOutboundDetect({
+    resolver,
+    opaquePorts: config.opaquePorts,
+    timeoutMs: config.detectTimeoutMs,
+  });
+  const discover = createDiscover(resolver, config.clusterDomain);
+  const labelCache = new LabelCache();
   const sockets = new Set<Socket>();
-  const labelCache = new Map<string, Labels>();
+  const http = new HttpHandoff<Accept>(sink, {
+    onRequest: (conn, ex) => void onRequest(conn, ex),
+    onUpgrade: (conn, req, socket, head) => void onUpgrade(conn, req, socket, head),
+  });
 
-  function endpointLabels(authority: string, pick: Pick): Labels {
-    const ep = pick.endpoint;
-    const addr = ep ? ep.key : keyOf(pick.ip, pick.port);
-    const meshed = ep?.identity !== undefined && creds.context !== undefined;
-    const key = `${authority}|${addr}|${meshed ? ep?.identity : ''}`;
-    let l = labelCache.get(key);
-    if (!l) {
-      l = toLabels({
-        direction: 'outbound',
-        authority,
-        targetAddr: addr,
-        tls: meshed ? 'true' : 'no_identity',
-        serverId: meshed ? ep?.identity : undefined,
-        noTlsReason: ep ? (meshed ? undefined : 'not_provided_by_service_discovery') : 'no_endpoint',
-        dst: ep?.labels,
-      });
-      l.authority = authority;
-      if (labelCache.size > 10_000) labelCache.clear();
-      labelCache.set(key, l);
-    }
-    return l;
+  /** Labels of traffic to `ep` for `authority`: mTLS and server_id when we can originate it. */
+  function endpointLabels(authority: string, ep: Endpoint): Labels {
+    const serverId = connector.meshIdentity(ep);
+    const key = `${authority}|${ep.key}|${serverId ?? ''}|${ep.discovered ? 'd' : ''}`;
+    const cached = labelCache.get(key);
+    if (cached) return cached;
+    const l = toLabels({
+      direction: 'outbound',
+      authority,
+      targetAddr: ep.key,
+      tls: serverId !== undefined ? 'true' : 'no_identity',
+      serverId,
+      noTlsReason:
+        serverId !== undefined ? undefined : ep.discovered ? 'not_provided_by_service_discovery' : 'no_endpoint',
+      dst: ep.labels,
+    });
+    return labelCache.put(key, l);
   }
 
-  h1.on('request', (req, res) => void handleH1(req, res));
-  h1.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => void handleUpgrade(req, socket, head));
-  h1.on('clientError', (_err, socket: Socket) => socket.destroy());
-
-  h2.on('stream', (stream: ServerHttp2Stream, headers: H2Headers) => void handleH2(stream, headers));
-
-  async function target(host: string | undefined, ctx: ConnCtx | undefined): Promise<Target> {
-    const t = await discoverHttp(resolver, host, ctx?.orig, config.clusterDomain);
-    if (!t)
-      throw new ProxyError(
-        'MINIMESH_PROXY_NO_ORIGINAL_DST',
-        `request for ${host ?? '(no host)'}: no original destination and the authority is not a mesh service`,
-      );
-    return t;
-  }
-
-  function choose(t: Target): Pick {
-    const p = pickEndpoint(t);
-    if (!p) throw new ProxyError('MINIMESH_PROXY_NO_ENDPOINTS', `service ${t.authority}: no endpoints`);
-    return p;
-  }
-
-  function hooksFor(labels: Labels, pick: Pick, onError: (err: Error) => void): ExchangeHooks {
-    const rec = metrics.request(labels);
-    const done = pick.endpoint?.load.start();
-    let end: ((failed?: boolean) => void) | undefined;
-    return {
-      onResponse: (status, grpc) => {
-        done?.();
-        end = rec.response(status, grpc);
-      },
-      onEnd: (failed) => end?.(failed),
-      onError: (err) => {
-        done?.();
-        metrics.error('outbound', errorCode(err));
-        log.debug({ err: err.message }, 'outbound request failed');
-        onError(err);
-      },
-    };
-  }
-
-  async function handleH1(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const ctx = http.contextOf(req.socket);
-    const fail = (err: unknown) => {
-      if (res.headersSent) return void res.destroy();
-      const r = toHttpErrorResponse(err);
-      res.writeHead(r.status, r.headers).end(r.body);
-    };
-    let t: Target;
-    let pick: Pick;
-    try {
-      t = await target(req.headers.host, ctx);
-      pick = choose(t);
-    } catch (err) {
-      metrics.error('outbound', errorCode(err));
-      return fail(err);
-    }
-    const labels = endpointLabels(t.authority, pick);
-    const ep = pick.endpoint;
-    const hooks = hooksFor(labels, pick, fail);
-    if (ep?.identity && creds.context) {
-      const identity = ep.identity;
-      const session = connector.meshedSession(ep.ip, ep.port, identity);
-      h1ToH2(
-        req,
-        res,
-        session,
-        req.headers.host ?? t.authority,
-        { [ORIG_PROTO_HEADER]: ORIG_PROTO_HTTP11 },
-        hooks,
-        (err) => toConnectError(ep.key, connector.meshed.lastError(session) ?? unwrapCause(err), identity),
-      );
-      return;
-    }
-    const ip = ep ? ep.ip : (pick as { ip: string }).ip;
-    const port = ep ? ep.port : (pick as { port: number }).port;
-    h1ToH1(req, res, { host: ip, port, agent: connector.agent }, hooks, (err) => toConnectError(keyOf(ip, port), err));
-  }
-
-  async function handleH2(stream: ServerHttp2Stream, headers: H2Headers): Promise<void> {
-    const ctx = http.contextOfSession(stream.session as Http2Session);
-    const grpc = isGrpc(headers['content-type']);
-    const fail = (err: unknown) => {
-      if (stream.destroyed || stream.closed) return;
-      if (stream.headersSent) return void stream.close(0x2);
-      try {
-        stream.respond(grpc ? toGrpcErrorHeaders(err) : toH2ErrorHeaders(err), { endStream: true });
-      } catch {
-        stream.destroy();
-      }
-    };
-    let t: Target;
-    let pick: Pick;
-    try {
-      t = await target(headers[':authority'] ?? headers.host, ctx);
-      pick = choose(t);
-    } catch (err) {
-      metrics.error('outbound', errorCode(err));
-      return fail(err);
-    }
-    const labels = endpointLabels(t.authority, pick);
-    const ep = pick.endpoint;
-    const hooks = hooksFor(labels, pick, fail);
-    if (ep?.identity && creds.context) {
-      const identity = ep.identity;
-      const session = connector.meshedSession(ep.ip, ep.port, identity);
-      h2ToH2(stream, headers, session, {}, hooks, (err) =>
-        toConnectError(ep.key, connector.meshed.lastError(session) ?? unwrapCause(err), identity),
-      );
-      return;
-    }
-    const ip = ep ? ep.ip : (pick as { ip: string }).ip;
-    const port = ep ? ep.port : (pick as { port: number }).port;
-    const session = connector.plainSession(ip, port);
-    h2ToH2(stream, headers, session, {}, hooks, (err) =>
-      toConnectError(keyOf(ip, port), connector.plainH2.lastError(session) ?? unwrapCause(err)),
+  /** Labels of an accepted connection (from the app, over loopback). */
+  function acceptLabels(orig: Addr | undefined): Labels {
+    const key = `accept|${orig?.key ?? ''}`;
+    return (
+      labelCache.get(key) ??
+      labelCache.put(
+        key,
+        toLabels({ direction: 'outbound', targetAddr: orig?.key ?? '', tls: 'no_identity', noTlsReason: 'loopback' }),
+      )
     );
   }
 
-  /** HTTP/1 Upgrade (WebSocket): replay the request to the endpoint, then relay raw bytes both ways. */
-  async function handleUpgrade(req: IncomingMessage, socket: Socket, head: Buffer): Promise<void> {
-    const ctx = http.contextOf(socket);
-    const fail = (err: unknown) => {
-      const r = toHttpErrorResponse(err);
-      const lines = [
-        `HTTP/1.1 ${r.status} Proxy Error`,
-        ...Object.entries(r.headers).map(([k, v]) => `${k}: ${v}`),
-        `content-length: ${Buffer.byteLength(r.body)}`,
-        '',
-        r.body,
-      ];
-      socket.end(lines.join('\r\n'));
-    };
-    let t: Target;
-    let pick: Pick;
-    try {
-      t = await target(req.headers.host, ctx);
-      pick = choose(t);
-    } catch (err) {
-      metrics.error('outbound', errorCode(err));
-      return fail(err);
-    }
-    const ep = pick.endpoint;
-    const ip = ep ? ep.ip : (pick as { ip: string }).ip;
-    const port = ep ? ep.port : (pick as { port: number }).port;
-    const identity = creds.context ? ep?.identity : undefined;
-    const labels = endpointLabels(t.authority, pick);
-    const rec = metrics.request(labels);
-    let upstream: Socket;
-    try {
-      upstream = connector.stream(ip, port, identity, []);
-    } catch (err) {
-      return fail(err);
-    }
-    const conn = metrics.connection({ ...tcpLabels(labels), peer: 'dst' });
-    trackSocket(upstream, conn);
-    let connected = false;
-    upstream.once(identity ? 'secureConnect' : 'connect', () => {
-      connected = true;
-      const raw = [`${req.method} ${req.url} HTTP/${req.httpVersion}`];
-      for (let i = 0; i < req.rawHeaders.length; i += 2) raw.push(`${req.rawHeaders[i]}: ${req.rawHeaders[i + 1]}`);
-      upstream.write(raw.join('\r\n') + '\r\n\r\n');
-      if (head.length > 0) upstream.write(head);
-      upstream.pipe(socket);
-      socket.pipe(upstream);
-      rec.response(101)();
-    });
-    upstream.on('error', (err) => {
-      if (!connected) {
-        metrics.error('outbound', errorCode(toConnectError(keyOf(ip, port), err, identity)));
-        fail(toConnectError(keyOf(ip, port), err, identity));
-      } else socket.destroy();
-    });
-    socket.on('error', () => upstream.destroy());
-    socket.on('close', () => upstream.destroy());
-    upstream.on('close', () => socket.destroy());
+  /** discover → balance for an HTTP request (an Upgrade too); throws what the caller must be answered with. */
+  async function route(conn: Accept, host: string | undefined): Promise<{ concrete: Concrete; ep: Endpoint }> {
+    const concrete = await discover.http({ host, orig: conn.orig });
+    return { concrete, ep: balance(concrete) };
   }
 
-  function tcpLabels(l: Labels): Labels {
-    const { authority: _a, ...rest } = l;
-    void _a;
-    return rest;
+  async function onRequest(conn: Accept, ex: HttpExchange): Promise<void> {
+    let concrete: Concrete;
+    let ep: Endpoint;
+    try {
+      ({ concrete, ep } = await route(conn, ex.authority));
+    } catch (err) {
+      metrics.error('outbound', errorCode(err));
+      return ex.fail(err);
+    }
+    const up = connector.http(ep, ex.protocol);
+    ex.forward(up, endpointLabels(concrete.authority, ep), undefined, concrete.authority);
+  }
+
+  /** HTTP/1 Upgrade (WebSocket): replay the request to the endpoint, then relay raw bytes both ways. */
+  async function onUpgrade(conn: Accept, req: IncomingMessage, socket: Socket, head: Buffer): Promise<void> {
+    let concrete: Concrete;
+    let ep: Endpoint;
+    try {
+      ({ concrete, ep } = await route(conn, req.headers.host));
+    } catch (err) {
+      metrics.error('outbound', errorCode(err));
+      return respondUpgrade(socket, err);
+    }
+    const labels = endpointLabels(concrete.authority, ep);
+    const t0 = metrics.request(labels);
+    const identity = connector.meshIdentity(ep);
+    let up: Socket;
+    try {
+      up = connector.stream(ep);
+    } catch (err) {
+      return respondUpgrade(socket, err);
+    }
+    trackSocket(up, metrics.connection(labels, 'dst'));
+    relay(socket, up, {
+      first: head.length > 0 ? Buffer.concat([requestHead(req), head]) : requestHead(req),
+      onConnect: () => metrics.response(labels, t0, 101, undefined, false),
+      onConnectError: (err) => {
+        const e = toConnectError(ep.key, err, identity);
+        metrics.error('outbound', e.code);
+        respondUpgrade(socket, e);
+      },
+    });
   }
 
   /** Opaque TCP: discover by original destination, connect (mTLS when meshed), relay bytes. */
-  async function handleTcp(socket: Socket, ctx: ConnCtx, prefix: Buffer): Promise<void> {
-    const orig = ctx.orig;
+  async function onOpaque(target: Opaque<Accept>): Promise<void> {
+    const { socket, prefix } = target;
+    const orig = target.parent.orig;
     if (!orig) {
       metrics.error('outbound', 'MINIMESH_PROXY_NO_ORIGINAL_DST');
       return resetSocket(socket);
     }
-    let pick: Pick;
+    let concrete: Concrete;
+    let ep: Endpoint;
     try {
-      const t = await discoverTcp(resolver, orig);
-      pick = choose(t);
+      concrete = await discover.tcp(orig);
+      ep = balance(concrete);
     } catch (err) {
       metrics.error('outbound', errorCode(err));
       return resetSocket(socket);
     }
-    const ep = pick.endpoint;
-    const ip = ep ? ep.ip : (pick as { ip: string }).ip;
-    const port = ep ? ep.port : (pick as { port: number }).port;
-    const identity = creds.context ? ep?.identity : undefined;
-    const labels = tcpLabels(endpointLabels(keyOf(orig.ip, orig.port), pick));
-    let upstream: Socket;
+    const identity = connector.meshIdentity(ep);
+    let up: Socket;
     try {
-      upstream = connector.stream(ip, port, identity, []);
+      up = connector.stream(ep);
     } catch (err) {
       metrics.error('outbound', errorCode(err));
       return resetSocket(socket);
     }
-    const conn = metrics.connection({ ...labels, peer: 'dst' });
-    trackSocket(upstream, conn);
-    const done = ep?.load.start();
-    let connected = false;
-    upstream.once(identity ? 'secureConnect' : 'connect', () => {
-      connected = true;
-      done?.();
-      if (prefix.length > 0) upstream.write(prefix);
-      upstream.pipe(socket);
-      socket.pipe(upstream);
-      socket.resume();
-    });
-    upstream.on('error', (err) => {
-      if (!connected) {
-        done?.();
-        const e = toConnectError(keyOf(ip, port), err, identity);
+    trackSocket(up, metrics.connection(endpointLabels(orig.key, ep), 'dst'));
+    const load = ep.load;
+    const loadT0 = load?.start() ?? 0;
+    relay(socket, up, {
+      first: prefix,
+      onConnect: () => load?.end(loadT0),
+      onConnectError: (err) => {
+        load?.end(loadT0);
+        const e = toConnectError(ep.key, err, identity);
         metrics.error('outbound', e.code);
         log.debug({ err: e.message }, 'outbound TCP connect failed');
-      }
-      resetSocket(socket);
+        resetSocket(socket);
+      },
     });
-    socket.on('error', () => upstream.destroy());
-    upstream.on('end', () => socket.end());
-    socket.on('end', () => upstream.end());
-    socket.on('close', () => upstream.destroy());
   }
 
-  async function onAccept(a: OutboundAccept): Promise<void> {
+  async function onAccept(a: Accept): Promise<void> {
     const { socket } = a;
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));
     socket.on('error', () => undefined);
-    const ctx: ConnCtx = { orig: a.orig };
-    const conn = metrics.connection(
-      toLabels({
-        direction: 'outbound',
-        targetAddr: a.orig ? keyOf(a.orig.ip, a.orig.port) : '',
-        tls: 'no_identity',
-        noTlsReason: 'loopback',
-      }),
-    );
-    trackSocket(socket, { read: conn.read, write: conn.write, close: conn.close });
-    // Like Linkerd, ask the profile first: a port destination marks opaque (a Service or pod annotation)
-    // skips detection, so server-speaks-first protocols there see no delay either.
-    let opaqueByProfile = false;
-    if (a.orig && !portInRanges(a.orig.port, config.opaquePorts)) {
-      socket.pause();
-      opaqueByProfile = (await resolver.profile(a.orig.ip, a.orig.port))?.opaqueProtocol === true;
-    }
-    const { protocol, prefix, ended } = opaqueByProfile
-      ? { protocol: 'opaque' as const, prefix: Buffer.alloc(0), ended: false }
-      : await detectOutbound(socket, a.orig?.port, config.opaquePorts, config.detectTimeoutMs);
-    if (ended && prefix.length === 0) return void socket.destroy();
-    if (protocol === 'opaque') await handleTcp(socket, ctx, prefix);
-    else http.dispatch(socket, protocol, prefix, ctx);
+    trackSocket(socket, metrics.connection(acceptLabels(a.orig)));
+    const detected = await detect(a);
+    if (!detected) return;
+    if (detected.kind === 'opaque') await onOpaque(detected);
+    else http.serve(detected);
   }
 
-  const server = createOutboundAccept(
+  const server = createAccept(
+    'outbound',
     (a) =>
       void onAccept(a).catch((err: unknown) => {
         log.warn({ err }, 'outbound connection failed');
@@ -364,7 +209,7 @@ export function createOutboundStack(opts: OutboundStackOptions): OutboundStack {
     connector,
     drain: (graceMs) =>
       drainConnections(
-        { server, h1, serverSessions: http.sessions, sockets, release: () => connector.close() },
+        { server, h1: http.h1, serverSessions: http.sessions, sockets, release: () => connector.close() },
         graceMs,
       ),
   };

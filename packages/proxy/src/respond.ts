@@ -1,5 +1,7 @@
 // The one module that turns proxy errors into wire responses: HTTP status + x-minimesh-proxy-error,
-// gRPC status (a trailers-only response), or a TCP reset.
+// gRPC status (a trailers-only response), or a TCP reset — in the caller's protocol, whichever stage failed.
+import type { ServerResponse } from 'node:http';
+import type { ServerHttp2Stream } from 'node:http2';
 import type { Socket } from 'node:net';
 import { ProxyError, type ProxyErrorCode } from './errors.js';
 
@@ -81,6 +83,33 @@ export function toH2ErrorHeaders(err: unknown): Record<string, string | number> 
 export function isGrpc(contentType: string | string[] | undefined): boolean {
   const v = Array.isArray(contentType) ? contentType[0] : contentType;
   return typeof v === 'string' && v.startsWith('application/grpc');
+}
+
+/** Answers an HTTP/1 request with the error (or cuts the response when its head already left). */
+export function respondH1(res: ServerResponse, err: unknown): void {
+  if (res.headersSent) return void res.destroy();
+  const r = toHttpErrorResponse(err);
+  res.writeHead(r.status, r.headers).end(r.body);
+}
+
+/** Answers an HTTP/2 stream with the error: a gRPC status for gRPC, an HTTP status otherwise. */
+export function respondH2(stream: ServerHttp2Stream, grpc: boolean, err: unknown): void {
+  if (stream.destroyed || stream.closed) return;
+  if (stream.headersSent) return void stream.close(0x2 /* INTERNAL_ERROR */);
+  try {
+    stream.respond(grpc ? toGrpcErrorHeaders(err) : toH2ErrorHeaders(err), { endStream: true });
+  } catch {
+    stream.destroy();
+  }
+}
+
+/** Answers an HTTP/1 Upgrade (whose socket the HTTP server let go) with the error, then closes it. */
+export function respondUpgrade(socket: Socket, err: unknown): void {
+  if (socket.destroyed) return;
+  const r = toHttpErrorResponse(err);
+  let head = `HTTP/1.1 ${r.status} Proxy Error\r\n`;
+  for (const k in r.headers) head += `${k}: ${r.headers[k]}\r\n`;
+  socket.end(`${head}content-length: ${Buffer.byteLength(r.body)}\r\n\r\n${r.body}`);
 }
 
 /** Raw TCP has no error message: reset the connection (RST) so the client sees the failure at once. */

@@ -1,9 +1,9 @@
-// Outbound mTLS: TLS 1.3 to the endpoint, SNI = its identity, chain verified against the trust anchors
+// Originating mTLS (the outbound tls stage): TLS 1.3 to the endpoint, SNI = its identity, chain verified against the trust anchors
 // (in the SecureContext) and the leaf required to name exactly that identity; our leaf presented.
 import { connect as netConnect, type Socket } from 'node:net';
 import { connect as tlsConnect, type TLSSocket } from 'node:tls';
 import { ProxyError } from '../errors.js';
-import { checkPeerIdentity, type TlsCredentials } from '../tls/credentials.js';
+import { checkPeerIdentity, type TlsCredentials } from './credentials.js';
 
 export function connectMtls(
   creds: TlsCredentials,

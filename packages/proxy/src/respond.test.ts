@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ProxyError, toConnectError, type ProxyErrorCode } from './errors.js';
-import { ERROR_HEADER, toGrpcErrorHeaders, toHttpErrorResponse } from './error-response.js';
+import { ERROR_HEADER, toGrpcErrorHeaders, toHttpErrorResponse } from './respond.js';
 
 describe('error → wire response', () => {
   it.each<[ProxyErrorCode, number, number]>([

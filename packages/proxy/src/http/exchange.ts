@@ -1,0 +1,173 @@
+// One HTTP exchange as the stages see it, whatever the caller spoke: an HTTP/1 request/response pair or
+// an HTTP/2 stream. It knows how to answer an error in the caller's protocol (respond.ts), how to go to
+// an upstream (the four combinations in forward.ts), and it is its own metrics and load hook, so a
+// request costs one object rather than a handful of closures.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders as H2Headers, ServerHttp2Stream } from 'node:http2';
+import type { Logger } from '@minimesh/runtime';
+import { toConnectError, unwrapCause } from '../errors.js';
+import type { Labels, ProxyMetrics } from '../metrics/metrics.js';
+import { errorCode, isGrpc, respondH1, respondH2 } from '../respond.js';
+import type { HttpUpstream } from '../stack/connect.js';
+import type { Direction } from '../targets.js';
+import { h1ToH1, h1ToH2, h2ToH1, h2ToH2, type ExchangeHooks } from './forward.js';
+import { ORIG_PROTO_HEADER, ORIG_PROTO_HTTP11 } from './headers.js';
+
+/** What every exchange of one stack reports to. */
+export interface ExchangeSink {
+  readonly direction: Direction;
+  readonly metrics: ProxyMetrics;
+  readonly log: Logger;
+}
+
+const NO_EXTRA: Record<string, string> = {};
+
+export abstract class HttpExchange implements ExchangeHooks {
+  abstract readonly protocol: 'http1' | 'h2';
+  /** Host (HTTP/1) or :authority (HTTP/2), as the caller sent it. */
+  abstract readonly authority: string | undefined;
+  /** The request headers, for stages that read or strip some (never pseudo-headers). */
+  abstract readonly headers: Record<string, string | string[] | undefined>;
+  abstract readonly grpc: boolean;
+  private labels: Labels | undefined;
+  private upstream: HttpUpstream | undefined;
+  private t0 = 0;
+  private loadT0 = -1;
+  private status = 0;
+  private grpcStatus: number | undefined;
+
+  constructor(protected readonly sink: ExchangeSink) {}
+
+  /** A peer proxy upgraded this request from HTTP/1 (l5d-orig-proto): the app gets HTTP/1 back. */
+  get upgradedHttp1(): boolean {
+    return false;
+  }
+
+  /** Answers the caller with `err` (a stage failed before anything was sent upstream). */
+  abstract fail(err: unknown): void;
+
+  /**
+   * Sends the exchange to `up`, counting it under `labels`. `extra` headers are added on the way;
+   * `authority` is the :authority for an HTTP/1 request without Host that is upgraded to HTTP/2.
+   */
+  forward(up: HttpUpstream, labels: Labels, extra: Record<string, string> = NO_EXTRA, authority = ''): void {
+    this.labels = labels;
+    this.upstream = up;
+    this.t0 = this.sink.metrics.request(labels);
+    const load = up.endpoint.load;
+    if (load) this.loadT0 = load.start();
+    this.send(up, extra, authority);
+  }
+
+  protected abstract send(up: HttpUpstream, extra: Record<string, string>, authority: string): void;
+
+  onResponse(status: number, grpcStatus: number | undefined): void {
+    this.endLoad();
+    this.status = status;
+    this.grpcStatus = grpcStatus;
+  }
+
+  onEnd(failed: boolean): void {
+    if (this.status === 0 || !this.labels) return;
+    this.sink.metrics.response(this.labels, this.t0, this.status, this.grpcStatus, failed);
+  }
+
+  onError(raw: Error): void {
+    this.endLoad();
+    const err = this.explain(raw);
+    this.sink.metrics.error(this.sink.direction, errorCode(err));
+    this.sink.log.debug({ err: err.message }, `${this.sink.direction} request failed`);
+    this.fail(err);
+  }
+
+  /** The upstream error in the catalogue, with the endpoint and (for a broken session) the session's cause. */
+  private explain(err: Error): Error {
+    const up = this.upstream;
+    if (!up) return err;
+    if (up.kind === 'h2')
+      return toConnectError(up.endpoint.key, up.pool.lastError(up.session) ?? unwrapCause(err), up.identity);
+    return toConnectError(up.endpoint.key, unwrapCause(err));
+  }
+
+  private endLoad(): void {
+    if (this.loadT0 < 0) return;
+    this.upstream?.endpoint.load?.end(this.loadT0);
+    this.loadT0 = -1;
+  }
+}
+
+/** An HTTP/1 request and its response. */
+export class H1Exchange extends HttpExchange {
+  readonly protocol = 'http1';
+  readonly grpc = false;
+
+  constructor(
+    readonly req: IncomingMessage,
+    readonly res: ServerResponse,
+    sink: ExchangeSink,
+  ) {
+    super(sink);
+  }
+
+  get authority(): string | undefined {
+    return this.req.headers.host;
+  }
+
+  get headers(): Record<string, string | string[] | undefined> {
+    return this.req.headers;
+  }
+
+  fail(err: unknown): void {
+    respondH1(this.res, err);
+  }
+
+  protected send(up: HttpUpstream, extra: Record<string, string>, authority: string): void {
+    const { req, res } = this;
+    if (up.kind === 'h1') {
+      h1ToH1(req, res, { host: up.endpoint.ip, port: up.endpoint.port, agent: up.agent, headers: extra }, this);
+      return;
+    }
+    // Over HTTP/2 (between proxies): marked, so the far side restores HTTP/1.
+    h1ToH2(
+      req,
+      res,
+      up.session,
+      req.headers.host ?? authority,
+      { [ORIG_PROTO_HEADER]: ORIG_PROTO_HTTP11, ...extra },
+      this,
+    );
+  }
+}
+
+/** An HTTP/2 stream (HTTP/2, gRPC, or HTTP/1 upgraded by a peer proxy). */
+export class H2Exchange extends HttpExchange {
+  readonly protocol = 'h2';
+  readonly grpc: boolean;
+
+  constructor(
+    readonly stream: ServerHttp2Stream,
+    readonly headers: H2Headers,
+    sink: ExchangeSink,
+  ) {
+    super(sink);
+    this.grpc = isGrpc(headers['content-type']);
+  }
+
+  get authority(): string | undefined {
+    return this.headers[':authority'] ?? this.headers.host;
+  }
+
+  override get upgradedHttp1(): boolean {
+    return this.headers[ORIG_PROTO_HEADER] === ORIG_PROTO_HTTP11;
+  }
+
+  fail(err: unknown): void {
+    respondH2(this.stream, this.grpc, err);
+  }
+
+  protected send(up: HttpUpstream, extra: Record<string, string>): void {
+    if (up.kind === 'h2') h2ToH2(this.stream, this.headers, up.session, extra, this);
+    else
+      h2ToH1(this.stream, this.headers, { host: up.endpoint.ip, port: up.endpoint.port, agent: up.agent, extra }, this);
+  }
+}
