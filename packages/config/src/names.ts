@@ -59,4 +59,6 @@ export const PROXY_ENV = {
   detectTimeout: 'MINIMESH_PROXY_DETECT_TIMEOUT',
   shutdownEndpointEnabled: 'MINIMESH_PROXY_SHUTDOWN_ENDPOINT_ENABLED',
   shutdownGracePeriod: 'MINIMESH_PROXY_SHUTDOWN_GRACE_PERIOD',
+  /** The tap service's identity: the only client the proxy's tap server accepts; unset: no tap server. */
+  tapSvcName: 'MINIMESH_PROXY_TAP_SVC_NAME',
 } as const;

@@ -26,6 +26,7 @@ import type { TlsCredentials } from '../tls/credentials.js';
 import { admitInbound } from './accept.js';
 import { clientIdHeaders, createAppEndpoints } from './forward.js';
 import { createTlsTerminator, peekTls } from './tls.js';
+import type { TapLayer } from '../tap/tap.js';
 
 export interface InboundStackOptions {
   config: ProxyConfig;
@@ -36,6 +37,8 @@ export interface InboundStackOptions {
   proxyPorts: number[];
   /** Test/bench seam: how to learn the original destination (default: SO_ORIGINAL_DST). */
   originalDst?: OriginalDstFn;
+  /** The tap layer (only when this proxy serves tap). */
+  tap?: TapLayer | undefined;
 }
 
 export interface InboundStack {
@@ -49,7 +52,7 @@ const OPAQUE_TLS_PEEK_MS = 300;
 export function createInboundStack(opts: InboundStackOptions): InboundStack {
   const { config, creds, metrics } = opts;
   const log = opts.logger.child({ component: 'inbound' });
-  const sink: ExchangeSink = { direction: 'inbound', metrics, log };
+  const sink: ExchangeSink = { direction: 'inbound', metrics, log, tap: opts.tap };
   const connector = new Connector(creds, config.inboundConnectTimeoutMs);
   const appEndpoint = createAppEndpoints();
   const labelCache = new LabelCache();

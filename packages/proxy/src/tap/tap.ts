@@ -86,6 +86,8 @@ export class TappedRequest {
   private readonly t0 = process.hrtime.bigint();
   private tResponse = 0n;
   private done = false;
+  /** Response body bytes written downstream (counted only for tapped requests). */
+  bytes = 0;
 
   constructor(
     private readonly taps: ActiveTap[],
@@ -125,7 +127,7 @@ export class TappedRequest {
   }
 
   /** The response is over: its gRPC status, or an error (a reset) when it failed. */
-  responseEnd(opts: { grpcStatus?: number; failed?: boolean; bytes?: number }): void {
+  responseEnd(opts: { grpcStatus?: number | undefined; failed?: boolean }): void {
     if (this.done) return;
     this.done = true;
     const now = process.hrtime.bigint();
@@ -141,7 +143,7 @@ export class TappedRequest {
         id: this.id,
         sinceRequestInit: duration(now - this.t0),
         sinceResponseInit: duration(this.tResponse ? now - this.tResponse : 0n),
-        responseBytes: BigInt(opts.bytes ?? 0),
+        responseBytes: BigInt(this.bytes),
         ...(eos ? { eos } : {}),
       },
     });
