@@ -148,6 +148,31 @@ describe('viz in the chart', () => {
     );
   });
 
+  it("tells every proxy the tap service's identity (the injector's through the mesh configuration)", async () => {
+    const tapId = 'minimesh-tap.minimesh.serviceaccount.identity.minimesh.cluster.local';
+    const proxyEnv = (objects: K8sObject[], deployment: string) =>
+      new Map(
+        podSpec(findObject(objects, 'Deployment', deployment))
+          .initContainers?.find((c) => c.name === 'minimesh-proxy')
+          ?.env?.map((e) => [e.name, e.value]),
+      );
+    const config = (objects: K8sObject[]) =>
+      JSON.parse(
+        (findObject(objects, 'ConfigMap', 'minimesh-config') as unknown as { data: Record<string, string> }).data[
+          'config.json'
+        ] ?? '{}',
+      ) as {
+        proxy: { tapSvcName: string };
+      };
+    const on = (await render(['--set', 'viz.enabled=true'])).objects;
+    expect(proxyEnv(on, 'minimesh-destination').get('MINIMESH_PROXY_TAP_SVC_NAME')).toBe(tapId);
+    expect(proxyEnv(on, 'minimesh-tap').get('MINIMESH_PROXY_TAP_SVC_NAME')).toBe(tapId);
+    expect(config(on).proxy.tapSvcName).toBe(tapId);
+    const off = (await render([])).objects;
+    expect(proxyEnv(off, 'minimesh-destination').has('MINIMESH_PROXY_TAP_SVC_NAME')).toBe(false);
+    expect(config(off).proxy.tapSvcName).toBe('');
+  });
+
   it('uses viz.prometheusUrl instead of installing Prometheus', async () => {
     const url = 'http://prometheus.monitoring.svc.cluster.local:9090';
     const { objects } = await render(['--set', 'viz.enabled=true', '--set', `viz.prometheusUrl=${url}`]);

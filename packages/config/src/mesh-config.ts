@@ -77,6 +77,8 @@ export const meshConfigSchema = z
           .default({}),
         connectTimeout: z.string().default('1s'),
         detectTimeout: z.string().default('10s'),
+        /** The tap service's identity (viz): the only client of the proxies' tap servers; empty: no tap. */
+        tapSvcName: z.string().default(''),
       })
       .default({}),
     proxyInit: z
