@@ -8,11 +8,17 @@
 // speaking the real Certify API. The load generator is its own process, open loop at a fixed rate.
 //
 //   npm run bench -w @minimesh/proxy            (BENCH_RUNS=3, BENCH_SECONDS=10 by default)
+//
+// BENCH_TAP=configured|on (this tree's variant only): the inbound proxy serves tap
+// (MINIMESH_PROXY_TAP_SVC_NAME); with "on" a tap client holding that identity observes every request it
+// serves during the measured phases (limit 10^9), reading each event, as minimesh-tap would.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { credentials } from '@grpc/grpc-js';
+import { tap } from '@minimesh/proto';
 import { createTestPki } from '../../packages/proxy/test/support/pki.js';
 import { startFakeControlPlane } from '../../packages/proxy/test/support/fake-control-plane.js';
 
@@ -26,6 +32,9 @@ const SAT_SECONDS = Number(process.env.BENCH_SAT_SECONDS ?? 5);
 const AUTHORITY = 'bench.default.svc.cluster.local:80';
 const A_ID = 'client.default.serviceaccount.identity.minimesh.cluster.local';
 const B_ID = 'server.default.serviceaccount.identity.minimesh.cluster.local';
+const TAP_ID = 'minimesh-tap.minimesh.serviceaccount.identity.minimesh.cluster.local';
+const TAP = process.env.BENCH_TAP ?? '';
+if (TAP !== '' && TAP !== 'configured' && TAP !== 'on') throw new Error(`BENCH_TAP=${TAP}: expected configured or on`);
 
 function lineFrom(child: ChildProcess, prefix: string, timeoutMs = 15_000): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -74,10 +83,32 @@ const median = (xs: number[]) => {
   return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
 };
 
+/** A tap client with the tap service's identity, reading every event of the proxy at `port`. */
+async function startTapReader(pki: Awaited<ReturnType<typeof createTestPki>>, port: number) {
+  const leaf = await pki.leaf(TAP_ID);
+  const client = new tap.TapClient(
+    `127.0.0.1:${port}`,
+    credentials.createSsl(Buffer.from(pki.anchorPem), Buffer.from(leaf.keyPem), Buffer.from(leaf.certPem)),
+    { 'grpc.ssl_target_name_override': B_ID, 'grpc.default_authority': B_ID },
+  );
+  const call = client.observe({ limit: 1_000_000_000 });
+  let events = 0;
+  call.on('data', () => events++);
+  call.on('error', () => undefined);
+  return {
+    events: () => events,
+    close() {
+      call.cancel();
+      client.close();
+    },
+  };
+}
+
 async function oneRun(pki: Awaited<ReturnType<typeof createTestPki>>, dist?: string) {
   const cp = await startFakeControlPlane(pki);
   const children: ChildProcess[] = [];
   let dir = '';
+  let onCleanup: (() => void) | undefined;
   try {
     const server = spawn(process.execPath, [join(here, 'server.mjs')], { stdio: ['ignore', 'pipe', 'inherit'] });
     children.push(server);
@@ -115,10 +146,16 @@ async function oneRun(pki: Awaited<ReturnType<typeof createTestPki>>, dist?: str
       return {
         child,
         readyMs: Number(ms),
-        ports: JSON.parse(ports!) as { inbound: number; outbound: number; admin: number },
+        ports: JSON.parse(ports!) as { inbound: number; outbound: number; admin: number; control?: number },
       };
     };
-    const b = await spawnProxy(B_ID, { BENCH_INBOUND_ORIG: `127.0.0.1:${serverPort}` });
+    const tapped = !dist && TAP !== '';
+    const b = await spawnProxy(B_ID, {
+      BENCH_INBOUND_ORIG: `127.0.0.1:${serverPort}`,
+      ...(tapped ? { MINIMESH_PROXY_TAP_SVC_NAME: TAP_ID } : {}),
+    });
+    const reader = tapped && TAP === 'on' ? await startTapReader(pki, b.ports.control ?? 0) : undefined;
+    if (reader) onCleanup = () => reader.close();
     cp.destination.set(AUTHORITY, [{ ip: '127.0.0.1', port: b.ports.inbound, identity: B_ID }]);
     const a = await spawnProxy(A_ID, { BENCH_OUTBOUND_ORIG: '127.0.0.1:9' });
     await new Promise((r) => setTimeout(r, 1000));
@@ -162,6 +199,7 @@ async function oneRun(pki: Awaited<ReturnType<typeof createTestPki>>, dist?: str
     const { r: satMeshed, cpu: satMeshedCpu } = await cpuOf(() =>
       loadgen(['closed', a.ports.outbound, AUTHORITY, SAT_SECONDS, SAT_CONNS]),
     );
+    const tapEvents = reader?.events() ?? 0;
     return {
       addedP50: meshed.p50! - direct.p50!,
       addedP99: meshed.p99! - direct.p99!,
@@ -191,8 +229,10 @@ async function oneRun(pki: Awaited<ReturnType<typeof createTestPki>>, dist?: str
       satMeshedCpuB: satMeshedCpu.b!,
       readyA: a.readyMs,
       readyB: b.readyMs,
+      tapEvents,
     };
   } finally {
+    onCleanup?.();
     for (const c of children) c.kill(process.env.BENCH_PROXY_NODE_ARGS ? 'SIGINT' : 'SIGKILL');
     if (process.env.BENCH_PROXY_NODE_ARGS) await new Promise((r) => setTimeout(r, 1500));
     await cp.close();
@@ -205,9 +245,9 @@ const pki = await createTestPki();
 const variants: Array<[string, string | undefined]> = process.env.BENCH_AB_DIST
   ? [
       ['B (BENCH_AB_DIST)', process.env.BENCH_AB_DIST],
-      ['A (this tree)', undefined],
+      [`A (this tree${TAP ? `, tap ${TAP}` : ''})`, undefined],
     ]
-  : [['this tree', undefined]];
+  : [[`this tree${TAP ? ` (tap ${TAP})` : ''}`, undefined]];
 const results = new Map<string, Awaited<ReturnType<typeof oneRun>>[]>(variants.map(([l]) => [l, []]));
 for (let i = 0; i < RUNS; i++) {
   for (const [label, dist] of variants) {
@@ -270,6 +310,9 @@ function table(runs: Awaited<ReturnType<typeof oneRun>>[]): void {
       '≤ 1000 ms',
     ],
     ['errors through the mesh (all phases)', `${m('meshedErrors')}`, '0'],
+    ...(m('tapEvents') > 0
+      ? [['tap events read from the inbound proxy (all phases)', `${m('tapEvents')}`, ''] as [string, string, string]]
+      : []),
   ];
   process.stdout.write(
     `\nminimesh proxy benchmark — medians of ${RUNS} runs (${SECONDS} s at ${RATE} rps each), node ${process.version}, ${cpus().length} CPUs\n\n`,
