@@ -17,7 +17,14 @@ export {
   type LogLevel,
   type LogFormat,
 } from './parse.js';
-export { meshConfigSchema, parseMeshConfig, defaultMeshConfig, type MeshConfig } from './mesh-config.js';
+export {
+  meshConfigSchema,
+  parseMeshConfig,
+  defaultMeshConfig,
+  DEFAULT_INBOUND_POLICIES,
+  type DefaultInboundPolicy,
+  type MeshConfig,
+} from './mesh-config.js';
 export {
   parseIp,
   formatIp,

@@ -38,6 +38,17 @@ const quantity = z
   .regex(/^\d+(\.\d+)?(m|Ki|Mi|Gi|Ti|k|M|G|T)?$/, 'a Kubernetes quantity such as 100m, 20Mi or 1')
   .or(z.literal(''));
 
+/** Linkerd's default inbound policies (the policy controller's DEFAULT_POLICIES). */
+export const DEFAULT_INBOUND_POLICIES = [
+  'all-unauthenticated',
+  'all-authenticated',
+  'cluster-unauthenticated',
+  'cluster-authenticated',
+  'deny',
+  'audit',
+] as const;
+export type DefaultInboundPolicy = (typeof DEFAULT_INBOUND_POLICIES)[number];
+
 export const meshConfigSchema = z
   .object({
     /** Namespace of the control plane. */
@@ -77,6 +88,8 @@ export const meshConfigSchema = z
           .default({}),
         connectTimeout: z.string().default('1s'),
         detectTimeout: z.string().default('10s'),
+        /** What a port admits when no Server selects it (docs/policy.md). */
+        defaultInboundPolicy: z.enum(DEFAULT_INBOUND_POLICIES).default('all-unauthenticated'),
         /** The tap service's identity (viz): the only client of the proxies' tap servers; empty: no tap. */
         tapSvcName: z.string().default(''),
       })
@@ -110,6 +123,12 @@ export const meshConfigSchema = z
       })
       .default({}),
     destination: z
+      .object({
+        address: z.string().default(''),
+      })
+      .default({}),
+    /** The policy controller (it runs in the destination pod). */
+    policy: z
       .object({
         address: z.string().default(''),
       })
@@ -168,6 +187,10 @@ function withDerivedDefaults(cfg: MeshConfig): MeshConfig {
     destination: {
       ...cfg.destination,
       address: cfg.destination.address || `minimesh-dst.${ns}.svc.${cfg.clusterDomain}:8086`,
+    },
+    policy: {
+      ...cfg.policy,
+      address: cfg.policy.address || `minimesh-policy.${ns}.svc.${cfg.clusterDomain}:8090`,
     },
   };
 }
