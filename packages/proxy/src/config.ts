@@ -15,6 +15,7 @@ import {
   type PortRange,
 } from '@minimesh/config';
 import { parseListenAddr } from '@minimesh/runtime';
+import { parsePolicyConfig, type PolicyConfig } from './policy/config.js';
 
 /** A control-plane service: where to dial and which identity must answer (TLS unless the address is loopback). */
 export interface ControlAddr {
@@ -55,6 +56,8 @@ export interface ProxyConfig {
   shutdownGracePeriodMs: number;
   /** The only identity allowed to tap this proxy; undefined: no tap server (Linkerd's LINKERD2_PROXY_TAP_SVC_NAME). */
   tapSvcName: string | undefined;
+  /** The policy controller and the inbound default policy (src/policy/config.ts). */
+  policy: PolicyConfig;
 }
 
 /** Names this package adds beside PROXY_ENV (kept here so PROXY_ENV stays the injector's contract). */
@@ -201,6 +204,7 @@ export function parseProxyConfig(env: Env): ProxyConfig {
     ),
     shutdownGracePeriodMs: duration(env, E.shutdownGracePeriod, '2m'),
     tapSvcName: identityName(env, E.tapSvcName),
+    policy: parsePolicyConfig(env, (a, n) => controlAddr(env, a, n), optional(env, E.destinationContext) ?? ''),
   };
   const admin = optional(env, E.adminListenAddr) ?? '0.0.0.0:4191';
   listenAddr(env, E.adminListenAddr, '0.0.0.0:4191');
