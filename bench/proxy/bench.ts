@@ -56,6 +56,8 @@ const RATE = 1000;
 const CONNS = 100;
 const SAT_CONNS = 32;
 const APP_PORT = 8080;
+/** prom-client's event-loop monitor resolution (its default). */
+const LAG_RESOLUTION_MS = 10;
 const MINIMESH_MAIN = join(ROOT, 'packages/proxy/dist/main.js');
 const ADDON = join(ROOT, 'packages/proxy/native/build/Release/original_dst.node');
 
@@ -178,14 +180,17 @@ async function measurePair(pair: { kind: PairKind; main?: string }, clusterIp: s
     const minimesh = pair.kind !== 'linkerd2';
     // Warm-up (first connections, discovery, the multiplexed mTLS session), outside the measured windows.
     await loadgen(cName, ['open', clusterIp, 80, host, 200, 1, CONNS]);
-    if (minimesh) for (const n of [cName, sName]) scrape(n); // resets the event-loop delay histograms
+    // Scraping resets the event-loop delay histograms; GC is counted from here.
+    const before = minimesh ? { client: scrape(cName), server: scrape(sName) } : undefined;
     const cpu0 = { client: procStat(client.pid).cpu, server: procStat(server.pid).cpu };
     const t0 = performance.now();
     const open = await loadgen(cName, ['open', clusterIp, 80, host, RATE, SECONDS, CONNS]);
     const secs = (performance.now() - t0) / 1000;
     const cpu1 = { client: procStat(client.pid).cpu, server: procStat(server.pid).cpu };
     const loaded = { client: memMb(client.pid), server: memMb(server.pid) };
-    const runtime = minimesh ? { client: scrape(cName), server: scrape(sName) } : undefined;
+    const runtime = before
+      ? { client: during(before.client, scrape(cName)), server: during(before.server, scrape(sName)) }
+      : undefined;
     const c0 = { client: procStat(client.pid).cpu, server: procStat(server.pid).cpu };
     const s0 = performance.now();
     const sat = await loadgen<Sat>(cName, ['closed', clusterIp, 80, host, SAT_SECONDS, SAT_CONNS]);
@@ -241,8 +246,19 @@ async function startProxy(
   return { pid: child.pid!, readyMs };
 }
 
-/** The minimesh proxy's own process metrics: event-loop delay since the last scrape, GC time so far. */
-function scrape(pod: string): NonNullable<PairRun['runtime']>['client'] {
+interface Scrape {
+  lagP50Ms: number;
+  lagP99Ms: number;
+  lagMaxMs: number;
+  gcMs: number;
+  gcCount: number;
+  gcMajorMs: number;
+  /** GC pauses longer than 10 ms (histogram bucket le=0.01). */
+  gcOver10: number;
+}
+
+/** The minimesh proxy's own process metrics: event-loop delay since the last scrape, GC so far. */
+function scrape(pod: string): Scrape {
   const text = mesh.podFetch(pod, 'http://127.0.0.1:4191/metrics').body;
   const num = (re: RegExp) => {
     let sum = 0;
@@ -255,6 +271,27 @@ function scrape(pod: string): NonNullable<PairRun['runtime']>['client'] {
     lagMaxMs: num(/^nodejs_eventloop_lag_max_seconds ([\d.e+-]+)/gm) * 1000,
     gcMs: num(/^nodejs_gc_duration_seconds_sum\{[^}]*\} ([\d.e+-]+)/gm) * 1000,
     gcCount: num(/^nodejs_gc_duration_seconds_count\{[^}]*\} ([\d.e+-]+)/gm),
+    gcMajorMs: num(/^nodejs_gc_duration_seconds_sum\{kind="major"\} ([\d.e+-]+)/gm) * 1000,
+    gcOver10:
+      num(/^nodejs_gc_duration_seconds_count\{[^}]*\} ([\d.e+-]+)/gm) -
+      num(/^nodejs_gc_duration_seconds_bucket\{le="0\.01",[^}]*\} ([\d.e+-]+)/gm),
+  };
+}
+
+/**
+ * Event-loop delay of the phase (the histogram restarts at each scrape) and GC during it. prom-client
+ * samples the loop every 10 ms and records the whole interval, so the delay is what exceeds 10 ms.
+ */
+function during(before: Scrape, after: Scrape): NonNullable<PairRun['runtime']>['client'] {
+  const delay = (ms: number) => Math.max(0, ms - LAG_RESOLUTION_MS);
+  return {
+    lagP50Ms: delay(after.lagP50Ms),
+    lagP99Ms: delay(after.lagP99Ms),
+    lagMaxMs: delay(after.lagMaxMs),
+    gcMs: after.gcMs - before.gcMs,
+    gcCount: after.gcCount - before.gcCount,
+    gcMajorMs: after.gcMajorMs - before.gcMajorMs,
+    gcOver10: after.gcOver10 - before.gcOver10,
   };
 }
 

@@ -30,9 +30,11 @@ interface Runtime {
   lagP50Ms: number;
   lagP99Ms: number;
   lagMaxMs: number;
-  /** Cumulative GC time of the process (ms) and GC count, read after the open-loop phase. */
+  /** GC during the open-loop phase: total pause time (ms), count, major (mark-compact) time, pauses > 10 ms. */
   gcMs: number;
   gcCount: number;
+  gcMajorMs: number;
+  gcOver10: number;
 }
 export interface PairRun {
   readyMs: { client: number; server: number };
