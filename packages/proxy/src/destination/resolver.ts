@@ -101,6 +101,14 @@ export class DestinationResolver {
     this.sweep.unref();
   }
 
+  /** The endpoint set of an authority when its stream already answered (no wait, no promise): the hot path. */
+  peekSet(authority: string): EndpointSet | undefined {
+    const e = this.sets.get(authority);
+    if (!e || e.set.state === 'pending') return undefined;
+    e.set.lastUsed = Date.now();
+    return e.set;
+  }
+
   /** The endpoint set of an authority ("name:port"), waiting for the first update when it is new. */
   async resolve(authority: string): Promise<EndpointSet> {
     let e = this.sets.get(authority);
