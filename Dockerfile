@@ -58,6 +58,12 @@ RUN --mount=type=secret,id=npm_ca,required=false --mount=type=cache,target=/root
 COPY tsconfig.base.json turbo.json ./
 COPY packages ./packages
 RUN TURBO_TELEMETRY_DISABLED=1 npx turbo run build --filter='./packages/*' --output-logs=errors-only
+# The control-plane programs ship as bundles (scripts/bundle.mjs: one ES module plus lazy chunks and the
+# .proto files reflection reads): they start in half the CPU and idle ~12 MB smaller than from
+# node_modules (docs/identity.md). Made while esbuild (a dev dependency) is still installed.
+COPY scripts/bundle.mjs ./scripts/bundle.mjs
+RUN node scripts/bundle.mjs destination identity injector \
+ && mkdir -p /bundles && for p in destination identity injector; do mv "packages/$p/bundle" "/bundles/$p"; done
 # The base image carries Node's headers in /usr/local/include/node: build against them, offline.
 RUN cd packages/proxy/native \
  && node /src/node_modules/node-gyp/bin/node-gyp.js rebuild --nodedir=/usr/local --loglevel=warn
@@ -116,20 +122,29 @@ USER 2102:2102
 EXPOSE 4143 4191 4190
 ENTRYPOINT ["node", "/app/packages/proxy/dist/main.js"]
 
-FROM app AS destination
+# ---- the control plane: the trimmed base and the program's bundle, no node_modules ----
+FROM scratch AS control-plane
+COPY --from=node-trimmed / /
+ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin NODE_ENV=production
+WORKDIR /app
+
+FROM control-plane AS destination
+COPY --from=build /bundles/destination /app
 USER 2103:2103
 EXPOSE 8086 9996
-ENTRYPOINT ["node", "/app/packages/destination/dist/main.js"]
+ENTRYPOINT ["node", "/app/main.mjs"]
 
-FROM app AS identity
+FROM control-plane AS identity
+COPY --from=build /bundles/identity /app
 USER 2103:2103
 EXPOSE 8080 9990
-ENTRYPOINT ["node", "/app/packages/identity/dist/main.js"]
+ENTRYPOINT ["node", "/app/main.mjs"]
 
-FROM app AS injector
+FROM control-plane AS injector
+COPY --from=build /bundles/injector /app
 USER 2103:2103
 EXPOSE 8443 9995
-ENTRYPOINT ["node", "/app/packages/injector/dist/main.js"]
+ENTRYPOINT ["node", "/app/main.mjs"]
 
 # ---- the CLI (minimesh inject, check, certs create, ...) ----
 FROM app AS cli

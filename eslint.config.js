@@ -1,14 +1,70 @@
 // One lint config for the whole monorepo.
 // House rules: no deep imports across packages (use the package's exports map), no import cycles,
-// no console in package code (pino is the logger).
+// no console in package code (pino is the logger), and the layering of docs/architecture.md: a
+// package's src/ imports only the packages below it (LAYERS), never a test fake.
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import importX from 'eslint-plugin-import-x';
 import globals from 'globals';
 
+const DEEP_IMPORTS = {
+  group: ['@minimesh/*/src/*', '@minimesh/*/dist/*'],
+  message: 'Import from the package entry (its exports map), not its internals.',
+};
+
+// Which @minimesh packages each package's src/ may import (docs/architecture.md, "Layers").
+// Libraries sit at the bottom and import no program; a program imports libraries and, where it
+// reuses a pure core, another program's index (cli: the injector's patch, proxy-init's nat model).
+// A new package adds its row here. (local-cluster and e2e are test harnesses: see their own rule.)
+const LAYERS = {
+  config: [],
+  runtime: [],
+  proto: ['config'],
+  kube: ['runtime'],
+  'proxy-init': ['config', 'runtime'],
+  proxy: ['config', 'runtime', 'proto'],
+  destination: ['config', 'runtime', 'proto', 'kube'],
+  identity: ['config', 'runtime', 'proto', 'kube'],
+  injector: ['config', 'runtime', 'kube'],
+  cli: ['config', 'runtime', 'proto', 'kube', 'injector', 'proxy-init'],
+};
+const PACKAGES = Object.keys(LAYERS);
+
+const layerRules = Object.entries(LAYERS).map(([pkg, allowed]) => ({
+  files: [`packages/${pkg}/src/**/*.ts`],
+  ignores: ['**/*.test.ts', '**/testdata/**'],
+  rules: {
+    'no-restricted-imports': [
+      'error',
+      {
+        patterns: [
+          DEEP_IMPORTS,
+          ...PACKAGES.filter((p) => p !== pkg && !allowed.includes(p)).map((p) => ({
+            group: [`@minimesh/${p}`, `@minimesh/${p}/*`],
+            message: `@minimesh/${pkg} may import only ${allowed.map((a) => `@minimesh/${a}`).join(', ') || 'no other minimesh package'} (docs/architecture.md, "Layers").`,
+          })),
+          {
+            group: ['@minimesh/kube/testing'],
+            message: 'The in-memory API server is for tests; programs use @minimesh/kube.',
+          },
+        ],
+      },
+    ],
+  },
+}));
+
 export default tseslint.config(
   {
-    ignores: ['**/dist/**', '**/node_modules/**', '**/build/**', '**/gen/**', 'charts/**', '**/*.cjs', '**/.turbo/**'],
+    ignores: [
+      '**/dist/**',
+      '**/bundle/**',
+      '**/node_modules/**',
+      '**/build/**',
+      '**/gen/**',
+      'charts/**',
+      '**/*.cjs',
+      '**/.turbo/**',
+    ],
   },
   js.configs.recommended,
   ...tseslint.configs.recommended,
@@ -18,22 +74,13 @@ export default tseslint.config(
     plugins: { 'import-x': importX },
     rules: {
       'import-x/no-cycle': ['error', { maxDepth: 10, ignoreExternal: true }],
-      'no-restricted-imports': [
-        'error',
-        {
-          patterns: [
-            {
-              group: ['@minimesh/*/src/*', '@minimesh/*/dist/*'],
-              message: 'Import from the package entry (its exports map), not its internals.',
-            },
-          ],
-        },
-      ],
+      'no-restricted-imports': ['error', { patterns: [DEEP_IMPORTS] }],
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       '@typescript-eslint/consistent-type-imports': 'error',
       'no-console': 'error',
     },
   },
+  ...layerRules,
   {
     // Tests, scripts, benchmarks and CLIs may print.
     files: [

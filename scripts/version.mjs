@@ -60,7 +60,7 @@ function places() {
       }
     }
   }
-  const config = join(root, 'packages', 'config', 'src', 'mesh-config.ts');
+  const config = join(root, 'packages', 'config', 'src', 'version.ts');
   const re = /^export const MINIMESH_VERSION = '([^']*)';$/m;
   out.push({
     where: `${relative(root, config)} MINIMESH_VERSION`,

@@ -12,13 +12,11 @@ import { performance } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
 import { Server, ServerCredentials, type ServerWritableStream } from '@grpc/grpc-js';
 import { parsePortRanges } from '@minimesh/config';
-import { Watch } from '@kubernetes/client-node';
+import { createKubeClient, loadKubeConfig } from '@minimesh/kube';
 import {
-  createApiClient,
   createDestinationHandlers,
   createDestinationMetrics,
   destinationServiceDefinition,
-  loadKubeConfig,
   startDestination,
   EndpointIndex,
   toPodRecord,
@@ -383,9 +381,9 @@ async function clusterFanOut(): Promise<{ dst: FanOutResult; watch: number[] }> 
       spec: { ports: [{ name: 'http', port: 80, targetPort: 8080 }] },
     });
     await admin.request('POST', slices, body(249));
-    const kc = loadKubeConfig(info.kubeconfigPath);
+    const kc = await loadKubeConfig({ path: info.kubeconfigPath });
     dst = await startDestination({
-      api: createApiClient(kc),
+      api: createKubeClient(kc, { userAgent: 'minimesh-destination/bench' }),
       logger,
       addr: '127.0.0.1:0',
       controllerNamespace: ns,
@@ -401,15 +399,21 @@ async function clusterFanOut(): Promise<{ dst: FanOutResult; watch: number[] }> 
       await new Promise((r) => setTimeout(r, 20));
     // the baseline watcher: when did the API server deliver each round's new address
     const seen = new Map<string, number>();
-    watchCtrl = await new Watch(kc).watch(
-      slices,
-      { resourceVersion: '0', allowWatchBookmarks: true },
-      (_type: string, obj: { endpoints?: Array<{ addresses: string[] }> }) => {
-        const t = now();
-        for (const e of obj.endpoints ?? []) for (const a of e.addresses) if (!seen.has(a)) seen.set(a, t);
-      },
-      () => undefined,
-    );
+    watchCtrl = new AbortController();
+    const watcher = createKubeClient(kc, { userAgent: 'bench-baseline-watch' });
+    void watcher
+      .watch(
+        slices,
+        { resourceVersion: '0', allowWatchBookmarks: true },
+        (_type, obj) => {
+          const t = now();
+          for (const e of (obj as { endpoints?: Array<{ addresses: string[] }> }).endpoints ?? [])
+            for (const a of e.addresses) if (!seen.has(a)) seen.set(a, t);
+        },
+        { signal: watchCtrl.signal },
+      )
+      .catch(() => undefined)
+      .finally(() => void watcher.close());
     await new Promise((r) => setTimeout(r, 200));
     const rounds = Math.min(ROUNDS, 20);
     const result = await measure(

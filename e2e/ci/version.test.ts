@@ -16,7 +16,7 @@ function copyTree(to: string): void {
     'package.json',
     'charts/minimesh/Chart.yaml',
     'e2e/package.json',
-    'packages/config/src/mesh-config.ts',
+    'packages/config/src/version.ts',
     ...readdirSync(join(repoRoot, 'packages')).map((p) => `packages/${p}/package.json`),
   ];
   for (const f of files) {
@@ -48,7 +48,7 @@ describe('scripts/version.mjs', () => {
     };
     expect(cli.version).toBe('9.8.7');
     expect(cli.dependencies['@minimesh/config']).toBe('^9.8.7');
-    expect(readFileSync(join(copy, 'packages/config/src/mesh-config.ts'), 'utf8')).toContain(
+    expect(readFileSync(join(copy, 'packages/config/src/version.ts'), 'utf8')).toContain(
       "export const MINIMESH_VERSION = '9.8.7';",
     );
 

@@ -7,19 +7,6 @@ export { TEMPLATE_PATHS, parseManifests, formatManifests } from './manifest.js';
 export type { Command, CommandIO } from './io.js';
 export { explainCommand } from './commands/explain.js';
 export { checkCommand, runChecks } from './commands/check.js';
-export {
-  parseNatTable,
-  parseRule,
-  tokenize,
-  parsePortRange,
-  parseCidrText,
-  cidrContains,
-  parseIp,
-  type NatTable,
-  type NatChain,
-  type NatRule,
-  type NatTarget,
-} from './explain/nat-table.js';
 export { walkPacket, matchRule, type Packet, type Walk, type WalkStep, type Verdict } from './explain/packet-walk.js';
 export { toPodFacts, type PodFacts, type PodLike } from './explain/pod-facts.js';
 export {

@@ -1,9 +1,8 @@
-// Kubernetes access for the commands that read the cluster (explain, check): which kubeconfig,
-// and whether it points at this machine's local cluster. client-node loads on first use (~1 s).
-import { existsSync } from 'node:fs';
-import { homedir } from 'node:os';
+// Kubernetes access for the commands that read the cluster (explain, check): the shared loader and
+// client of @minimesh/kube, with the local cluster's admin kubeconfig as the last fallback.
 import { join } from 'node:path';
-import type { KubeConfig } from '@kubernetes/client-node';
+import { MINIMESH_VERSION } from '@minimesh/config';
+import { createKubeClient, KubeApiError, loadKubeConfig, type KubeClient } from '@minimesh/kube';
 
 /** The local cluster's admin kubeconfig (see @minimesh/local-cluster), used when nothing else is configured. */
 export const LOCAL_CLUSTER_KUBECONFIG = join(
@@ -12,35 +11,16 @@ export const LOCAL_CLUSTER_KUBECONFIG = join(
 );
 export const LOCAL_CLUSTER_SERVER = 'https://127.0.0.1:6443';
 
-export class KubeAccessError extends Error {
-  readonly code = 'MINIMESH_CLI_KUBE';
-}
-
-/** --kubeconfig, else $KUBECONFIG, else ~/.kube/config, else the local cluster's admin kubeconfig. */
-export function resolveKubeconfigPath(flag: string | undefined): string | undefined {
-  if (flag) return flag;
-  if (process.env.KUBECONFIG) return process.env.KUBECONFIG;
-  const home = join(homedir(), '.kube', 'config');
-  if (existsSync(home)) return home;
-  if (existsSync(LOCAL_CLUSTER_KUBECONFIG)) return LOCAL_CLUSTER_KUBECONFIG;
-  return undefined;
-}
-
-export async function loadKubeConfig(
-  flag: string | undefined,
-): Promise<{ kc: KubeConfig; path: string | undefined; server: string }> {
-  const k8s = await import('@kubernetes/client-node');
-  const kc = new k8s.KubeConfig();
-  const path = resolveKubeconfigPath(flag);
-  try {
-    if (path) kc.loadFromFile(path);
-    else kc.loadFromDefault();
-  } catch (err) {
-    throw new KubeAccessError(`kubeconfig ${path ?? '(default)'}: ${(err as Error).message}`, { cause: err });
-  }
-  const server = kc.getCurrentCluster()?.server ?? '';
-  if (server === '') throw new KubeAccessError(`kubeconfig ${path ?? '(default)'}: no current cluster`);
-  return { kc, path, server };
+/**
+ * --kubeconfig, else $KUBECONFIG, else the in-cluster service account, else ~/.kube/config, else the
+ * local cluster's admin kubeconfig. Throws KubeConfigError (one line) when none is there.
+ */
+export async function connectKube(flag: string | undefined): Promise<{ client: KubeClient; server: string }> {
+  const config = await loadKubeConfig({ path: flag, fallbacks: [LOCAL_CLUSTER_KUBECONFIG] });
+  return {
+    client: createKubeClient(config, { userAgent: `minimesh-cli/${MINIMESH_VERSION}` }),
+    server: config.server,
+  };
 }
 
 /** True when the kubeconfig's API server is the local cluster on this machine (its pods are network namespaces here). */
@@ -50,23 +30,13 @@ export function isLocalCluster(server: string): boolean {
   );
 }
 
-/** A client-node error as one line: HTTP status and the API's message when there is one. */
+/** An API error as one line: HTTP status and the API's message when there is one. */
 export function describeKubeError(err: unknown): string {
-  const e = err as { code?: number; body?: unknown; message?: string };
-  let msg = e.message ?? String(err);
-  if (typeof e.body === 'string') {
-    try {
-      const body = JSON.parse(e.body) as { message?: string };
-      if (body.message) msg = body.message;
-    } catch {
-      // not JSON
-    }
-  }
-  const first = msg.split('\n')[0] ?? msg;
-  return typeof e.code === 'number' ? `HTTP ${e.code}: ${first}` : first;
+  if (err instanceof KubeApiError) return err.statusCode === 0 ? err.detail : `HTTP ${err.statusCode}: ${err.detail}`;
+  const msg = (err as Error).message ?? String(err);
+  return msg.split('\n')[0] ?? msg;
 }
 
 export function kubeStatus(err: unknown): number | undefined {
-  const c = (err as { code?: unknown }).code;
-  return typeof c === 'number' ? c : undefined;
+  return err instanceof KubeApiError && err.statusCode !== 0 ? err.statusCode : undefined;
 }

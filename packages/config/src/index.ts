@@ -21,8 +21,21 @@ export {
   meshConfigSchema,
   parseMeshConfig,
   defaultMeshConfig,
-  MINIMESH_VERSION,
+  DEFAULT_INBOUND_POLICIES,
+  type DefaultInboundPolicy,
   type MeshConfig,
 } from './mesh-config.js';
+export {
+  parseIp,
+  formatIp,
+  cidrNetwork,
+  cidrContains,
+  toNetworkCidr,
+  formatCidr,
+  addressKey,
+  type IpValue,
+  type IpFamily,
+} from './net.js';
+export { MINIMESH_VERSION } from './version.js';
 export { toIdentityName, fromIdentityName, type IdentityParts } from './identity-name.js';
 export { ANNOTATIONS, LABELS, CONTAINER_NAMES, DEFAULT_PORTS, PROXY_ENV } from './names.js';

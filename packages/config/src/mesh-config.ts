@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import { ConfigError } from './errors.js';
 import { parseCidrList, parsePortRanges } from './parse.js';
+import { MINIMESH_VERSION } from './version.js';
 
 const port = z.number().int().min(1).max(65535);
 const portList = z.string().superRefine((value, ctx) => {
@@ -37,7 +38,16 @@ const quantity = z
   .regex(/^\d+(\.\d+)?(m|Ki|Mi|Gi|Ti|k|M|G|T)?$/, 'a Kubernetes quantity such as 100m, 20Mi or 1')
   .or(z.literal(''));
 
-export const MINIMESH_VERSION = '0.1.0';
+/** Linkerd's default inbound policies (the policy controller's DEFAULT_POLICIES). */
+export const DEFAULT_INBOUND_POLICIES = [
+  'all-unauthenticated',
+  'all-authenticated',
+  'cluster-unauthenticated',
+  'cluster-authenticated',
+  'deny',
+  'audit',
+] as const;
+export type DefaultInboundPolicy = (typeof DEFAULT_INBOUND_POLICIES)[number];
 
 export const meshConfigSchema = z
   .object({
@@ -78,6 +88,8 @@ export const meshConfigSchema = z
           .default({}),
         connectTimeout: z.string().default('1s'),
         detectTimeout: z.string().default('10s'),
+        /** What a port admits when no Server selects it (docs/policy.md). */
+        defaultInboundPolicy: z.enum(DEFAULT_INBOUND_POLICIES).default('all-unauthenticated'),
       })
       .default({}),
     proxyInit: z
@@ -109,6 +121,12 @@ export const meshConfigSchema = z
       })
       .default({}),
     destination: z
+      .object({
+        address: z.string().default(''),
+      })
+      .default({}),
+    /** The policy controller (it runs in the destination pod). */
+    policy: z
       .object({
         address: z.string().default(''),
       })
@@ -167,6 +185,10 @@ function withDerivedDefaults(cfg: MeshConfig): MeshConfig {
     destination: {
       ...cfg.destination,
       address: cfg.destination.address || `minimesh-dst.${ns}.svc.${cfg.clusterDomain}:8086`,
+    },
+    policy: {
+      ...cfg.policy,
+      address: cfg.policy.address || `minimesh-policy.${ns}.svc.${cfg.clusterDomain}:8090`,
     },
   };
 }

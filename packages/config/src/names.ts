@@ -7,6 +7,8 @@ export const ANNOTATIONS = {
   /** Prefix of the per-pod/namespace overrides, e.g. config.minimesh.io/skip-outbound-ports. */
   configPrefix: 'config.minimesh.io/',
   opaquePorts: 'config.minimesh.io/opaque-ports',
+  /** What a pod's ports admit when no Server selects them (docs/policy.md). */
+  defaultInboundPolicy: 'config.minimesh.io/default-inbound-policy',
 } as const;
 
 export const LABELS = {
@@ -32,6 +34,8 @@ export const DEFAULT_PORTS = {
   identityAdmin: 9990,
   injector: 8443,
   injectorAdmin: 9995,
+  policy: 8090,
+  policyAdmin: 9990,
   proxyUid: 2102,
 } as const;
 
@@ -59,4 +63,10 @@ export const PROXY_ENV = {
   detectTimeout: 'MINIMESH_PROXY_DETECT_TIMEOUT',
   shutdownEndpointEnabled: 'MINIMESH_PROXY_SHUTDOWN_ENDPOINT_ENABLED',
   shutdownGracePeriod: 'MINIMESH_PROXY_SHUTDOWN_GRACE_PERIOD',
+  policySvcAddr: 'MINIMESH_PROXY_POLICY_SVC_ADDR',
+  policySvcName: 'MINIMESH_PROXY_POLICY_SVC_NAME',
+  /** JSON {"ns","pod"}: the workload the proxy asks the policy controller about. */
+  policyWorkload: 'MINIMESH_PROXY_POLICY_WORKLOAD',
+  policyClusterNetworks: 'MINIMESH_PROXY_POLICY_CLUSTER_NETWORKS',
+  inboundDefaultPolicy: 'MINIMESH_PROXY_INBOUND_DEFAULT_POLICY',
 } as const;

@@ -67,13 +67,33 @@ export interface Cidr {
   family: 4 | 6;
 }
 
-/** "10.0.0.0/8" or "fd00::/8". A bare address is taken as a host route (/32 or /128). */
+/** A dotted IPv4 netmask ("255.255.0.0") as a prefix length; NaN unless its ones are contiguous. */
+function netmaskPrefix(text: string): number {
+  if (isIP(text) !== 4) return NaN;
+  const bits = text
+    .split('.')
+    .map((o) => Number(o).toString(2).padStart(8, '0'))
+    .join('');
+  return /^1*0*$/.test(bits) ? (bits.indexOf('0') === -1 ? 32 : bits.indexOf('0')) : NaN;
+}
+
+/**
+ * "10.0.0.0/8" or "fd00::/8" (or "10.0.0.0/255.0.0.0", as iptables-save may print a netmask).
+ * A bare address is taken as a host route (/32 or /128).
+ */
 export function parseCidr(field: string, value: string): Cidr {
   const text = value.trim();
   const [address = '', prefixText, extra] = text.split('/');
   const family = isIP(address);
   const max = family === 6 ? 128 : 32;
-  const prefix = prefixText === undefined ? max : /^\d+$/.test(prefixText) ? Number(prefixText) : NaN;
+  const prefix =
+    prefixText === undefined
+      ? max
+      : /^\d+$/.test(prefixText)
+        ? Number(prefixText)
+        : family === 4
+          ? netmaskPrefix(prefixText)
+          : NaN;
   if (extra !== undefined || family === 0 || !(prefix >= 0 && prefix <= max)) {
     throw new ConfigError(field, value, 'a CIDR such as 10.0.0.0/8 or fd00::/8');
   }

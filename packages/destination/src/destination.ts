@@ -2,13 +2,13 @@
 // its ExternalWorkload mirror, and the admin server. main.ts parses flags and calls startDestination;
 // tests and benchmarks call it directly.
 import { Server, ServerCredentials } from '@grpc/grpc-js';
+import type { KubeClient } from '@minimesh/kube';
+import { HealthImplementation } from '@minimesh/proto';
 import type { PortRange } from '@minimesh/config';
 import { createRegistry, parseListenAddr, startAdminServer, type AdminServer, type Logger } from '@minimesh/runtime';
-import { HealthImplementation } from 'grpc-health-check';
 import type { Registry } from 'prom-client';
 import { DestinationError } from './errors.js';
 import { EndpointIndex } from './index/endpoint-index.js';
-import type { ApiClient } from './k8s/api-client.js';
 import { createResourceInformers, type ResourceInformers } from './k8s/resource-informers.js';
 import { ExternalWorkloadMirror } from './leader/external-workload-mirror.js';
 import { LeaseElector } from './leader/lease-elector.js';
@@ -16,7 +16,7 @@ import { createDestinationMetrics, type DestinationMetrics } from './metrics.js'
 import { createDestinationHandlers, destinationServiceDefinition } from './server/destination-server.js';
 
 export interface DestinationOptions {
-  api: ApiClient;
+  api: KubeClient;
   logger: Logger;
   /** gRPC listen address, e.g. "0.0.0.0:8086" (port 0 picks one). */
   addr: string;

@@ -5,9 +5,6 @@ export type DestinationErrorCode =
   | 'MINIMESH_DESTINATION_IP_QUERY'
   | 'MINIMESH_DESTINATION_EXTERNAL_NAME'
   | 'MINIMESH_DESTINATION_QUEUE_OVERFLOW'
-  | 'MINIMESH_DESTINATION_API_REQUEST'
-  | 'MINIMESH_DESTINATION_WATCH_EXPIRED'
-  | 'MINIMESH_DESTINATION_KUBECONFIG'
   | 'MINIMESH_DESTINATION_LISTEN';
 
 export class DestinationError extends Error {
@@ -27,21 +24,4 @@ export function invalidAuthority(authority: string, why: string, clusterDomain: 
     'MINIMESH_DESTINATION_INVALID_AUTHORITY',
     `authority "${authority}": ${why}; expected <service>.<namespace>.svc.${clusterDomain}[:<port>] or <hostname>.<service>.<namespace>.svc.${clusterDomain}[:<port>]`,
   );
-}
-
-/** A Kubernetes API request that did not succeed; statusCode is the HTTP status (0 when none arrived). */
-export class ApiRequestError extends DestinationError {
-  constructor(
-    readonly method: string,
-    readonly path: string,
-    readonly statusCode: number,
-    detail: string,
-    options?: { cause?: unknown },
-  ) {
-    super(
-      'MINIMESH_DESTINATION_API_REQUEST',
-      `${method} ${path}: ${statusCode === 0 ? 'request failed' : `HTTP ${statusCode}`}${detail ? `: ${detail}` : ''}`,
-      options,
-    );
-  }
 }

@@ -3,17 +3,15 @@ export { startDestination, type Destination, type DestinationOptions } from './d
 export {
   EndpointIndex,
   resolveTargetPort,
-  addressKey,
   type ServiceTarget,
   type ResolvedEndpoint,
   type EndpointListener,
   type Address,
   type ResourceKind,
 } from './index/endpoint-index.js';
-export { Informer, type InformerOptions, type InformerHandler } from './k8s/informer.js';
-export { createApiClient, loadKubeConfig, type ApiClient } from './k8s/api-client.js';
 export {
   createResourceInformers,
+  metricsHooks,
   RESOURCE_PATHS,
   EXTERNAL_WORKLOAD_API,
   type ResourceInformers,
@@ -44,4 +42,4 @@ export {
 export { toProfile, serviceFqdn } from './server/profile-translator.js';
 export { createDestinationHandlers, destinationServiceDefinition, toGrpcStatus } from './server/destination-server.js';
 export { createDestinationMetrics, type DestinationMetrics } from './metrics.js';
-export { DestinationError, ApiRequestError, type DestinationErrorCode } from './errors.js';
+export { DestinationError, type DestinationErrorCode } from './errors.js';

@@ -8,7 +8,6 @@ import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import { status } from '@grpc/grpc-js';
-import { service as healthService } from 'grpc-health-check';
 import { parsePortRanges } from '@minimesh/config';
 import {
   adminClient,
@@ -19,16 +18,14 @@ import {
   type KubeClient,
   type KubeObject,
 } from '@minimesh/local-cluster';
-import { fromTcpAddress, type destination } from '@minimesh/proto';
+import { fromTcpAddress, health as healthProto, type destination } from '@minimesh/proto';
 import { createLogger } from '@minimesh/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { createKubeClient, Informer, loadKubeConfig, type KubeClient as ApiClient } from '@minimesh/kube';
 import {
-  createApiClient,
   EndpointIndex,
-  Informer,
   keyOfObject,
-  loadKubeConfig,
   MIRROR_MANAGER,
   RESOURCE_PATHS,
   startDestination,
@@ -66,9 +63,14 @@ let dst: Destination;
 let client: destination.DestinationClient;
 const readers: Array<StreamReader<unknown>> = [];
 
-function options(identity: string): DestinationOptions {
+/** A client of destination's own ServiceAccount, as main.ts makes it. */
+async function saClient(): Promise<ApiClient> {
+  return createKubeClient(await loadKubeConfig({ path: kubeconfig }), { userAgent: 'minimesh-destination/test' });
+}
+
+async function options(identity: string): Promise<DestinationOptions> {
   return {
-    api: createApiClient(loadKubeConfig(kubeconfig)),
+    api: await saClient(),
     logger: logger.child({ replica: identity }),
     addr: '127.0.0.1:0',
     adminAddr: '127.0.0.1:0',
@@ -206,12 +208,13 @@ beforeAll(async () => {
   });
   // Let the authorizer's informers see the new bindings before destination's first list.
   await until('RBAC in effect', async () => {
-    const probe = createApiClient(loadKubeConfig(kubeconfig));
+    const probe = await saClient();
     const res = await probe.request('GET', '/apis/discovery.k8s.io/v1/endpointslices?limit=1');
     const lease = await probe.request('GET', `/apis/coordination.k8s.io/v1/namespaces/${cpNs}/leases/none`);
+    await probe.close();
     return res.status === 200 && lease.status === 404;
   });
-  dst = await startDestination(options('replica-a'));
+  dst = await startDestination(await options('replica-a'));
   client = dstClient(dst.grpcPort);
 }, 600_000);
 
@@ -247,16 +250,11 @@ describe('destination on the local cluster', () => {
     for (const kind of ['service', 'endpointslice', 'pod', 'externalworkload'] as const)
       expect(dst.informers[kind].listCount).toBeGreaterThanOrEqual(1);
     // grpc.health.v1 on the gRPC port says the same
-    const healthClient = new (grpc.makeGenericClientConstructor(healthService, 'grpc.health.v1.Health'))(
-      `127.0.0.1:${dst.grpcPort}`,
-      grpc.credentials.createInsecure(),
+    const healthClient = new healthProto.HealthClient(`127.0.0.1:${dst.grpcPort}`, grpc.credentials.createInsecure());
+    const status = await new Promise<healthProto.HealthCheckResponse_ServingStatus>((resolve, reject) =>
+      healthClient.check({ service: '' }, (e, r) => (e ? reject(e) : resolve(r.status))),
     );
-    const health = await new Promise<{ status: string }>((resolve, reject) =>
-      (
-        healthClient as unknown as { check(req: unknown, cb: (e: Error | null, r: { status: string }) => void): void }
-      ).check({ service: '' }, (e, r) => (e ? reject(e) : resolve(r))),
-    );
-    expect(health.status).toBe('SERVING');
+    expect(status).toBe(healthProto.HealthCheckResponse_ServingStatus.SERVING);
     healthClient.close();
   });
 
@@ -463,9 +461,10 @@ describe('destination on the local cluster', () => {
         noEndpoints: () => undefined,
       },
     );
+    const sa = await saClient();
     const informerFor = () =>
       new Informer<SliceRecord>({
-        api: createApiClient(loadKubeConfig(kubeconfig)),
+        client: sa,
         resource: 'endpointslices',
         path: RESOURCE_PATHS.endpointslice,
         transform: toSliceRecord,
@@ -489,6 +488,7 @@ describe('destination on the local cluster', () => {
     second.start();
     await second.waitForSync();
     await second.stop();
+    await sa.close();
     expect(events).toEqual(['add 10.23.204.3', 'remove 10.23.204.1']);
     expect(
       index
@@ -596,7 +596,7 @@ describe('destination on the local cluster', () => {
 
   it('two replicas elect one leader; the other takes over within the lease duration when the first stops; the lease is released on shutdown', async () => {
     const leasePath = `/apis/coordination.k8s.io/v1/namespaces/${cpNs}/leases/minimesh-destination-endpoint-write`;
-    const b = await startDestination(options('replica-b'));
+    const b = await startDestination(await options('replica-b'));
     try {
       await b.synced();
       await sleep(LEASE.retryPeriodMs * 3);

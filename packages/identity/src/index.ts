@@ -25,7 +25,8 @@ export {
 } from './certifier.js';
 export {
   createKubeTokenReviewer,
-  loadKubeConfig,
+  TOKEN_REVIEW_PATH,
+  THROTTLED_CACHE_TTL_MS,
   type TokenReviewer,
   type TokenReviewResult,
   type KubeTokenReviewer,

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import * as tls from 'node:tls';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
-import { identity } from '@minimesh/proto';
+import { health as healthProto, identity } from '@minimesh/proto';
 import {
   adminClient,
   createNamespace,
@@ -20,7 +20,7 @@ import {
   KubeApiError,
   readAuditEvents,
 } from '@minimesh/local-cluster';
-import { protoPath as healthProtoPath } from 'grpc-health-check';
+import { startConnectionCounter } from '@minimesh/kube/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startBinary, type RunningIdentity } from './helpers/binary.js';
 import { makeSeedPki, makeSigned, type SeedPki } from './helpers/openssl-pki.js';
@@ -141,6 +141,49 @@ afterAll(async () => {
 });
 
 describe('Certify against the real API server', () => {
+  it('reuses one connection to the API server: 1,000 Certify calls (16 at a time) open at most 2', async () => {
+    // The identity's kubeconfig, pointed at a relay that counts the connections the API server accepts.
+    const api = new URL(JSON.parse(readFileSync(kubeconfig, 'utf8')).clusters[0].cluster.server as string);
+    const relay = await startConnectionCounter({ host: api.hostname, port: Number(api.port) });
+    const relayed = join(dir, 'relayed.kubeconfig');
+    const kc = JSON.parse(readFileSync(kubeconfig, 'utf8')) as { clusters: { cluster: { server: string } }[] };
+    for (const c of kc.clusters) c.cluster.server = `https://127.0.0.1:${relay.port}`;
+    writeFileSync(relayed, JSON.stringify(kc));
+    const counted = await startBinary([
+      '--issuer-dir',
+      issuerDir,
+      '--trust-anchors',
+      pki.caCrt,
+      '--kubeconfig',
+      relayed,
+    ]);
+    const c = new identity.IdentityClient(`127.0.0.1:${counted.grpcPort}`, grpc.credentials.createInsecure());
+    try {
+      const { der } = await createCsr({ dns: [WEB], cn: WEB });
+      const call = (): Promise<identity.CertifyResponse> =>
+        new Promise((resolve, reject) =>
+          c.certify({ identity: WEB, token: Buffer.from(tokens.web), certificateSigningRequest: der }, (err, res) =>
+            err ? reject(err) : resolve(res),
+          ),
+        );
+      let issued = 0;
+      let next = 0;
+      await Promise.all(
+        Array.from({ length: 16 }, async () => {
+          while (next++ < 1000) if ((await call()).leafCertificate.length > 0) issued++;
+        }),
+      );
+      expect(issued).toBe(1000);
+      // One HTTP/2 connection carries every TokenReview and the /version probes (before: one per Certify).
+      console.log(`1,000 Certify calls: ${relay.connections} connection(s) to the API server`);
+      expect(relay.connections).toBeLessThanOrEqual(2);
+    } finally {
+      c.close();
+      await counted.stop();
+      await relay.close();
+    }
+  }, 300_000);
+
   it('issues a leaf that openssl verifies against ca.crt with issuer.crt as the untrusted intermediate', async () => {
     const { der } = await createCsr({ dns: [WEB], cn: WEB });
     const t0 = Date.now();
@@ -314,23 +357,11 @@ describe('Certify against the real API server', () => {
   });
 
   it('serves gRPC health and reflection so ordinary gRPC tools can call it', async () => {
-    const health = grpc.loadPackageDefinition(protoLoader.loadSync(healthProtoPath, { enums: String })) as unknown as {
-      grpc: {
-        health: {
-          v1: {
-            Health: new (
-              addr: string,
-              creds: grpc.ChannelCredentials,
-            ) => grpc.Client & { check(req: object, cb: (e: Error | null, r: { status: string }) => void): void };
-          };
-        };
-      };
-    };
-    const h = new health.grpc.health.v1.Health(`127.0.0.1:${server.grpcPort}`, grpc.credentials.createInsecure());
-    const status = await new Promise<string>((resolve, reject) =>
+    const h = new healthProto.HealthClient(`127.0.0.1:${server.grpcPort}`, grpc.credentials.createInsecure());
+    const status = await new Promise<healthProto.HealthCheckResponse_ServingStatus>((resolve, reject) =>
       h.check({ service: 'io.linkerd.proxy.identity.Identity' }, (e, r) => (e ? reject(e) : resolve(r.status))),
     );
-    expect(status).toBe('SERVING');
+    expect(status).toBe(healthProto.HealthCheckResponse_ServingStatus.SERVING);
     h.close();
 
     const reflectionProto = createRequire(import.meta.url).resolve(

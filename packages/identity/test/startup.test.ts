@@ -101,16 +101,17 @@ describe('minimesh-identity start-up', () => {
 
   it('refuses to start without a kubeconfig outside a cluster, and with an unreadable one, naming it', async () => {
     const ok = issuerDir('ok-kube', 'issuer.crt', 'issuer.key');
-    const outside = await runBinaryEnv([...baseArgs(ok)], { KUBERNETES_SERVICE_HOST: '' });
-    expect(outside.code).toBe(1);
+    // Nothing to find: no flag, no $KUBECONFIG, not in a pod, no ~/.kube/config (HOME is a fresh directory).
+    const home = mkdtempSync(join(tmpdir(), 'mm-id-home-'));
+    const outside = await runBinaryEnv([...baseArgs(ok)], { KUBERNETES_SERVICE_HOST: '', KUBECONFIG: '', HOME: home });
+    expect(outside.code).toBe(2);
     expect(outside.stderr).toBe(
-      'minimesh-identity: --kubeconfig: not given, and not running in a cluster (KUBERNETES_SERVICE_HOST is unset)\n',
+      `minimesh-identity: no Kubernetes configuration found: tried --kubeconfig, $KUBECONFIG, in-cluster ($KUBERNETES_SERVICE_HOST is unset), ${home}/.kube/config\n`,
     );
-    const missing = await runBinaryEnv([...baseArgs(ok), '--kubeconfig', join(dir, 'nope.kubeconfig')], {});
-    expect(missing.code).toBe(1);
-    expect(missing.stderr).toBe(
-      `minimesh-identity: ${join(dir, 'nope.kubeconfig')}: cannot load the kubeconfig (ENOENT)\n`,
-    );
+    const nope = join(dir, 'nope.kubeconfig');
+    const missing = await runBinaryEnv([...baseArgs(ok), '--kubeconfig', nope], {});
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toBe(`minimesh-identity: --kubeconfig ${nope}: cannot read ${nope} (ENOENT)\n`);
   });
 
   it.each([
@@ -120,11 +121,11 @@ describe('minimesh-identity start-up', () => {
     ],
     [
       ['--issuance-lifetime', 'forever'],
-      'minimesh-identity: --issuance-lifetime: "forever" is not valid: expected a duration such as 20s, 24h or 1h30m (units ms, s, m, h) (see minimesh-identity --help)',
+      'minimesh-identity: --issuance-lifetime: "forever" is not valid: expected a duration such as 20s, 24h or 1h30m (units ms, s, m, h)',
     ],
     [
       ['--addr', 'everywhere'],
-      'minimesh-identity: --addr: "everywhere" is not valid: expected host:port such as 0.0.0.0:8080, 127.0.0.1:4140 or [::]:4143 (see minimesh-identity --help)',
+      'minimesh-identity: --addr: "everywhere" is not valid: expected host:port such as 0.0.0.0:8080, 127.0.0.1:4140 or [::]:4143',
     ],
     [['--log-level', 'loud'], /^minimesh-identity: --log-level: "loud" is not valid/],
     [['--no-such-flag'], /^minimesh-identity: .*Unknown option '--no-such-flag'/],

@@ -72,7 +72,7 @@ describe('minimesh-injector', () => {
     [['--tls-cert', tls.certFile, '--tls-key', tls.keyFile, '--config', join(dir, 'missing.yaml')], /cannot read it/],
     [
       ['--tls-cert', tls.certFile, '--tls-key', tls.keyFile, '--kubeconfig', join(dir, 'missing.kubeconfig')],
-      /--kubeconfig: cannot load/,
+      /--kubeconfig .*missing\.kubeconfig: cannot read .*missing\.kubeconfig \(ENOENT\)/,
     ],
     [['--tls-cert', tls.certFile, '--tls-key', join(dir, 'missing.key')], /TLS certificate .* \/ key .*missing\.key/],
     [['--bogus'], /bogus/],

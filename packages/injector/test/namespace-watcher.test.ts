@@ -1,6 +1,6 @@
 // The namespace cache against the real API server: the first list, watch updates, a cache miss served
 // by a GET, and a namespace that does not exist.
-import { KubeConfig } from '@kubernetes/client-node';
+import { createKubeClient, loadKubeConfig, type KubeClient } from '@minimesh/kube';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminClient, ensureCluster } from '@minimesh/local-cluster';
@@ -16,6 +16,7 @@ const silent = createLogger({
   destination: new Writable({ write: (_c, _e, cb) => cb() }),
 });
 let watcher: NamespaceWatcher;
+let kube: KubeClient;
 
 async function eventually<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
   const deadline = Date.now() + timeoutMs;
@@ -34,14 +35,14 @@ beforeAll(async () => {
     kind: 'Namespace',
     metadata: { name: early, annotations: { 'minimesh.io/inject': 'enabled' } },
   });
-  const kubeConfig = new KubeConfig();
-  kubeConfig.loadFromFile(info.kubeconfigPath);
-  watcher = await createNamespaceWatcher({ kubeConfig, logger: silent });
+  kube = createKubeClient(await loadKubeConfig({ path: info.kubeconfigPath }), { userAgent: 'minimesh-injector/test' });
+  watcher = createNamespaceWatcher({ client: kube, logger: silent });
   await watcher.start();
 });
 
 afterAll(async () => {
   await watcher?.stop();
+  await kube?.close();
   for (const ns of [early, late])
     await adminClient()
       .request('DELETE', `/api/v1/namespaces/${ns}`)

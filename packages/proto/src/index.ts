@@ -14,9 +14,13 @@ export * as httpRoute from './gen/http_route.js';
 export * as grpcRoute from './gen/grpc_route.js';
 export * as opaqueRoute from './gen/opaque_route.js';
 export * as tlsRoute from './gen/tls_route.js';
+export * as health from './gen/health.js';
 export { Timestamp } from './gen/google/protobuf/timestamp.js';
 export { Duration } from './gen/google/protobuf/duration.js';
 export { toIpAddress, fromIpAddress, toTcpAddress, fromTcpAddress } from './net-address.js';
+/** DER reading and writing for Certify's CSRs and certificates. */
+export * as der from './der.js';
+export { HealthImplementation, type HealthStatus } from './health-service.js';
 
 /** Directory holding the .proto sources (for gRPC server reflection and other tools). */
 export const protoDir: string = fileURLToPath(new URL('../proto', import.meta.url));
@@ -33,4 +37,5 @@ export const protoFiles: readonly string[] = [
   'tls_route.proto',
   'inbound.proto',
   'outbound.proto',
+  'health.proto',
 ];

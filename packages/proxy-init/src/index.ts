@@ -16,8 +16,21 @@ export {
   type Family,
 } from './plan.js';
 export { toMultiportGroups, MULTIPORT_LIMIT } from './port-groups.js';
-export { toNetworkCidr } from './cidr.js';
 export { parseNatSave, type NatState } from './nat-state.js';
+export {
+  parseNatTable,
+  parseRule,
+  parseCidrText,
+  parsePortRange,
+  tokenize,
+  NatParseError,
+  BUILTIN_NAT_CHAINS,
+  type NatTable,
+  type NatChain,
+  type NatRule,
+  type NatTarget,
+  type Negatable,
+} from './nat-table.js';
 export { renderApplyPayload, renderCleanupPayload } from './restore-payload.js';
 export {
   parseMode,
@@ -33,4 +46,4 @@ export { applyFirewall, cleanupFirewall, type ApplyOptions, type FamilyReport } 
 export { createCommandRunner, type CommandRunner, type CommandResult } from './command-runner.js';
 export { hasCapability, CAP_NET_ADMIN } from './capabilities.js';
 export { parseCommand, normalizeArgv, FLAGS, PROGRAM, type ProxyInitCommand } from './options.js';
-export { proxyInitMain, type ProgramDeps } from './program.js';
+export { proxyInitMain, proxyInitProgram, type ProgramDeps } from './program.js';

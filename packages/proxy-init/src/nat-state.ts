@@ -1,5 +1,7 @@
 // What `iptables-save -t nat` says is there already: which of our chains exist and which jumps to
-// them the hook chains hold. Pure text parsing, so a re-run can decide what to create or skip.
+// them the hook chains hold, read with the nat table model (nat-table.ts), so a re-run can decide
+// what to create or skip.
+import { parseNatTable } from './nat-table.js';
 import { OUTPUT_CHAIN, REDIRECT_CHAIN } from './plan.js';
 
 export interface NatState {
@@ -7,30 +9,26 @@ export interface NatState {
   chains: Set<string>;
   /** Every rule line that jumps to one of our chains, keyed by that chain, exactly as saved. */
   jumps: Map<string, string[]>;
-  /** All rule lines ("-A ..."), in order. */
+  /** All rule lines ("-A ..."), chain by chain. */
   rules: string[];
 }
 
-const OURS = [REDIRECT_CHAIN, OUTPUT_CHAIN];
+const OURS = new Set([REDIRECT_CHAIN, OUTPUT_CHAIN]);
+const HOOKS = new Set(['PREROUTING', 'OUTPUT']);
 
 export function parseNatSave(text: string): NatState {
+  const table = parseNatTable(text);
   const chains = new Set<string>();
   const jumps = new Map<string, string[]>();
   const rules: string[] = [];
-  let inNat = false;
-  for (const raw of text.split('\n')) {
-    const line = raw.trim();
-    if (line.startsWith('*')) inNat = line === '*nat';
-    if (!inNat || line === '' || line.startsWith('#')) continue;
-    const chain = /^:(\S+) /.exec(line);
-    if (chain) chains.add(chain[1] as string);
-    if (!line.startsWith('-A ')) continue;
-    rules.push(line);
-    for (const ours of OURS) {
-      if (new RegExp(`^-A (PREROUTING|OUTPUT) (.+ )?-j ${ours}( |$)`).test(line))
-        jumps.set(ours, [...(jumps.get(ours) ?? []), line]);
+  for (const chain of table.chains.values()) {
+    if (!chain.builtin) chains.add(chain.name);
+    for (const rule of chain.rules) {
+      rules.push(rule.line);
+      const to = rule.target.kind === 'jump' ? rule.target.chain : undefined;
+      if (to !== undefined && OURS.has(to) && HOOKS.has(chain.name))
+        jumps.set(to, [...(jumps.get(to) ?? []), rule.line]);
     }
   }
-  for (const builtin of ['PREROUTING', 'INPUT', 'OUTPUT', 'POSTROUTING']) chains.delete(builtin);
   return { chains, jumps, rules };
 }

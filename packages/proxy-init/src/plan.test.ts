@@ -5,7 +5,6 @@ import { parseNatSave } from './nat-state.js';
 import { expectedSaveLines, planFirewall } from './plan.js';
 import { toMultiportGroups } from './port-groups.js';
 import { renderApplyPayload } from './restore-payload.js';
-import { toNetworkCidr } from './cidr.js';
 import { SEED } from './testdata/seed.js';
 
 const golden = (name: string, actual: string): void => {
@@ -162,16 +161,4 @@ describe('toMultiportGroups', () => {
       '1,2,3:4,10:20,30,40:41,50,60:70,80,90:95,100,110:120,130,140:150,160,170:180,190',
     );
   });
-});
-
-describe('toNetworkCidr', () => {
-  it.each([
-    [{ address: '10.1.2.3', prefix: 8, family: 4 as const }, '10.0.0.0/8'],
-    [{ address: '10.1.2.3', prefix: 32, family: 4 as const }, '10.1.2.3/32'],
-    [{ address: '172.16.255.1', prefix: 12, family: 4 as const }, '172.16.0.0/12'],
-    [{ address: 'FD00:0:0::7', prefix: 16, family: 6 as const }, 'fd00::/16'],
-    [{ address: '2001:db8:1:2::1', prefix: 48, family: 6 as const }, '2001:db8:1::/48'],
-    [{ address: '::1', prefix: 128, family: 6 as const }, '::1/128'],
-    [{ address: '::ffff:10.1.2.3', prefix: 120, family: 6 as const }, '::ffff:a01:200/120'],
-  ])('%o → %s', (cidr, want) => expect(toNetworkCidr(cidr)).toBe(want));
 });

@@ -1,8 +1,7 @@
 // The rule plan: options in, the nat chains and rules out. Pure: no I/O, no iptables.
 // Chain names, rule order and comments follow Linkerd's proxy-init (REFERENCE §1) exactly, so that
 // `iptables -t nat -L` in a minimesh pod reads like the seed's listing.
-import type { Cidr, PortRange } from '@minimesh/config';
-import { toNetworkCidr } from './cidr.js';
+import { toNetworkCidr, type Cidr, type PortRange } from '@minimesh/config';
 import { toMultiportGroups } from './port-groups.js';
 
 export type Family = 4 | 6;

@@ -1,8 +1,8 @@
 // The proxy-init program: flags → validated command → binaries and capability checks → one
 // transaction per family → what was applied and the resulting nat table, in the logs.
 // Every check that can refuse runs before anything is changed.
-import { ConfigError } from '@minimesh/config';
-import { createLogger, parseFlags, type Logger } from '@minimesh/runtime';
+import { MINIMESH_VERSION } from '@minimesh/config';
+import { defineProgram, type Logger, type Program } from '@minimesh/runtime';
 import { applyFirewall, cleanupFirewall } from './apply.js';
 import { findInPath, nominalBinaries, resolveBinaries, type ResolvedBinaries } from './binaries.js';
 import { CAP_NET_ADMIN, hasCapability } from './capabilities.js';
@@ -16,27 +16,11 @@ import { renderApplyPayload, renderCleanupPayload } from './restore-payload.js';
 export interface ProgramDeps {
   /** Where logs go (stdout by default). */
   stdout?: NodeJS.WritableStream;
+  /** Where the one line about bad input or a failure goes (stderr by default). */
+  stderr?: NodeJS.WritableStream;
   lookup?: (name: string) => string | undefined;
   hasNetAdmin?: () => boolean;
   runner?: (netns: string | undefined) => CommandRunner;
-}
-
-function parse(argv: string[]): ProxyInitCommand | { help: string } {
-  const parsed = parseFlags(PROGRAM, FLAGS, normalizeArgv(argv));
-  if ('help' in parsed) return parsed;
-  if (parsed.positionals.length > 0) {
-    throw new ProxyInitError(
-      'MINIMESH_PROXY_INIT_BAD_INPUT',
-      `unexpected argument ${JSON.stringify(parsed.positionals[0])}: every setting is a --flag (see ${PROGRAM.name} --help)`,
-    );
-  }
-  try {
-    return parseCommand(parsed.values);
-  } catch (err) {
-    if (err instanceof ConfigError)
-      throw new ProxyInitError('MINIMESH_PROXY_INIT_BAD_INPUT', err.message, { cause: err });
-    throw err;
-  }
 }
 
 function simulate(
@@ -76,18 +60,28 @@ function simulate(
   }
 }
 
-export async function proxyInitMain(argv: string[], deps: ProgramDeps = {}): Promise<number> {
-  const cmd = parse(argv);
-  if ('help' in cmd) {
-    (deps.stdout ?? process.stdout).write(cmd.help);
-    return 0;
-  }
-  const log = createLogger({
-    name: 'proxy-init',
-    level: cmd.logLevel,
-    format: cmd.logFormat,
-    ...(deps.stdout ? { destination: deps.stdout } : {}),
+/** The program on the shared skeleton: flags → validated command (bad input: one line, exit 2) → apply. */
+export function proxyInitProgram(deps: ProgramDeps = {}): Program {
+  return defineProgram({
+    ...PROGRAM,
+    version: MINIMESH_VERSION,
+    flags: FLAGS,
+    normalizeArgv,
+    configure: ({ flags }) => parseCommand(flags),
+    logging: (cmd) => ({ level: cmd.logLevel, format: cmd.logFormat }),
+    run: ({ config, logger }) => apply(config, logger, deps),
   });
+}
+
+/** Runs proxy-init with these arguments; resolves to the exit code. */
+export function proxyInitMain(argv: string[], deps: ProgramDeps = {}): Promise<number> {
+  return proxyInitProgram(deps).main(argv, {
+    ...(deps.stdout ? { stdout: deps.stdout } : {}),
+    ...(deps.stderr ? { stderr: deps.stderr } : {}),
+  });
+}
+
+async function apply(cmd: ProxyInitCommand, log: Logger, deps: ProgramDeps): Promise<number> {
   const plan = planFirewall(cmd.options);
   const families = plan.families.map((f) => f.family);
   const lookup = deps.lookup ?? ((name: string) => findInPath(name));

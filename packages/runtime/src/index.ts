@@ -18,3 +18,21 @@ export {
   type ProgramInfo,
 } from './flags.js';
 export { runMain } from './run-main.js';
+export {
+  defineProgram,
+  defineCommandLine,
+  reportError,
+  exitCodeOf,
+  COMMON_FLAGS,
+  type Program,
+  type ProgramSpec,
+  type ProgramContext,
+  type ProgramFlags,
+  type ProgramIO,
+  type ConfigureInput,
+  type Service,
+  type CommandLineSpec,
+  type CommandIO,
+} from './program.js';
+export { Backoff, backoffDelay, sleep, type BackoffOptions } from './backoff.js';
+export { tuneHeap, type HeapLimits, type HeapTuning } from './heap.js';

@@ -3,6 +3,8 @@ import { isIP } from 'node:net';
 
 export class ListenAddrError extends Error {
   readonly code = 'MINIMESH_RUNTIME_BAD_ADDR';
+  /** Bad input: a program that meets it at start exits 2. */
+  readonly exitCode = 2;
 }
 
 export function parseListenAddr(field: string, value: string): { host: string; port: number } {

@@ -1,7 +1,6 @@
 // minimesh check: what `linkerd check` does, briefly. Fetches the control plane's objects and
 // hands them to the pure checks in src/check/; prints ✔/‼/✖ lines and exits 1 on any failure.
-import { request as httpsRequest, type RequestOptions } from 'node:https';
-import type { KubeConfig } from '@kubernetes/client-node';
+import type { KubeClient } from '@minimesh/kube';
 import { parseFlags, UsageError } from '@minimesh/runtime';
 import { checkCertificates, DEFAULT_WARN_DAYS } from '../check/certificates.js';
 import {
@@ -18,7 +17,7 @@ import {
 } from '../check/control-plane.js';
 import { exitCodeOf, formatResults, type CheckResult } from '../check/types.js';
 import type { CommandIO } from '../io.js';
-import { describeKubeError, kubeStatus, loadKubeConfig } from '../kube.js';
+import { connectKube, describeKubeError } from '../kube.js';
 
 const info = {
   name: 'minimesh check',
@@ -42,73 +41,39 @@ const flags = {
   json: { type: 'boolean', description: 'print the results as JSON' },
 } as const;
 
-/** GET that maps 404 to undefined and passes other errors up. */
-async function getOrUndefined<T>(fn: () => Promise<T>): Promise<T | undefined> {
-  try {
-    return await fn();
-  } catch (err) {
-    if (kubeStatus(err) === 404) return undefined;
-    throw err;
-  }
-}
-
-function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  return Promise.race([
-    p.finally(() => clearTimeout(timer)),
-    new Promise<T>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms / 1000} s`)), ms);
-    }),
-  ]);
-}
-
-/** One GET through the API server, bounded by timeoutMs (the socket is destroyed then). */
+/** One GET through the API server, bounded by timeoutMs; never throws. */
 async function getViaApiServer(
-  kc: KubeConfig,
+  client: KubeClient,
   path: string,
   timeoutMs: number,
 ): Promise<{ status?: number; body: string; error?: string }> {
-  const server = kc.getCurrentCluster()?.server ?? '';
-  const url = new URL(path, server);
-  const opts: RequestOptions = { method: 'GET', headers: { accept: '*/*' } };
-  await kc.applyToHTTPSOptions(opts);
-  return new Promise((resolve) => {
-    const req = httpsRequest(url, opts, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => {
-        if (body.length < 4096) body += c;
-      });
-      res.on('end', () => {
-        clearTimeout(timer);
-        resolve({ ...(res.statusCode !== undefined ? { status: res.statusCode } : {}), body });
-      });
-    });
-    const timer = setTimeout(() => {
-      req.destroy();
-      resolve({ body: '', error: `GET ${url.pathname}: no answer within ${timeoutMs / 1000} s` });
-    }, timeoutMs);
-    req.on('error', (err) => {
-      clearTimeout(timer);
-      resolve({ body: '', error: `GET ${url.pathname}: ${err.message}` });
-    });
-    req.end();
-  });
+  try {
+    const res = await client.request('GET', path, undefined, { timeoutMs, accept: '*/*' });
+    const text = typeof res.body === 'string' ? res.body : res.body === undefined ? '' : JSON.stringify(res.body);
+    return { status: res.status, body: text.slice(0, 4096) };
+  } catch (err) {
+    const detail = describeKubeError(err);
+    const pathname = path.split('?')[0] ?? path;
+    return {
+      body: '',
+      error: `GET ${pathname}: ${detail.startsWith('no response within') ? `no answer within ${timeoutMs / 1000} s` : detail}`,
+    };
+  }
 }
 
-async function probeReadiness(kc: KubeConfig, namespace: string, timeoutMs: number): Promise<ReadyProbe[]> {
-  const { CoreV1Api } = await import('@kubernetes/client-node');
-  const core = kc.makeApiClient(CoreV1Api);
+interface PodList {
+  items: Array<{ metadata?: { name?: string; deletionTimestamp?: string }; status?: { phase?: string } }>;
+}
+
+async function probeReadiness(client: KubeClient, namespace: string, timeoutMs: number): Promise<ReadyProbe[]> {
   // All components and pods at once: the slowest probe bounds the wait, not their sum.
   const perComponent = await Promise.all(
     COMPONENTS.map(async (c): Promise<ReadyProbe[]> => {
       const probes: ReadyProbe[] = [];
       let pods;
       try {
-        pods = await core.listNamespacedPod({
-          namespace,
-          labelSelector: `minimesh.io/control-plane-component=${c.component}`,
-        });
+        const selector = encodeURIComponent(`minimesh.io/control-plane-component=${c.component}`);
+        pods = await client.requestOk<PodList>('GET', `/api/v1/namespaces/${namespace}/pods?labelSelector=${selector}`);
       } catch (err) {
         return [
           { component: c.component, status: 'unreachable', detail: `cannot list pods: ${describeKubeError(err)}` },
@@ -122,10 +87,9 @@ async function probeReadiness(kc: KubeConfig, namespace: string, timeoutMs: numb
         running.map(async (pod) => {
           const name = pod.metadata?.name ?? '?';
           // Through the API server's pod proxy: works wherever the API server can reach pod IPs, and
-          // sends nothing from this machine but to the API server. Plain https (not client-node) so a
-          // probe that hangs can be cut at the timeout instead of holding the process open.
+          // sends nothing from this machine but to the API server; a probe that hangs is cut at the timeout.
           const r = await getViaApiServer(
-            kc,
+            client,
             `/api/v1/namespaces/${namespace}/pods/${name}:${c.adminPort}/proxy/ready`,
             timeoutMs,
           );
@@ -160,29 +124,41 @@ export async function runChecks(opts: {
   readyTimeoutMs: number;
   now?: Date;
 }): Promise<CheckResult[]> {
-  const results: CheckResult[] = [];
-  let kc: KubeConfig;
+  let client: KubeClient;
   let server = '(no kubeconfig)';
   try {
-    const loaded = await loadKubeConfig(opts.kubeconfig);
-    kc = loaded.kc;
-    server = loaded.server;
+    ({ client, server } = await connectKube(opts.kubeconfig));
   } catch (err) {
     return checkApi({ server, error: (err as Error).message });
   }
-  const k8s = await import('@kubernetes/client-node');
   try {
-    const v = await withTimeout(kc.makeApiClient(k8s.VersionApi).getCode(), 10_000, 'GET /version');
-    results.push(...checkApi({ server, version: v.gitVersion }));
+    return await checksWith(client, server, opts);
+  } finally {
+    await client.close();
+  }
+}
+
+async function checksWith(
+  client: KubeClient,
+  server: string,
+  opts: { namespace: string; warnDays: number; readyTimeoutMs: number; now?: Date },
+): Promise<CheckResult[]> {
+  const results: CheckResult[] = [];
+  try {
+    const v = await client.requestOk<{ gitVersion?: string }>('GET', '/version', undefined, { timeoutMs: 10_000 });
+    results.push(...checkApi({ server, ...(v.gitVersion !== undefined ? { version: v.gitVersion } : {}) }));
   } catch (err) {
-    results.push(...checkApi({ server, error: describeKubeError(err) }));
+    const detail = describeKubeError(err);
+    results.push(
+      ...checkApi({
+        server,
+        error: detail.startsWith('no response within') ? 'GET /version: no answer within 10 s' : detail,
+      }),
+    );
     return results;
   }
   const ns = opts.namespace;
-  const core = kc.makeApiClient(k8s.CoreV1Api);
-  const apps = kc.makeApiClient(k8s.AppsV1Api);
-  const admission = kc.makeApiClient(k8s.AdmissionregistrationV1Api);
-  const nsObj = await getOrUndefined(() => core.readNamespace({ name: ns })).catch((err: unknown) => err as Error);
+  const nsObj = await client.get(`/api/v1/namespaces/${ns}`).catch((err: unknown) => err as Error);
   if (nsObj instanceof Error) {
     results.push({
       category: 'minimesh-control-plane',
@@ -201,8 +177,7 @@ export async function runChecks(opts: {
     try {
       deployments.set(
         c.deployment,
-        (await getOrUndefined(() => apps.readNamespacedDeployment({ name: c.deployment, namespace: ns }))) as
-          DeploymentLike | undefined,
+        await client.get<DeploymentLike>(`/apis/apps/v1/namespaces/${ns}/deployments/${c.deployment}`),
       );
     } catch (err) {
       unreadable.set(c.deployment, describeKubeError(err));
@@ -216,10 +191,10 @@ export async function runChecks(opts: {
   });
 
   try {
-    const cfg = await getOrUndefined(() =>
-      admission.readMutatingWebhookConfiguration({ name: `${WEBHOOK_CONFIG_PREFIX}${ns}` }),
+    const cfg = await client.get<WebhookConfigLike>(
+      `/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/${WEBHOOK_CONFIG_PREFIX}${ns}`,
     );
-    results.push(...checkWebhook(ns, cfg ? [cfg as WebhookConfigLike] : [], opts.now));
+    results.push(...checkWebhook(ns, cfg ? [cfg] : [], opts.now));
   } catch (err) {
     results.push({
       category: 'minimesh-webhook',
@@ -232,8 +207,8 @@ export async function runChecks(opts: {
   let trustAnchorsPem: string | undefined;
   let trustAnchorsMissing: string | undefined;
   try {
-    const cm = await getOrUndefined(() =>
-      core.readNamespacedConfigMap({ name: 'minimesh-identity-trust-roots', namespace: ns }),
+    const cm = await client.get<{ data?: Record<string, string> }>(
+      `/api/v1/namespaces/${ns}/configmaps/minimesh-identity-trust-roots`,
     );
     trustAnchorsPem = cm?.data?.['ca-bundle.crt'];
     if (cm && trustAnchorsPem === undefined)
@@ -245,8 +220,8 @@ export async function runChecks(opts: {
   let issuerKeyPem: string | undefined;
   let issuerMissing: string | undefined;
   try {
-    const secret = await getOrUndefined(() =>
-      core.readNamespacedSecret({ name: 'minimesh-identity-issuer', namespace: ns }),
+    const secret = await client.get<{ data?: Record<string, string> }>(
+      `/api/v1/namespaces/${ns}/secrets/minimesh-identity-issuer`,
     );
     const crt = secret?.data?.['crt.pem'];
     const key = secret?.data?.['key.pem'];
@@ -268,7 +243,7 @@ export async function runChecks(opts: {
     }),
   );
 
-  results.push(...checkReadiness(await probeReadiness(kc, ns, opts.readyTimeoutMs)));
+  results.push(...checkReadiness(await probeReadiness(client, ns, opts.readyTimeoutMs)));
   return results;
 }
 

@@ -1,14 +1,15 @@
 // minimesh explain <namespace>/<pod> [--port P | --to HOST:PORT]: walks one connection through the
 // pod's live nat rules and the proxy's routing decision, and says in numbered lines which rule
 // matched and where the bytes go. The reasoning is pure (src/explain/); this file only fetches.
+import type { KubeClient } from '@minimesh/kube';
 import { parseFlags, UsageError } from '@minimesh/runtime';
 import type { Discovery } from '../explain/describe.js';
 import { explainConnection, ExplainInputError, parseHostPort } from '../explain/explain.js';
 import { fileNatSource, kubectlDebugHint, localClusterNatSource, type NatSource } from '../explain/nat-source.js';
-import { parseIp } from '../explain/nat-table.js';
+import { parseIp } from '@minimesh/config';
 import type { PodLike } from '../explain/pod-facts.js';
 import type { CommandIO } from '../io.js';
-import { describeKubeError, isLocalCluster, kubeStatus, loadKubeConfig } from '../kube.js';
+import { connectKube, describeKubeError, isLocalCluster, kubeStatus } from '../kube.js';
 
 const info = {
   name: 'minimesh explain',
@@ -94,15 +95,15 @@ export async function explainCommand(argv: string[], io: CommandIO): Promise<num
   }
 
   const notes: string[] = [];
+  let kube: KubeClient | undefined;
   // The pod: from the API, unless we are offline (--nat-file) and the API is not there.
   let pod: PodLike | undefined;
   let source: NatSource | undefined = f['nat-file'] !== '' ? fileNatSource(f['nat-file']) : undefined;
   try {
-    const { kc, server } = await loadKubeConfig(f.kubeconfig || undefined);
-    const { CoreV1Api } = await import('@kubernetes/client-node');
-    const api = kc.makeApiClient(CoreV1Api);
+    const { client: api, server } = await connectKube(f.kubeconfig || undefined);
+    kube = api;
     try {
-      pod = (await api.readNamespacedPod({ name: podName, namespace })) as unknown as PodLike;
+      pod = await api.requestOk<PodLike>('GET', `/api/v1/namespaces/${namespace}/pods/${podName}`);
     } catch (err) {
       if (kubeStatus(err) === 404 && !source) {
         io.stderr.write(`${info.name}: pod ${namespace}/${podName} not found\n`);
@@ -114,7 +115,10 @@ export async function explainCommand(argv: string[], io: CommandIO): Promise<num
       const svc = /^([a-z0-9-]+)\.([a-z0-9-]+)(\.svc(\..+)?)?$/.exec(to.host);
       if (svc) {
         try {
-          const s = await api.readNamespacedService({ name: svc[1] as string, namespace: svc[2] as string });
+          const s = await api.requestOk<{ spec?: { clusterIP?: string } }>(
+            'GET',
+            `/api/v1/namespaces/${svc[2] as string}/services/${svc[1] as string}`,
+          );
           const ip = s.spec?.clusterIP;
           if (ip && ip !== 'None') {
             to.ip = ip;
@@ -149,6 +153,8 @@ export async function explainCommand(argv: string[], io: CommandIO): Promise<num
     notes.push(
       `pod ${namespace}/${podName} not read (${describeKubeError(err)}): assuming a meshed pod with the default proxy settings (uid 2102, ports 4143/4140)`,
     );
+  } finally {
+    await kube?.close();
   }
   pod ??= offlinePod(namespace, podName);
 

@@ -1,6 +1,6 @@
 // Turns a walk, the pod's facts and (optionally) destination's answer into numbered plain-English
 // lines: which rule matched, and where the bytes go after it — the proxy's part included. Pure.
-import type { PortRange } from './nat-table.js';
+import type { PortRange } from '@minimesh/config';
 import type { Packet, Walk, WalkStep } from './packet-walk.js';
 import type { PodFacts } from './pod-facts.js';
 

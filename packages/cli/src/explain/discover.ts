@@ -3,9 +3,9 @@
 // discovery does. Plaintext gRPC (a port-forward to destination's 8086, or the local process),
 // first answer only, bounded by a timeout.
 import { credentials, type ClientReadableStream } from '@grpc/grpc-js';
+import { addressKey, parseIp } from '@minimesh/config';
 import { destination, fromTcpAddress } from '@minimesh/proto';
 import type { DiscoveredEndpoint, Discovery } from './describe.js';
-import { parseIp } from './nat-table.js';
 
 export interface DiscoverOptions {
   /** destination's gRPC address, host:port. */
@@ -44,7 +44,7 @@ export function toDiscoveredEndpoint(addr: destination.WeightedAddr): Discovered
   const a = fromTcpAddress(addr.addr);
   const id = addr.tlsIdentity?.strategy;
   const out: DiscoveredEndpoint = {
-    addr: a ? (a.ip.includes(':') ? `[${a.ip}]:${a.port}` : `${a.ip}:${a.port}`) : '?',
+    addr: a ? addressKey(a.ip, a.port) : '?',
   };
   if (id?.$case === 'dnsLikeIdentity') out.identity = id.value.name;
   else if (id?.$case === 'uriLikeIdentity') out.identity = id.value.uri;
@@ -75,7 +75,7 @@ export async function discover(opts: DiscoverOptions): Promise<Discovery> {
       );
       return fromUpdate(authority, 'authority', update);
     }
-    const target = ip.family === 6 ? `[${opts.host}]:${opts.port}` : `${opts.host}:${opts.port}`;
+    const target = addressKey(opts.host, opts.port);
     const profile = await firstMessage(
       client.getProfile({ scheme: 'k8s', path: target, contextToken: opts.contextToken }),
       timeoutMs,

@@ -1,6 +1,7 @@
 // The pure core of `minimesh explain`: nat text + pod + what the user asked → explanation.
 import { describeExplanation, type Discovery, type Explanation, type ExplainTarget } from './describe.js';
-import { parseIp, parseNatTable } from './nat-table.js';
+import { parseIp } from '@minimesh/config';
+import { parseNatTable } from '@minimesh/proxy-init';
 import { walkPacket, type Packet } from './packet-walk.js';
 import { toPodFacts, type PodFacts, type PodLike } from './pod-facts.js';
 

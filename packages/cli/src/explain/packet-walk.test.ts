@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseNatTable } from './nat-table.js';
+import { parseNatTable } from '@minimesh/proxy-init';
 import { walkPacket, type Packet } from './packet-walk.js';
 import { LIVE_SAVE, SEED_NAT, simulateProxyInit } from './testdata/nat-fixtures.js';
 

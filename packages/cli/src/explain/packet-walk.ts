@@ -2,7 +2,8 @@
 // the first packet of a connection: inbound packets enter at PREROUTING, locally generated ones at
 // OUTPUT. Pure: table and packet in, the path of rules (each with why it did or did not match) and
 // the verdict out.
-import { cidrContains, type NatRule, type NatTable, type Negatable, type PortRange } from './nat-table.js';
+import { cidrContains, formatCidr, type PortRange } from '@minimesh/config';
+import type { NatRule, NatTable, Negatable } from '@minimesh/proxy-init';
 
 export interface Packet {
   direction: 'inbound' | 'outbound';
@@ -179,14 +180,14 @@ export function matchRule(
     const c = rule.source.value;
     const inside = packet.source === undefined ? undefined : cidrContains(c, packet.source);
     if (inside === undefined)
-      add(crit(rule.source, 'unknown', `the source address is unknown (the rule wants ${c.text})`, ''));
+      add(crit(rule.source, 'unknown', `the source address is unknown (the rule wants ${formatCidr(c)})`, ''));
     else
       add(
         crit(
           rule.source,
           inside ? 'yes' : 'no',
-          `source ${packet.source} is in ${c.text}`,
-          `source ${packet.source} is not in ${c.text}`,
+          `source ${packet.source} is in ${formatCidr(c)}`,
+          `source ${packet.source} is not in ${formatCidr(c)}`,
         ),
       );
   }
@@ -194,14 +195,16 @@ export function matchRule(
     const c = rule.destination.value;
     const inside = packet.destination === undefined ? undefined : cidrContains(c, packet.destination);
     if (inside === undefined)
-      add(crit(rule.destination, 'unknown', `the destination address is unknown (the rule wants ${c.text})`, ''));
+      add(
+        crit(rule.destination, 'unknown', `the destination address is unknown (the rule wants ${formatCidr(c)})`, ''),
+      );
     else
       add(
         crit(
           rule.destination,
           inside ? 'yes' : 'no',
-          `destination ${packet.destination} is in ${c.text}`,
-          `destination ${packet.destination} is not in ${c.text}`,
+          `destination ${packet.destination} is in ${formatCidr(c)}`,
+          `destination ${packet.destination} is not in ${formatCidr(c)}`,
         ),
       );
   }

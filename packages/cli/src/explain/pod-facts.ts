@@ -1,7 +1,8 @@
 // What explain needs to know about a pod, read from its spec and status (pure): is it meshed, the
 // proxy's uid and listen ports, its identity, opaque ports, the app's uid, the pod IP.
 import { CONTAINER_NAMES, DEFAULT_PORTS, PROXY_ENV } from '@minimesh/config';
-import { parsePortRange, type PortRange } from './nat-table.js';
+import type { PortRange } from '@minimesh/config';
+import { parsePortRange } from '@minimesh/proxy-init';
 
 /** The subset of a v1.Pod explain reads (plain JSON, as the API returns it). */
 export interface PodLike {

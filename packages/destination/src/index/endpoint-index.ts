@@ -2,6 +2,7 @@
 // ExternalWorkloads, with apply/delete/reset per kind and fan-out to listeners per
 // (service, port, hostname). No I/O and no timers: informers feed it, the server subscribes to it.
 import { isIP } from 'node:net';
+import { addressKey } from '@minimesh/config';
 import {
   objectKey,
   type ExternalWorkloadRecord,
@@ -51,7 +52,12 @@ export type ResourceKind = 'service' | 'endpointslice' | 'pod' | 'externalworklo
 
 interface Snapshot {
   endpoint: ResolvedEndpoint;
-  fingerprint: string;
+  /** The Service's opaque ports when the endpoint was last compared (part of what an add carries). */
+  opaque: unknown;
+  /** What the translation depends on, as text; computed only when references differ. */
+  fingerprint?: string;
+  /** The refresh that last saw this endpoint (an entry not seen by the current one is gone). */
+  gen: number;
 }
 
 interface Publisher {
@@ -62,9 +68,7 @@ interface Publisher {
   snapshot: Map<string, Snapshot>;
 }
 
-export function addressKey(a: Address): string {
-  return a.ip.includes(':') ? `[${a.ip}]:${a.port}` : `${a.ip}:${a.port}`;
-}
+const keyOfAddress = (a: Address): string => addressKey(a.ip, a.port);
 
 function targetKey(t: ServiceTarget): string {
   return `${t.namespace}/${t.service}:${t.port}${t.hostname ? `#${t.hostname}` : ''}`;
@@ -82,6 +86,8 @@ export interface EndpointIndexOptions {
 export class EndpointIndex {
   constructor(private readonly options: EndpointIndexOptions = {}) {}
 
+  /** Counts refreshes; see Snapshot.gen. */
+  private generation = 0;
   private readonly services = new Map<string, ServiceRecord>();
   private readonly servicesByClusterIp = new Map<string, string>();
   private readonly slices = new Map<string, SliceRecord>();
@@ -185,7 +191,7 @@ export class EndpointIndex {
       if (port === undefined) continue;
       for (const ep of slice.endpoints) {
         const resolved = this.resolveEndpoint(ep, port, target.hostname);
-        if (resolved) byAddress.set(addressKey(resolved), resolved);
+        if (resolved) byAddress.set(keyOfAddress(resolved), resolved);
       }
     }
     return { service, endpoints: [...byAddress.values()] };
@@ -421,27 +427,32 @@ export class EndpointIndex {
 
   private refresh(pub: Publisher, notify = false): void {
     const { service, endpoints } = this.resolve(pub.target);
-    const next = new Map<string, Snapshot>();
     const changed: ResolvedEndpoint[] = [];
+    const opaque = service?.opaquePorts;
+    const gen = ++this.generation;
+    const snapshot = pub.snapshot;
     for (const endpoint of endpoints) {
-      const key = addressKey(endpoint);
-      // What the translation depends on: a change here re-sends the endpoint (as an add).
-      const ew = endpoint.workload;
-      const fingerprint = JSON.stringify([
-        endpoint.hostname,
-        endpoint.zone,
-        endpoint.nodeName,
-        endpoint.pod,
-        ew && [ew.name, ew.identity, ew.serverName],
-        service?.opaquePorts,
-      ]);
-      next.set(key, { endpoint, fingerprint });
-      if (pub.snapshot.get(key)?.fingerprint !== fingerprint) changed.push(endpoint);
+      const key = keyOfAddress(endpoint);
+      const prev = snapshot.get(key);
+      // Unchanged records are the same objects (the index keeps a record until its content changes),
+      // so most endpoints of a large Service compare by reference and keep their snapshot entry; only
+      // the others are serialised and compared by content.
+      if (prev && prev.opaque === opaque && sameReferences(prev.endpoint, endpoint)) {
+        prev.endpoint = endpoint;
+        prev.gen = gen;
+        continue;
+      }
+      const fp = fingerprint(endpoint, opaque);
+      if (prev === undefined || (prev.fingerprint ?? fingerprint(prev.endpoint, prev.opaque)) !== fp)
+        changed.push(endpoint);
+      snapshot.set(key, { endpoint, opaque, fingerprint: fp, gen });
     }
     const gone: Address[] = [];
-    for (const [key, old] of pub.snapshot)
-      if (!next.has(key)) gone.push({ ip: old.endpoint.ip, port: old.endpoint.port });
-    pub.snapshot = next;
+    for (const [key, old] of snapshot) {
+      if (old.gen === gen) continue;
+      gone.push({ ip: old.endpoint.ip, port: old.endpoint.port });
+      snapshot.delete(key);
+    }
     if (!notify) return;
     // Adds before removes (as Linkerd does): a client never sees a replaced endpoint set go empty in
     // between, and every stream gets the new endpoint before any stream gets the removal.
@@ -456,6 +467,29 @@ export class EndpointIndex {
       this.options.onListenerError?.(err);
     }
   }
+}
+
+/** What the translation of an endpoint depends on: a change here re-sends it (as an add). */
+function fingerprint(endpoint: ResolvedEndpoint, opaque: unknown): string {
+  const ew = endpoint.workload;
+  return JSON.stringify([
+    endpoint.hostname,
+    endpoint.zone,
+    endpoint.nodeName,
+    endpoint.pod,
+    ew && [ew.name, ew.identity, ew.serverName],
+    opaque,
+  ]);
+}
+
+function sameReferences(a: ResolvedEndpoint, b: ResolvedEndpoint): boolean {
+  return (
+    a.pod === b.pod &&
+    a.workload === b.workload &&
+    a.hostname === b.hostname &&
+    a.zone === b.zone &&
+    a.nodeName === b.nodeName
+  );
 }
 
 /**

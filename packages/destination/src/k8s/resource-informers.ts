@@ -1,9 +1,8 @@
 // The four informers destination runs, each feeding one kind of the index.
-import type { Logger } from '@minimesh/runtime';
+import { Informer, type InformerHooks, type KubeClient } from '@minimesh/kube';
+import type { BackoffOptions, Logger } from '@minimesh/runtime';
 import type { EndpointIndex, ResourceKind } from '../index/endpoint-index.js';
 import type { DestinationMetrics } from '../metrics.js';
-import type { ApiClient } from './api-client.js';
-import { Informer } from './informer.js';
 import { keyOfObject, toExternalWorkloadRecord, toPodRecord, toServiceRecord, toSliceRecord } from './records.js';
 
 export const EXTERNAL_WORKLOAD_API = {
@@ -21,12 +20,20 @@ export const RESOURCE_PATHS: Record<ResourceKind, string> = {
 };
 
 export interface ResourceInformersOptions {
-  api: ApiClient;
+  api: KubeClient;
   index: EndpointIndex;
   logger: Logger;
   metrics?: DestinationMetrics;
   watchTimeoutSeconds?: number;
-  backoff?: { initialMs: number; maxMs: number };
+  backoff?: BackoffOptions;
+}
+
+/** The informers' restarts and syncs, as destination's metrics. */
+export function metricsHooks(metrics: Pick<DestinationMetrics, 'watchRestarts' | 'cacheSynced'>): InformerHooks {
+  return {
+    onRestart: (resource, reason) => metrics.watchRestarts.inc({ resource, reason }),
+    onSynced: (resource) => metrics.cacheSynced.set({ resource }, 1),
+  };
 }
 
 export type ResourceInformers = Record<ResourceKind, Informer<unknown>>;
@@ -39,7 +46,7 @@ export function createResourceInformers(opts: ResourceInformersOptions): Resourc
     extra: { shortName?: string; optional?: boolean } = {},
   ): Informer<unknown> =>
     new Informer<R>({
-      api: opts.api,
+      client: opts.api,
       resource,
       path: RESOURCE_PATHS[kind],
       transform,
@@ -50,7 +57,7 @@ export function createResourceInformers(opts: ResourceInformersOptions): Resourc
         reset: (rs) => opts.index.reset(kind, rs as never),
       },
       logger: opts.logger,
-      ...(opts.metrics ? { metrics: opts.metrics } : {}),
+      ...(opts.metrics ? { hooks: metricsHooks(opts.metrics) } : {}),
       ...(opts.watchTimeoutSeconds !== undefined ? { timeoutSeconds: opts.watchTimeoutSeconds } : {}),
       ...(opts.backoff ? { backoff: opts.backoff } : {}),
       ...extra,

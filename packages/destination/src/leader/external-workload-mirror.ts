@@ -2,9 +2,9 @@
 // selectors match them, so workloads outside Kubernetes join the mesh like pods. The desired state
 // is a pure function of the index (toDesiredSlices); reconcile() writes only what differs.
 import { createHash } from 'node:crypto';
-import type { Logger } from '@minimesh/runtime';
+import { backoffDelay, type Logger } from '@minimesh/runtime';
 import type { EndpointIndex } from '../index/endpoint-index.js';
-import type { ApiClient } from '../k8s/api-client.js';
+import type { KubeClient } from '@minimesh/kube';
 import { EXTERNAL_WORKLOAD_API } from '../k8s/resource-informers.js';
 import {
   MANAGED_BY_LABEL,
@@ -123,7 +123,7 @@ function comparable(r: SliceRecord): string {
 }
 
 export interface ExternalWorkloadMirrorOptions {
-  api: ApiClient;
+  api: KubeClient;
   index: EndpointIndex;
   logger: Logger;
   metrics?: DestinationMetrics;
@@ -178,7 +178,7 @@ export class ExternalWorkloadMirror {
         })
         .catch((err: unknown) => {
           // back off: retryMs, doubling per consecutive failure, at most 30 s
-          retryIn = Math.min((this.opts.retryMs ?? 1000) * 2 ** this.failures, 30_000);
+          retryIn = backoffDelay(this.failures, { initialMs: this.opts.retryMs ?? 1000, maxMs: 30_000 });
           this.failures++;
           this.log.warn({ err: (err as Error).message, retryInMs: retryIn }, 'reconcile failed: retrying');
         })

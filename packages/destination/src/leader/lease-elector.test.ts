@@ -1,52 +1,33 @@
 // LeaseElector against an in-memory Lease API with optimistic concurrency (resourceVersion, 409).
 import { createLogger } from '@minimesh/runtime';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ApiClient } from '../k8s/api-client.js';
+import { createFakeKubeClient } from '@minimesh/kube/testing';
+import type { KubeClient } from '@minimesh/kube';
 import { LeaseElector, toMicroTime } from './lease-elector.js';
 
+const LEASES = '/apis/coordination.k8s.io/v1/namespaces/minimesh/leases';
+
 function fakeLeaseApi() {
-  let lease: { metadata: Record<string, unknown>; spec: Record<string, unknown> } | undefined;
-  let rv = 0;
-  const writes: Array<{ method: string; holder: unknown }> = [];
-  const api = {
-    async request(
-      method: string,
-      _path: string,
-      body?: { metadata: Record<string, unknown>; spec: Record<string, unknown> },
-    ) {
-      if (method === 'GET') return lease ? { status: 200, body: structuredClone(lease) } : { status: 404, body: {} };
-      if (method === 'POST') {
-        if (lease) return { status: 409, body: {} };
-        lease = { metadata: { ...body?.metadata, resourceVersion: String(++rv) }, spec: { ...body?.spec } };
-        writes.push({ method, holder: lease.spec.holderIdentity });
-        return { status: 201, body: lease };
-      }
-      if (method === 'PUT') {
-        if (!lease || !body || body.metadata.resourceVersion !== lease.metadata.resourceVersion)
-          return { status: 409, body: {} };
-        lease = { metadata: { ...body.metadata, resourceVersion: String(++rv) }, spec: { ...body.spec } };
-        writes.push({ method, holder: lease.spec.holderIdentity });
-        return { status: 200, body: lease };
-      }
-      return { status: 405, body: {} };
-    },
-  } as unknown as ApiClient;
+  const api = createFakeKubeClient();
   return {
     api,
-    writes,
+    /** Lease writes (create and update) so far. */
+    get writes() {
+      return api.calls.filter((c) => c.startsWith('POST') || c.startsWith('PUT'));
+    },
     get lease() {
-      return lease;
+      return api.object(LEASES, 'minimesh', 'lease');
     },
   };
 }
 
-const logger = createLogger({ name: 'test', level: 'silent' });
+const logger = createLogger({ name: 'test', level: 'silent', format: 'json' });
 const electors: LeaseElector[] = [];
 afterEach(async () => {
   for (const e of electors.splice(0)) await e.stop({ release: false });
 });
 
-function elector(api: ApiClient, identity: string, events: string[]) {
+function elector(api: KubeClient, identity: string, events: string[]) {
   const e = new LeaseElector({
     api,
     namespace: 'minimesh',
@@ -87,7 +68,7 @@ describe('LeaseElector', () => {
     await new Promise((r) => setTimeout(r, 300));
     expect(b.isLeader).toBe(false);
     expect(fake.lease?.spec.holderIdentity).toBe('a');
-    expect(fake.writes.filter((w) => w.holder === 'a').length).toBeGreaterThan(3); // renewals every retry period
+    expect(fake.writes.length).toBeGreaterThan(3); // renewals every retry period (b never wrote: a held it)
     const crashedAt = Date.now();
     await a.stop({ release: false });
     await until(() => b.isLeader);
@@ -121,8 +102,7 @@ describe('LeaseElector', () => {
     a.start();
     await until(() => a.isLeader);
     // the API starts failing every request
-    (fake.api as unknown as { request: () => Promise<never> }).request = () =>
-      Promise.reject(new Error('connection refused'));
+    fake.api.failNext('*', LEASES, 503, 1000);
     const failingSince = Date.now();
     await until(() => !a.isLeader);
     expect(Date.now() - failingSince).toBeGreaterThanOrEqual(350);

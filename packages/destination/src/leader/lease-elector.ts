@@ -3,10 +3,10 @@
 // for leaseDuration (measured on our own clock from when we last saw it change); the leader renews
 // every retryPeriod and steps down when it could not renew within renewDeadline; stop() releases it.
 import type { Logger } from '@minimesh/runtime';
-import type { ApiClient } from '../k8s/api-client.js';
+import type { KubeClient } from '@minimesh/kube';
 
 export interface LeaseElectorOptions {
-  api: ApiClient;
+  api: KubeClient;
   namespace: string;
   name: string;
   /** The holder identity: the pod name. */

@@ -2,7 +2,9 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { createCsr, type CsrOptions } from '../../test/helpers/pki.js';
 import { IdentityError } from '../errors.js';
 import { parseCsr, validateCsr } from './csr.js';
-import { bitString, encodeOid, seq } from './der.js';
+import { der } from '@minimesh/proto';
+
+const { bitString, encodeOid, seq } = der;
 
 const ID = 'web.default.serviceaccount.identity.minimesh.cluster.local';
 

@@ -1,7 +1,10 @@
 // PKCS#10 CSR parsing (untrusted input) and the identity checks Certify makes on it.
 import { createPublicKey, verify, type KeyObject } from 'node:crypto';
 import { IdentityError } from '../errors.js';
-import { children, decodeOid, DerError, readOne, type Tlv } from './der.js';
+import { der } from '@minimesh/proto';
+
+const { children, decodeOid, DerError, readOne } = der;
+type Tlv = der.Tlv;
 
 const OID = {
   commonName: '2.5.4.3',

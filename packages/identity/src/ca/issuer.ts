@@ -5,7 +5,10 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createPrivateKey, X509Certificate, type KeyObject } from 'node:crypto';
 import { IdentityError } from '../errors.js';
-import { children, decodeOid, encodeOid, readOne, seq, type Tlv } from './der.js';
+import { der } from '@minimesh/proto';
+
+const { children, decodeOid, encodeOid, readOne, seq } = der;
+type Tlv = der.Tlv;
 
 /** How the issuer's files are named in --issuer-dir. */
 export const ISSUER_SCHEMES = {

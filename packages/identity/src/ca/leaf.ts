@@ -2,8 +2,10 @@
 // by Node's crypto (OpenSSL). See docs/identity.md for why this is not a generic certificate builder.
 import { randomBytes, sign } from 'node:crypto';
 import { IdentityError } from '../errors.js';
-import { bitString, encodeOid, encodeTime, octetString, seq, tlv } from './der.js';
+import { der } from '@minimesh/proto';
 import type { Issuer } from './issuer.js';
+
+const { bitString, encodeOid, encodeTime, octetString, seq, tlv } = der;
 
 export interface LeafOptions {
   issuer: Issuer;

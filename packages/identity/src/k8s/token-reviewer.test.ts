@@ -1,28 +1,28 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeApiServer, type FakeApiServer } from '../../test/helpers/fake-apiserver.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { fakeTokenReviewApi, type TokenReviewApi } from '../../test/helpers/token-review-api.js';
 import { IdentityError } from '../errors.js';
-import { createKubeTokenReviewer, loadKubeConfig, type KubeTokenReviewer } from './token-reviewer.js';
+import {
+  createKubeTokenReviewer,
+  THROTTLED_CACHE_TTL_MS,
+  TOKEN_REVIEW_PATH,
+  type KubeTokenReviewer,
+} from './token-reviewer.js';
 
 const AUD = 'identity.minimesh.io';
-let api: FakeApiServer;
+let api: TokenReviewApi;
 let reviewer: KubeTokenReviewer;
 
-beforeAll(async () => {
-  api = await startFakeApiServer();
+beforeAll(() => {
+  api = fakeTokenReviewApi();
   api.tokens.set('good-token', { username: 'system:serviceaccount:default:web', audiences: [AUD] });
   api.tokens.set('other-aud-token', {
     username: 'system:serviceaccount:default:web',
     audiences: ['https://kubernetes.default.svc'],
   });
-  reviewer = createKubeTokenReviewer({
-    kubeConfig: loadKubeConfig(await api.kubeconfig()),
-    audience: AUD,
-    timeoutMs: 2000,
-  });
+  reviewer = createKubeTokenReviewer({ client: api.client, audience: AUD, timeoutMs: 2000 });
 });
-afterAll(() => api.close());
 
-describe('createKubeTokenReviewer (against a stand-in API server)', () => {
+describe('createKubeTokenReviewer (against the in-memory API server)', () => {
   it('sends the token with our audience and returns the user', async () => {
     expect(await reviewer.review('good-token')).toEqual({
       authenticated: true,
@@ -42,31 +42,37 @@ describe('createKubeTokenReviewer (against a stand-in API server)', () => {
   });
 
   it('turns an API error into MINIMESH_IDENTITY_TOKEN_REVIEW_FAILED without the token in the message', async () => {
-    api.failWith = 403;
+    api.client.failNext('POST', TOKEN_REVIEW_PATH, 403);
     try {
       await reviewer.review('good-token');
       expect.unreachable();
     } catch (err) {
       expect(err).toBeInstanceOf(IdentityError);
       expect((err as IdentityError).code).toBe('MINIMESH_IDENTITY_TOKEN_REVIEW_FAILED');
-      expect((err as Error).message).toBe(
-        'TokenReview: API server answered HTTP 403 Forbidden: the fake API server was told to fail',
-      );
+      expect((err as Error).message).toBe('TokenReview: API server answered HTTP 403 InternalError: injected failure');
       expect(JSON.stringify(err, Object.getOwnPropertyNames(err))).not.toContain('good-token');
-    } finally {
-      api.failWith = undefined;
     }
   });
 
-  it('probes GET /version, and fails the probe when the server is gone', async () => {
-    await expect(reviewer.probe()).resolves.toBeUndefined();
-    const gone = createKubeTokenReviewer({
-      kubeConfig: loadKubeConfig(await api.kubeconfig()),
-      audience: AUD,
-      timeoutMs: 500,
+  it('while throttled (429), answers from a positive review of the same token not older than the TTL', async () => {
+    let t = 1_000_000;
+    const r = createKubeTokenReviewer({ client: api.client, audience: AUD, now: () => t });
+    expect((await r.review('good-token')).authenticated).toBe(true);
+    api.client.failNext('POST', TOKEN_REVIEW_PATH, 429);
+    expect(await r.review('good-token')).toEqual({
+      authenticated: true,
+      username: 'system:serviceaccount:default:web',
     });
-    api.failWith = 503;
-    await expect(gone.probe()).rejects.toThrow(/^API server: API server answered HTTP 503/);
-    api.failWith = undefined;
+    api.client.failNext('POST', TOKEN_REVIEW_PATH, 429);
+    await expect(r.review('nobody')).rejects.toThrow('TokenReview: API server answered HTTP 429 TooManyRequests');
+    t += THROTTLED_CACHE_TTL_MS;
+    api.client.failNext('POST', TOKEN_REVIEW_PATH, 429);
+    await expect(r.review('good-token')).rejects.toThrow('HTTP 429');
+  });
+
+  it('probes GET /version, and fails the probe when the server fails', async () => {
+    await expect(reviewer.probe()).resolves.toBeUndefined();
+    api.client.failNext('GET', '/version', 503);
+    await expect(reviewer.probe()).rejects.toThrow(/^API server: API server answered HTTP 503/);
   });
 });

@@ -1,5 +1,8 @@
 // TokenReview: asks the API server whether a service-account token is valid for our audience, and whose it is.
-import { ApiException, AuthenticationV1Api, KubeConfig, VersionApi } from '@kubernetes/client-node';
+// Every review goes through the program's one Kubernetes client (@minimesh/kube): one reused HTTP/2
+// connection to the API server instead of a TLS handshake per Certify.
+import { createHash } from 'node:crypto';
+import { KubeApiError, statusMessage, statusReason, type KubeClient } from '@minimesh/kube';
 import { IdentityError } from '../errors.js';
 
 export type TokenReviewResult = { authenticated: true; username: string } | { authenticated: false; reason: string };
@@ -14,91 +17,74 @@ export interface KubeTokenReviewer extends TokenReviewer {
   probe(): Promise<void>;
 }
 
-/** --kubeconfig FILE, or the in-cluster service-account config when absent. */
-export function loadKubeConfig(file: string | undefined, env: NodeJS.ProcessEnv = process.env): KubeConfig {
-  const kc = new KubeConfig();
-  if (file) {
-    try {
-      kc.loadFromFile(file);
-    } catch (err) {
-      throw new IdentityError(
-        'MINIMESH_IDENTITY_KUBECONFIG_INVALID',
-        `${file}: cannot load the kubeconfig (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`,
-        { cause: err },
-      );
-    }
-    if (!kc.getCurrentCluster())
-      throw new IdentityError('MINIMESH_IDENTITY_KUBECONFIG_INVALID', `${file}: the kubeconfig has no current cluster`);
-    return kc;
-  }
-  if (!env.KUBERNETES_SERVICE_HOST) {
-    throw new IdentityError(
-      'MINIMESH_IDENTITY_KUBECONFIG_INVALID',
-      '--kubeconfig: not given, and not running in a cluster (KUBERNETES_SERVICE_HOST is unset)',
-    );
-  }
-  kc.loadFromCluster();
-  return kc;
+export const TOKEN_REVIEW_PATH = '/apis/authentication.k8s.io/v1/tokenreviews';
+
+/**
+ * How long a positive review may stand in when the API server throttles us (429): the API server's
+ * own cache of webhook token reviews keeps them as long (--authentication-token-webhook-cache-ttl).
+ */
+export const THROTTLED_CACHE_TTL_MS = 120_000;
+const THROTTLED_CACHE_MAX = 10_000;
+
+interface TokenReviewBody {
+  status?: { authenticated?: boolean; error?: string; audiences?: string[]; user?: { username?: string } };
 }
 
 // Never let a response body (a TokenReview echoes the token in spec.token) or a header reach a message.
-function describeFailure(err: unknown): { text: string; cause: Error } {
-  if (err instanceof ApiException) {
-    let body = err.body as { reason?: unknown; message?: unknown } | string | undefined;
-    if (typeof body === 'string') {
-      try {
-        body = JSON.parse(body) as { reason?: unknown; message?: unknown };
-      } catch {
-        body = undefined;
-      }
-    }
-    const reason = body && typeof body === 'object' && typeof body.reason === 'string' ? ` ${body.reason}` : '';
-    const message = body && typeof body === 'object' && typeof body.message === 'string' ? `: ${body.message}` : '';
-    const text = `API server answered HTTP ${err.code}${reason}${message}`;
-    return { text, cause: new Error(text) };
-  }
-  const e = err as Error;
-  const code = (e as { code?: unknown }).code;
-  const text = `${typeof code === 'string' ? `${code} ` : ''}${e.message ?? String(err)}`;
-  return { text, cause: new Error(text) };
+function describeStatus(status: number, body: unknown): string {
+  const reason = statusReason(body);
+  const message = statusMessage(body);
+  return `API server answered HTTP ${status}${reason ? ` ${reason}` : ''}${message ? `: ${message}` : ''}`;
 }
 
-function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const t = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} timed out after ${ms}ms`)), ms);
-  });
-  return Promise.race([p, t]).finally(() => clearTimeout(timer));
+function describeTransport(err: unknown): string {
+  return err instanceof KubeApiError ? err.detail : (err as Error).message;
 }
 
 export function createKubeTokenReviewer(opts: {
-  kubeConfig: KubeConfig;
+  client: KubeClient;
   audience: string;
   timeoutMs?: number;
+  now?: () => number;
 }): KubeTokenReviewer {
-  const auth = opts.kubeConfig.makeApiClient(AuthenticationV1Api);
-  const version = opts.kubeConfig.makeApiClient(VersionApi);
   const timeoutMs = opts.timeoutMs ?? 10_000;
+  const now = opts.now ?? Date.now;
+  // sha256(token) → the last positive answer, used only while the API server answers 429.
+  const recent = new Map<string, { username: string; at: number }>();
+  const remember = (key: string, username: string): void => {
+    recent.delete(key);
+    recent.set(key, { username, at: now() });
+    if (recent.size > THROTTLED_CACHE_MAX) recent.delete(recent.keys().next().value as string);
+  };
+
   return {
     async review(token) {
+      const key = createHash('sha256').update(token).digest('base64');
       let res;
       try {
-        res = await withTimeout(
-          auth.createTokenReview({
-            body: {
-              apiVersion: 'authentication.k8s.io/v1',
-              kind: 'TokenReview',
-              spec: { token, audiences: [opts.audience] },
-            },
-          }),
-          timeoutMs,
-          'TokenReview',
+        res = await opts.client.request<TokenReviewBody>(
+          'POST',
+          TOKEN_REVIEW_PATH,
+          { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', spec: { token, audiences: [opts.audience] } },
+          { timeoutMs },
         );
       } catch (err) {
-        const { text, cause } = describeFailure(err);
-        throw new IdentityError('MINIMESH_IDENTITY_TOKEN_REVIEW_FAILED', `TokenReview: ${text}`, { cause });
+        const text = describeTransport(err);
+        throw new IdentityError('MINIMESH_IDENTITY_TOKEN_REVIEW_FAILED', `TokenReview: ${text}`, {
+          cause: new Error(text),
+        });
       }
-      const status = res.status ?? {};
+      if (res.status === 429) {
+        const hit = recent.get(key);
+        if (hit && now() - hit.at < THROTTLED_CACHE_TTL_MS) return { authenticated: true, username: hit.username };
+      }
+      if (res.status < 200 || res.status > 299) {
+        const text = describeStatus(res.status, res.body);
+        throw new IdentityError('MINIMESH_IDENTITY_TOKEN_REVIEW_FAILED', `TokenReview: ${text}`, {
+          cause: new Error(text),
+        });
+      }
+      const status = res.body?.status ?? {};
       if (!status.authenticated) {
         return {
           authenticated: false,
@@ -111,14 +97,24 @@ export function createKubeTokenReviewer(opts: {
       }
       const username = status.user?.username;
       if (!username) return { authenticated: false, reason: 'TokenReview returned no username' };
+      remember(key, username);
       return { authenticated: true, username };
     },
     async probe() {
+      let res;
       try {
-        await withTimeout(version.getCode(), timeoutMs, 'GET /version');
+        res = await opts.client.request('GET', '/version', undefined, { timeoutMs });
       } catch (err) {
-        const { text, cause } = describeFailure(err);
-        throw new IdentityError('MINIMESH_IDENTITY_TOKEN_REVIEW_FAILED', `API server: ${text}`, { cause });
+        const text = describeTransport(err);
+        throw new IdentityError('MINIMESH_IDENTITY_TOKEN_REVIEW_FAILED', `API server: ${text}`, {
+          cause: new Error(text),
+        });
+      }
+      if (res.status !== 200) {
+        const text = describeStatus(res.status, res.body);
+        throw new IdentityError('MINIMESH_IDENTITY_TOKEN_REVIEW_FAILED', `API server: ${text}`, {
+          cause: new Error(text),
+        });
       }
     },
   };

@@ -1,14 +1,12 @@
 // The gRPC edge: io.linkerd.proxy.identity.Identity/Certify, server reflection and grpc.health.v1.
 // The only module that knows gRPC status codes.
 import * as grpc from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
-import { ReflectionService } from '@grpc/reflection';
-import { HealthImplementation, protoPath as healthProtoPath } from 'grpc-health-check';
-import { identity, protoDir } from '@minimesh/proto';
+import { HealthImplementation, identity, protoDir } from '@minimesh/proto';
 import type { Logger } from '@minimesh/runtime';
 import type { Certifier } from '../certifier.js';
 import { isIdentityError, type IdentityErrorCode } from '../errors.js';
 import type { CertifyResult, IdentityMetrics } from '../metrics.js';
+import { addLazyReflection } from './reflection.js';
 
 export const IDENTITY_SERVICE_NAME = 'io.linkerd.proxy.identity.Identity';
 
@@ -93,17 +91,16 @@ function createCertifyHandler(
   };
 }
 
-/** Loads the reflection descriptors: identity.proto from @minimesh/proto and the health service. */
-function createReflection(): ReflectionService {
-  const pkg = protoLoader.loadSync(['identity.proto', healthProtoPath], { includeDirs: [protoDir], keepCase: true });
-  return new ReflectionService(pkg, { services: [IDENTITY_SERVICE_NAME, 'grpc.health.v1.Health'] });
-}
-
 /** Builds the gRPC server and binds it (insecure: the identity pod's own proxy terminates TLS, as in Linkerd). */
 export async function startIdentityServer(opts: IdentityServerOptions & { addr: string }): Promise<IdentityServer> {
   const server = new grpc.Server();
   server.addService(identity.IdentityService, { certify: createCertifyHandler(opts) });
-  createReflection().addToServer(server);
+  // identity.proto and health.proto from @minimesh/proto, loaded on the first reflection request.
+  addLazyReflection(server, {
+    protoFiles: ['identity.proto', 'health.proto'],
+    includeDirs: [protoDir],
+    services: [IDENTITY_SERVICE_NAME, 'grpc.health.v1.Health'],
+  });
   const health = new HealthImplementation({ '': 'NOT_SERVING', [IDENTITY_SERVICE_NAME]: 'NOT_SERVING' });
   health.addToServer(server);
   const refreshHealth = (): void => {

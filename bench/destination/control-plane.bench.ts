@@ -1,0 +1,340 @@
+// destination's control-plane benchmark against the real local API server (npm run bench -- destination;
+// run it under the cluster lock: flock -w 7200 /tmp/minimesh-cluster.lock npm run bench -- destination).
+//
+// The program is what ships (packages/destination/bundle/main.mjs), started as a process with its own
+// ServiceAccount kubeconfig (least-privilege RBAC) through a relay that counts the connections the API
+// server accepts. Two Services hold 100 and 1000 endpoints (EndpointSlices of 100, no selector, so no
+// controller touches them). The clients (streams.mjs) are another process: 100 or 1000 Get streams over
+// 20 gRPC connections. One round = one PUT of an EndpointSlice replacing one address; propagation is
+// the time from just before the PUT until each stream has the add of the new address (API server, watch,
+// index, translation and gRPC included), p50/p99 over every stream of 20 rounds (after 3 warm-up
+// rounds). Also: start to ready, idle RSS, CPU to open the streams, RSS with 1000 idle streams on 1000
+// endpoints, and a plain watch of the same slices as the baseline of what the API server alone takes.
+import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createKubeClient, loadKubeConfig } from '@minimesh/kube';
+import { startConnectionCounter } from '@minimesh/kube/testing';
+import { adminClient, createNamespace, ensureCluster, kubeconfigForServiceAccount } from '@minimesh/local-cluster';
+import { newRun, percentile, round, saveRun, table, type Figure } from '../lib/report.js';
+import { destinationRbac } from '../../packages/destination/test/helpers.js';
+
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 20);
+const WARMUP = 3;
+const CONNECTIONS = 20;
+const here = fileURLToPath(new URL('.', import.meta.url));
+const repo = join(here, '..', '..');
+const bundled = join(repo, 'packages', 'destination', 'bundle', 'main.mjs');
+const entry =
+  process.env.BENCH_ENTRY ?? (existsSync(bundled) ? bundled : join(repo, 'packages', 'destination', 'dist', 'main.js'));
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const now = () => performance.timeOrigin + performance.now();
+
+function procStat(pid: number): { cpu: number; rssMb: number } {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return {
+    cpu: (Number(stat[11]) + Number(stat[12])) / 100,
+    rssMb: Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? NaN) / 1024,
+  };
+}
+
+async function freePort(): Promise<number> {
+  return await new Promise((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+const endpointIp = (svc: number, i: number) => `10.40.${svc === 100 ? 0 : 10 + Math.floor(i / 250)}.${(i % 250) + 1}`;
+const roundIp = (svc: number, round: number) => `10.41.${svc === 100 ? 0 : 100}.${(round % 250) + 1}`;
+
+function slice(ns: string, svc: number, part: number, replaceLast?: string): Record<string, unknown> {
+  const endpoints = Array.from({ length: 100 }, (_, k) => ({
+    addresses: [k === 99 && replaceLast ? replaceLast : endpointIp(svc, part * 100 + k)],
+    conditions: { ready: true, serving: true, terminating: false },
+  }));
+  return {
+    apiVersion: 'discovery.k8s.io/v1',
+    kind: 'EndpointSlice',
+    metadata: {
+      name: `web-${svc}-${part}`,
+      namespace: ns,
+      labels: {
+        'kubernetes.io/service-name': `web-${svc}`,
+        'endpointslice.kubernetes.io/managed-by': 'destination-bench',
+      },
+    },
+    addressType: 'IPv4',
+    ports: [{ name: 'http', port: 8080, protocol: 'TCP' }],
+    endpoints,
+  };
+}
+
+interface Streams {
+  child: ChildProcess;
+  send(m: object): void;
+  next<T>(): Promise<T>;
+}
+
+async function streamsProcess(): Promise<Streams> {
+  const child = fork(join(here, 'streams.mjs'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const queue: unknown[] = [];
+  let wake: (() => void) | undefined;
+  child.on('message', (m) => {
+    if ((m as { error?: string }).error) console.error(`stream error: ${(m as { error: string }).error}`);
+    else queue.push(m);
+    wake?.();
+  });
+  const next = async <T>(): Promise<T> => {
+    while (queue.length === 0) await new Promise<void>((r) => (wake = r));
+    return queue.shift() as T;
+  };
+  await next(); // started
+  return { child, send: (m) => child.send(m), next };
+}
+
+async function main(): Promise<void> {
+  const cluster = await ensureCluster();
+  const admin = adminClient();
+  const suffix = Date.now().toString(36);
+  const ns = `mm-bench-dst-${suffix}`;
+  const cpNs = `mm-bench-dst-cp-${suffix}`;
+  const rbacName = `mm-bench-dst-${suffix}`;
+  const dir = mkdtempSync(join(tmpdir(), 'mm-bench-dst-'));
+  const children: ChildProcess[] = [];
+  const closers: Array<() => Promise<void>> = [];
+  console.log(
+    `destination bench: ${entry.replace(`${repo}/`, '')} against ${cluster.kubeconfigPath}, ${ROUNDS} rounds per case`,
+  );
+  try {
+    await createNamespace(ns);
+    await createNamespace(cpNs);
+    const rbac = destinationRbac(rbacName, cpNs, 'minimesh-destination');
+    await admin.request('POST', '/apis/rbac.authorization.k8s.io/v1/clusterroles', rbac.clusterRole);
+    await admin.request('POST', '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', rbac.clusterRoleBinding);
+    await admin.request('POST', `/apis/rbac.authorization.k8s.io/v1/namespaces/${cpNs}/roles`, rbac.role);
+    await admin.request('POST', `/apis/rbac.authorization.k8s.io/v1/namespaces/${cpNs}/rolebindings`, rbac.roleBinding);
+    const kubeconfig = await kubeconfigForServiceAccount({ namespace: cpNs, serviceAccount: 'minimesh-destination' });
+    for (const svc of [100, 1000]) {
+      await admin.request('POST', `/api/v1/namespaces/${ns}/services`, {
+        apiVersion: 'v1',
+        kind: 'Service',
+        metadata: { name: `web-${svc}`, namespace: ns },
+        spec: { ports: [{ name: 'http', port: 80, targetPort: 8080 }] },
+      });
+      for (let part = 0; part < svc / 100; part++)
+        await admin.request('POST', `/apis/discovery.k8s.io/v1/namespaces/${ns}/endpointslices`, slice(ns, svc, part));
+    }
+    await sleep(1000); // RBAC reaches the authorizer
+
+    // the connection-counting relay in front of the API server
+    const api = new URL(JSON.parse(readFileSync(kubeconfig, 'utf8')).clusters[0].cluster.server as string);
+    const counter = await startConnectionCounter({ host: api.hostname, port: Number(api.port) });
+    closers.push(() => counter.close());
+    const kc = JSON.parse(readFileSync(kubeconfig, 'utf8')) as { clusters: { cluster: { server: string } }[] };
+    for (const c of kc.clusters) c.cluster.server = `https://127.0.0.1:${counter.port}`;
+    const relayed = join(dir, 'relayed.kubeconfig');
+    writeFileSync(relayed, JSON.stringify(kc));
+
+    const start = async () => {
+      const [grpcPort, adminPort] = [await freePort(), await freePort()];
+      const t0 = now();
+      const child = spawn(
+        process.execPath,
+        [
+          entry,
+          '--addr',
+          `127.0.0.1:${grpcPort}`,
+          '--admin-addr',
+          `127.0.0.1:${adminPort}`,
+          '--kubeconfig',
+          relayed,
+          '--controller-namespace',
+          cpNs,
+          '--log-level',
+          'warn',
+          '--log-format',
+          'json',
+        ],
+        { stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, POD_NAME: `bench-${suffix}` } },
+      );
+      children.push(child);
+      for (;;) {
+        const ok = await fetch(`http://127.0.0.1:${adminPort}/ready`).then(
+          (r) => r.status === 200,
+          () => false,
+        );
+        if (ok) break;
+        if (now() - t0 > 60_000) throw new Error('destination not ready within 60 s');
+        await sleep(2);
+      }
+      return { child, grpcPort, readyMs: now() - t0 };
+    };
+    const stop = async (child: ChildProcess) => {
+      if (child.exitCode !== null) return;
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      await exited;
+    };
+    const readies: number[] = [];
+    for (let i = 0; i < 2; i++) {
+      const s = await start();
+      readies.push(s.readyMs);
+      await stop(s.child);
+    }
+    const inst = await start();
+    readies.push(inst.readyMs);
+    readies.sort((a, b) => a - b);
+    const pid = inst.child.pid as number;
+    await sleep(3000);
+    const idle = procStat(pid);
+
+    // the baseline: a plain watch of the same slices, from the same clock
+    const watchClient = createKubeClient(await loadKubeConfig({ path: cluster.kubeconfigPath }), {
+      userAgent: 'bench-baseline',
+    });
+    const seen = new Map<string, number>();
+    const watchStop = new AbortController();
+    void watchClient
+      .watch(
+        `/apis/discovery.k8s.io/v1/namespaces/${ns}/endpointslices`,
+        { resourceVersion: '0' },
+        (_t, obj) => {
+          const t = now();
+          for (const e of (obj as { endpoints?: Array<{ addresses: string[] }> }).endpoints ?? [])
+            for (const a of e.addresses) if (!seen.has(a)) seen.set(a, t);
+        },
+        { signal: watchStop.signal },
+      )
+      .catch(() => undefined);
+    closers.push(async () => {
+      watchStop.abort();
+      await watchClient.close();
+    });
+
+    const clients = await streamsProcess();
+    children.push(clients.child);
+    const figures: Record<string, Figure> = {};
+    const raw: Record<string, unknown> = {};
+    const linkerd: Record<string, [number, number]> = { '100x100': [3.0, 6.0], '1000x100': [4.2, 7.1] };
+    let roundNo = 0;
+    for (const svc of [100, 1000]) {
+      for (const streams of [100, 1000]) {
+        const name = `${svc} endpoints x ${streams} streams`;
+        const cpu0 = procStat(pid).cpu;
+        const t0 = now();
+        clients.send({
+          cmd: 'open',
+          port: inst.grpcPort,
+          path: `web-${svc}.${ns}.svc.cluster.local:80`,
+          streams,
+          connections: CONNECTIONS,
+        });
+        await clients.next();
+        const openMs = now() - t0;
+        const openCpu = procStat(pid).cpu - cpu0;
+        const latencies: number[] = [];
+        const apiDelivery: number[] = [];
+        for (let r = -WARMUP; r < ROUNDS; r++) {
+          const ip = roundIp(svc, roundNo++);
+          clients.send({ cmd: 'expect', ip });
+          await clients.next(); // armed
+          const before = now();
+          // through a kept-alive HTTP/2 connection: no handshake inside the measured time
+          await watchClient.requestOk(
+            'PUT',
+            `/apis/discovery.k8s.io/v1/namespaces/${ns}/endpointslices/web-${svc}-0`,
+            slice(ns, svc, 0, ip),
+          );
+          const { times } = await clients.next<{ times: number[] }>();
+          if (r >= 0) {
+            for (const t of times) latencies.push(t - before);
+            const w = seen.get(ip);
+            if (w !== undefined) apiDelivery.push(w - before);
+          }
+          await sleep(50);
+        }
+        latencies.sort((a, b) => a - b);
+        apiDelivery.sort((a, b) => a - b);
+        const l = linkerd[`${svc}x${streams}`];
+        figures[`${name}: propagation p50`] = {
+          value: round2(percentile(latencies, 50)),
+          unit: 'ms',
+          better: 'lower',
+          ...(l ? { linkerd: l[0] } : {}),
+          ...(svc === 1000 && streams === 100 ? { goal: round2(4.2 * 1.3) } : {}),
+        };
+        figures[`${name}: propagation p99`] = {
+          value: round2(percentile(latencies, 99)),
+          unit: 'ms',
+          better: 'lower',
+          ...(l ? { linkerd: l[1] } : {}),
+        };
+        figures[`${name}: API watch alone p50`] = {
+          value: round2(percentile(apiDelivery, 50)),
+          unit: 'ms',
+          better: 'lower',
+        };
+        figures[`${name}: CPU to open the streams`] = {
+          value: round2(openCpu),
+          unit: 's',
+          better: 'lower',
+          ...(svc === 1000 && streams === 1000 ? { linkerd: 9.7 } : {}),
+        };
+        raw[name] = { openMs: Math.round(openMs), samples: latencies.length };
+        if (svc === 1000 && streams === 1000) {
+          await sleep(3000);
+          figures['RSS with 1000 idle streams on 1000 endpoints'] = {
+            value: round2(procStat(pid).rssMb),
+            unit: 'MB',
+            better: 'lower',
+            linkerd: 363,
+            goal: 363,
+          };
+        }
+        clients.send({ cmd: 'close' });
+        await clients.next();
+        await sleep(500);
+      }
+    }
+    clients.send({ cmd: 'exit' });
+    await stop(inst.child);
+
+    const run = newRun('destination', entry.replace(`${repo}/`, ''));
+    run.figures = {
+      'start to ready (median of 3)': {
+        value: Math.round(percentile(readies, 50)),
+        unit: 'ms',
+        better: 'lower',
+        goal: 300,
+      },
+      'idle RSS (no streams)': { value: round2(idle.rssMb), unit: 'MB', better: 'lower', linkerd: 81, goal: 90 },
+      ...figures,
+      'API server connections opened': { value: counter.connections, unit: '', better: 'lower', goal: 2 },
+    };
+    run.raw = { readies, ...raw, rounds: ROUNDS };
+    const previous = saveRun(join(here, 'runs.json'), run);
+    console.log(`\n${table(run, previous)}\n`);
+  } finally {
+    for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
+    for (const close of closers) await close().catch(() => undefined);
+    await admin
+      .request('DELETE', `/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/${rbacName}`)
+      .catch(() => undefined);
+    await admin.request('DELETE', `/apis/rbac.authorization.k8s.io/v1/clusterroles/${rbacName}`).catch(() => undefined);
+    await admin.request('DELETE', `/api/v1/namespaces/${ns}`).catch(() => undefined);
+    await admin.request('DELETE', `/api/v1/namespaces/${cpNs}`).catch(() => undefined);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const round2 = (n: number): number => round(n, 2);
+
+await main();

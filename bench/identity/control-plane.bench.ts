@@ -1,0 +1,301 @@
+// identity's control-plane benchmark against the real local API server (npm run bench -- identity;
+// run it under the cluster lock: flock -w 7200 /tmp/minimesh-cluster.lock npm run bench -- identity).
+//
+// The program is what ships: packages/identity/bundle/main.mjs (scripts/bundle.mjs), started as a
+// process with a ServiceAccount kubeconfig whose server is a relay that counts the TCP connections the
+// API server accepts. The load generator (certify-load.mjs) is another process with 16 real
+// service-account tokens and CSRs. Figures:
+//   start to first Certify    spawn → first successful Certify (a real TokenReview), median of 3 starts
+//   idle RSS                  5 s after the first Certify
+//   one client                sequential Certify for BENCH_SECONDS: p50, p99, worst
+//   16 clients                closed loop for BENCH_SECONDS: certificates/s, CPU s per 1k, RSS median and peak,
+//                             API server CPU per certificate
+//   API connections           accepted by the API server over the measured instance's whole life
+// Raw numbers go to bench/identity/runs.json; the table compares with the previous run and Linkerd's
+// figures on this machine (../shared/peers/README.md).
+import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startConnectionCounter } from '@minimesh/kube/testing';
+import {
+  adminClient,
+  createNamespace,
+  createServiceAccountToken,
+  ensureCluster,
+  kubeconfigForServiceAccount,
+} from '@minimesh/local-cluster';
+import { newRun, percentile, round, saveRun, table } from '../lib/report.js';
+import { makeSeedPki } from '../../packages/identity/test/helpers/openssl-pki.js';
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const CALLERS = 16;
+const STARTS = 3;
+const AUDIENCE = 'identity.minimesh.io';
+const here = fileURLToPath(new URL('.', import.meta.url));
+const repo = join(here, '..', '..');
+const bundled = join(repo, 'packages', 'identity', 'bundle', 'main.mjs');
+const entry =
+  process.env.BENCH_ENTRY ?? (existsSync(bundled) ? bundled : join(repo, 'packages', 'identity', 'dist', 'main.js'));
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const now = () => performance.timeOrigin + performance.now();
+
+function procStat(pid: number): { cpu: number; rssMb: number } {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return {
+    cpu: (Number(stat[11]) + Number(stat[12])) / 100,
+    rssMb: Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? NaN) / 1024,
+  };
+}
+
+/** The kube-apiserver process, for its CPU per certificate (undefined when it cannot be found). */
+function apiServerPid(): number | undefined {
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      if (readFileSync(`/proc/${d}/cmdline`, 'utf8').split('\0')[0]?.endsWith('kube-apiserver')) return Number(d);
+    } catch {
+      // gone
+    }
+  }
+  return undefined;
+}
+
+async function freePort(): Promise<number> {
+  return await new Promise((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+interface LoadGen {
+  child: ChildProcess;
+  ask<T>(m: object): Promise<T>;
+}
+
+async function loadGen(): Promise<LoadGen> {
+  const child = fork(join(here, 'certify-load.mjs'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const queue: unknown[] = [];
+  let wake: (() => void) | undefined;
+  child.on('message', (m) => {
+    queue.push(m);
+    wake?.();
+  });
+  const next = async <T>(): Promise<T> => {
+    while (queue.length === 0) await new Promise<void>((r) => (wake = r));
+    return queue.shift() as T;
+  };
+  await next(); // ready
+  return {
+    child,
+    async ask<T>(m: object): Promise<T> {
+      child.send(m);
+      return await next<T>();
+    },
+  };
+}
+
+async function main(): Promise<void> {
+  const cluster = await ensureCluster();
+  const admin = adminClient();
+  const suffix = Date.now().toString(36);
+  const ns = `mm-bench-id-${suffix}`;
+  const role = `mm-bench-id-${suffix}`;
+  const dir = mkdtempSync(join(tmpdir(), 'mm-bench-id-'));
+  const children: ChildProcess[] = [];
+  const relay = { close: async () => undefined } as { close(): Promise<void> };
+  console.log(
+    `identity bench: ${entry.replace(`${repo}/`, '')} against ${cluster.kubeconfigPath}, ${SECONDS} s per phase`,
+  );
+  try {
+    await createNamespace(ns);
+    await admin.request('POST', '/apis/rbac.authorization.k8s.io/v1/clusterroles', {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRole',
+      metadata: { name: role },
+      rules: [{ apiGroups: ['authentication.k8s.io'], resources: ['tokenreviews'], verbs: ['create'] }],
+    });
+    await admin.request('POST', '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: { name: role },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
+      subjects: [{ kind: 'ServiceAccount', name: 'minimesh-identity', namespace: ns }],
+    });
+    const kubeconfig = await kubeconfigForServiceAccount({ namespace: ns, serviceAccount: 'minimesh-identity' });
+    const callers = await Promise.all(
+      Array.from({ length: CALLERS }, async (_, i) => ({
+        identity: `sa-${i}.${ns}.serviceaccount.identity.minimesh.cluster.local`,
+        token: await createServiceAccountToken({ namespace: ns, serviceAccount: `sa-${i}`, audiences: [AUDIENCE] }),
+      })),
+    );
+    const pki = makeSeedPki(dir);
+    mkdirSync(join(dir, 'issuer'));
+    writeFileSync(join(dir, 'issuer', 'crt.pem'), readFileSync(pki.issuerCrt));
+    writeFileSync(join(dir, 'issuer', 'key.pem'), readFileSync(pki.issuerKey));
+    // RBAC takes a moment to reach the authorizer
+    await sleep(1000);
+
+    const gen = await loadGen();
+    children.push(gen.child);
+    const start = async (kc: string) => {
+      const port = await freePort();
+      const since = now();
+      const child = spawn(
+        process.execPath,
+        [
+          entry,
+          '--addr',
+          `127.0.0.1:${port}`,
+          '--admin-addr',
+          '127.0.0.1:0',
+          '--issuer-dir',
+          join(dir, 'issuer'),
+          '--trust-anchors',
+          pki.caCrt,
+          '--kubeconfig',
+          kc,
+          '--log-level',
+          'warn',
+          '--log-format',
+          'json',
+        ],
+        { stdio: ['ignore', 'inherit', 'inherit'] },
+      );
+      children.push(child);
+      const { ms } = await gen.ask<{ ms: number }>({ cmd: 'first', port, since, callers });
+      return { child, port, firstMs: ms };
+    };
+    const stop = async (child: ChildProcess) => {
+      if (child.exitCode !== null) return;
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      await exited;
+    };
+
+    // start-up, STARTS times
+    const starts: number[] = [];
+    for (let i = 0; i < STARTS; i++) {
+      const s = await start(kubeconfig);
+      starts.push(s.firstMs);
+      await stop(s.child);
+    }
+    starts.sort((a, b) => a - b);
+
+    // the measured instance, through the connection-counting relay
+    const api = new URL(JSON.parse(readFileSync(kubeconfig, 'utf8')).clusters[0].cluster.server as string);
+    const counter = await startConnectionCounter({ host: api.hostname, port: Number(api.port) });
+    relay.close = () => counter.close();
+    const kc = JSON.parse(readFileSync(kubeconfig, 'utf8')) as { clusters: { cluster: { server: string } }[] };
+    for (const c of kc.clusters) c.cluster.server = `https://127.0.0.1:${counter.port}`;
+    const relayed = join(dir, 'relayed.kubeconfig');
+    writeFileSync(relayed, JSON.stringify(kc));
+    const inst = await start(relayed);
+    const pid = inst.child.pid as number;
+    await sleep(5000);
+    const idle = procStat(pid);
+
+    const single = await gen.ask<{ count: number; errors: number; latencies: number[] }>({
+      cmd: 'run',
+      port: inst.port,
+      callers: callers.slice(0, 1),
+      seconds: SECONDS,
+    });
+    const singleLat = single.latencies.sort((a, b) => a - b);
+
+    const apiPid = apiServerPid();
+    const api0 = apiPid ? procStat(apiPid).cpu : NaN;
+    const before = procStat(pid);
+    const rss: number[] = [];
+    const sampler = setInterval(() => rss.push(procStat(pid).rssMb), 100);
+    const load = await gen.ask<{ count: number; errors: number; latencies: number[] }>({
+      cmd: 'run',
+      port: inst.port,
+      callers,
+      seconds: SECONDS,
+    });
+    clearInterval(sampler);
+    const after = procStat(pid);
+    const api1 = apiPid ? procStat(apiPid).cpu : NaN;
+    rss.sort((a, b) => a - b);
+    const loadLat = load.latencies.sort((a, b) => a - b);
+    await stop(inst.child);
+    await gen.ask({ cmd: 'exit' }).catch(() => undefined);
+
+    const run = newRun('identity', entry.replace(`${repo}/`, ''));
+    const f = run.figures;
+    f['start to first Certify (median of 3)'] = {
+      value: round(percentile(starts, 50), 0),
+      unit: 'ms',
+      better: 'lower',
+      linkerd: 77,
+      goal: 300,
+    };
+    f['idle RSS'] = { value: round(idle.rssMb, 1), unit: 'MB', better: 'lower', linkerd: 60, goal: 90 };
+    f['one client: Certify p50'] = { value: round(percentile(singleLat, 50)), unit: 'ms', better: 'lower' };
+    f['one client: Certify p99'] = { value: round(percentile(singleLat, 99)), unit: 'ms', better: 'lower' };
+    f['one client: worst Certify'] = {
+      value: round(singleLat.at(-1) ?? NaN),
+      unit: 'ms',
+      better: 'lower',
+      linkerd: 17,
+      goal: 30,
+    };
+    f['16 clients: certificates/s'] = {
+      value: round(load.count / SECONDS, 0),
+      unit: '/s',
+      better: 'higher',
+      linkerd: 1124,
+    };
+    f['16 clients: CPU per 1k certificates'] = {
+      value: round(((after.cpu - before.cpu) / load.count) * 1000),
+      unit: 's',
+      better: 'lower',
+      linkerd: 0.77,
+      goal: round(0.77 * 1.5),
+    };
+    f['16 clients: RSS median'] = {
+      value: round(percentile(rss, 50), 1),
+      unit: 'MB',
+      better: 'lower',
+      linkerd: 69,
+      goal: round(69 * 1.5, 1),
+    };
+    f['16 clients: RSS peak'] = { value: round(rss.at(-1) ?? NaN, 1), unit: 'MB', better: 'lower' };
+    f['16 clients: Certify p99'] = { value: round(percentile(loadLat, 99)), unit: 'ms', better: 'lower' };
+    f['API server CPU per 1k certificates'] = {
+      value: round(((api1 - api0) / load.count) * 1000),
+      unit: 's',
+      better: 'lower',
+    };
+    f['API server connections opened'] = { value: counter.connections, unit: '', better: 'lower', goal: 2 };
+    f['errors'] = { value: single.errors + load.errors, unit: '', better: 'lower', goal: 0 };
+    run.raw = {
+      starts,
+      idle,
+      single: { n: single.count },
+      load: { n: load.count },
+      rssSamples: rss.length,
+      seconds: SECONDS,
+    };
+    const previous = saveRun(join(here, 'runs.json'), run);
+    console.log(`\n${table(run, previous)}\n`);
+  } finally {
+    for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
+    await relay.close();
+    await admin
+      .request('DELETE', `/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/${role}`)
+      .catch(() => undefined);
+    await admin.request('DELETE', `/apis/rbac.authorization.k8s.io/v1/clusterroles/${role}`).catch(() => undefined);
+    await admin.request('DELETE', `/api/v1/namespaces/${ns}`).catch(() => undefined);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+await main();

@@ -1,0 +1,186 @@
+// Outbound routes over the proxy API's form (outbound.OutboundPolicy), compiled once per update: the
+// route and rule of a request, with its timeouts, retry policy and backends, as linkerd2-proxy applies
+// them. minimesh-proxy's route layer and `minimesh explain` use it.
+import type { outbound } from '@minimesh/proto';
+import { fromTcpAddress } from '@minimesh/proto';
+import {
+  compileHosts,
+  compileMatch,
+  findRoute,
+  type CompiledMatch,
+  type CompiledRouteBase,
+  type RequestView,
+} from './http-match.js';
+import { metaFromProto, type PolicyMeta } from './server-policy.js';
+
+export interface CompiledRetry {
+  maxRetries: number;
+  /** Requests with larger bodies are not retried. */
+  maxRequestBytes: number;
+  /** Retried statuses; empty: only failures to get a response are retried. */
+  statusRanges: Array<[number, number]>;
+  /** Each attempt's timeout. */
+  timeoutMs?: number;
+  backoff: { minMs: number; maxMs: number; jitter: number };
+}
+
+export interface CompiledTimeouts {
+  /** The whole exchange, first request byte to last response byte. */
+  requestMs?: number;
+  /** From the end of the request to the end of the response. */
+  responseMs?: number;
+  /** With no frame either way. */
+  idleMs?: number;
+}
+
+export type CompiledBackend =
+  | { kind: 'balancer'; weight: number; meta: PolicyMeta; authority: string }
+  | { kind: 'forward'; weight: number; meta: PolicyMeta; addr: { ip: string; port: number } }
+  | { kind: 'fail'; weight: number; meta: PolicyMeta; status: number; message: string };
+
+export interface CompiledOutboundRule {
+  matches: CompiledMatch[];
+  timeouts: CompiledTimeouts;
+  retry?: CompiledRetry;
+  backends: CompiledBackend[];
+  /** A failure the rule itself injects (e.g. an invalid route), as status and message. */
+  fail?: { status: number; message: string };
+}
+
+export interface CompiledOutboundRoute extends CompiledRouteBase {
+  meta: PolicyMeta;
+  rules: CompiledOutboundRule[];
+}
+
+export interface CompiledOutboundPolicy {
+  meta: PolicyMeta;
+  /** How the target's traffic is handled. */
+  protocol: 'detect' | 'opaque' | 'http1' | 'http2' | 'grpc' | 'tls';
+  http1: CompiledOutboundRoute[];
+  http2: CompiledOutboundRoute[];
+  /** Set when the policy could not be compiled (the proxy then keeps its own routing). */
+  invalid?: string;
+}
+
+const ms = (d: { seconds: bigint; nanos: number } | undefined): number | undefined =>
+  d === undefined ? undefined : Number(d.seconds) * 1000 + Math.floor(d.nanos / 1e6);
+
+function compileBackend(
+  b: outbound.Backend | undefined,
+  weight: number,
+  filters: outbound.HttpRoute_Filter[],
+): CompiledBackend {
+  const meta = metaFromProto(b?.metadata, { group: '', kind: 'default', name: 'backend' });
+  const fail = filters.find((f) => f.kind?.$case === 'failureInjector')?.kind;
+  if (fail?.$case === 'failureInjector')
+    return { kind: 'fail', weight, meta, status: fail.value.status, message: fail.value.message };
+  const k = b?.kind;
+  if (k?.$case === 'balancer') {
+    const d = k.value.discovery?.kind;
+    if (d?.$case !== 'dst') throw new Error(`backend ${meta.name}: balancer without Destination discovery`);
+    return { kind: 'balancer', weight, meta, authority: d.value.path };
+  }
+  if (k?.$case === 'forward') {
+    const addr = fromTcpAddress(k.value.addr);
+    if (!addr) throw new Error(`backend ${meta.name}: forward without an address`);
+    return { kind: 'forward', weight, meta, addr };
+  }
+  return { kind: 'fail', weight, meta, status: 500, message: `backend ${meta.name} is invalid` };
+}
+
+function compileRetry(r: outbound.HttpRoute_Retry): CompiledRetry {
+  const ranges = (r.conditions?.statusRanges ?? []).map((s): [number, number] => {
+    if (s.start === 0 || s.end === 0 || s.end > 599 || s.start > s.end)
+      throw new Error(`retry status range ${s.start}-${s.end} is invalid`);
+    return [s.start, s.end];
+  });
+  if (!r.conditions) throw new Error('retry without conditions');
+  const timeoutMs = ms(r.timeout);
+  return {
+    maxRetries: r.maxRetries,
+    maxRequestBytes: r.maxRequestBytes,
+    statusRanges: ranges,
+    ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+    backoff: {
+      minMs: ms(r.backoff?.minBackoff) ?? 25,
+      maxMs: ms(r.backoff?.maxBackoff) ?? 250,
+      jitter: r.backoff?.jitterRatio ?? 0,
+    },
+  };
+}
+
+function compileRoute(r: outbound.HttpRoute): CompiledOutboundRoute {
+  if (r.rules.length === 0) throw new Error('route without rules');
+  return {
+    meta: metaFromProto(r.metadata, { group: '', kind: 'default', name: 'http' }),
+    hosts: compileHosts(r.hosts),
+    rules: r.rules.map((rule) => {
+      const dist = rule.backends?.kind;
+      const list =
+        dist?.$case === 'firstAvailable'
+          ? dist.value.backends.slice(0, 1).map((b) => compileBackend(b.backend, 1, b.filters))
+          : dist?.$case === 'randomAvailable'
+            ? dist.value.backends.map((w) => compileBackend(w.backend?.backend, w.weight, w.backend?.filters ?? []))
+            : [];
+      const t = rule.timeouts;
+      const timeouts: CompiledTimeouts = {};
+      const request = ms(t?.request) ?? ms(rule.requestTimeout);
+      if (request) timeouts.requestMs = request;
+      const response = ms(t?.response);
+      if (response) timeouts.responseMs = response;
+      const idle = ms(t?.idle);
+      if (idle) timeouts.idleMs = idle;
+      const injected = rule.filters.find((f) => f.kind?.$case === 'failureInjector')?.kind;
+      return {
+        matches: rule.matches.map(compileMatch),
+        timeouts,
+        ...(rule.retry ? { retry: compileRetry(rule.retry) } : {}),
+        backends: list,
+        ...(injected?.$case === 'failureInjector'
+          ? { fail: { status: injected.value.status, message: injected.value.message } }
+          : {}),
+      };
+    }),
+  };
+}
+
+export function compileOutboundPolicy(p: outbound.OutboundPolicy): CompiledOutboundPolicy {
+  const meta = metaFromProto(p.metadata, { group: '', kind: 'default', name: 'unknown' });
+  try {
+    const k = p.protocol?.kind;
+    if (!k) throw new Error('no protocol');
+    switch (k.$case) {
+      case 'detect':
+        return {
+          meta,
+          protocol: 'detect',
+          http1: (k.value.http1?.routes ?? []).map(compileRoute),
+          http2: (k.value.http2?.routes ?? []).map(compileRoute),
+        };
+      case 'http1':
+        return { meta, protocol: 'http1', http1: k.value.routes.map(compileRoute), http2: [] };
+      case 'http2':
+        return { meta, protocol: 'http2', http1: [], http2: k.value.routes.map(compileRoute) };
+      default:
+        return { meta, protocol: k.$case, http1: [], http2: [] };
+    }
+  } catch (err) {
+    return { meta, protocol: 'detect', http1: [], http2: [], invalid: (err as Error).message };
+  }
+}
+
+/** The route and rule for an HTTP request (HTTP/1 routes for HTTP/1, HTTP/2 routes for h2). */
+export function routeOutbound(
+  p: CompiledOutboundPolicy,
+  version: 'http1' | 'h2',
+  req: RequestView,
+): { route: CompiledOutboundRoute; rule: CompiledOutboundRule } | undefined {
+  const routes = version === 'h2' ? (p.http2.length ? p.http2 : p.http1) : p.http1.length ? p.http1 : p.http2;
+  const hit = findRoute(routes, req);
+  return hit && { route: hit.route, rule: hit.rule };
+}
+
+/** Whether a response status is retried under the policy (no ranges: none is). */
+export function isRetryableStatus(retry: CompiledRetry, status: number): boolean {
+  return retry.statusRanges.some(([lo, hi]) => status >= lo && status <= hi);
+}

@@ -1,0 +1,150 @@
+// Streams out of the index: one update per real change (none for no-op changes), the end of the
+// stream when its workload or Service goes, re-lists (reset) that drop what is gone.
+import { describe, expect, it } from 'vitest';
+import type { InboundServer, OutboundPolicy } from '../model.js';
+import { TEST_CLUSTER } from '../testing.js';
+import { PolicyIndex, type PolicyListener } from './policy-index.js';
+
+const pod = (
+  name: string,
+  labels: Record<string, string> = { app: 'web' },
+  annotations: Record<string, string> = {},
+) => ({
+  apiVersion: 'v1',
+  kind: 'Pod',
+  metadata: { name, namespace: 'shop', labels, annotations },
+  spec: { containers: [{ name: 'app', ports: [{ name: 'http', containerPort: 8080 }] }] },
+});
+const server = (name: string, extra: Record<string, unknown> = {}) => ({
+  apiVersion: 'policy.minimesh.io/v1beta3',
+  kind: 'Server',
+  metadata: { name, namespace: 'shop' },
+  spec: { podSelector: { matchLabels: { app: 'web' } }, port: 'http', ...extra },
+});
+const service = (name: string, annotations: Record<string, string> = {}) => ({
+  apiVersion: 'v1',
+  kind: 'Service',
+  metadata: { name, namespace: 'shop', annotations },
+  spec: { clusterIP: '10.96.0.10', ports: [{ port: 80 }] },
+});
+
+function recorder<T>() {
+  const updates: T[] = [];
+  const ends: string[] = [];
+  const listener: PolicyListener<T> = { update: (v) => updates.push(v), end: (r) => ends.push(r) };
+  return { updates, ends, listener };
+}
+
+describe('inbound watches', () => {
+  it('sends one update per change of the answer and none for changes that do not alter it', () => {
+    const index = new PolicyIndex(TEST_CLUSTER);
+    index.apply('Pod', pod('web-1'));
+    const rec = recorder<InboundServer>();
+    const sub = index.watchInbound('pod', 'shop', 'web-1', 8080, rec.listener);
+    expect(sub?.current.ref).toEqual({ kind: 'default', name: 'all-unauthenticated' });
+
+    index.apply('Server', server('web'));
+    expect(rec.updates.map((u) => u.ref)).toEqual([{ kind: 'server', name: 'web' }]);
+    // A Server in the same namespace that selects other pods changes nothing for this port.
+    index.apply('Server', { ...server('other'), spec: { podSelector: { matchLabels: { app: 'db' } }, port: 5432 } });
+    // The same Server applied again (a resync) changes nothing.
+    index.apply('Server', server('web'));
+    // Another pod's relabel changes nothing for this one.
+    index.apply('Pod', pod('web-2'));
+    expect(rec.updates).toHaveLength(1);
+
+    index.apply('Server', server('web', { proxyProtocol: 'opaque' }));
+    expect(rec.updates.map((u) => u.protocol.kind)).toEqual(['detect', 'opaque']);
+
+    // The pod is relabeled out of the Server's selector: back to the default policy.
+    index.apply('Pod', pod('web-1', { app: 'moved' }));
+    expect(rec.updates.at(-1)?.ref).toEqual({ kind: 'default', name: 'all-unauthenticated' });
+    // The pod annotation changes the default policy.
+    index.apply('Pod', pod('web-1', { app: 'moved' }, { 'config.minimesh.io/default-inbound-policy': 'deny' }));
+    expect(rec.updates.at(-1)?.ref).toEqual({ kind: 'default', name: 'deny' });
+    expect(rec.updates.at(-1)?.authorizations).toEqual([]);
+    sub?.close();
+    index.apply('Server', server('web', { proxyProtocol: 'HTTP/2' }));
+    expect(rec.updates).toHaveLength(4);
+    expect(index.watchCounts()).toEqual({ inbound: 0, outbound: 0 });
+  });
+
+  it('is undefined for an unknown workload and ends when the workload is deleted or dropped by a re-list', () => {
+    const index = new PolicyIndex(TEST_CLUSTER);
+    expect(index.watchInbound('pod', 'shop', 'web-1', 8080, recorder<InboundServer>().listener)).toBeUndefined();
+    index.apply('Pod', pod('web-1'));
+    index.apply('Pod', pod('web-2'));
+    const a = recorder<InboundServer>();
+    const b = recorder<InboundServer>();
+    index.watchInbound('pod', 'shop', 'web-1', 8080, a.listener);
+    index.watchInbound('pod', 'shop', 'web-2', 8080, b.listener);
+    index.delete('Pod', 'shop', 'web-1');
+    expect(a.ends).toEqual(['pod shop/web-1 was deleted']);
+    expect(b.ends).toEqual([]);
+    index.reset('Pod', [pod('web-3')]);
+    expect(b.ends).toEqual(['pod shop/web-2 was deleted']);
+    expect(index.watchCounts().inbound).toBe(0);
+  });
+
+  it('keeps serving the other listeners when one throws', () => {
+    const errors: unknown[] = [];
+    const index = new PolicyIndex(TEST_CLUSTER, { onListenerError: (e) => errors.push(e) });
+    index.apply('Pod', pod('web-1'));
+    const ok = recorder<InboundServer>();
+    index.watchInbound('pod', 'shop', 'web-1', 8080, {
+      update: () => {
+        throw new Error('broken stream');
+      },
+      end: () => undefined,
+    });
+    index.watchInbound('pod', 'shop', 'web-1', 8080, ok.listener);
+    index.apply('Server', server('web'));
+    expect(ok.updates).toHaveLength(1);
+    expect((errors[0] as Error).message).toBe('broken stream');
+  });
+
+  it('reports conflicts and ignored policies once, when they appear', () => {
+    const diagnostics: string[] = [];
+    const index = new PolicyIndex(TEST_CLUSTER, { onDiagnostic: (d) => diagnostics.push(d) });
+    index.apply('Pod', pod('web-1'));
+    index.watchInbound('pod', 'shop', 'web-1', 8080, recorder<InboundServer>().listener);
+    index.apply('Server', {
+      ...server('a'),
+      metadata: { ...server('a').metadata, creationTimestamp: '2026-01-01T00:00:00Z' },
+    });
+    index.apply('Server', {
+      ...server('b'),
+      metadata: { ...server('b').metadata, creationTimestamp: '2026-01-02T00:00:00Z' },
+    });
+    index.apply('Pod', pod('web-2'));
+    expect(diagnostics).toEqual([
+      'Server a wins the port over b (oldest first, then by name); the others are ignored for it',
+    ]);
+  });
+});
+
+describe('outbound watches', () => {
+  it('follows Service annotations and HTTPRoutes, and ends when the Service is deleted', () => {
+    const index = new PolicyIndex(TEST_CLUSTER);
+    index.apply('Service', service('web'));
+    const rec = recorder<OutboundPolicy>();
+    const sub = index.watchOutbound('shop', 'web', 80, 'shop', rec.listener);
+    expect(sub?.current.httpRoutes).toEqual([]);
+    index.apply('Service', service('web', { 'timeout.minimesh.io/request': '2s' }));
+    expect(rec.updates.at(-1)?.timeouts).toEqual({ requestMs: 2000 });
+    index.apply('HTTPRoute', {
+      apiVersion: 'policy.minimesh.io/v1beta3',
+      kind: 'HTTPRoute',
+      metadata: { name: 'r', namespace: 'shop' },
+      spec: { parentRefs: [{ group: 'core', kind: 'Service', name: 'web', port: 80 }] },
+    });
+    expect(rec.updates.at(-1)?.httpRoutes.map((r) => r.ref)).toEqual([
+      { kind: 'resource', group: 'policy.minimesh.io', resourceKind: 'HTTPRoute', name: 'r', namespace: 'shop' },
+    ]);
+    // A Pod change cannot alter outbound answers.
+    index.apply('Pod', pod('web-1'));
+    expect(rec.updates).toHaveLength(2);
+    index.delete('Service', 'shop', 'web');
+    expect(rec.ends).toEqual(['Service shop/web was deleted']);
+  });
+});

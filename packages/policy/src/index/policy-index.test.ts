@@ -1,0 +1,182 @@
+// Table-driven tests of the policy index from Kubernetes YAML fixtures (fixtures/*.yaml). Each
+// fixture applies objects, then checks answers (described with the same one-liners `minimesh authz`
+// prints), then runs steps that apply/delete/reset objects (or change the cluster default) and checks
+// again. A check lists only the fields it cares about.
+import { readdirSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import type { ClusterInfo } from '../cluster-info.js';
+import {
+  describeAuthorization,
+  describeInboundRoute,
+  describeOutboundRoute,
+  describeProtocol,
+  describeRetry,
+  describeRouteRef,
+  describeServerRef,
+  describeTimeouts,
+} from '../describe.js';
+import type { DefaultPolicyName, InboundServer, OutboundPolicy } from '../model.js';
+import { PolicyIndex } from './policy-index.js';
+import type { IndexedKind } from './store.js';
+import { TEST_CLUSTER } from '../testing.js';
+
+interface InboundExpect {
+  server?: string;
+  protocol?: string;
+  authorizations?: string[];
+  routes?: string[];
+  routeAuthorizations?: Record<string, string[]>;
+  routeFilters?: Record<string, string[]>;
+  conflicting?: string[];
+  ignored?: string[];
+}
+interface OutboundExpect {
+  authority?: string;
+  appProtocol?: string;
+  routes?: string[];
+  serviceDefaults?: string;
+}
+type Check =
+  | { inbound: { pod: string; port: number }; expect: InboundExpect | 'not found' }
+  | { outbound: { service: string; port: number; from: string }; expect: OutboundExpect | 'not found' }
+  | { lookup: { ip: string; port: number }; expect: string }
+  | { invalid: string[] };
+interface Step {
+  name: string;
+  cluster?: Partial<ClusterInfo> & { defaultPolicy?: DefaultPolicyName };
+  apply?: unknown[];
+  delete?: Array<{ kind: IndexedKind; namespace: string; name: string }>;
+  checks: Check[];
+}
+interface Fixture {
+  name: string;
+  objects: unknown[];
+  checks: Check[];
+  steps?: Step[];
+}
+
+const dir = fileURLToPath(new URL('./fixtures/', import.meta.url));
+const fixtures = readdirSync(dir)
+  .filter((f) => f.endsWith('.yaml'))
+  .sort()
+  .map((f) => [f, parse(readFileSync(dir + f, 'utf8')) as Fixture] as const);
+
+function kindOf(o: unknown): IndexedKind {
+  return (o as { kind: IndexedKind }).kind;
+}
+
+function load(objects: readonly unknown[], cluster: ClusterInfo): PolicyIndex {
+  const index = new PolicyIndex(cluster);
+  for (const o of objects) index.apply(kindOf(o), o);
+  return index;
+}
+
+function summarizeInbound(s: InboundServer, extra: { conflicting: string[]; ignored: string[] }) {
+  const routeName = (r: InboundServer['httpRoutes'][number]) =>
+    describeRouteRef(r.ref).replace(/^default route /, 'default route ');
+  return {
+    server: describeServerRef(s),
+    protocol: describeProtocol(s.protocol),
+    authorizations: s.authorizations.map(describeAuthorization),
+    routes: s.httpRoutes.map(describeInboundRoute),
+    routeAuthorizations: Object.fromEntries(
+      s.httpRoutes.map((r) => [routeName(r), r.authorizations.map(describeAuthorization)]),
+    ),
+    routeFilters: Object.fromEntries(
+      s.httpRoutes.map((r) => [routeName(r), r.rules.flatMap((x) => x.filters.map((f) => f.kind))]),
+    ),
+    ...extra,
+  };
+}
+
+function summarizeOutbound(p: OutboundPolicy) {
+  return {
+    authority: p.service.authority,
+    appProtocol: p.appProtocol ?? 'detect',
+    routes: p.httpRoutes.flatMap((r) => describeOutboundRoute(p, r)),
+    serviceDefaults: [describeTimeouts(p.timeouts), p.retry ? describeRetry(p.retry) : ''].filter(Boolean).join('; '),
+  };
+}
+
+function pick<T extends object>(actual: T, wanted: object): Partial<T> {
+  const out: Record<string, unknown> = {};
+  for (const k of Object.keys(wanted)) {
+    const v = (actual as Record<string, unknown>)[k];
+    const w = (wanted as Record<string, unknown>)[k];
+    // For maps keyed by route, compare only the routes the fixture names.
+    out[k] = v && w && typeof w === 'object' && !Array.isArray(w) ? pick(v as object, w as object) : v;
+  }
+  return out as Partial<T>;
+}
+
+function runCheck(index: PolicyIndex, c: Check): void {
+  if ('inbound' in c) {
+    const [ns = '', name = ''] = c.inbound.pod.split('/');
+    const r = index.inbound('pod', ns, name, c.inbound.port);
+    if (c.expect === 'not found') {
+      expect(r, `${c.inbound.pod}:${c.inbound.port}`).toBeUndefined();
+      return;
+    }
+    expect(r, `${c.inbound.pod} is indexed`).toBeDefined();
+    const summary = summarizeInbound(r!.server, {
+      conflicting: r!.conflicting,
+      ignored: r!.ignored.map((i) => `${i.kind} ${i.namespace}/${i.name} is ignored: ${i.reason}`),
+    });
+    expect(pick(summary, c.expect), `${c.inbound.pod}:${c.inbound.port}`).toEqual(c.expect);
+  } else if ('outbound' in c) {
+    const [ns = '', name = ''] = c.outbound.service.split('/');
+    const p = index.outbound(ns, name, c.outbound.port, c.outbound.from);
+    if (c.expect === 'not found') {
+      expect(p).toBeUndefined();
+      return;
+    }
+    expect(p, `${c.outbound.service}:${c.outbound.port}`).toBeDefined();
+    expect(
+      pick(summarizeOutbound(p!), c.expect),
+      `${c.outbound.service}:${c.outbound.port} from ${c.outbound.from}`,
+    ).toEqual(c.expect);
+  } else if ('lookup' in c) {
+    const hit = index.lookupIp(c.lookup.ip, c.lookup.port);
+    const text = hit ? `${hit.namespace}/${hit.name}${hit.portDefined ? '' : ' (port not defined)'}` : 'not found';
+    expect(text).toBe(c.expect);
+  } else {
+    // Each expected problem is the start of one actual message (which goes on with ", got <value>").
+    const actual = index.store.invalid().map((p) => p.message);
+    expect(actual.length, actual.join('\n')).toBe(c.invalid.length);
+    for (const want of c.invalid)
+      expect(
+        actual.some((a) => a.startsWith(want)),
+        `${want}\nin:\n${actual.join('\n')}`,
+      ).toBe(true);
+  }
+}
+
+describe('policy index fixtures', () => {
+  it.each(fixtures)('%s', (_file, fx) => {
+    let cluster = { ...TEST_CLUSTER };
+    let index = load(fx.objects, cluster);
+    for (const c of fx.checks) runCheck(index, c);
+    let objects = [...fx.objects];
+    for (const step of fx.steps ?? []) {
+      if (step.cluster) {
+        // The cluster default is a flag: a changed one means a new index fed the same objects.
+        cluster = { ...cluster, ...step.cluster };
+        index = load(objects, cluster);
+      }
+      for (const o of step.apply ?? []) {
+        index.apply(kindOf(o), o);
+        objects.push(o);
+      }
+      for (const d of step.delete ?? []) {
+        index.delete(d.kind, d.namespace, d.name);
+        objects = objects.filter((o) => {
+          const m = (o as { kind: string; metadata: { namespace: string; name: string } }).metadata;
+          return !(kindOf(o) === d.kind && m.namespace === d.namespace && m.name === d.name);
+        });
+      }
+      for (const c of step.checks) runCheck(index, c);
+    }
+  });
+});

@@ -1,0 +1,245 @@
+// The policy index: resources in (apply/delete/reset, from watches or fixtures), answers out
+// (inbound policy per workload port, outbound policy per Service port), and the streams that follow
+// them. Every change recomputes the answers it can affect and notifies a watcher only when its
+// answer changed. Synchronous and pure: no I/O, no timers.
+import type { ClusterInfo } from '../cluster-info.js';
+import type { InboundServer, OutboundPolicy } from '../model.js';
+import type { WorkloadRecord } from '../resources/workload.js';
+import { computeInbound, type InboundResult } from './inbound.js';
+import { computeOutbound, lookupServiceIp } from './outbound.js';
+import { ResourceStore, type IndexedKind, type InvalidResource } from './store.js';
+
+export interface PolicyListener<T> {
+  update(value: T): void;
+  /** The target is gone (workload or Service deleted); no more updates follow. */
+  end(reason: string): void;
+}
+
+export interface Subscription<T> {
+  current: T;
+  close(): void;
+}
+
+export type WorkloadKind = 'pod' | 'externalworkload';
+
+export interface PolicyIndexOptions {
+  /** A resource could not be used (malformed); it has no effect until fixed. */
+  onInvalid?: (problem: InvalidResource) => void;
+  /** A policy resource is ignored or in conflict for a watched port (reported when it changes). */
+  onDiagnostic?: (message: string) => void;
+  /** A listener threw; the index goes on with the others. */
+  onListenerError?: (err: unknown) => void;
+}
+
+interface Group<T> {
+  json: string;
+  value: T;
+  diagnostics: string;
+  listeners: Set<PolicyListener<T>>;
+}
+
+interface InboundKey {
+  kind: WorkloadKind;
+  namespace: string;
+  name: string;
+  port: number;
+}
+interface OutboundKey {
+  namespace: string;
+  name: string;
+  port: number;
+  sourceNamespace: string;
+}
+
+export class PolicyIndex {
+  readonly store: ResourceStore;
+  private readonly inboundGroups = new Map<string, Group<InboundServer> & { key: InboundKey }>();
+  private readonly outboundGroups = new Map<string, Group<OutboundPolicy> & { key: OutboundKey }>();
+
+  constructor(
+    readonly cluster: ClusterInfo,
+    private readonly opts: PolicyIndexOptions = {},
+  ) {
+    this.store = new ResourceStore(cluster);
+  }
+
+  apply(kind: IndexedKind, obj: unknown): void {
+    const problem = this.store.apply(kind, obj);
+    if (problem) this.opts.onInvalid?.(problem);
+    const meta = (obj as { metadata?: { namespace?: string; name?: string } }).metadata;
+    this.changed(kind, meta?.namespace, meta?.name);
+  }
+
+  delete(kind: IndexedKind, namespace: string, name: string): void {
+    if (!this.store.delete(kind, namespace, name)) return;
+    this.changed(kind, namespace, name);
+  }
+
+  reset(kind: IndexedKind, objs: readonly unknown[]): void {
+    for (const p of this.store.reset(kind, objs)) this.opts.onInvalid?.(p);
+    this.changed(kind);
+  }
+
+  workload(kind: WorkloadKind, namespace: string, name: string): WorkloadRecord | undefined {
+    return this.store.get(kind === 'pod' ? 'Pod' : 'ExternalWorkload', namespace, name);
+  }
+
+  /** The inbound policy of a workload's port; undefined when the workload is unknown. */
+  inbound(kind: WorkloadKind, namespace: string, name: string, port: number): InboundResult | undefined {
+    const w = this.workload(kind, namespace, name);
+    return w ? computeInbound(this.store, w, port) : undefined;
+  }
+
+  watchInbound(
+    kind: WorkloadKind,
+    namespace: string,
+    name: string,
+    port: number,
+    listener: PolicyListener<InboundServer>,
+  ): Subscription<InboundServer> | undefined {
+    const key: InboundKey = { kind, namespace, name, port };
+    const id = `${kind}/${namespace}/${name}:${port}`;
+    let group = this.inboundGroups.get(id);
+    if (!group) {
+      const result = this.inbound(kind, namespace, name, port);
+      if (!result) return undefined;
+      group = { key, ...this.groupState(result.server, diagnosticsOf(result)), listeners: new Set() };
+      this.inboundGroups.set(id, group);
+    }
+    const g = group;
+    g.listeners.add(listener);
+    return {
+      current: g.value,
+      close: () => {
+        g.listeners.delete(listener);
+        if (g.listeners.size === 0 && this.inboundGroups.get(id) === g) this.inboundGroups.delete(id);
+      },
+    };
+  }
+
+  /** The outbound policy of a Service port for a client namespace; undefined when the Service is unknown. */
+  outbound(namespace: string, name: string, port: number, sourceNamespace: string): OutboundPolicy | undefined {
+    const svc = this.store.get('Service', namespace, name);
+    return svc ? computeOutbound(this.store, svc, port, sourceNamespace) : undefined;
+  }
+
+  /** The Service behind a cluster IP; portDefined is false when the Service has no such port. */
+  lookupIp(ip: string, port: number): { namespace: string; name: string; portDefined: boolean } | undefined {
+    const hit = lookupServiceIp(this.store, ip, port);
+    return hit && { namespace: hit.service.namespace, name: hit.service.name, portDefined: hit.portDefined };
+  }
+
+  watchOutbound(
+    namespace: string,
+    name: string,
+    port: number,
+    sourceNamespace: string,
+    listener: PolicyListener<OutboundPolicy>,
+  ): Subscription<OutboundPolicy> | undefined {
+    const key: OutboundKey = { namespace, name, port, sourceNamespace };
+    const id = `${namespace}/${name}:${port}<${sourceNamespace}`;
+    let group = this.outboundGroups.get(id);
+    if (!group) {
+      const policy = this.outbound(namespace, name, port, sourceNamespace);
+      if (!policy) return undefined;
+      group = { key, ...this.groupState(policy, ''), listeners: new Set() };
+      this.outboundGroups.set(id, group);
+    }
+    const g = group;
+    g.listeners.add(listener);
+    return {
+      current: g.value,
+      close: () => {
+        g.listeners.delete(listener);
+        if (g.listeners.size === 0 && this.outboundGroups.get(id) === g) this.outboundGroups.delete(id);
+      },
+    };
+  }
+
+  /** Open watches (for metrics). */
+  watchCounts(): { inbound: number; outbound: number } {
+    let inbound = 0;
+    let outbound = 0;
+    for (const g of this.inboundGroups.values()) inbound += g.listeners.size;
+    for (const g of this.outboundGroups.values()) outbound += g.listeners.size;
+    return { inbound, outbound };
+  }
+
+  private groupState<T>(value: T, diagnostics: string): { json: string; value: T; diagnostics: string } {
+    if (diagnostics) this.opts.onDiagnostic?.(diagnostics);
+    return { json: JSON.stringify(value), value, diagnostics };
+  }
+
+  /** Recomputes the answers a change may affect. A deleted workload or Service ends its streams. */
+  private changed(kind: IndexedKind, namespace?: string, name?: string): void {
+    const inbound = kind !== 'Service';
+    const outbound = kind === 'Service' || kind === 'HTTPRoute';
+    if (inbound) {
+      for (const [id, g] of this.inboundGroups) {
+        const k = g.key;
+        if (kind === 'Pod' || kind === 'ExternalWorkload') {
+          const mine = (kind === 'Pod') === (k.kind === 'pod');
+          if (!mine) continue;
+          if (namespace !== undefined && (k.namespace !== namespace || k.name !== name)) continue;
+        }
+        const result = this.inbound(k.kind, k.namespace, k.name, k.port);
+        if (!result) {
+          this.end(this.inboundGroups, id, g, `${k.kind} ${k.namespace}/${k.name} was deleted`);
+          continue;
+        }
+        this.publish(g, result.server, diagnosticsOf(result));
+      }
+    }
+    if (outbound) {
+      for (const [id, g] of this.outboundGroups) {
+        const k = g.key;
+        const policy = this.outbound(k.namespace, k.name, k.port, k.sourceNamespace);
+        if (!policy) {
+          this.end(this.outboundGroups, id, g, `Service ${k.namespace}/${k.name} was deleted`);
+          continue;
+        }
+        this.publish(g, policy, '');
+      }
+    }
+  }
+
+  private publish<T>(g: Group<T>, value: T, diagnostics: string): void {
+    if (diagnostics !== g.diagnostics) {
+      g.diagnostics = diagnostics;
+      if (diagnostics) this.opts.onDiagnostic?.(diagnostics);
+    }
+    const json = JSON.stringify(value);
+    if (json === g.json) return;
+    g.json = json;
+    g.value = value;
+    for (const l of [...g.listeners]) {
+      try {
+        l.update(value);
+      } catch (err) {
+        this.opts.onListenerError?.(err);
+      }
+    }
+  }
+
+  private end<T>(groups: Map<string, Group<T>>, id: string, g: Group<T>, reason: string): void {
+    groups.delete(id);
+    for (const l of [...g.listeners]) {
+      try {
+        l.end(reason);
+      } catch (err) {
+        this.opts.onListenerError?.(err);
+      }
+    }
+    g.listeners.clear();
+  }
+}
+
+function diagnosticsOf(r: InboundResult): string {
+  const lines: string[] = [];
+  if (r.conflicting.length > 0 && r.server.ref.kind === 'server')
+    lines.push(
+      `Server ${r.server.ref.name} wins the port over ${r.conflicting.join(', ')} (oldest first, then by name); the others are ignored for it`,
+    );
+  for (const i of r.ignored) lines.push(`${i.kind} ${i.namespace}/${i.name} is ignored: ${i.reason}`);
+  return lines.join('; ');
+}

@@ -1,0 +1,161 @@
+// The policy model: what the index computes for a workload's port (inbound) or a Service's port
+// (outbound). Plain, JSON-serializable data with a canonical order, so two answers are equal exactly
+// when their JSON is equal. server/ translates it to the proxy API; the CLI explains it to people.
+
+import { DEFAULT_INBOUND_POLICIES, type DefaultInboundPolicy } from '@minimesh/config';
+
+/** Linkerd's default policy names (proxy.defaultInboundPolicy, config.minimesh.io/default-inbound-policy). */
+export const DEFAULT_POLICIES = DEFAULT_INBOUND_POLICIES;
+export type DefaultPolicyName = DefaultInboundPolicy;
+
+/** A client network ("10.0.0.0/8"), minus exceptions. */
+export interface NetworkMatch {
+  net: string;
+  except: string[];
+}
+
+/** What a client must prove: nothing, mesh TLS, or mesh TLS with a matching identity. */
+export type ClientAuthentication =
+  | { kind: 'unauthenticated' }
+  | { kind: 'tls-unauthenticated' }
+  /** identities: whole names; suffixes: label lists ([] matches every identity). */
+  | { kind: 'tls-authenticated'; identities: string[]; suffixes: string[][] };
+
+/** Where an authorization comes from: a default policy ("all-unauthenticated", "probe") or a resource. */
+export type AuthorizationRef = { kind: 'default'; name: string } | { kind: 'authorizationpolicy'; name: string };
+
+export interface ClientAuthorization {
+  ref: AuthorizationRef;
+  networks: NetworkMatch[];
+  authentication: ClientAuthentication;
+}
+
+export type ServerRef = { kind: 'default'; name: DefaultPolicyName } | { kind: 'server'; name: string };
+
+export type InboundProtocol =
+  | { kind: 'detect'; timeoutMs: number }
+  | { kind: 'http1' }
+  | { kind: 'http2' }
+  | { kind: 'grpc' }
+  | { kind: 'opaque' }
+  | { kind: 'tls' };
+
+export type PathMatch = { kind: 'exact' | 'prefix' | 'regex'; value: string };
+export interface HeaderMatch {
+  name: string;
+  kind: 'exact' | 'regex';
+  value: string;
+}
+export interface QueryParamMatch {
+  name: string;
+  kind: 'exact' | 'regex';
+  value: string;
+}
+/** Every condition that is set must hold. */
+export interface HttpRouteMatch {
+  path?: PathMatch;
+  headers: HeaderMatch[];
+  queryParams: QueryParamMatch[];
+  /** Upper-case method name. */
+  method?: string;
+}
+
+/** "web.example.com", or "*.example.com" as { suffix, reverseLabels: ["com", "example"] }. */
+export type HostMatch = { kind: 'exact'; value: string } | { kind: 'suffix'; reverseLabels: string[] };
+
+export interface HeaderValue {
+  name: string;
+  value: string;
+}
+export interface HeaderModifier {
+  add: HeaderValue[];
+  set: HeaderValue[];
+  remove: string[];
+}
+export interface RequestRedirect {
+  scheme?: string;
+  hostname?: string;
+  path?: { kind: 'full' | 'prefix'; value: string };
+  port?: number;
+  statusCode?: number;
+}
+export type HttpFilter =
+  | { kind: 'requestHeaderModifier'; modifier: HeaderModifier }
+  | { kind: 'responseHeaderModifier'; modifier: HeaderModifier }
+  | { kind: 'requestRedirect'; redirect: RequestRedirect };
+
+/** A route's identity: a default route ("default", "probe", "http") or an HTTPRoute resource. */
+export type RouteRef =
+  | { kind: 'default'; name: string }
+  | { kind: 'resource'; group: string; resourceKind: string; name: string; namespace?: string };
+
+export interface InboundHttpRoute {
+  ref: RouteRef;
+  hostnames: HostMatch[];
+  rules: Array<{ matches: HttpRouteMatch[]; filters: HttpFilter[] }>;
+  /** The route's own authorizations; the server's apply to it too. */
+  authorizations: ClientAuthorization[];
+}
+
+/** The policy of one workload port, as proxies are told it. */
+export interface InboundServer {
+  ref: ServerRef;
+  protocol: InboundProtocol;
+  authorizations: ClientAuthorization[];
+  httpRoutes: InboundHttpRoute[];
+}
+
+export interface RouteTimeouts {
+  requestMs?: number;
+  responseMs?: number;
+  idleMs?: number;
+}
+
+export interface RouteRetry {
+  limit: number;
+  timeoutMs?: number;
+  /** HTTP status ranges that are retried; absent: the proxy's default conditions. */
+  statusRanges?: Array<{ min: number; max: number }>;
+}
+
+export type RouteBackend =
+  | {
+      kind: 'service';
+      name: string;
+      namespace: string;
+      port: number;
+      /** <name>.<namespace>.svc.<cluster-domain>:<port>, the Destination.Get path. */
+      authority: string;
+      weight: number;
+      /** False when the Service does not exist: requests to it fail with 500. */
+      exists: boolean;
+      filters: HttpFilter[];
+    }
+  | { kind: 'invalid'; weight: number; message: string };
+
+export interface OutboundHttpRouteRule {
+  matches: HttpRouteMatch[];
+  filters: HttpFilter[];
+  /** Empty: the parent Service itself. */
+  backends: RouteBackend[];
+  timeouts: RouteTimeouts;
+  retry?: RouteRetry;
+}
+
+export interface OutboundHttpRoute {
+  ref: RouteRef;
+  hostnames: HostMatch[];
+  rules: OutboundHttpRouteRule[];
+}
+
+/** A Service port as clients see it: protocol handling, routes, and the default backend. */
+export interface OutboundPolicy {
+  service: { namespace: string; name: string; port: number; authority: string };
+  /** From the Service port's appProtocol or the opaque-ports annotation; undefined: detect. */
+  appProtocol?: 'http1' | 'http2' | 'opaque';
+  /** HTTPRoutes attached to the port (consumer routes of the client's namespace win over producer routes). */
+  httpRoutes: OutboundHttpRoute[];
+  /** Service-level defaults from timeout.minimesh.io/* and retry.minimesh.io/* annotations. */
+  timeouts: RouteTimeouts;
+  retry?: RouteRetry;
+}

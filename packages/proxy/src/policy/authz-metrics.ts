@@ -1,0 +1,112 @@
+// Linkerd's authorization metrics, with its labels (linkerd2-proxy app/inbound metrics/authz.rs):
+//   inbound_http_authz_allow_total  target_*, srv_*, route_*, authz_*, tls, client_id
+//   inbound_http_authz_deny_total   target_*, srv_*, route_*, tls, client_id
+//   inbound_http_route_not_found_total  target_*, srv_*, tls, client_id
+//   inbound_tcp_authz_allow_total   target_*, srv_*, authz_*, tls, client_id
+//   inbound_tcp_authz_deny_total    target_*, srv_*, tls, client_id
+// Label sets are cached per (port policy, route, authorization, connection) so a request costs one
+// map lookup and an increment.
+import type { Registry } from 'prom-client';
+import type { PolicyMeta } from '@minimesh/policy/client';
+import { SeriesCounter, type CounterHandle } from '../metrics/series.js';
+
+/** What the metrics say about a connection: where it was going and what its TLS proved. */
+export interface AuthzConnLabels {
+  /** The original destination, "ip:port" ("[ip]:port" for IPv6). */
+  targetAddr: string;
+  targetIp: string;
+  targetPort: number;
+  /** "true" (mTLS terminated here), "no_identity", "opaque". */
+  tls: string;
+  clientId: string | undefined;
+}
+
+const metaLabels = (prefix: string, m: PolicyMeta): Record<string, string> => ({
+  [`${prefix}_group`]: m.group,
+  [`${prefix}_kind`]: m.kind,
+  [`${prefix}_name`]: m.name,
+});
+
+export class AuthzMetrics {
+  readonly httpAllow: SeriesCounter;
+  readonly httpDeny: SeriesCounter;
+  readonly routeNotFound: SeriesCounter;
+  readonly tcpAllow: SeriesCounter;
+  readonly tcpDeny: SeriesCounter;
+  private readonly cache = new Map<string, CounterHandle>();
+
+  constructor(registry: Registry) {
+    this.httpAllow = new SeriesCounter(
+      'inbound_http_authz_allow_total',
+      'The total number of inbound HTTP requests that were authorized',
+      registry,
+    );
+    this.httpDeny = new SeriesCounter(
+      'inbound_http_authz_deny_total',
+      'The total number of inbound HTTP requests that could not be processed due to a proxy error.',
+      registry,
+    );
+    this.routeNotFound = new SeriesCounter(
+      'inbound_http_route_not_found_total',
+      'The total number of inbound HTTP requests that could not be associated with a route',
+      registry,
+    );
+    this.tcpAllow = new SeriesCounter(
+      'inbound_tcp_authz_allow_total',
+      'The total number of inbound TCP connections that were authorized',
+      registry,
+    );
+    this.tcpDeny = new SeriesCounter(
+      'inbound_tcp_authz_deny_total',
+      'The total number of inbound TCP connections that were denied',
+      registry,
+    );
+  }
+
+  private handle(
+    series: SeriesCounter,
+    conn: AuthzConnLabels,
+    server: PolicyMeta,
+    route?: PolicyMeta,
+    authz?: PolicyMeta,
+  ): CounterHandle {
+    const key = `${series.name}|${conn.targetAddr}|${conn.tls}|${conn.clientId ?? ''}|${server.group}/${server.kind}/${server.name}|${route ? `${route.group}/${route.kind}/${route.name}` : ''}|${authz ? `${authz.group}/${authz.kind}/${authz.name}` : ''}`;
+    let h = this.cache.get(key);
+    if (!h) {
+      const labels: Record<string, string> = {
+        target_addr: conn.targetAddr,
+        target_ip: conn.targetIp,
+        target_port: String(conn.targetPort),
+        ...metaLabels('srv', server),
+        srv_port: String(conn.targetPort),
+        ...(route ? metaLabels('route', route) : {}),
+        ...(authz ? metaLabels('authz', authz) : {}),
+        tls: conn.tls,
+        client_id: conn.clientId ?? '',
+      };
+      h = series.with(labels);
+      this.cache.set(key, h);
+    }
+    return h;
+  }
+
+  httpAllowed(conn: AuthzConnLabels, server: PolicyMeta, route: PolicyMeta, authz: PolicyMeta): void {
+    this.handle(this.httpAllow, conn, server, route, authz).value++;
+  }
+
+  httpDenied(conn: AuthzConnLabels, server: PolicyMeta, route: PolicyMeta): void {
+    this.handle(this.httpDeny, conn, server, route).value++;
+  }
+
+  noRoute(conn: AuthzConnLabels, server: PolicyMeta): void {
+    this.handle(this.routeNotFound, conn, server).value++;
+  }
+
+  tcpAllowed(conn: AuthzConnLabels, server: PolicyMeta, authz: PolicyMeta): void {
+    this.handle(this.tcpAllow, conn, server, undefined, authz).value++;
+  }
+
+  tcpDenied(conn: AuthzConnLabels, server: PolicyMeta): void {
+    this.handle(this.tcpDeny, conn, server).value++;
+  }
+}

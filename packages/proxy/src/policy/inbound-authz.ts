@@ -1,0 +1,157 @@
+// The inbound authorization layer: between detection and forwarding, it checks each connection that is
+// not HTTP, and each HTTP request, against the port's policy (InboundPolicies), counts the decision in
+// Linkerd's authz metrics, and says what to answer when it is not allowed: as linkerd2-proxy, a denied
+// request gets 403 (gRPC PERMISSION_DENIED), a request no route matches 404 (gRPC NOT_FOUND), an
+// invalid policy 500 (gRPC INTERNAL); a denied connection is closed.
+import {
+  authorizeConnection,
+  authorizeRequest,
+  requestView,
+  type CompiledServerPolicy,
+  type InboundRouteFilter,
+} from '@minimesh/policy/client';
+import type { Logger } from '@minimesh/runtime';
+import type { AuthzConnLabels, AuthzMetrics } from './authz-metrics.js';
+import type { InboundPolicies } from './inbound-policies.js';
+
+/** The connection as authorization sees it. */
+export interface AuthzConn extends AuthzConnLabels {
+  /** The client's address (the socket's remote address). */
+  clientIp: string;
+}
+
+export type RequestVerdict =
+  | { kind: 'allow'; filters: readonly InboundRouteFilter[] }
+  /** Answer instead of forwarding: HTTP status, the gRPC status for gRPC requests, and why. */
+  | { kind: 'respond'; status: number; grpcStatus: number; message: string; location?: string };
+
+export interface InboundAuthz {
+  /** The policy of a port now. */
+  policy(port: number): CompiledServerPolicy;
+  /** Whether a connection that is not HTTP may go on (opaque, TLS passed through, undetected). */
+  admitConnection(conn: AuthzConn): boolean;
+  checkRequest(
+    conn: AuthzConn,
+    req: { method: string; path: string; authority: string | undefined; header(name: string): string | undefined },
+  ): RequestVerdict;
+}
+
+const GRPC = { NOT_FOUND: 5, PERMISSION_DENIED: 7, INTERNAL: 13 } as const;
+
+export function createInboundAuthz(opts: {
+  policies: InboundPolicies;
+  metrics: AuthzMetrics;
+  logger: Logger;
+}): InboundAuthz {
+  const { policies, metrics } = opts;
+  const log = opts.logger.child({ component: 'authz' });
+  const client = (c: AuthzConn) => ({ ip: c.clientIp, tls: c.tls === 'true', identity: c.clientId });
+
+  return {
+    policy: (port) => policies.get(port),
+
+    admitConnection(conn) {
+      const p = policies.get(conn.targetPort);
+      const authz = authorizeConnection(p, client(conn));
+      if (authz) {
+        metrics.tcpAllowed(conn, p.meta, authz.meta);
+        return true;
+      }
+      metrics.tcpDenied(conn, p.meta);
+      log.info(
+        {
+          server: `${p.meta.kind}/${p.meta.name}`,
+          client: conn.clientIp,
+          clientId: conn.clientId,
+          tls: conn.tls,
+          port: conn.targetPort,
+        },
+        'connection denied',
+      );
+      return false;
+    },
+
+    checkRequest(conn, req) {
+      const p = policies.get(conn.targetPort);
+      const d = authorizeRequest(p, client(conn), requestView(req.method, req.path, req.authority, req.header));
+      switch (d.kind) {
+        case 'allow':
+          metrics.httpAllowed(conn, p.meta, d.route.meta, d.authz.meta);
+          return { kind: 'allow', filters: d.rule.filters };
+        case 'deny':
+          metrics.httpDenied(conn, p.meta, d.route.meta);
+          log.info(
+            {
+              server: `${p.meta.kind}/${p.meta.name}`,
+              route: `${d.route.meta.kind}/${d.route.meta.name}`,
+              client: conn.clientIp,
+              clientId: conn.clientId,
+              tls: conn.tls,
+            },
+            'request denied',
+          );
+          return {
+            kind: 'respond',
+            status: 403,
+            grpcStatus: GRPC.PERMISSION_DENIED,
+            message: `unauthorized request on route ${d.route.meta.name} of ${p.meta.kind} ${p.meta.name}`,
+          };
+        case 'no-route':
+          metrics.noRoute(conn, p.meta);
+          return { kind: 'respond', status: 404, grpcStatus: GRPC.NOT_FOUND, message: 'no route found for request' };
+        case 'invalid':
+          return {
+            kind: 'respond',
+            status: 500,
+            grpcStatus: GRPC.INTERNAL,
+            message: `invalid server policy: ${d.reason}`,
+          };
+      }
+    },
+  };
+}
+
+/**
+ * Applies a route's filters to a request: header edits (add, set, remove) in place; a failure injection
+ * or a redirect becomes the answer.
+ */
+export function applyRequestFilters(
+  filters: readonly InboundRouteFilter[],
+  req: { authority: string | undefined; path: string; headers: Record<string, string | string[] | undefined> },
+): RequestVerdict | undefined {
+  const headers = req.headers;
+  for (const f of filters) {
+    if (f.kind === 'requestHeaders') {
+      for (const [k, v] of f.add) {
+        const cur = headers[k];
+        headers[k] = cur === undefined ? v : Array.isArray(cur) ? [...cur, v] : [cur, v];
+      }
+      for (const [k, v] of f.set) headers[k] = v;
+      for (const k of f.remove) delete headers[k];
+    } else if (f.kind === 'fail') {
+      if (Math.random() < f.ratio)
+        return { kind: 'respond', status: f.status, grpcStatus: GRPC.INTERNAL, message: f.message };
+    } else {
+      const r = f.redirect.value;
+      const scheme = r.scheme?.type?.$case === 'registered' ? (r.scheme.type.value === 1 ? 'https' : 'http') : 'http';
+      const [host = '', port] = (req.authority ?? '').split(':');
+      const portPart = r.port ? `:${r.port}` : port && !r.host ? `:${port}` : '';
+      const path = r.path?.replace?.$case === 'full' ? r.path.replace.value : req.path;
+      if (r.path?.replace?.$case === 'prefix')
+        return {
+          kind: 'respond',
+          status: 500,
+          grpcStatus: GRPC.INTERNAL,
+          message: 'prefix-replacing redirects are not supported inbound',
+        };
+      return {
+        kind: 'respond',
+        status: r.status || 301,
+        grpcStatus: GRPC.INTERNAL,
+        message: 'redirected',
+        location: `${scheme}://${r.host || host}${portPart}${path}`,
+      };
+    }
+  }
+  return undefined;
+}
