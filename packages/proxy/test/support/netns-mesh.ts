@@ -18,8 +18,10 @@ import {
   ensureCluster,
   type ClusterInfo,
 } from '@minimesh/local-cluster';
+import { policyCrds } from '@minimesh/policy';
 import { createKeyAndCsr } from '../../src/identity/csr.js';
 import { createTestPki, type TestPki } from './pki.js';
+import type { PolicyContext } from './policy-server.js';
 
 export const ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
 const PROXY_INIT = join(ROOT, 'packages/proxy-init/dist/main.js');
@@ -69,6 +71,7 @@ export class NetnsMesh {
   readonly procs = new Map<string, ChildProcess & { log?: () => string }>();
   private readonly bridges: Server[] = [];
   private readonly cpPorts = new Map<CpService, number>();
+  private readonly createdCrds: string[] = [];
   private nextIp = 10;
 
   private constructor(prefix: string) {
@@ -270,7 +273,7 @@ export class NetnsMesh {
   }
 
   /** identity and destination (and a policy server, when given its program) on the host's loopback. */
-  async startControlPlane(opts: { issuanceLifetime?: string; policy?: (addr: string) => string[] } = {}) {
+  async startControlPlane(opts: { issuanceLifetime?: string; policy?: (ctx: PolicyContext) => string[] } = {}) {
     mkdirSync(join(this.dir, 'issuer'), { recursive: true });
     writeFileSync(join(this.dir, 'issuer', 'crt.pem'), this.pki.issuerPem);
     writeFileSync(join(this.dir, 'issuer', 'key.pem'), this.pki.issuerKeyPem);
@@ -317,8 +320,19 @@ export class NetnsMesh {
     this.cpPorts.set('identity', idPort);
     this.cpPorts.set('destination', dstPort);
     if (opts.policy) {
+      await this.installPolicyCrds();
       const polPort = await freePort();
-      this.start('policy', opts.policy(`127.0.0.1:${polPort}`));
+      this.start(
+        'policy',
+        opts.policy({
+          addr: `127.0.0.1:${polPort}`,
+          adminAddr: `127.0.0.1:${await freePort()}`,
+          kubeconfig: this.cluster.kubeconfigPath,
+          controllerNamespace: this.kns,
+          trustDomain: TRUST_DOMAIN,
+          clusterNetworks: this.clusterNetworks,
+        }),
+      );
       this.cpPorts.set('policy', polPort);
     }
     for (const [svc, port] of this.cpPorts) await this.unixBridge(join(this.dir, `${svc}.sock`), port);
@@ -330,6 +344,26 @@ export class NetnsMesh {
       },
       30_000,
     );
+  }
+
+  /** The policy.minimesh.io CRDs the policy controller watches, when the cluster lacks them (removed again by destroy). */
+  private async installPolicyCrds(): Promise<void> {
+    const kube = adminClient();
+    const path = (name: string) => `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`;
+    for (const crd of policyCrds()) {
+      if (await kube.get(path(crd.metadata.name))) continue;
+      await kube.request('POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd);
+      this.createdCrds.push(path(crd.metadata.name));
+    }
+    await waitFor('the policy CRDs to be established', async () => {
+      for (const crd of policyCrds()) {
+        const c = await kube.get<{ status?: { conditions?: { type: string; status: string }[] } }>(
+          path(crd.metadata.name),
+        );
+        if (!(c?.status?.conditions ?? []).some((x) => x.type === 'Established' && x.status === 'True')) return false;
+      }
+      return true;
+    });
   }
 
   /** A unix socket (crosses network namespaces) piped to 127.0.0.1:port on the host. */
@@ -385,6 +419,15 @@ export class NetnsMesh {
       MINIMESH_PROXY_DESTINATION_SVC_ADDR: `127.0.0.1:${CP_PORTS.destination}`,
       MINIMESH_PROXY_DESTINATION_CONTEXT: JSON.stringify({ ns: this.kns, nodeName: 'mm-node', pod: name }),
       MINIMESH_PROXY_SHUTDOWN_GRACE_PERIOD: '1s',
+      // The same policy controller as linkerd2-proxy's, when the harness runs one.
+      ...(this.cpPorts.has('policy')
+        ? {
+            MINIMESH_PROXY_POLICY_SVC_ADDR: `127.0.0.1:${CP_PORTS.policy}`,
+            MINIMESH_PROXY_POLICY_WORKLOAD: JSON.stringify({ ns: this.kns, pod: name }),
+            MINIMESH_PROXY_POLICY_CLUSTER_NETWORKS: this.clusterNetworks,
+            MINIMESH_PROXY_INBOUND_DEFAULT_POLICY: 'all-unauthenticated',
+          }
+        : {}),
       ...extra,
     };
   }
@@ -479,6 +522,10 @@ export class NetnsMesh {
     if (this.cluster)
       await adminClient()
         .request('DELETE', `/api/v1/namespaces/${this.kns}`)
+        .catch(() => undefined);
+    for (const path of this.createdCrds.splice(0))
+      await adminClient()
+        .request('DELETE', path)
         .catch(() => undefined);
     rmSync(this.dir, { recursive: true, force: true });
   }
