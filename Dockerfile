@@ -2,6 +2,7 @@
 #   docker build --target proxy-init  -t ghcr.io/minimesh/proxy-init:0.1.0  .
 #   docker build --target proxy       -t ghcr.io/minimesh/proxy:0.1.0       .
 #   docker build --target destination -t ghcr.io/minimesh/destination:0.1.0 .
+#   docker build --target policy      -t ghcr.io/minimesh/policy:0.1.0      .
 #   docker build --target identity    -t ghcr.io/minimesh/identity:0.1.0    .
 #   docker build --target injector    -t ghcr.io/minimesh/injector:0.1.0    .
 #   docker build --target cli         -t ghcr.io/minimesh/cli:0.1.0         .
@@ -62,8 +63,8 @@ RUN TURBO_TELEMETRY_DISABLED=1 npx turbo run build --filter='./packages/*' --out
 # .proto files reflection reads): they start in half the CPU and idle ~12 MB smaller than from
 # node_modules (docs/identity.md). Made while esbuild (a dev dependency) is still installed.
 COPY scripts/bundle.mjs ./scripts/bundle.mjs
-RUN node scripts/bundle.mjs destination identity injector \
- && mkdir -p /bundles && for p in destination identity injector; do mv "packages/$p/bundle" "/bundles/$p"; done
+RUN node scripts/bundle.mjs destination policy identity injector \
+ && mkdir -p /bundles && for p in destination policy identity injector; do mv "packages/$p/bundle" "/bundles/$p"; done
 # The base image carries Node's headers in /usr/local/include/node: build against them, offline.
 RUN cd packages/proxy/native \
  && node /src/node_modules/node-gyp/bin/node-gyp.js rebuild --nodedir=/usr/local --loglevel=warn
@@ -132,6 +133,13 @@ FROM control-plane AS destination
 COPY --from=build /bundles/destination /app
 USER 2103:2103
 EXPOSE 8086 9996
+ENTRYPOINT ["node", "/app/main.mjs"]
+
+# The policy controller: a second container of the destination pod (gRPC 8090, admin 9990).
+FROM control-plane AS policy
+COPY --from=build /bundles/policy /app
+USER 2103:2103
+EXPOSE 8090 9990
 ENTRYPOINT ["node", "/app/main.mjs"]
 
 FROM control-plane AS identity

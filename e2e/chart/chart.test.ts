@@ -187,9 +187,11 @@ describe("rendered objects (the seed's command)", () => {
         'ClusterRole/minimesh-minimesh-destination',
         'ClusterRole/minimesh-minimesh-identity',
         'ClusterRole/minimesh-minimesh-injector',
+        'ClusterRole/minimesh-minimesh-policy',
         'ClusterRoleBinding/minimesh-minimesh-destination',
         'ClusterRoleBinding/minimesh-minimesh-identity',
         'ClusterRoleBinding/minimesh-minimesh-injector',
+        'ClusterRoleBinding/minimesh-minimesh-policy',
         'ConfigMap/minimesh-config',
         'ConfigMap/minimesh-identity-trust-roots',
         'CustomResourceDefinition/authorizationpolicies.policy.minimesh.io',
@@ -210,6 +212,7 @@ describe("rendered objects (the seed's command)", () => {
         'Service/minimesh-identity',
         'Service/minimesh-identity-headless',
         'Service/minimesh-injector',
+        'Service/minimesh-policy',
         'ServiceAccount/minimesh-destination',
         'ServiceAccount/minimesh-identity',
         'ServiceAccount/minimesh-injector',
@@ -255,12 +258,13 @@ describe("rendered objects (the seed's command)", () => {
   });
 
   it.each([
-    ['minimesh-destination', 'destination', 'minimesh-destination', [8086, 9996]],
-    ['minimesh-identity', 'identity', 'minimesh-identity', [8080, 9990]],
-    ['minimesh-injector', 'injector', 'minimesh-injector', [8443, 9995]],
+    // The destination pod also runs the policy controller (8090, admin 9990): the proxy serves all four.
+    ['minimesh-destination', 'destination', 'minimesh-destination', [8086, 8090, 9990, 9996], [8086, 9996]],
+    ['minimesh-identity', 'identity', 'minimesh-identity', [8080, 9990], [8080, 9990]],
+    ['minimesh-injector', 'injector', 'minimesh-injector', [8443, 9995], [8443, 9995]],
   ])(
     "%s is meshed by the chart: minimesh-init with the seed's arguments, native-sidecar proxy",
-    (name, container, sa, ports) => {
+    (name, container, sa, ports, mainPorts) => {
       const d = findObject(objects, 'Deployment', name);
       expect(d.metadata.labels?.['minimesh.io/control-plane-ns']).toBe(NS);
       const tmpl = (d as unknown as { spec: { template: { metadata: { labels: Record<string, string> } } } }).spec
@@ -284,7 +288,7 @@ describe("rendered objects (the seed's command)", () => {
       const main = spec.containers.find((c) => c.name === container);
       expect(main?.args).toContain('--log-level=debug');
       expect((main as unknown as { ports: { containerPort: number }[] }).ports.map((p) => p.containerPort)).toEqual(
-        ports,
+        mainPorts,
       );
     },
   );
@@ -329,6 +333,25 @@ describe("rendered objects (the seed's command)", () => {
       { apiGroups: ['authentication.k8s.io'], resources: ['tokenreviews'], verbs: ['create'] },
       { apiGroups: [''], resources: ['events'], verbs: ['create'] },
     ]);
+    expect(rules('ClusterRole', 'minimesh-minimesh-policy')).toEqual([
+      { apiGroups: [''], resources: ['pods', 'services'], verbs: ['get', 'list', 'watch'] },
+      { apiGroups: ['workload.minimesh.io'], resources: ['externalworkloads'], verbs: ['get', 'list', 'watch'] },
+      {
+        apiGroups: ['policy.minimesh.io'],
+        resources: [
+          'servers',
+          'authorizationpolicies',
+          'meshtlsauthentications',
+          'networkauthentications',
+          'httproutes',
+        ],
+        verbs: ['get', 'list', 'watch'],
+      },
+    ]);
+    expect(
+      (findObject(objects, 'ClusterRoleBinding', 'minimesh-minimesh-policy') as unknown as { subjects: unknown[] })
+        .subjects,
+    ).toEqual([{ kind: 'ServiceAccount', name: 'minimesh-destination', namespace: NS }]);
     expect(rules('ClusterRole', 'minimesh-minimesh-injector')).toEqual([
       { apiGroups: [''], resources: ['namespaces'], verbs: ['get', 'list', 'watch'] },
       { apiGroups: [''], resources: ['events'], verbs: ['create'] },
@@ -351,6 +374,7 @@ describe("rendered objects (the seed's command)", () => {
     expect(ports('minimesh-identity')).toEqual([[8080, 8080]]);
     expect(ports('minimesh-identity-headless')).toEqual([[8080, 8080]]);
     expect(ports('minimesh-injector')).toEqual([[443, 8443]]);
+    expect(ports('minimesh-policy')).toEqual([[8090, 8090]]);
     expect(
       (findObject(objects, 'Service', 'minimesh-dst-headless') as unknown as { spec: { clusterIP: string } }).spec
         .clusterIP,

@@ -30,7 +30,7 @@ afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 describe('scripts/images.sh', () => {
   it('names the program images ghcr.io/minimesh/<program>:<package.json version>', async () => {
     expect(await refs('programs')).toEqual(
-      ['proxy-init', 'proxy', 'destination', 'identity', 'injector', 'cli'].map(
+      ['proxy-init', 'proxy', 'destination', 'policy', 'identity', 'injector', 'cli'].map(
         (p) => `ghcr.io/minimesh/${p}:${version}`,
       ),
     );

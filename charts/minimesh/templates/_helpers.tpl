@@ -16,6 +16,7 @@ renders both and fails when they drift.
 
 {{- define "minimesh.identityAddr" -}}{{ printf "minimesh-identity.%s.svc.%s:8080" .Release.Namespace .Values.clusterDomain }}{{- end -}}
 {{- define "minimesh.destinationAddr" -}}{{ printf "minimesh-dst.%s.svc.%s:8086" .Release.Namespace .Values.clusterDomain }}{{- end -}}
+{{- define "minimesh.policyAddr" -}}{{ printf "minimesh-policy.%s.svc.%s:8090" .Release.Namespace .Values.clusterDomain }}{{- end -}}
 
 {{- define "minimesh.proxyImage" -}}{{ printf "%s:%s" .Values.proxy.image.name (.Values.proxy.image.version | default .Chart.AppVersion) }}{{- end -}}
 {{- define "minimesh.proxyInitImage" -}}{{ printf "%s:%s" .Values.proxyInit.image.name (.Values.proxyInit.image.version | default .Chart.AppVersion) }}{{- end -}}
@@ -91,6 +92,8 @@ metadata:
     minimesh.io/proxy-version: {{ $.Values.proxy.image.version | default $.Chart.AppVersion | quote }}
     minimesh.io/trust-root-sha256: {{ $.Values.identityTrustAnchorsPEM | sha256sum }}
     minimesh.io/inject: disabled
+    {{- /* The control plane stays reachable whatever the cluster default (as Linkerd's). */}}
+    config.minimesh.io/default-inbound-policy: all-unauthenticated
     checksum/config: {{ include (print $.Template.BasePath "/config.yaml") $ | sha256sum }}
     {{- with $.Values.podAnnotations }}
     {{- toYaml . | nindent 4 }}
@@ -266,6 +269,16 @@ The minimesh-proxy container of a control-plane pod; argument: (dict "root" $ "c
       value: /var/run/minimesh/identity
     - name: MINIMESH_PROXY_IDENTITY_TRUST_ANCHORS
       value: {{ $v.identityTrustAnchorsPEM | quote }}
+    - name: MINIMESH_PROXY_POLICY_SVC_ADDR
+      value: {{ include "minimesh.policyAddr" $ | quote }}
+    - name: MINIMESH_PROXY_POLICY_SVC_NAME
+      value: {{ include "minimesh.identityName" (list $ "minimesh-destination") | quote }}
+    - name: MINIMESH_PROXY_POLICY_WORKLOAD
+      value: '{"ns":"$(_pod_ns)","pod":"$(_pod_name)"}'
+    - name: MINIMESH_PROXY_INBOUND_DEFAULT_POLICY
+      value: all-unauthenticated
+    - name: MINIMESH_PROXY_POLICY_CLUSTER_NETWORKS
+      value: {{ $v.clusterNetworks | quote }}
     - name: MINIMESH_PROXY_INBOUND_PORTS
       value: {{ .inboundPorts | quote }}
     - name: MINIMESH_PROXY_INBOUND_PORTS_DISABLE_PROTOCOL_DETECTION

@@ -21,6 +21,7 @@ export const PROGRAMS: Record<string, () => string[]> = {
   'proxy-init': program('proxy-init'),
   proxy: program('proxy'),
   destination: program('destination'),
+  policy: program('policy'),
   identity: program('identity'),
   injector: program('injector'),
   cli: program('cli'),
@@ -42,6 +43,11 @@ export const IMAGE_TABLE: ImageEntry[] = [
     repository: 'ghcr.io/minimesh/destination',
     entrypoint: program('destination'),
     description: 'node packages/destination/dist/main.js',
+  },
+  {
+    repository: 'ghcr.io/minimesh/policy',
+    entrypoint: program('policy'),
+    description: 'node packages/policy/dist/main.js',
   },
   {
     repository: 'ghcr.io/minimesh/identity',

@@ -10,10 +10,11 @@ export interface IpNet {
 
 /** The address as a bigint (IPv4-mapped IPv6 addresses are treated as IPv4); undefined when not an IP. */
 export function ipToBigint(ip: string): { family: 4 | 6; value: bigint } | undefined {
+  const quad = parseIpv4(ip);
+  if (quad !== undefined) return { family: 4, value: BigInt(quad) };
   const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
   const text = mapped?.[1] ?? ip;
-  if (isIPv4(text))
-    return { family: 4, value: text.split('.').reduce((acc, o) => (acc << 8n) | BigInt(Number(o)), 0n) };
+  if (isIPv4(text)) return { family: 4, value: BigInt(parseIpv4(text) ?? 0) };
   if (!isIPv6(text)) return undefined;
   let t = text;
   const v4 = /(\d+\.\d+\.\d+\.\d+)$/.exec(t);
@@ -26,6 +27,29 @@ export function ipToBigint(ip: string): { family: 4 | 6; value: bigint } | undef
   const tl = tail !== undefined && tail !== '' ? tail.split(':') : [];
   const parts = [...h, ...(tail === undefined ? [] : Array<string>(8 - h.length - tl.length).fill('0')), ...tl];
   return { family: 6, value: parts.reduce((acc, x) => (acc << 16n) | BigInt(parseInt(x, 16)), 0n) };
+}
+
+/** Dotted-quad IPv4 to its 32-bit value (no leading zeros, as isIPv4); undefined for anything else. */
+function parseIpv4(ip: string): number | undefined {
+  let value = 0;
+  let octet = -1;
+  let digits = 0;
+  let dots = 0;
+  for (let i = 0; i < ip.length; i++) {
+    const c = ip.charCodeAt(i);
+    if (c === 46 /* . */) {
+      if (octet < 0 || ++dots > 3) return undefined;
+      value = value * 256 + octet;
+      octet = -1;
+      digits = 0;
+    } else if (c >= 48 && c <= 57) {
+      if (digits > 0 && octet === 0) return undefined;
+      octet = (octet < 0 ? 0 : octet * 10) + (c - 48);
+      if (++digits > 3 || octet > 255) return undefined;
+    } else return undefined;
+  }
+  if (dots !== 3 || octet < 0) return undefined;
+  return value * 256 + octet;
 }
 
 /** "10.0.0.0/8" → IpNet; undefined when malformed. */

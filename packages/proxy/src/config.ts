@@ -15,6 +15,7 @@ import {
   type PortRange,
 } from '@minimesh/config';
 import { parseListenAddr } from '@minimesh/runtime';
+import { parsePolicyConfig, type PolicyConfig } from './policy/config.js';
 
 /** A control-plane service: where to dial and which identity must answer (TLS unless the address is loopback). */
 export interface ControlAddr {
@@ -53,6 +54,8 @@ export interface ProxyConfig {
   outboundDiscoveryIdleMs: number;
   shutdownEndpointEnabled: boolean;
   shutdownGracePeriodMs: number;
+  /** The policy controller and the inbound default policy (src/policy/config.ts). */
+  policy: PolicyConfig;
 }
 
 /** Names this package adds beside PROXY_ENV (kept here so PROXY_ENV stays the injector's contract). */
@@ -186,6 +189,7 @@ export function parseProxyConfig(env: Env): ProxyConfig {
       optional(env, E.shutdownEndpointEnabled) ?? 'false',
     ),
     shutdownGracePeriodMs: duration(env, E.shutdownGracePeriod, '2m'),
+    policy: parsePolicyConfig(env, (a, n) => controlAddr(env, a, n), optional(env, E.destinationContext) ?? ''),
   };
   const admin = optional(env, E.adminListenAddr) ?? '0.0.0.0:4191';
   listenAddr(env, E.adminListenAddr, '0.0.0.0:4191');

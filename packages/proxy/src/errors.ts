@@ -11,7 +11,13 @@ export type ProxyErrorCode =
   | 'MINIMESH_PROXY_LOOP'
   | 'MINIMESH_PROXY_NO_ORIGINAL_DST'
   | 'MINIMESH_PROXY_NOT_READY'
-  | 'MINIMESH_PROXY_IDENTITY_FAILED';
+  | 'MINIMESH_PROXY_IDENTITY_FAILED'
+  // Authorization and routes (src/policy/): a request the port's policy does not admit, one no route
+  // matches, a policy the proxy cannot use, a route's request timeout.
+  | 'MINIMESH_PROXY_UNAUTHORIZED'
+  | 'MINIMESH_PROXY_ROUTE_NOT_FOUND'
+  | 'MINIMESH_PROXY_INVALID_POLICY'
+  | 'MINIMESH_PROXY_REQUEST_TIMEOUT';
 
 export class ProxyError extends Error {
   constructor(

@@ -2,7 +2,7 @@
 // admin. main.ts only parses the environment and calls this; tests and benchmarks call it in-process.
 import type { Server } from 'node:net';
 import { createRegistry, type Logger } from '@minimesh/runtime';
-import { destination } from '@minimesh/proto';
+import { destination, inbound as inboundApi, outbound as outboundApi } from '@minimesh/proto';
 import type { ProxyConfig } from './config.js';
 import { ReadyLatch, startProxyAdmin } from './admin/admin.js';
 import { controlChannel } from './control/client.js';
@@ -11,6 +11,7 @@ import { CertifyClient } from './identity/certify-client.js';
 import { createInboundStack } from './inbound/stack.js';
 import { ProxyMetrics } from './metrics/metrics.js';
 import { createOutboundStack } from './outbound/stack.js';
+import { createPolicyRuntime, type PolicyRuntime } from './policy/runtime.js';
 import type { OriginalDstFn } from './stack/accept.js';
 import { TlsCredentials } from './tls/credentials.js';
 
@@ -77,6 +78,15 @@ export async function startProxy(
   });
   const ready = identity.start().then(() => latch.release());
 
+  const policy: PolicyRuntime = createPolicyRuntime({
+    config,
+    registry,
+    logger,
+    channel: () => (config.policy.controller ? controlChannel(config.policy.controller, creds) : undefined),
+    haveCert: () => creds.certificate !== undefined,
+    clients: { inbound: inboundApi.InboundServerPoliciesClient, outbound: outboundApi.OutboundPoliciesClient },
+  });
+
   const outbound = createOutboundStack({
     config,
     resolver,
@@ -94,6 +104,7 @@ export async function startProxy(
     logger,
     proxyPorts: [inboundPort, outboundPort, config.controlAddr.port].filter((p) => p > 0),
     originalDst: opts.originalDst?.inbound,
+    authz: policy.authz,
   });
   const boundOut = await listen(outbound.server, config.outboundAddr.host, config.outboundAddr.port);
   const boundIn = await listen(inbound.server, config.inboundAddr.host, config.inboundAddr.port);
@@ -124,6 +135,7 @@ export async function startProxy(
       identity.stop();
       resolver.close();
       dstClient?.close();
+      policy.close();
       await admin.close();
       logger.info('proxy stopped');
     })();

@@ -3,6 +3,7 @@
 import type { ServerResponse } from 'node:http';
 import type { ServerHttp2Stream } from 'node:http2';
 import type { Socket } from 'node:net';
+import { TLSSocket } from 'node:tls';
 import { ProxyError, type ProxyErrorCode } from './errors.js';
 
 export const ERROR_HEADER = 'x-minimesh-proxy-error';
@@ -25,9 +26,13 @@ const HTTP_STATUS: Record<ProxyErrorCode, number> = {
   MINIMESH_PROXY_NO_ORIGINAL_DST: 502,
   MINIMESH_PROXY_NOT_READY: 503,
   MINIMESH_PROXY_IDENTITY_FAILED: 503,
+  MINIMESH_PROXY_UNAUTHORIZED: 403,
+  MINIMESH_PROXY_ROUTE_NOT_FOUND: 404,
+  MINIMESH_PROXY_INVALID_POLICY: 500,
+  MINIMESH_PROXY_REQUEST_TIMEOUT: 504,
 };
 
-/** gRPC status codes: UNAVAILABLE 14, DEADLINE_EXCEEDED 4, UNAUTHENTICATED 16, INTERNAL 13. */
+/** gRPC status codes: UNAVAILABLE 14, DEADLINE_EXCEEDED 4, UNAUTHENTICATED 16, INTERNAL 13, PERMISSION_DENIED 7, NOT_FOUND 5. */
 const GRPC_STATUS: Record<ProxyErrorCode, number> = {
   MINIMESH_PROXY_NO_ENDPOINTS: 14,
   MINIMESH_PROXY_CONNECT_REFUSED: 14,
@@ -40,6 +45,10 @@ const GRPC_STATUS: Record<ProxyErrorCode, number> = {
   MINIMESH_PROXY_NO_ORIGINAL_DST: 13,
   MINIMESH_PROXY_NOT_READY: 14,
   MINIMESH_PROXY_IDENTITY_FAILED: 14,
+  MINIMESH_PROXY_UNAUTHORIZED: 7,
+  MINIMESH_PROXY_ROUTE_NOT_FOUND: 5,
+  MINIMESH_PROXY_INVALID_POLICY: 13,
+  MINIMESH_PROXY_REQUEST_TIMEOUT: 4,
 };
 
 function asProxyError(err: unknown): ProxyError {
@@ -114,7 +123,9 @@ export function respondUpgrade(socket: Socket, err: unknown): void {
 
 /** Raw TCP has no error message: reset the connection (RST) so the client sees the failure at once. */
 export function resetSocket(socket: Socket): void {
-  if (typeof socket.resetAndDestroy === 'function' && !socket.destroyed) socket.resetAndDestroy();
+  // A TLS socket cannot be reset (Node throws "This handle type cannot be sent"): close it.
+  if (typeof socket.resetAndDestroy === 'function' && !socket.destroyed && !(socket instanceof TLSSocket))
+    socket.resetAndDestroy();
   else socket.destroy();
 }
 

@@ -58,6 +58,8 @@ export interface Opaque<T> {
 export interface InboundConn {
   /** The original destination: the pod IP and the app's port. */
   readonly orig: Addr;
+  /** The client's address (what authorization checks networks against). */
+  readonly clientIp: string;
   tls: TlsLabel;
   /** The client's mesh identity (mTLS terminated here and its chain verified). */
   clientId: string | undefined;

@@ -48,6 +48,8 @@ const OVERRIDE_HELP: Record<OverrideName, string> = {
   'proxy-memory-request': 'e.g. 20Mi',
   'proxy-memory-limit': 'e.g. 250Mi',
   'proxy-enable-native-sidecar': 'true (init container with restartPolicy Always) or false (classic sidecar)',
+  'default-inbound-policy':
+    'what the pod admits when no Server selects a port: all-unauthenticated, all-authenticated, cluster-unauthenticated, cluster-authenticated, deny, audit',
 };
 
 export const injectFlags = {

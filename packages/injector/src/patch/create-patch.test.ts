@@ -96,4 +96,43 @@ describe('createPatch', () => {
     } as unknown as PodLike;
     expect(() => createPatch(pod, { config })).toThrow(expect.objectContaining({ code: 'MINIMESH_INJECTOR_BAD_POD' }));
   });
+
+  it('hands the default inbound policy to the proxy: pod annotation, else the namespace (copied onto the pod), else the config', () => {
+    const key = 'config.minimesh.io/default-inbound-policy';
+    const run = (podAnn: Record<string, string>, nsAnn: Record<string, string>, cfg = config) => {
+      const pod: PodLike = {
+        metadata: { annotations: { 'minimesh.io/inject': 'enabled', ...podAnn } },
+        spec: { containers: [{ name: 'a' }] },
+      };
+      const r = createPatch(pod, { config: cfg, namespace: 'shop', namespaceAnnotations: nsAnn });
+      const out = apply(pod, r.patch);
+      const proxy = out.spec?.initContainers?.find((c) => c.name === 'minimesh-proxy');
+      const env = Object.fromEntries((proxy?.env ?? []).map((e) => [e.name, e.value]));
+      return { env, annotation: out.metadata?.annotations?.[key], warnings: r.warnings };
+    };
+    const plain = run({}, {});
+    expect(plain.env.MINIMESH_PROXY_INBOUND_DEFAULT_POLICY).toBe('all-unauthenticated');
+    expect(plain.annotation).toBeUndefined();
+    expect(plain.env.MINIMESH_PROXY_POLICY_SVC_ADDR).toBe('minimesh-policy.minimesh.svc.cluster.local:8090');
+    expect(plain.env.MINIMESH_PROXY_POLICY_SVC_NAME).toBe(
+      'minimesh-destination.minimesh.serviceaccount.identity.minimesh.cluster.local',
+    );
+    expect(plain.env.MINIMESH_PROXY_POLICY_WORKLOAD).toBe('{"ns":"$(_pod_ns)","pod":"$(_pod_name)"}');
+    expect(plain.env.MINIMESH_PROXY_POLICY_CLUSTER_NETWORKS).toBe(config.clusterNetworks);
+    const fromNs = run({}, { [key]: 'deny' });
+    expect(fromNs.env.MINIMESH_PROXY_INBOUND_DEFAULT_POLICY).toBe('deny');
+    expect(fromNs.annotation).toBe('deny');
+    const podWins = run({ [key]: 'cluster-authenticated' }, { [key]: 'deny' });
+    expect(podWins.env.MINIMESH_PROXY_INBOUND_DEFAULT_POLICY).toBe('cluster-authenticated');
+    expect(podWins.annotation).toBe('cluster-authenticated');
+    const cluster = run(
+      {},
+      {},
+      parseMeshConfig({ identityTrustAnchorsPEM: 'PEM', proxy: { defaultInboundPolicy: 'cluster-unauthenticated' } }),
+    );
+    expect(cluster.env.MINIMESH_PROXY_INBOUND_DEFAULT_POLICY).toBe('cluster-unauthenticated');
+    const bad = run({ [key]: 'allow-all' }, {});
+    expect(bad.env.MINIMESH_PROXY_INBOUND_DEFAULT_POLICY).toBe('all-unauthenticated');
+    expect(bad.warnings.join('\n')).toMatch(/default-inbound-policy.*allow-all/);
+  });
 });

@@ -70,6 +70,11 @@ export function createPatch(pod: PodLike, opts: CreatePatchOptions): PatchResult
     [ANNOTATIONS.proxyVersion]: settings.proxyVersion,
     [ANNOTATIONS.trustRootSha256]: trustRootSha256(config.identityTrustAnchorsPEM),
   };
+  // A namespace's default inbound policy is copied onto its pods (as Linkerd inherits namespace config
+  // annotations), so the policy controller, which reads pods, computes the same default the proxy has.
+  const podPolicy = pod.metadata?.annotations?.[ANNOTATIONS.defaultInboundPolicy];
+  if (podPolicy === undefined && namespaceAnnotations[ANNOTATIONS.defaultInboundPolicy] !== undefined)
+    annotations[ANNOTATIONS.defaultInboundPolicy] = settings.defaultInboundPolicy;
   const labels: StringMap = { [LABELS.controlPlaneNs]: config.controlPlaneNamespace };
   if (namespace !== undefined) labels[LABELS.workloadNs] = namespace;
   addMapEntries(ops, 'annotations', pod.metadata?.annotations, annotations);

@@ -52,6 +52,7 @@ describe('parseOverride', () => {
 
   it('covers every override the issue lists', () => {
     expect([...OVERRIDE_NAMES].sort()).toEqual([
+      'default-inbound-policy',
       'opaque-ports',
       'proxy-cpu-limit',
       'proxy-cpu-request',

@@ -5,6 +5,8 @@
 import {
   ANNOTATIONS,
   ConfigError,
+  DEFAULT_INBOUND_POLICIES,
+  type DefaultInboundPolicy,
   formatPortRanges,
   parseBoolean,
   parseCidrList,
@@ -31,6 +33,7 @@ export const OVERRIDE_NAMES = [
   'proxy-memory-request',
   'proxy-memory-limit',
   'proxy-enable-native-sidecar',
+  'default-inbound-policy',
 ] as const;
 
 export type OverrideName = (typeof OVERRIDE_NAMES)[number];
@@ -52,6 +55,8 @@ export interface InjectSettings {
   memoryRequest: string;
   memoryLimit: string;
   nativeSidecar: boolean;
+  /** What the pod's ports admit when no Server selects them; the proxy's default until the controller answers. */
+  defaultInboundPolicy: DefaultInboundPolicy;
 }
 
 type Parsed = Partial<Record<OverrideName, unknown>>;
@@ -110,6 +115,12 @@ export function parseOverride(name: OverrideName, value: string, ctx: ParseConte
     }
     case 'proxy-enable-native-sidecar':
       return parseBoolean(field, value);
+    case 'default-inbound-policy': {
+      const text = value.trim();
+      if (!(DEFAULT_INBOUND_POLICIES as readonly string[]).includes(text))
+        throw new ConfigError(field, value, `one of ${DEFAULT_INBOUND_POLICIES.join(', ')}`);
+      return text;
+    }
   }
 }
 
@@ -181,6 +192,7 @@ export function resolveSettings(input: ResolveInput): { settings: InjectSettings
     'proxy-memory-request'?: string;
     'proxy-memory-limit'?: string;
     'proxy-enable-native-sidecar'?: boolean;
+    'default-inbound-policy'?: DefaultInboundPolicy;
   };
   const settings: InjectSettings = {
     proxyImage: p['proxy-image'] ?? config.proxy.image.name,
@@ -196,6 +208,7 @@ export function resolveSettings(input: ResolveInput): { settings: InjectSettings
     memoryRequest: p['proxy-memory-request'] ?? config.proxy.resources.memory.request,
     memoryLimit: p['proxy-memory-limit'] ?? config.proxy.resources.memory.limit,
     nativeSidecar: p['proxy-enable-native-sidecar'] ?? config.proxy.nativeSidecar,
+    defaultInboundPolicy: p['default-inbound-policy'] ?? config.proxy.defaultInboundPolicy,
   };
   const warnings = problems.map(
     ({ name, where, err }) => `${err.message} (${where} ignored; using ${describe(settings, name)})`,
@@ -232,6 +245,8 @@ function describe(s: InjectSettings, name: OverrideName): string {
         return s.memoryLimit;
       case 'proxy-enable-native-sidecar':
         return String(s.nativeSidecar);
+      case 'default-inbound-policy':
+        return s.defaultInboundPolicy;
     }
   })();
   return v === '' ? 'none' : `"${v}"`;

@@ -62,6 +62,14 @@ export function buildProxyEnv(config: MeshConfig, s: InjectSettings, inboundPort
     { name: PROXY_ENV.identityDir, value: IDENTITY_DIR },
     { name: PROXY_ENV.trustAnchors, value: config.identityTrustAnchorsPEM },
   ];
+  // The policy controller runs in the destination pod: it answers as destination's identity.
+  env.push(
+    { name: PROXY_ENV.policySvcAddr, value: config.policy.address },
+    { name: PROXY_ENV.policySvcName, value: identityOf(CONTROL_PLANE_SERVICE_ACCOUNTS.destination) },
+    { name: PROXY_ENV.policyWorkload, value: '{"ns":"$(_pod_ns)","pod":"$(_pod_name)"}' },
+    { name: PROXY_ENV.inboundDefaultPolicy, value: s.defaultInboundPolicy },
+    { name: PROXY_ENV.policyClusterNetworks, value: config.clusterNetworks },
+  );
   if (inboundPorts.length > 0) env.push({ name: PROXY_ENV.inboundPorts, value: inboundPorts.join(',') });
   env.push(
     { name: PROXY_ENV.opaquePorts, value: formatPortRanges(s.opaquePorts) },

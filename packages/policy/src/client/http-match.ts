@@ -18,7 +18,10 @@ export interface RequestView {
 }
 
 export interface CompiledMatch {
-  /** How specifically the request matches (compared as a tuple, higher wins), or undefined: no match. */
+  /**
+   * How specifically the request matches (compared as a tuple, higher wins), or undefined: no match.
+   * The array may be reused by the next call: copy it to keep it.
+   */
   score(req: RequestView): readonly number[] | undefined;
 }
 
@@ -123,22 +126,27 @@ export function compileMatch(m: httpRoute.HttpRouteMatch): CompiledMatch {
       });
     }
   }
-  const rest = [m.headers.length, m.queryParams.length, method ? 1 : 0];
+  const out = [0, m.headers.length, m.queryParams.length, method ? 1 : 0];
   return {
     score: (r) => {
       const len = pathLen(r);
       if (len === undefined) return undefined;
       for (const t of tests) if (!t(r)) return undefined;
-      return [len, ...rest];
+      out[0] = len;
+      return out;
     },
   };
 }
 
 /** A rule without matches matches every request, least specifically. */
-const ANY: CompiledMatch = { score: () => [0] };
+const ANY_SCORE = [0] as const;
+const ANY_ONLY: readonly CompiledMatch[] = [{ score: () => ANY_SCORE }];
 
-function better(a: readonly number[], b: readonly number[]): boolean {
-  for (let i = 0; i < a.length; i++) {
+/** (hostA, a) > (hostB, b) as tuples. */
+function better(hostA: number, a: readonly number[], hostB: number, b: readonly number[]): boolean {
+  if (hostA !== hostB) return hostA > hostB;
+  const n = Math.max(a.length, b.length);
+  for (let i = 0; i < n; i++) {
     const x = a[i] ?? 0;
     const y = b[i] ?? 0;
     if (x !== y) return x > y;
@@ -155,42 +163,63 @@ export function findRoute<R extends CompiledRouteBase>(
   req: RequestView,
 ): { route: R; rule: R['rules'][number]; ruleIndex: number } | undefined {
   let best: { route: R; rule: R['rules'][number]; ruleIndex: number } | undefined;
+  let bestHost = 0;
   let bestScore: number[] = [];
   for (const route of routes) {
-    const hs = hostScore(route.hosts, req.host);
+    const hs = route.hosts.length === 0 ? 1 : hostScore(route.hosts, req.host);
     if (hs === 0) continue;
-    route.rules.forEach((rule, ruleIndex) => {
-      const candidates = rule.matches.length ? rule.matches : [ANY];
+    for (let ruleIndex = 0; ruleIndex < route.rules.length; ruleIndex++) {
+      const rule = route.rules[ruleIndex]!;
+      const candidates = rule.matches.length ? rule.matches : ANY_ONLY;
       for (const m of candidates) {
         const s = m.score(req);
         if (!s) continue;
-        const score = [hs, ...s];
-        if (!best || better(score, bestScore)) {
+        if (!best || better(hs, s, bestHost, bestScore)) {
           best = { route, rule, ruleIndex };
-          bestScore = score;
+          bestHost = hs;
+          bestScore = s.slice();
         }
       }
-    });
+    }
   }
   return best;
 }
 
-/** A RequestView over a path-with-query and a header getter. */
+/** A RequestView over a path-with-query and a header getter (the host is worked out only if asked). */
 export function requestView(
   method: string,
   pathAndQuery: string,
   host: string | undefined,
   header: (name: string) => string | undefined,
 ): RequestView {
-  const q = pathAndQuery.indexOf('?');
-  const rawHost = (host ?? '').toLowerCase();
-  // Strip a port: "[::1]:80" → "[::1]", "web:80" → "web".
-  const h = rawHost.startsWith('[') ? rawHost.slice(0, rawHost.indexOf(']') + 1) : (rawHost.split(':')[0] ?? '');
-  return {
-    method: method.toUpperCase(),
-    path: q < 0 ? pathAndQuery || '/' : pathAndQuery.slice(0, q) || '/',
-    query: q < 0 ? '' : pathAndQuery.slice(q + 1),
-    host: h.endsWith('.') ? h.slice(0, -1) : h,
-    header,
-  };
+  return new View(method, pathAndQuery, host, header);
+}
+
+class View implements RequestView {
+  readonly method: string;
+  readonly path: string;
+  readonly query: string;
+  private hostName: string | undefined;
+
+  constructor(
+    method: string,
+    pathAndQuery: string,
+    private readonly rawHost: string | undefined,
+    readonly header: (name: string) => string | undefined,
+  ) {
+    const q = pathAndQuery.indexOf('?');
+    this.method = method.toUpperCase();
+    this.path = q < 0 ? pathAndQuery || '/' : pathAndQuery.slice(0, q) || '/';
+    this.query = q < 0 ? '' : pathAndQuery.slice(q + 1);
+  }
+
+  get host(): string {
+    if (this.hostName === undefined) {
+      const raw = (this.rawHost ?? '').toLowerCase();
+      // Strip a port: "[::1]:80" → "[::1]", "web:80" → "web".
+      const h = raw.startsWith('[') ? raw.slice(0, raw.indexOf(']') + 1) : (raw.split(':')[0] ?? '');
+      this.hostName = h.endsWith('.') ? h.slice(0, -1) : h;
+    }
+    return this.hostName;
+  }
 }

@@ -32,6 +32,8 @@ export interface ClientInfo {
   tls: boolean;
   /** The client's verified mesh identity (mutual TLS). */
   identity?: string | undefined;
+  /** ip already parsed (a proxy parses it once per connection); else it is parsed per check. */
+  parsedIp?: { family: 4 | 6; value: bigint } | undefined;
 }
 
 export interface CompiledAuthz {
@@ -267,7 +269,7 @@ export function compileDefaultPolicy(
 
 /** The authorization admitting a connection (not HTTP), or undefined: close it. */
 export function authorizeConnection(p: CompiledServerPolicy, client: ClientInfo): CompiledAuthz | undefined {
-  const ip = ipToBigint(client.ip);
+  const ip = client.parsedIp ?? ipToBigint(client.ip);
   for (const a of p.tcpAuthorizations) if (a.test(client, ip)) return a;
   return undefined;
 }
@@ -283,7 +285,7 @@ export function authorizeRequest(p: CompiledServerPolicy, client: ClientInfo, re
   if (p.invalid !== undefined) return { kind: 'invalid', reason: p.invalid };
   const hit = findRoute(p.routes, req);
   if (!hit) return { kind: 'no-route' };
-  const ip = ipToBigint(client.ip);
+  const ip = client.parsedIp ?? ipToBigint(client.ip);
   for (const a of hit.route.authorizations)
     if (a.test(client, ip)) return { kind: 'allow', route: hit.route, rule: hit.rule, authz: a };
   return { kind: 'deny', route: hit.route };

@@ -2,8 +2,9 @@
 //   accept (original destination, loop check) → tls (terminate ours / pass others through / plaintext)
 //   → detect → HTTP: per request forward to the app on 127.0.0.1:<original port> (connect → forward)
 //            → opaque: relay to the app's port
-// An authorization layer belongs between detect and forward: it sees the InboundConn (TLS, client
-// identity, original destination) per connection and per request, and either hands on or answers.
+// The authorization layer (src/policy/, when a policy is configured) sits between detect and forward:
+// it sees the InboundConn (TLS, client identity, original destination) per connection and per request,
+// and either hands on or answers (403, or a closed connection).
 import type { IncomingMessage } from 'node:http';
 import type { Server, Socket } from 'node:net';
 import type { Logger } from '@minimesh/runtime';
@@ -23,6 +24,8 @@ import { detectConnection } from '../stack/detect.js';
 import { relay } from '../stack/relay.js';
 import type { Accept, InboundConn, Opaque } from '../targets.js';
 import type { TlsCredentials } from '../tls/credentials.js';
+import type { InboundAuthz } from '../policy/inbound-authz.js';
+import { authorizeExchange, authorizeUpgrade, authzConnOf, policyIsOpaque } from '../policy/inbound-layer.js';
 import { admitInbound } from './accept.js';
 import { clientIdHeaders, createAppEndpoints } from './forward.js';
 import { createTlsTerminator, peekTls } from './tls.js';
@@ -36,6 +39,8 @@ export interface InboundStackOptions {
   proxyPorts: number[];
   /** Test/bench seam: how to learn the original destination (default: SO_ORIGINAL_DST). */
   originalDst?: OriginalDstFn;
+  /** Authorization by the ports' policies; absent: everything is admitted. */
+  authz?: InboundAuthz;
 }
 
 export interface InboundStack {
@@ -47,7 +52,7 @@ export interface InboundStack {
 const OPAQUE_TLS_PEEK_MS = 300;
 
 export function createInboundStack(opts: InboundStackOptions): InboundStack {
-  const { config, creds, metrics } = opts;
+  const { config, creds, metrics, authz } = opts;
   const log = opts.logger.child({ component: 'inbound' });
   const sink: ExchangeSink = { direction: 'inbound', metrics, log };
   const connector = new Connector(creds, config.inboundConnectTimeoutMs);
@@ -85,6 +90,7 @@ export function createInboundStack(opts: InboundStackOptions): InboundStack {
   }
 
   function onRequest(conn: InboundConn, ex: HttpExchange): void {
+    if (authz && !authorizeExchange(authz, conn, ex)) return;
     const extra = clientIdHeaders(conn, ex);
     const ep = appEndpoint(conn);
     const up = connector.http(ep, ex.upgradedHttp1 ? 'http1' : ex.protocol);
@@ -93,6 +99,8 @@ export function createInboundStack(opts: InboundStackOptions): InboundStack {
 
   /** HTTP/1 Upgrade (WebSocket): replay the request to the app, then relay raw bytes both ways. */
   function onUpgrade(conn: InboundConn, req: IncomingMessage, socket: Socket, head: Buffer): void {
+    const denied = authz && authorizeUpgrade(authz, conn, req);
+    if (denied) return respondUpgrade(socket, denied);
     const ep = appEndpoint(conn);
     const extra = conn.clientId ? { [CLIENT_ID_HEADER]: conn.clientId } : undefined;
     metrics.request(labelsFor(conn, req.headers.host));
@@ -106,6 +114,7 @@ export function createInboundStack(opts: InboundStackOptions): InboundStack {
   /** Opaque TCP (and TLS passed through): relay bytes to the app's port. */
   function onOpaque(target: Opaque<InboundConn>): void {
     const { socket, prefix } = target;
+    if (authz && !authz.admitConnection(authzConnOf(target.parent))) return resetSocket(socket);
     const ep = appEndpoint(target.parent);
     relay(socket, connector.stream(ep), {
       first: prefix,
@@ -118,7 +127,9 @@ export function createInboundStack(opts: InboundStackOptions): InboundStack {
 
   async function afterTls(conn: InboundConn, socket: Socket, prefix: Buffer): Promise<void> {
     const detected = await detectConnection(conn, socket, {
-      opaque: portInRanges(conn.orig.port, config.opaquePorts),
+      opaque:
+        portInRanges(conn.orig.port, config.opaquePorts) ||
+        (authz !== undefined && policyIsOpaque(authz, conn.orig.port)),
       prefix,
       timeoutMs: config.detectTimeoutMs,
     });
@@ -132,7 +143,13 @@ export function createInboundStack(opts: InboundStackOptions): InboundStack {
     socket.on('error', () => undefined);
     let conn: InboundConn;
     try {
-      conn = { orig: admitInbound(a, opts.proxyPorts), tls: 'no_identity', clientId: undefined, sni: undefined };
+      conn = {
+        orig: admitInbound(a, opts.proxyPorts),
+        clientIp: socket.remoteAddress ?? '',
+        tls: 'no_identity',
+        clientId: undefined,
+        sni: undefined,
+      };
     } catch (err) {
       const e = err as ProxyError;
       metrics.error('inbound', e.code);
@@ -142,7 +159,9 @@ export function createInboundStack(opts: InboundStackOptions): InboundStack {
     }
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));
-    const opaque = portInRanges(conn.orig.port, config.opaquePorts);
+    const opaque =
+      portInRanges(conn.orig.port, config.opaquePorts) ||
+      (authz !== undefined && policyIsOpaque(authz, conn.orig.port));
     const peeked = await peekTls(
       socket,
       creds.localIdentity,

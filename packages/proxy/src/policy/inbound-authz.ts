@@ -6,7 +6,9 @@
 import {
   authorizeConnection,
   authorizeRequest,
+  ipToBigint,
   requestView,
+  type ClientInfo,
   type CompiledServerPolicy,
   type InboundRouteFilter,
 } from '@minimesh/policy/client';
@@ -45,7 +47,16 @@ export function createInboundAuthz(opts: {
 }): InboundAuthz {
   const { policies, metrics } = opts;
   const log = opts.logger.child({ component: 'authz' });
-  const client = (c: AuthzConn) => ({ ip: c.clientIp, tls: c.tls === 'true', identity: c.clientId });
+  // What authorization knows of a connection's client, its address parsed once per connection.
+  const clients = new WeakMap<AuthzConn, ClientInfo>();
+  const client = (c: AuthzConn): ClientInfo => {
+    let info = clients.get(c);
+    if (!info) {
+      info = { ip: c.clientIp, tls: c.tls === 'true', identity: c.clientId, parsedIp: ipToBigint(c.clientIp) };
+      clients.set(c, info);
+    }
+    return info;
+  };
 
   return {
     policy: (port) => policies.get(port),

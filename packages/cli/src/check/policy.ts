@@ -1,0 +1,143 @@
+// `minimesh check`, the policy part (pure: fetched objects in, results out): the policy.minimesh.io
+// CRDs are installed and established; the policy controller runs in every destination pod and is
+// ready; and the policy resources in the cluster are usable — malformed ones, AuthorizationPolicies
+// whose target does not exist, Servers that select no pod, and ports two Servers claim are reported,
+// each as Linkerd's controller would treat it.
+import {
+  PolicyIndex,
+  policyCrds,
+  serverPorts,
+  serverSelects,
+  serversForPort,
+  type ClusterInfo,
+  type IndexedKind,
+} from '@minimesh/policy';
+import { fail, ok, warn, type CheckResult } from './types.js';
+
+export const POLICY_CATEGORY = 'minimesh-policy';
+
+export interface CrdLike {
+  metadata?: { name?: string };
+  spec?: { versions?: Array<{ name: string; served?: boolean; storage?: boolean }> };
+  status?: { conditions?: Array<{ type: string; status: string }> };
+}
+
+export interface PodLike {
+  metadata?: { name?: string };
+  status?: { containerStatuses?: Array<{ name: string; ready: boolean; restartCount?: number }> };
+}
+
+export interface PolicyCheckInput {
+  crds: readonly CrdLike[];
+  /** The destination pods (the policy controller is their "policy" container). */
+  destinationPods: readonly PodLike[];
+  /** /ready of each pod's policy admin port, through the API server's pod proxy. */
+  ready: ReadonlyMap<string, { ok: boolean; detail?: string }>;
+  /** The cluster's objects by kind (Pods, Services, the policy kinds); undefined: could not be listed. */
+  objects?: Partial<Record<IndexedKind, readonly unknown[]>>;
+  cluster: ClusterInfo;
+}
+
+export function checkPolicy(input: PolicyCheckInput): CheckResult[] {
+  const results: CheckResult[] = [];
+  const byName = new Map(input.crds.map((c) => [c.metadata?.name ?? '', c]));
+  for (const want of policyCrds()) {
+    const name = want.metadata.name;
+    const desc = `CRD ${name} is installed`;
+    const have = byName.get(name);
+    if (!have) {
+      results.push(
+        fail(POLICY_CATEGORY, desc, 'not found', 'install the chart with policyController.installCRDs=true'),
+      );
+      continue;
+    }
+    const established = have.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True');
+    const versions = (want.spec as { versions: Array<{ name: string }> }).versions.map((v) => v.name);
+    const served = new Set((have.spec?.versions ?? []).filter((v) => v.served !== false).map((v) => v.name));
+    const missing = versions.filter((v) => !served.has(v));
+    if (!established) results.push(fail(POLICY_CATEGORY, desc, 'not Established yet'));
+    else if (missing.length)
+      results.push(
+        warn(POLICY_CATEGORY, desc, `does not serve ${missing.join(', ')}: an older CRD?`, 'upgrade the chart'),
+      );
+    else results.push(ok(POLICY_CATEGORY, desc));
+  }
+
+  if (input.destinationPods.length === 0)
+    results.push(fail(POLICY_CATEGORY, 'the policy controller runs', 'no destination pod found'));
+  for (const p of input.destinationPods) {
+    const pod = p.metadata?.name ?? '?';
+    const c = p.status?.containerStatuses?.find((s) => s.name === 'policy');
+    const desc = `policy controller in ${pod} is ready`;
+    if (!c) {
+      results.push(
+        fail(POLICY_CATEGORY, desc, 'the pod has no "policy" container: an older chart?', 'upgrade the chart'),
+      );
+      continue;
+    }
+    const r = input.ready.get(pod);
+    if (!c.ready || (r && !r.ok))
+      results.push(
+        fail(
+          POLICY_CATEGORY,
+          desc,
+          r?.detail ?? `container not ready${c.restartCount ? ` (${c.restartCount} restarts)` : ''}`,
+          `kubectl logs ${pod} -c policy`,
+        ),
+      );
+    else results.push(ok(POLICY_CATEGORY, desc));
+  }
+
+  if (!input.objects) return results;
+  const index = new PolicyIndex(input.cluster);
+  for (const [kind, items] of Object.entries(input.objects) as Array<[IndexedKind, readonly unknown[]]>)
+    index.reset(kind, items);
+  const invalid = index.store.invalid();
+  results.push(
+    invalid.length
+      ? warn(
+          POLICY_CATEGORY,
+          'policy resources are well-formed',
+          invalid.map((i) => i.message).join('; '),
+          'they have no effect until fixed',
+        )
+      : ok(POLICY_CATEGORY, 'policy resources are well-formed', `${countPolicies(index)} resource(s)`),
+  );
+
+  const notes: string[] = [];
+  const pods = index.store.all('Pod');
+  for (const ap of index.store.all('AuthorizationPolicy')) {
+    const t = ap.target;
+    const kind = t.kind === 'server' ? 'Server' : t.kind === 'httproute' ? 'HTTPRoute' : undefined;
+    if (kind && !index.store.get(kind, ap.meta.namespace, t.name))
+      notes.push(
+        `AuthorizationPolicy ${ap.meta.namespace}/${ap.meta.name}: its target ${kind} ${t.name} does not exist (it admits nobody to anything)`,
+      );
+  }
+  for (const s of index.store.all('Server')) {
+    const selected = pods.filter((p) => p.namespace === s.meta.namespace && serverSelects(s, p));
+    if (s.selector.kind === 'pod' && selected.length === 0)
+      notes.push(`Server ${s.meta.namespace}/${s.meta.name} selects no pod`);
+    for (const p of selected)
+      for (const port of serverPorts(s, p)) {
+        const [winner] = serversForPort(index.store, p, port);
+        if (winner && winner.meta.name !== s.meta.name)
+          notes.push(
+            `Server ${s.meta.namespace}/${s.meta.name} and ${winner.meta.name} both select port ${port} of pod ${p.name}: ${winner.meta.name} (the older) wins`,
+          );
+      }
+  }
+  const unique = [...new Set(notes)];
+  results.push(
+    unique.length
+      ? warn(POLICY_CATEGORY, 'policy resources are consistent', unique.join('; '))
+      : ok(POLICY_CATEGORY, 'policy resources are consistent'),
+  );
+  return results;
+}
+
+function countPolicies(index: PolicyIndex): number {
+  return (
+    ['Server', 'AuthorizationPolicy', 'MeshTLSAuthentication', 'NetworkAuthentication', 'HTTPRoute'] as const
+  ).reduce((n, k) => n + index.store.count(k), 0);
+}

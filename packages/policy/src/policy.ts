@@ -1,0 +1,136 @@
+// Composition of the policy controller: informers → index → gRPC services, and the admin server.
+// main.ts parses flags and calls startPolicy; tests call it directly.
+import { Server, ServerCredentials } from '@grpc/grpc-js';
+import type { KubeClient } from '@minimesh/kube';
+import { inbound, outbound } from '@minimesh/proto';
+import { createRegistry, parseListenAddr, startAdminServer, type AdminServer, type Logger } from '@minimesh/runtime';
+import type { Registry } from 'prom-client';
+import type { ClusterInfo } from './cluster-info.js';
+import { PolicyError } from './errors.js';
+import { PolicyIndex } from './index/policy-index.js';
+import { INDEXED_KINDS } from './index/store.js';
+import { createPolicyInformers, type PolicyInformers } from './k8s/policy-informers.js';
+import { createPolicyMetrics, type PolicyMetrics } from './metrics.js';
+import { createInboundHandlers, createOutboundHandlers } from './server/policy-server.js';
+
+export interface PolicyOptions {
+  api: KubeClient;
+  logger: Logger;
+  cluster: ClusterInfo;
+  /** gRPC listen address, e.g. "0.0.0.0:8090" (port 0 picks one). */
+  addr: string;
+  /** Admin listen address; omit to run without the admin server. */
+  adminAddr?: string;
+  allowL5dRequestHeaders?: boolean;
+  /** Server-side watch timeout (default: random 300-600 s). */
+  watchTimeoutSeconds?: number;
+  registry?: Registry;
+}
+
+export interface Policy {
+  grpcPort: number;
+  admin: AdminServer | undefined;
+  index: PolicyIndex;
+  informers: PolicyInformers;
+  metrics: PolicyMetrics;
+  ready(): boolean;
+  /** Resolves once every informer has listed its resource. */
+  synced(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function startPolicy(opts: PolicyOptions): Promise<Policy> {
+  const log = opts.logger;
+  const registry = opts.registry ?? createRegistry();
+  const metrics = createPolicyMetrics(registry);
+  const index = new PolicyIndex(opts.cluster, {
+    onInvalid: (p) => {
+      log.warn({ kind: p.kind, namespace: p.namespace, name: p.name }, `ignoring a malformed resource: ${p.message}`);
+      const invalid = index.store.invalid();
+      for (const kind of INDEXED_KINDS)
+        metrics.invalidResources.set({ kind }, invalid.filter((x) => x.kind === kind).length);
+    },
+    onDiagnostic: (message) => log.warn(message),
+    onListenerError: (err) => log.error({ err }, 'a policy stream failed on an index change'),
+  });
+  const informers = createPolicyInformers({
+    api: opts.api,
+    index,
+    logger: log,
+    metrics,
+    ...(opts.watchTimeoutSeconds !== undefined ? { watchTimeoutSeconds: opts.watchTimeoutSeconds } : {}),
+  });
+  const all = Object.values(informers);
+  const ready = (): boolean => all.every((i) => i.synced);
+  const synced = async (): Promise<void> => {
+    await Promise.all(all.map((i) => i.waitForSync()));
+  };
+
+  const server = new Server({ 'grpc.keepalive_time_ms': 30_000, 'grpc.keepalive_permit_without_calls': 1 });
+  const serverLog = log.child({ component: 'server' });
+  const inboundHandlers = createInboundHandlers({ index, metrics, logger: serverLog });
+  const outboundHandlers = createOutboundHandlers({
+    index,
+    metrics,
+    logger: serverLog,
+    allowL5dRequestHeaders: opts.allowL5dRequestHeaders ?? false,
+  });
+  server.addService(inbound.InboundServerPoliciesService, inboundHandlers);
+  server.addService(outbound.OutboundPoliciesService, outboundHandlers);
+  const { host, port } = parseListenAddr('--addr', opts.addr);
+  const bindHost = host.includes(':') ? `[${host}]` : host;
+  const grpcPort = await new Promise<number>((resolve, reject) =>
+    server.bindAsync(`${bindHost}:${port}`, ServerCredentials.createInsecure(), (err, bound) =>
+      err
+        ? reject(
+            new PolicyError('MINIMESH_POLICY_LISTEN', `gRPC address ${opts.addr}: cannot listen: ${err.message}`, {
+              cause: err,
+            }),
+          )
+        : resolve(bound),
+    ),
+  );
+  log.info({ addr: `${host}:${grpcPort}` }, 'gRPC server listening');
+
+  let admin: AdminServer | undefined;
+  try {
+    admin = opts.adminAddr
+      ? await startAdminServer({
+          addr: opts.adminAddr,
+          logger: log,
+          registry,
+          ready: () =>
+            ready() ||
+            `waiting for caches: ${Object.entries(informers)
+              .filter(([, i]) => !i.synced)
+              .map(([k]) => k)
+              .join(', ')}`,
+        })
+      : undefined;
+  } catch (err) {
+    server.forceShutdown();
+    throw err;
+  }
+  // Answers before the caches are complete could deny (or admit) what the cluster says otherwise:
+  // the gRPC services are registered but the watches start here, and proxies that ask early get
+  // NotFound (pod unknown) and retry, keeping their configured default policy meanwhile.
+  for (const informer of all) informer.start();
+
+  return {
+    grpcPort,
+    admin,
+    index,
+    informers,
+    metrics,
+    ready,
+    synced,
+    async close() {
+      await Promise.all(all.map((i) => i.stop()));
+      // Watches never end on their own: end them (proxies reconnect to another replica).
+      inboundHandlers.endAll();
+      outboundHandlers.endAll();
+      await new Promise<void>((resolve) => server.tryShutdown(() => resolve()));
+      await admin?.close();
+    },
+  };
+}
