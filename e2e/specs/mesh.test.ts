@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { selectDriver } from '../drivers/index.js';
 import { findAuditLeaks, summarizeAudit } from '../src/audit.js';
+import type { CertFiles } from '../src/certs.js';
 import {
   appObjects,
   applyObjects,
