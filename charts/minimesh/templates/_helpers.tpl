@@ -247,14 +247,16 @@ The minimesh-proxy container of a control-plane pod; argument: (dict "root" $ "c
       value: {{ $v.proxy.logLevel | quote }}
     - name: MINIMESH_PROXY_LOG_FORMAT
       value: {{ $v.proxy.logFormat | quote }}
+    {{- /* IPv6 on: [::] takes both families; outbound listens on both loopbacks (REDIRECT sends IPv6 to ::1). */}}
+    {{- $any := ternary "[::]" "0.0.0.0" $v.proxyInit.ipv6 }}
     - name: MINIMESH_PROXY_INBOUND_LISTEN_ADDR
-      value: {{ printf "0.0.0.0:%v" $v.proxy.ports.inbound | quote }}
+      value: {{ printf "%s:%v" $any $v.proxy.ports.inbound | quote }}
     - name: MINIMESH_PROXY_OUTBOUND_LISTEN_ADDR
-      value: {{ printf "127.0.0.1:%v" $v.proxy.ports.outbound | quote }}
+      value: {{ ternary (printf "127.0.0.1:%v,[::1]:%v" $v.proxy.ports.outbound $v.proxy.ports.outbound) (printf "127.0.0.1:%v" $v.proxy.ports.outbound) $v.proxyInit.ipv6 | quote }}
     - name: MINIMESH_PROXY_ADMIN_LISTEN_ADDR
-      value: {{ printf "0.0.0.0:%v" $v.proxy.ports.admin | quote }}
+      value: {{ printf "%s:%v" $any $v.proxy.ports.admin | quote }}
     - name: MINIMESH_PROXY_CONTROL_LISTEN_ADDR
-      value: {{ printf "0.0.0.0:%v" $v.proxy.ports.control | quote }}
+      value: {{ printf "%s:%v" $any $v.proxy.ports.control | quote }}
     - name: MINIMESH_PROXY_DESTINATION_SVC_ADDR
       value: {{ include "minimesh.destinationAddr" $ | quote }}
     - name: MINIMESH_PROXY_DESTINATION_SVC_NAME
