@@ -14,7 +14,8 @@ describe('installCheapAsyncBind', () => {
       return a + b;
     };
     const self = { me: 1 };
-    const withThis = r.bind(fn, self);
+    // @types/node declares bind(fn) only; Node's bind(fn, thisArg) is what http2 and others call.
+    const withThis = (r.bind as (f: typeof fn, t: unknown) => typeof fn)(fn, self);
     expect(withThis(1, 2)).toBe(3);
     expect(seen).toEqual([r.asyncId(), self]);
     seen.length = 0;
