@@ -68,9 +68,70 @@ spec:
   containers: [{name: agent, image: example/agent:1}]
 `;
 
-describe('minimesh inject', () => {
+const ANCHORS = join(work, 'anchors.pem');
+writeFileSync(ANCHORS, '-----BEGIN CERTIFICATE-----\nMIIBtest\n-----END CERTIFICATE-----\n');
+const DEPLOYMENT_ONLY = MANIFEST.split('---\n')[0]!;
+
+describe('minimesh inject (default: the annotation, as linkerd inject)', () => {
+  it('adds minimesh.io/inject: enabled and the override flags as annotations, nothing else', () => {
+    const r = run(['inject', '--proxy-log-level', 'debug', '--skip-outbound-ports', '3306', '-'], MANIFEST);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(/deployment "web" annotated \(the webhook injects its pods\)/);
+    expect(r.stderr).toMatch(/pod "node-agent" skipped: the pod uses hostNetwork/);
+    expect(r.stderr).not.toMatch(/warning/);
+    const [deploy, svc, cron, pod] = docs(r.stdout);
+    const original = docs(MANIFEST);
+    const tmpl = deploy!.spec.template;
+    expect(tmpl.metadata.annotations).toEqual({
+      'minimesh.io/inject': 'enabled',
+      'config.minimesh.io/proxy-log-level': 'debug',
+      'config.minimesh.io/skip-outbound-ports': '3306',
+    });
+    // Only the annotations changed: the containers and labels are the manifest's.
+    expect({ ...tmpl, metadata: { ...tmpl.metadata, annotations: undefined } }).toEqual({
+      ...original[0]!.spec.template,
+      metadata: { ...original[0]!.spec.template.metadata, annotations: undefined },
+    });
+    expect(cron!.spec.jobTemplate.spec.template.metadata.annotations['minimesh.io/inject']).toBe('enabled');
+    expect(cron!.spec.jobTemplate.spec.template.spec).toEqual(original[2]!.spec.jobTemplate.spec.template.spec);
+    expect(svc).toEqual(original[1]);
+    expect(pod).toEqual(original[3]);
+    // uninject takes the annotation off again.
+    const file = join(work, 'annotated.yaml');
+    writeFileSync(file, run(['inject', '-'], MANIFEST).stdout);
+    expect(docs(run(['uninject', file]).stdout)).toEqual(original);
+  });
+
+  it('refuses --trust-anchors and --config without --manual, and --manual without trust anchors (exit 2)', () => {
+    const a = run(['inject', '--trust-anchors', ANCHORS, '-'], MANIFEST);
+    expect(a.code).toBe(2);
+    expect(a.stderr).toMatch(/^minimesh inject: --trust-anchors only matters with --manual/);
+    const m = run(['inject', '--manual', '-'], MANIFEST);
+    expect(m.code).toBe(2);
+    expect(m.stderr).toMatch(/^minimesh inject: --manual needs the trust anchors: pass --trust-anchors ca\.crt/);
+    expect(m.stdout).toBe('');
+  });
+
+  it('refuses the classic sidecar for a Job or CronJob: its proxy would never exit', () => {
+    for (const args of [
+      ['inject', '--proxy-enable-native-sidecar', 'false', '-'],
+      ['inject', '--manual', '--trust-anchors', ANCHORS, '--proxy-enable-native-sidecar', 'false', '-'],
+    ]) {
+      const r = run(args, MANIFEST);
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.stderr).toMatch(
+        /cronjob "nightly": the classic sidecar .* never exits, so this pod would never complete/,
+      );
+      expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    }
+    // A Deployment may use it.
+    expect(run(['inject', '--proxy-enable-native-sidecar', 'false', '-'], DEPLOYMENT_ONLY).code).toBe(0);
+  });
+});
+
+describe('minimesh inject --manual', () => {
   it('injects a Deployment read from stdin, leaves other kinds alone, and reports per workload', () => {
-    const r = run(['inject', '-'], MANIFEST);
+    const r = run(['inject', '--manual', '--trust-anchors', ANCHORS, '-'], MANIFEST);
     expect(r.stderr).toMatch(/deployment "web" injected/);
     expect(r.code).toBe(0);
     const [deploy, svc, cron, pod] = docs(r.stdout);
@@ -104,7 +165,7 @@ describe('minimesh inject', () => {
   });
 
   it('uninject removes exactly what inject added', () => {
-    const injected = run(['inject'], MANIFEST);
+    const injected = run(['inject', '--manual', '--trust-anchors', ANCHORS], MANIFEST);
     const file = join(work, 'injected.yaml');
     writeFileSync(file, injected.stdout);
     const back = run(['uninject', file]);
@@ -114,11 +175,10 @@ describe('minimesh inject', () => {
   });
 
   it('applies the override flags and the trust anchors', () => {
-    const anchors = join(work, 'anchors.pem');
-    writeFileSync(anchors, '-----BEGIN CERTIFICATE-----\nMIIBtest\n-----END CERTIFICATE-----\n');
     const r = run(
       [
         'inject',
+        '--manual',
         '--proxy-log-level',
         'debug',
         '--skip-outbound-ports',
@@ -130,10 +190,10 @@ describe('minimesh inject', () => {
         '--proxy-enable-native-sidecar',
         'false',
         '--trust-anchors',
-        anchors,
+        ANCHORS,
         '-',
       ],
-      MANIFEST,
+      DEPLOYMENT_ONLY,
     );
     expect(r.code).toBe(0);
     expect(r.stderr).not.toMatch(/warning/);
@@ -155,7 +215,7 @@ describe('minimesh inject', () => {
     [['inject', '--skip-outbound-ports', '70000', '-'], /--skip-outbound-ports: "70000" is not valid/],
     [['inject', '--no-such-flag', '-'], /no-such-flag/],
     [['inject', join(work, 'missing.yaml')], /cannot read .*missing\.yaml/],
-    [['inject', '--trust-anchors', join(work, 'missing.pem'), '-'], /--trust-anchors: cannot read/],
+    [['inject', '--manual', '--trust-anchors', join(work, 'missing.pem'), '-'], /--trust-anchors: cannot read/],
     [['nosuchcommand'], /unknown command "nosuchcommand"/],
   ])('exits 2 with one line for bad input: %j', (args, message) => {
     const r = run(args, MANIFEST);
@@ -169,6 +229,12 @@ describe('minimesh inject', () => {
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/stdin: document 1 is not valid YAML/);
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
+  });
+
+  it('inject --help says what --skip-subnets does (it matches the source of inbound connections)', () => {
+    expect(run(['inject', '--help']).stdout).toMatch(
+      /--skip-subnets <value>\s+CIDRs whose inbound connections bypass the proxy \(matched on the source address\)/,
+    );
   });
 
   it('--help everywhere', () => {
