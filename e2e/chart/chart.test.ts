@@ -244,6 +244,17 @@ describe('values as Linkerd users write them (issue 15)', () => {
     expect(off.filter((o) => o.kind === 'CustomResourceDefinition')).toEqual([]);
   });
 
+  it("proxyInit.ipv6=true: the control plane's proxies listen on [::] and on both loopbacks", async () => {
+    const { objects } = await render([...certArgs(certs), '--set', 'proxyInit.ipv6=true']);
+    const spec = podSpec(findObject(objects, 'Deployment', 'minimesh-destination'));
+    const proxy = [...(spec.initContainers ?? []), ...spec.containers].find((c) => c.name === 'minimesh-proxy')!;
+    const env = envOf(proxy);
+    expect(env.get('MINIMESH_PROXY_INBOUND_LISTEN_ADDR')).toBe('[::]:4143');
+    expect(env.get('MINIMESH_PROXY_OUTBOUND_LISTEN_ADDR')).toBe('127.0.0.1:4140,[::1]:4140');
+    expect(env.get('MINIMESH_PROXY_ADMIN_LISTEN_ADDR')).toBe('[::]:4191');
+    expect(spec.initContainers![0]!.args).toContain('--ipv6=true');
+  });
+
   it('labels every object with app.kubernetes.io/component and part-of', async () => {
     const { objects } = await render(seedInstallArgs(certs));
     const missing = objects

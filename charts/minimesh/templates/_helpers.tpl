@@ -14,6 +14,9 @@ renders both and fails when they drift.
 {{- printf "%s.%s.serviceaccount.identity.%s.%s" $sa $.Release.Namespace $.Release.Namespace (include "minimesh.trustDomain" $) -}}
 {{- end -}}
 
+{{/* viz: the tap service's identity, the only client of the proxies' tap servers; empty without viz. */}}
+{{- define "minimesh.tapSvcName" -}}{{ if .Values.viz.enabled }}{{ include "minimesh.identityName" (list . "minimesh-tap") }}{{ end }}{{- end -}}
+
 {{- define "minimesh.identityAddr" -}}{{ printf "minimesh-identity.%s.svc.%s:8080" .Release.Namespace .Values.clusterDomain }}{{- end -}}
 {{- define "minimesh.destinationAddr" -}}{{ printf "minimesh-dst.%s.svc.%s:8086" .Release.Namespace .Values.clusterDomain }}{{- end -}}
 {{- define "minimesh.policyAddr" -}}{{ printf "minimesh-policy.%s.svc.%s:8090" .Release.Namespace .Values.clusterDomain }}{{- end -}}
@@ -244,14 +247,16 @@ The minimesh-proxy container of a control-plane pod; argument: (dict "root" $ "c
       value: {{ $v.proxy.logLevel | quote }}
     - name: MINIMESH_PROXY_LOG_FORMAT
       value: {{ $v.proxy.logFormat | quote }}
+    {{- /* IPv6 on: [::] takes both families; outbound listens on both loopbacks (REDIRECT sends IPv6 to ::1). */}}
+    {{- $any := ternary "[::]" "0.0.0.0" $v.proxyInit.ipv6 }}
     - name: MINIMESH_PROXY_INBOUND_LISTEN_ADDR
-      value: {{ printf "0.0.0.0:%v" $v.proxy.ports.inbound | quote }}
+      value: {{ printf "%s:%v" $any $v.proxy.ports.inbound | quote }}
     - name: MINIMESH_PROXY_OUTBOUND_LISTEN_ADDR
-      value: {{ printf "127.0.0.1:%v" $v.proxy.ports.outbound | quote }}
+      value: {{ ternary (printf "127.0.0.1:%v,[::1]:%v" $v.proxy.ports.outbound $v.proxy.ports.outbound) (printf "127.0.0.1:%v" $v.proxy.ports.outbound) $v.proxyInit.ipv6 | quote }}
     - name: MINIMESH_PROXY_ADMIN_LISTEN_ADDR
-      value: {{ printf "0.0.0.0:%v" $v.proxy.ports.admin | quote }}
+      value: {{ printf "%s:%v" $any $v.proxy.ports.admin | quote }}
     - name: MINIMESH_PROXY_CONTROL_LISTEN_ADDR
-      value: {{ printf "0.0.0.0:%v" $v.proxy.ports.control | quote }}
+      value: {{ printf "%s:%v" $any $v.proxy.ports.control | quote }}
     - name: MINIMESH_PROXY_DESTINATION_SVC_ADDR
       value: {{ include "minimesh.destinationAddr" $ | quote }}
     - name: MINIMESH_PROXY_DESTINATION_SVC_NAME
@@ -290,6 +295,10 @@ The minimesh-proxy container of a control-plane pod; argument: (dict "root" $ "c
       value: {{ $v.proxy.detectTimeout | quote }}
     - name: MINIMESH_PROXY_SHUTDOWN_ENDPOINT_ENABLED
       value: {{ $v.proxy.enableShutdownEndpoint | toString | quote }}
+    {{- with (include "minimesh.tapSvcName" $) }}
+    - name: MINIMESH_PROXY_TAP_SVC_NAME
+      value: {{ . | quote }}
+    {{- end }}
   ports:
     - name: minimesh-proxy
       containerPort: {{ $v.proxy.ports.inbound }}
