@@ -424,7 +424,9 @@ describe("rendered objects (the seed's command)", () => {
     expect(dst.startupProbe).toBeDefined();
   });
 
-  it('grants least-privilege RBAC, exactly as issue 8 says', () => {
+  // Issue 8's list, less `create events` for identity and the injector: neither emits events, and
+  // issue 17 wants no unused permission (e2e/specs/least-privilege.test.ts checks it on the API server).
+  it('grants least-privilege RBAC, as issue 8 says, without unused permissions (issue 17)', () => {
     const rules = (kind: string, name: string): unknown =>
       (findObject(objects, kind, name) as unknown as { rules: unknown }).rules;
     expect(rules('ClusterRole', 'minimesh-minimesh-destination')).toEqual([
@@ -447,7 +449,6 @@ describe("rendered objects (the seed's command)", () => {
     ]);
     expect(rules('ClusterRole', 'minimesh-minimesh-identity')).toEqual([
       { apiGroups: ['authentication.k8s.io'], resources: ['tokenreviews'], verbs: ['create'] },
-      { apiGroups: [''], resources: ['events'], verbs: ['create'] },
     ]);
     expect(rules('ClusterRole', 'minimesh-minimesh-policy')).toEqual([
       { apiGroups: [''], resources: ['pods', 'services'], verbs: ['get', 'list', 'watch'] },
@@ -470,7 +471,6 @@ describe("rendered objects (the seed's command)", () => {
     ).toEqual([{ kind: 'ServiceAccount', name: 'minimesh-destination', namespace: NS }]);
     expect(rules('ClusterRole', 'minimesh-minimesh-injector')).toEqual([
       { apiGroups: [''], resources: ['namespaces'], verbs: ['get', 'list', 'watch'] },
-      { apiGroups: [''], resources: ['events'], verbs: ['create'] },
     ]);
     for (const c of ['destination', 'identity', 'injector']) {
       const b = findObject(objects, 'ClusterRoleBinding', `minimesh-minimesh-${c}`) as unknown as {
