@@ -255,6 +255,21 @@ describe('values as Linkerd users write them (issue 15)', () => {
     expect(spec.initContainers![0]!.args).toContain('--ipv6=true');
   });
 
+  it('logFormat=json sets the format of every controller, its proxy and the injected proxies at once', async () => {
+    const { objects } = await render([...certArgs(certs), '--set', 'logFormat=json']);
+    for (const d of ['minimesh-destination', 'minimesh-identity', 'minimesh-injector']) {
+      const spec = podSpec(findObject(objects, 'Deployment', d));
+      const all = [...(spec.initContainers ?? []), ...spec.containers];
+      const proxy = all.find((c) => c.name === 'minimesh-proxy')!;
+      expect(envOf(proxy).get('MINIMESH_PROXY_LOG_FORMAT'), d).toBe('json');
+      const controllers = all.filter((c) => !c.name.startsWith('minimesh-'));
+      expect(controllers.length, d).toBeGreaterThan(0);
+      for (const c of controllers) expect(c.args, `${d}/${c.name}`).toContain('--log-format=json');
+    }
+    const cm = findObject(objects, 'ConfigMap', 'minimesh-config') as unknown as { data: Record<string, string> };
+    expect(parseMeshConfig(JSON.parse(cm.data['config.json']!)).proxy.logFormat).toBe('json');
+  });
+
   it('labels every object with app.kubernetes.io/component and part-of', async () => {
     const { objects } = await render(seedInstallArgs(certs));
     const missing = objects
