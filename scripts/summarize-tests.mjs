@@ -1,7 +1,7 @@
 // Sums the vitest JSON reports of every workspace into one closing line: "N passed, N failed".
 // Exits non-zero when any test failed or when no test ran at all.
 import { readFileSync, existsSync, readdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 
 const dirs = [...readdirSync('packages').map((d) => join('packages', d)), 'e2e'];
 let passed = 0,
@@ -25,6 +25,12 @@ for (const dir of dirs) {
     `${dir.padEnd(28)} ${String(r.numPassedTests).padStart(4)} passed ${String(f).padStart(3)} failed` +
       (brokenSuites ? ` (${brokenSuites} suite(s) failed before their tests ran)` : ''),
   );
+  // Name what failed, so a red summary says which test without digging through the log above.
+  for (const file of r.testResults ?? []) {
+    const names = file.assertionResults.filter((a) => a.status === 'failed').map((a) => a.fullName);
+    if (names.length === 0 && file.status === 'failed') names.push('(the file failed before its tests ran)');
+    for (const name of names) rows.push(`  ✗ ${relative(process.cwd(), file.name)} > ${name}`);
+  }
 }
 console.log('\n' + rows.join('\n'));
 console.log(`${passed} passed, ${failed} failed` + (skipped ? `, ${skipped} skipped` : ''));
