@@ -93,6 +93,7 @@ export async function startProxy(
     creds,
     metrics,
     logger,
+    policies: policy.outbound,
     originalDst: opts.originalDst?.outbound,
   });
   const inboundPort = config.inboundAddr.port;

@@ -3,14 +3,14 @@
 // an upstream (the four combinations in forward.ts), and it is its own metrics and load hook, so a
 // request costs one object rather than a handful of closures.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { IncomingHttpHeaders as H2Headers, ServerHttp2Stream } from 'node:http2';
+import { constants as http2constants, type IncomingHttpHeaders as H2Headers, type ServerHttp2Stream } from 'node:http2';
 import type { Logger } from '@minimesh/runtime';
-import { toConnectError, unwrapCause } from '../errors.js';
+import { ProxyError, toConnectError, unwrapCause } from '../errors.js';
 import type { Labels, ProxyMetrics } from '../metrics/metrics.js';
 import { errorCode, isGrpc, respondH1, respondH2 } from '../respond.js';
 import type { HttpUpstream } from '../stack/connect.js';
 import type { Direction } from '../targets.js';
-import { h1ToH1, h1ToH2, h2ToH1, h2ToH2, type ExchangeHooks } from './forward.js';
+import { h1ToH1, h1ToH2, h2ToH1, h2ToH2, type Cancel, type ExchangeHooks } from './forward.js';
 import { ORIG_PROTO_HEADER, ORIG_PROTO_HTTP11 } from './headers.js';
 
 /** What every exchange of one stack reports to. */
@@ -35,6 +35,11 @@ export abstract class HttpExchange implements ExchangeHooks {
   private loadT0 = -1;
   private status = 0;
   private grpcStatus: number | undefined;
+  /** A route's request timeout (src/policy/outbound-routes.ts), armed by forward(); 0: none. */
+  requestTimeoutMs = 0;
+  private cancel: Cancel | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private expired = false;
 
   constructor(protected readonly sink: ExchangeSink) {}
 
@@ -56,23 +61,45 @@ export abstract class HttpExchange implements ExchangeHooks {
     this.t0 = this.sink.metrics.request(labels);
     const load = up.endpoint.load;
     if (load) this.loadT0 = load.start();
-    this.send(up, extra, authority);
+    this.cancel = this.send(up, extra, authority);
+    if (this.requestTimeoutMs > 0) this.timer = setTimeout(() => this.expire(), this.requestTimeoutMs);
   }
 
-  protected abstract send(up: HttpUpstream, extra: Record<string, string>, authority: string): void;
+  protected abstract send(up: HttpUpstream, extra: Record<string, string>, authority: string): Cancel;
+
+  /** Resets the downstream side (the response had begun when the route's timeout fired). */
+  protected abstract reset(): void;
+
+  /** The route's request timeout fired: 504 before the response head, a reset after it. */
+  private expire(): void {
+    this.timer = undefined;
+    if (this.expired) return;
+    this.expired = true;
+    const err = new ProxyError('MINIMESH_PROXY_REQUEST_TIMEOUT', `request timed out after ${this.requestTimeoutMs} ms`);
+    this.sink.metrics.error(this.sink.direction, err.code);
+    this.sink.log.debug({ err: err.message }, `${this.sink.direction} request timed out (route timeout)`);
+    this.endLoad();
+    this.cancel?.();
+    if (this.status === 0) this.fail(err);
+    else this.reset();
+  }
 
   onResponse(status: number, grpcStatus: number | undefined): void {
+    if (this.expired) return;
     this.endLoad();
     this.status = status;
     this.grpcStatus = grpcStatus;
   }
 
   onEnd(failed: boolean): void {
+    if (this.timer) clearTimeout(this.timer);
     if (this.status === 0 || !this.labels) return;
     this.sink.metrics.response(this.labels, this.t0, this.status, this.grpcStatus, failed);
   }
 
   onError(raw: Error): void {
+    if (this.timer) clearTimeout(this.timer);
+    if (this.expired) return;
     this.endLoad();
     const err = this.explain(raw);
     this.sink.metrics.error(this.sink.direction, errorCode(err));
@@ -121,14 +148,16 @@ export class H1Exchange extends HttpExchange {
     respondH1(this.res, err);
   }
 
-  protected send(up: HttpUpstream, extra: Record<string, string>, authority: string): void {
+  protected reset(): void {
+    this.res.destroy();
+  }
+
+  protected send(up: HttpUpstream, extra: Record<string, string>, authority: string): Cancel {
     const { req, res } = this;
-    if (up.kind === 'h1') {
-      h1ToH1(req, res, { host: up.endpoint.ip, port: up.endpoint.port, agent: up.agent, headers: extra }, this);
-      return;
-    }
+    if (up.kind === 'h1')
+      return h1ToH1(req, res, { host: up.endpoint.ip, port: up.endpoint.port, agent: up.agent, headers: extra }, this);
     // Over HTTP/2 (between proxies): marked, so the far side restores HTTP/1.
-    h1ToH2(
+    return h1ToH2(
       req,
       res,
       up.session,
@@ -165,9 +194,17 @@ export class H2Exchange extends HttpExchange {
     respondH2(this.stream, this.grpc, err);
   }
 
-  protected send(up: HttpUpstream, extra: Record<string, string>): void {
-    if (up.kind === 'h2') h2ToH2(this.stream, this.headers, up.session, extra, this);
-    else
-      h2ToH1(this.stream, this.headers, { host: up.endpoint.ip, port: up.endpoint.port, agent: up.agent, extra }, this);
+  protected send(up: HttpUpstream, extra: Record<string, string>): Cancel {
+    if (up.kind === 'h2') return h2ToH2(this.stream, this.headers, up.session, extra, this);
+    return h2ToH1(
+      this.stream,
+      this.headers,
+      { host: up.endpoint.ip, port: up.endpoint.port, agent: up.agent, extra },
+      this,
+    );
+  }
+
+  protected reset(): void {
+    if (!this.stream.destroyed) this.stream.close(http2constants.NGHTTP2_CANCEL);
   }
 }

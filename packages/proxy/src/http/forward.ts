@@ -39,6 +39,10 @@ function grpcStatusOf(h: H2Headers | undefined): number | undefined {
   return v === undefined ? undefined : Number(v);
 }
 
+/** Ends the upstream side of an exchange (a route's timeout); a no-op once it has ended. */
+export type Cancel = () => void;
+const NO_CANCEL: Cancel = () => undefined;
+
 const NO_BODY = new Set(['GET', 'HEAD', 'DELETE', 'OPTIONS']);
 
 /** An HTTP/1 request that carries no body (a bodiless method without Content-Length or Transfer-Encoding). */
@@ -58,7 +62,7 @@ export function h1ToH2(
   authority: string,
   extra: Record<string, string>,
   hooks: ExchangeHooks,
-): void {
+): Cancel {
   const headers = h1ToH2Request(req.method ?? 'GET', req.url ?? '/', req.headers, authority, extra);
   const hasBody = !hasNoBody(req);
   let up;
@@ -66,7 +70,7 @@ export function h1ToH2(
     up = session.request(headers, { endStream: !hasBody });
   } catch (err) {
     hooks.onError(err as Error);
-    return;
+    return NO_CANCEL;
   }
   let headSent = false;
   let finished = false;
@@ -96,6 +100,9 @@ export function h1ToH2(
   res.on('close', () => {
     if (!res.writableFinished && !up.destroyed) up.close(h2c.NGHTTP2_CANCEL);
   });
+  return () => {
+    if (!up.destroyed) up.close(h2c.NGHTTP2_CANCEL);
+  };
 }
 
 /** HTTP/1 downstream → HTTP/1 upstream (keep-alive pool). */
@@ -104,7 +111,7 @@ export function h1ToH1(
   res: ServerResponse,
   target: { host: string; port: number; agent: Agent; headers?: OutgoingHttpHeaders; timeoutMs?: number },
   hooks: ExchangeHooks,
-): void {
+): Cancel {
   const headers: OutgoingHttpHeaders = { ...req.headers, ...target.headers };
   delete headers.connection;
   delete headers['keep-alive'];
@@ -161,6 +168,7 @@ export function h1ToH1(
   res.on('close', () => {
     if (!res.writableFinished) up.destroy();
   });
+  return () => up.destroy();
 }
 
 /** HTTP/2 downstream stream → HTTP/2 upstream session (gRPC, h2), trailers intact. */
@@ -170,14 +178,14 @@ export function h2ToH2(
   session: ClientHttp2Session,
   extra: Record<string, string>,
   hooks: ExchangeHooks,
-): void {
+): Cancel {
   const out = h2ToH2Request(headers, extra);
   let up;
   try {
     up = session.request(out, { endStream: stream.endAfterHeaders });
   } catch (err) {
     hooks.onError(err as Error);
-    return;
+    return NO_CANCEL;
   }
   let headSent = false;
   let finished = false;
@@ -223,6 +231,9 @@ export function h2ToH2(
     if (!up.destroyed && !up.closed && stream.rstCode !== undefined && stream.rstCode !== h2c.NGHTTP2_NO_ERROR)
       up.close(h2c.NGHTTP2_CANCEL);
   });
+  return () => {
+    if (!up.destroyed && !up.closed) up.close(h2c.NGHTTP2_CANCEL);
+  };
 }
 
 /** HTTP/2 downstream stream carrying an upgraded HTTP/1 request → HTTP/1 upstream (inbound, to the app). */
@@ -231,7 +242,7 @@ export function h2ToH1(
   headers: H2Headers,
   target: { host: string; port: number; agent: Agent; extra?: Record<string, string> },
   hooks: ExchangeHooks,
-): void {
+): Cancel {
   const out = h2ToH1Request(headers, target.extra);
   let headSent = false;
   let finished = false;
@@ -284,4 +295,5 @@ export function h2ToH1(
   stream.on('close', () => {
     if (!finished) up.destroy();
   });
+  return () => up.destroy();
 }

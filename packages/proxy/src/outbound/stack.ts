@@ -20,6 +20,8 @@ import { createAccept, type OriginalDstFn } from '../stack/accept.js';
 import { Connector } from '../stack/connect.js';
 import { relay } from '../stack/relay.js';
 import type { Accept, Addr, Concrete, Endpoint, Opaque } from '../targets.js';
+import type { OutboundPolicies } from '../policy/outbound-policies.js';
+import { applyOutboundRoute } from '../policy/outbound-routes.js';
 import type { TlsCredentials } from '../tls/credentials.js';
 import { balance } from './balance.js';
 import { createOutboundDetect } from './detect.js';
@@ -31,6 +33,8 @@ export interface OutboundStackOptions {
   creds: TlsCredentials;
   metrics: ProxyMetrics;
   logger: Logger;
+  /** Outbound policies (routes: timeouts, injected failures); none: requests go without routes. */
+  policies?: OutboundPolicies;
   /** Test/bench seam: how to learn the original destination (default: SO_ORIGINAL_DST). */
   originalDst?: OriginalDstFn;
 }
@@ -106,6 +110,9 @@ export function createOutboundStack(opts: OutboundStackOptions): OutboundStack {
       metrics.error('outbound', errorCode(err));
       return ex.fail(err);
     }
+    const policies = opts.policies;
+    // The route layer: the request's HTTPRoute rule (timeouts, injected failures).
+    if (policies && !applyOutboundRoute(policies, ex, concrete.authority, conn.orig, config.clusterDomain)) return;
     const up = connector.http(ep, ex.protocol);
     ex.forward(up, endpointLabels(concrete.authority, ep), undefined, concrete.authority);
   }
