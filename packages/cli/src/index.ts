@@ -3,6 +3,7 @@ export { createMeshCerts, type MeshCerts, type MeshCertsOptions } from './certs.
 export { injectObject, injectCommand, toOverrides, loadInjectConfig } from './commands/inject.js';
 export { uninjectObject, uninjectCommand } from './commands/uninject.js';
 export { certsCommand } from './commands/certs.js';
+export { versionCommand, serverVersions } from './commands/version.js';
 export { TEMPLATE_PATHS, parseManifests, formatManifests } from './manifest.js';
 export type { Command, CommandIO } from './io.js';
 export { explainCommand } from './commands/explain.js';

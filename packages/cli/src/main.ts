@@ -8,6 +8,7 @@ import { checkCommand } from './commands/check.js';
 import { explainCommand } from './commands/explain.js';
 import { injectCommand } from './commands/inject.js';
 import { uninjectCommand } from './commands/uninject.js';
+import { versionCommand } from './commands/version.js';
 
 await defineCommandLine({
   name: 'minimesh',
@@ -25,6 +26,10 @@ await defineCommandLine({
       run: checkCommand,
       summary: 'check the control plane, webhook, certificates (expiry, chain) and readiness',
     },
-    certs: { run: certsCommand, summary: 'create the trust anchor and issuer certificates (certs create)' },
+    certs: {
+      run: certsCommand,
+      summary: 'create the trust anchor and issuer, or a new issuer from an existing trust anchor (certs create)',
+    },
+    version: { run: versionCommand, summary: "print the client's version and the control plane's" },
   },
 }).start();

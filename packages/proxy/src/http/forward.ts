@@ -9,6 +9,7 @@ import {
   type OutgoingHttpHeaders,
   type ServerResponse,
 } from 'node:http';
+import type { Readable } from 'node:stream';
 import {
   constants as h2c,
   type ClientHttp2Session,
@@ -44,6 +45,32 @@ export type Cancel = () => void;
 const NO_CANCEL: Cancel = () => undefined;
 
 const NO_BODY = new Set(['GET', 'HEAD', 'DELETE', 'OPTIONS']);
+
+/**
+ * Copies a response body into an HTTP/2 server stream, ending the stream only once its last write has
+ * completed. With pipe(), end() follows the last write at once, the stream closes (and is destroyed)
+ * while that write is still in flight, and Node then builds an ERR_STREAM_DESTROYED (a stack trace
+ * and all) for every response when the write completes: about 8 % of the inbound proxy's CPU.
+ */
+export function copyBodyToH2(src: Readable, dst: ServerHttp2Stream): void {
+  let inflight = 0;
+  let ended = false;
+  const written = () => {
+    if (--inflight === 0) {
+      if (ended) dst.end();
+      else src.resume();
+    }
+  };
+  src.on('data', (chunk: Buffer) => {
+    if (dst.destroyed) return;
+    inflight++;
+    if (!dst.write(chunk, written)) src.pause();
+  });
+  src.once('end', () => {
+    ended = true;
+    if (inflight === 0 && !dst.destroyed) dst.end();
+  });
+}
 
 /** An HTTP/1 request that carries no body (a bodiless method without Content-Length or Transfer-Encoding). */
 function hasNoBody(req: IncomingMessage): boolean {
@@ -203,7 +230,7 @@ export function h2ToH2(
     }
     stream.respond(h2ToH2Response(h), { waitForTrailers: true });
     hooks.onResponse(Number(h[':status'] ?? 200), grpc);
-    up.pipe(stream);
+    copyBodyToH2(up, stream);
   });
   up.on('trailers', (t) => {
     trailers = t;
@@ -264,7 +291,7 @@ export function h2ToH1(
         return;
       }
       stream.respond(h1ToH2Response(status, ur.headers));
-      ur.pipe(stream);
+      copyBodyToH2(ur, stream);
       ur.on('end', () => {
         if (!finished) {
           finished = true;

@@ -70,7 +70,18 @@ export function createInboundStack(opts: InboundStackOptions): InboundStack {
     onDecrypted: (conn, t) => void afterTls(conn, t, Buffer.alloc(0)),
   });
 
+  // The last label set of each connection: its requests usually carry the same authority.
+  const lastLabels = new WeakMap<InboundConn, { authority: string | undefined; tls: string; labels: Labels }>();
+
   function labelsFor(conn: InboundConn, authority: string | undefined): Labels {
+    const last = lastLabels.get(conn);
+    if (last !== undefined && last.authority === authority && last.tls === conn.tls) return last.labels;
+    const labels = labelsForSlow(conn, authority);
+    lastLabels.set(conn, { authority, tls: conn.tls, labels });
+    return labels;
+  }
+
+  function labelsForSlow(conn: InboundConn, authority: string | undefined): Labels {
     const key = `${authority ?? ''}|${conn.orig.key}|${conn.tls}|${conn.clientId ?? ''}|${conn.sni ?? ''}`;
     return (
       labelCache.get(key) ??

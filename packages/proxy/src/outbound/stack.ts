@@ -60,13 +60,25 @@ export function createOutboundStack(opts: OutboundStackOptions): OutboundStack {
   const labelCache = new LabelCache();
   const sockets = new Set<Socket>();
   const http = new HttpHandoff<Accept>(sink, {
-    onRequest: (conn, ex) => void onRequest(conn, ex),
+    onRequest,
     onUpgrade: (conn, req, socket, head) => void onUpgrade(conn, req, socket, head),
   });
 
   /** Labels of traffic to `ep` for `authority`: mTLS and server_id when we can originate it. */
+  // The last label set each endpoint was used with: a request usually finds its labels here without
+  // building a cache key.
+  const lastLabels = new WeakMap<Endpoint, { authority: string; serverId: string | undefined; labels: Labels }>();
+
   function endpointLabels(authority: string, ep: Endpoint): Labels {
     const serverId = connector.meshIdentity(ep);
+    const last = lastLabels.get(ep);
+    if (last !== undefined && last.authority === authority && last.serverId === serverId) return last.labels;
+    const labels = endpointLabelsSlow(authority, ep, serverId);
+    lastLabels.set(ep, { authority, serverId, labels });
+    return labels;
+  }
+
+  function endpointLabelsSlow(authority: string, ep: Endpoint, serverId: string | undefined): Labels {
     const key = `${authority}|${ep.key}|${serverId ?? ''}|${ep.discovered ? 'd' : ''}`;
     const cached = labelCache.get(key);
     if (cached) return cached;
@@ -101,7 +113,21 @@ export function createOutboundStack(opts: OutboundStackOptions): OutboundStack {
     return { concrete, ep: balance(concrete) };
   }
 
-  async function onRequest(conn: Accept, ex: HttpExchange): Promise<void> {
+  function onRequest(conn: Accept, ex: HttpExchange): void {
+    // Hot path: the service's endpoints are known, so no promise and no microtask hop.
+    const known = discover.httpNow({ host: ex.authority, orig: conn.orig });
+    if (known === undefined) return void onRequestDiscovering(conn, ex);
+    let ep: Endpoint;
+    try {
+      ep = balance(known);
+    } catch (err) {
+      metrics.error('outbound', errorCode(err));
+      return ex.fail(err);
+    }
+    send(conn, known, ep, ex);
+  }
+
+  async function onRequestDiscovering(conn: Accept, ex: HttpExchange): Promise<void> {
     let concrete: Concrete;
     let ep: Endpoint;
     try {
@@ -110,8 +136,12 @@ export function createOutboundStack(opts: OutboundStackOptions): OutboundStack {
       metrics.error('outbound', errorCode(err));
       return ex.fail(err);
     }
+    send(conn, concrete, ep, ex);
+  }
+
+  /** route (HTTPRoute rule: timeouts, injected failures) → connect (+ tls) → forward. */
+  function send(conn: Accept, concrete: Concrete, ep: Endpoint, ex: HttpExchange): void {
     const policies = opts.policies;
-    // The route layer: the request's HTTPRoute rule (timeouts, injected failures).
     if (policies && !applyOutboundRoute(policies, ex, concrete.authority, conn.orig, config.clusterDomain)) return;
     const up = connector.http(ep, ex.protocol);
     ex.forward(up, endpointLabels(concrete.authority, ep), undefined, concrete.authority);
