@@ -32,6 +32,12 @@ export interface ProxyConfig {
   logFormat: LogFormat;
   inboundAddr: { host: string; port: number };
   outboundAddr: { host: string; port: number };
+  /**
+   * Further outbound listeners on the same port, from a comma-separated MINIMESH_PROXY_OUTBOUND_LISTEN_ADDR
+   * ("127.0.0.1:4140,[::1]:4140" when IPv6 is on: iptables REDIRECTs locally made IPv4 connections to
+   * 127.0.0.1 and IPv6 ones to ::1, and a socket on ::1 does not take IPv4).
+   */
+  outboundExtraAddrs: { host: string; port: number }[];
   adminAddr: string;
   controlAddr: { host: string; port: number };
   destination: ControlAddr;
@@ -84,6 +90,15 @@ function listenAddr(env: Env, name: string, fallback: string): { host: string; p
   } catch (err) {
     throw new ConfigError(name, value, 'host:port such as 0.0.0.0:4143 or 127.0.0.1:4140', { cause: err });
   }
+}
+
+/** The outbound listen address(es): one host:port, or several separated by commas. */
+function outboundAddrs(env: Env): Pick<ProxyConfig, 'outboundAddr' | 'outboundExtraAddrs'> {
+  const value = optional(env, PROXY_ENV.outboundListenAddr) ?? '127.0.0.1:4140';
+  const all = value
+    .split(',')
+    .map((part) => listenAddr({ [PROXY_ENV.outboundListenAddr]: part.trim() }, PROXY_ENV.outboundListenAddr, ''));
+  return { outboundAddr: all[0]!, outboundExtraAddrs: all.slice(1) };
 }
 
 const DNS_NAME = /^(?=.{1,253}$)([a-z0-9]([-a-z0-9]*[a-z0-9])?)(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\.?$/i;
@@ -167,7 +182,7 @@ export function parseProxyConfig(env: Env): ProxyConfig {
     logLevel: parseLogLevel(E.logLevel, optional(env, E.logLevel) ?? 'info'),
     logFormat: parseLogFormat(E.logFormat, optional(env, E.logFormat) ?? 'plain'),
     inboundAddr: listenAddr(env, E.inboundListenAddr, '0.0.0.0:4143'),
-    outboundAddr: listenAddr(env, E.outboundListenAddr, '127.0.0.1:4140'),
+    ...outboundAddrs(env),
     adminAddr: '',
     controlAddr: listenAddr(env, E.controlListenAddr, '0.0.0.0:4190'),
     destination: controlAddr(env, E.destinationSvcAddr, E.destinationSvcName),

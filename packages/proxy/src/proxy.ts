@@ -1,6 +1,6 @@
 // Assembles a running proxy from its configuration: credentials, identity, discovery, both stacks,
 // admin. main.ts only parses the environment and calls this; tests and benchmarks call it in-process.
-import type { Server } from 'node:net';
+import { createServer, type Server } from 'node:net';
 import { createRegistry, type Logger } from '@minimesh/runtime';
 import { destination, inbound as inboundApi, outbound as outboundApi } from '@minimesh/proto';
 import type { ProxyConfig } from './config.js';
@@ -108,6 +108,13 @@ export async function startProxy(
     authz: policy.authz,
   });
   const boundOut = await listen(outbound.server, config.outboundAddr.host, config.outboundAddr.port);
+  // More outbound addresses (IPv6's [::1] beside 127.0.0.1): each hands its connections to the one stack.
+  const extraOut: Server[] = [];
+  for (const addr of config.outboundExtraAddrs) {
+    const extra = createServer((socket) => outbound.server.emit('connection', socket));
+    await listen(extra, addr.host, addr.port);
+    extraOut.push(extra);
+  }
   const boundIn = await listen(inbound.server, config.inboundAddr.host, config.inboundAddr.port);
   let shuttingDown: Promise<void> | undefined;
   const admin = await startProxyAdmin({
@@ -122,7 +129,10 @@ export async function startProxy(
   logger.info(
     {
       inbound: `${config.inboundAddr.host}:${boundIn}`,
-      outbound: `${config.outboundAddr.host}:${boundOut}`,
+      outbound: [
+        `${config.outboundAddr.host}:${boundOut}`,
+        ...config.outboundExtraAddrs.map((a) => `[${a.host}]:${a.port}`),
+      ].join(','),
       admin: config.adminAddr,
       identity: config.localIdentity,
     },
@@ -132,6 +142,7 @@ export async function startProxy(
   function shutdown(graceMs = config.shutdownGracePeriodMs): Promise<void> {
     shuttingDown ??= (async () => {
       logger.info({ graceMs }, 'draining');
+      for (const extra of extraOut) extra.close();
       await Promise.all([outbound.drain(graceMs), inbound.drain(graceMs)]);
       identity.stop();
       resolver.close();
