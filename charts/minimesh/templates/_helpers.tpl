@@ -14,6 +14,9 @@ renders both and fails when they drift.
 {{- printf "%s.%s.serviceaccount.identity.%s.%s" $sa $.Release.Namespace $.Release.Namespace (include "minimesh.trustDomain" $) -}}
 {{- end -}}
 
+{{/* viz: the tap service's identity, the only client of the proxies' tap servers; empty without viz. */}}
+{{- define "minimesh.tapSvcName" -}}{{ if .Values.viz.enabled }}{{ include "minimesh.identityName" (list . "minimesh-tap") }}{{ end }}{{- end -}}
+
 {{- define "minimesh.identityAddr" -}}{{ printf "minimesh-identity.%s.svc.%s:8080" .Release.Namespace .Values.clusterDomain }}{{- end -}}
 {{- define "minimesh.destinationAddr" -}}{{ printf "minimesh-dst.%s.svc.%s:8086" .Release.Namespace .Values.clusterDomain }}{{- end -}}
 {{- define "minimesh.policyAddr" -}}{{ printf "minimesh-policy.%s.svc.%s:8090" .Release.Namespace .Values.clusterDomain }}{{- end -}}
@@ -292,6 +295,10 @@ The minimesh-proxy container of a control-plane pod; argument: (dict "root" $ "c
       value: {{ $v.proxy.detectTimeout | quote }}
     - name: MINIMESH_PROXY_SHUTDOWN_ENDPOINT_ENABLED
       value: {{ $v.proxy.enableShutdownEndpoint | toString | quote }}
+    {{- with (include "minimesh.tapSvcName" $) }}
+    - name: MINIMESH_PROXY_TAP_SVC_NAME
+      value: {{ . | quote }}
+    {{- end }}
   ports:
     - name: minimesh-proxy
       containerPort: {{ $v.proxy.ports.inbound }}

@@ -10,6 +10,7 @@ import { explainCommand } from './commands/explain.js';
 import { injectCommand } from './commands/inject.js';
 import { uninjectCommand } from './commands/uninject.js';
 import { versionCommand } from './commands/version.js';
+import { diagnosticsCommand, vizCommand } from './commands/viz.js';
 
 await defineCommandLine({
   name: 'minimesh',
@@ -36,5 +37,10 @@ await defineCommandLine({
       summary: 'create the trust anchor and issuer, or a new issuer from an existing trust anchor (certs create)',
     },
     version: { run: versionCommand, summary: "print the client's version and the control plane's" },
+    viz: {
+      run: vizCommand,
+      summary: 'golden metrics, edges, live requests and the dashboard (viz stat|edges|top|tap|dashboard)',
+    },
+    diagnostics: { run: diagnosticsCommand, summary: "a proxy's raw metrics through the API server (proxy-metrics)" },
   },
 }).start();

@@ -60,6 +60,8 @@ export interface ProxyConfig {
   outboundDiscoveryIdleMs: number;
   shutdownEndpointEnabled: boolean;
   shutdownGracePeriodMs: number;
+  /** The only identity allowed to tap this proxy; undefined: no tap server (Linkerd's LINKERD2_PROXY_TAP_SVC_NAME). */
+  tapSvcName: string | undefined;
   /** The policy controller and the inbound default policy (src/policy/config.ts). */
   policy: PolicyConfig;
 }
@@ -81,6 +83,18 @@ function required(env: Env, name: string, expected: string): string {
 function optional(env: Env, name: string): string | undefined {
   const v = env[name];
   return v === undefined || v.trim() === '' ? undefined : v;
+}
+
+/** An optional mesh identity name (DNS-like: lower-case labels separated by dots). */
+function identityName(env: Env, name: string): string | undefined {
+  const v = optional(env, name);
+  if (v !== undefined && !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$/.test(v))
+    throw new ConfigError(
+      name,
+      v,
+      'an identity such as minimesh-tap.minimesh.serviceaccount.identity.minimesh.cluster.local',
+    );
+  return v;
 }
 
 function listenAddr(env: Env, name: string, fallback: string): { host: string; port: number } {
@@ -204,6 +218,7 @@ export function parseProxyConfig(env: Env): ProxyConfig {
       optional(env, E.shutdownEndpointEnabled) ?? 'false',
     ),
     shutdownGracePeriodMs: duration(env, E.shutdownGracePeriod, '2m'),
+    tapSvcName: identityName(env, E.tapSvcName),
     policy: parsePolicyConfig(env, (a, n) => controlAddr(env, a, n), optional(env, E.destinationContext) ?? ''),
   };
   const admin = optional(env, E.adminListenAddr) ?? '0.0.0.0:4191';

@@ -13,10 +13,13 @@ import { ProxyMetrics } from './metrics/metrics.js';
 import { createOutboundStack } from './outbound/stack.js';
 import { createPolicyRuntime, type PolicyRuntime } from './policy/runtime.js';
 import type { OriginalDstFn } from './stack/accept.js';
+import { createTapServer } from './tap/server.js';
+import { TapLayer } from './tap/tap.js';
 import { TlsCredentials } from './tls/credentials.js';
 
 export interface RunningProxy {
-  ports: { inbound: number; outbound: number; admin: number };
+  /** control: the tap server's port, 0 when this proxy serves no tap. */
+  ports: { inbound: number; outbound: number; admin: number; control: number };
   metrics: ProxyMetrics;
   creds: TlsCredentials;
   latch: ReadyLatch;
@@ -78,6 +81,9 @@ export async function startProxy(
   });
   const ready = identity.start().then(() => latch.release());
 
+  // Tap: only when the tap service's identity is configured (Linkerd's LINKERD2_PROXY_TAP_SVC_NAME).
+  const tap = config.tapSvcName !== undefined ? new TapLayer() : undefined;
+
   const policy: PolicyRuntime = createPolicyRuntime({
     config,
     registry,
@@ -89,6 +95,7 @@ export async function startProxy(
 
   const outbound = createOutboundStack({
     config,
+    tap,
     resolver,
     creds,
     metrics,
@@ -100,6 +107,7 @@ export async function startProxy(
   const outboundPort = config.outboundAddr.port;
   const inbound = createInboundStack({
     config,
+    tap,
     creds,
     metrics,
     logger,
@@ -116,6 +124,18 @@ export async function startProxy(
     extraOut.push(extra);
   }
   const boundIn = await listen(inbound.server, config.inboundAddr.host, config.inboundAddr.port);
+  const tapServer =
+    tap && config.tapSvcName
+      ? createTapServer({
+          layer: tap,
+          creds,
+          tapSvcName: config.tapSvcName,
+          log: logger.child({ component: 'tap' }),
+        })
+      : undefined;
+  const boundControl = tapServer
+    ? await listen(tapServer as unknown as Server, config.controlAddr.host, config.controlAddr.port)
+    : 0;
   let shuttingDown: Promise<void> | undefined;
   const admin = await startProxyAdmin({
     addr: config.adminAddr,
@@ -135,6 +155,7 @@ export async function startProxy(
       ].join(','),
       admin: config.adminAddr,
       identity: config.localIdentity,
+      tap: tapServer ? `${config.controlAddr.host}:${boundControl} (only ${config.tapSvcName})` : 'off',
     },
     'proxy listening',
   );
@@ -142,6 +163,7 @@ export async function startProxy(
   function shutdown(graceMs = config.shutdownGracePeriodMs): Promise<void> {
     shuttingDown ??= (async () => {
       logger.info({ graceMs }, 'draining');
+      tapServer?.close();
       for (const extra of extraOut) extra.close();
       await Promise.all([outbound.drain(graceMs), inbound.drain(graceMs)]);
       identity.stop();
@@ -155,7 +177,7 @@ export async function startProxy(
   }
 
   return {
-    ports: { inbound: boundIn, outbound: boundOut, admin: admin.port },
+    ports: { inbound: boundIn, outbound: boundOut, admin: admin.port, control: boundControl },
     metrics,
     creds,
     latch,

@@ -84,6 +84,8 @@ export function buildProxyEnv(config: MeshConfig, s: InjectSettings, inboundPort
     { name: PROXY_ENV.detectTimeout, value: config.proxy.detectTimeout },
     { name: PROXY_ENV.shutdownEndpointEnabled, value: String(config.proxy.enableShutdownEndpoint) },
   );
+  // viz: the tap service's identity, the only client the proxy's tap server accepts (unset: no tap).
+  if (config.proxy.tapSvcName) env.push({ name: PROXY_ENV.tapSvcName, value: config.proxy.tapSvcName });
   return env;
 }
 

@@ -26,6 +26,7 @@ import type { TlsCredentials } from '../tls/credentials.js';
 import { balance } from './balance.js';
 import { createOutboundDetect } from './detect.js';
 import { createDiscover } from './discover.js';
+import type { TapLayer } from '../tap/tap.js';
 
 export interface OutboundStackOptions {
   config: ProxyConfig;
@@ -37,6 +38,8 @@ export interface OutboundStackOptions {
   policies?: OutboundPolicies;
   /** Test/bench seam: how to learn the original destination (default: SO_ORIGINAL_DST). */
   originalDst?: OriginalDstFn;
+  /** The tap layer (only when this proxy serves tap). */
+  tap?: TapLayer | undefined;
 }
 
 export interface OutboundStack {
@@ -49,7 +52,7 @@ export interface OutboundStack {
 export function createOutboundStack(opts: OutboundStackOptions): OutboundStack {
   const { config, resolver, metrics } = opts;
   const log = opts.logger.child({ component: 'outbound' });
-  const sink: ExchangeSink = { direction: 'outbound', metrics, log };
+  const sink: ExchangeSink = { direction: 'outbound', metrics, log, tap: opts.tap };
   const connector = new Connector(opts.creds, config.outboundConnectTimeoutMs);
   const detect = createOutboundDetect({
     resolver,
