@@ -15,30 +15,28 @@ import {
   type ReadyProbe,
   type WebhookConfigLike,
 } from '../check/control-plane.js';
-import { exitCodeOf, formatResults, type CheckResult } from '../check/types.js';
+import { exitCodeOf, formatResults, useColor, type CheckResult } from '../check/types.js';
 import type { CommandIO } from '../io.js';
-import { connectKube, describeKubeError } from '../kube.js';
+import { clusterFlags, connectKube, describeKubeError } from '../kube.js';
 
 const info = {
   name: 'minimesh check',
   summary:
     'check the installation: the API is reachable, the control-plane Deployments are available, the webhook has a CA bundle, the trust anchors and issuer are valid, chain and are not about to expire, and each component answers /ready',
-  usage: 'minimesh check [--kubeconfig K] [--namespace minimesh] [--warn-days 60] [--json]',
+  usage: 'minimesh check [-n minimesh] [--kubeconfig K] [--context C] [--warn-days 60] [-o json]',
 };
 
 const flags = {
-  kubeconfig: {
-    type: 'string',
-    description: 'kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then the local cluster)',
-  },
-  namespace: { type: 'string', default: 'minimesh', description: 'the control-plane namespace' },
+  ...clusterFlags,
+  namespace: { type: 'string', short: 'n', default: 'minimesh', description: 'the control-plane namespace' },
   'warn-days': {
     type: 'string',
     default: String(DEFAULT_WARN_DAYS),
     description: 'warn when a certificate expires within this many days',
   },
   'ready-timeout': { type: 'string', default: '5', description: 'seconds to wait for each /ready probe' },
-  json: { type: 'boolean', description: 'print the results as JSON' },
+  output: { type: 'string', short: 'o', default: '', description: 'json for the results as JSON (default: lines)' },
+  json: { type: 'boolean', description: 'the same as -o json' },
 } as const;
 
 /** One GET through the API server, bounded by timeoutMs; never throws. */
@@ -119,6 +117,7 @@ async function probeReadiness(client: KubeClient, namespace: string, timeoutMs: 
 
 export async function runChecks(opts: {
   kubeconfig?: string;
+  context?: string;
   namespace: string;
   warnDays: number;
   readyTimeoutMs: number;
@@ -127,7 +126,7 @@ export async function runChecks(opts: {
   let client: KubeClient;
   let server = '(no kubeconfig)';
   try {
-    ({ client, server } = await connectKube(opts.kubeconfig));
+    ({ client, server } = await connectKube(opts.kubeconfig, opts.context));
   } catch (err) {
     return checkApi({ server, error: (err as Error).message });
   }
@@ -268,14 +267,20 @@ export async function checkCommand(argv: string[], io: CommandIO): Promise<numbe
     throw new UsageError(
       `${info.name}: --ready-timeout ${JSON.stringify(f['ready-timeout'])} is not valid: expected seconds > 0`,
     );
+  if (f.output !== '' && f.output !== 'json')
+    throw new UsageError(`${info.name}: -o ${JSON.stringify(f.output)} is not valid: expected json`);
+  const json = f.json || f.output === 'json';
   const results = await runChecks({
     ...(f.kubeconfig !== '' ? { kubeconfig: f.kubeconfig } : {}),
+    ...(f.context !== '' ? { context: f.context } : {}),
     namespace: f.namespace,
     warnDays: Number(f['warn-days']),
     readyTimeoutMs: Number(f['ready-timeout']) * 1000,
   });
   io.stdout.write(
-    f.json ? `${JSON.stringify({ results, ok: exitCodeOf(results) === 0 }, null, 2)}\n` : formatResults(results),
+    json
+      ? `${JSON.stringify({ results, ok: exitCodeOf(results) === 0 }, null, 2)}\n`
+      : formatResults(results, { color: useColor(io.stdout as { isTTY?: boolean }) }),
   );
   return exitCodeOf(results);
 }

@@ -9,7 +9,7 @@ import { fileNatSource, kubectlDebugHint, localClusterNatSource, type NatSource 
 import { parseIp } from '@minimesh/config';
 import type { PodLike } from '../explain/pod-facts.js';
 import type { CommandIO } from '../io.js';
-import { connectKube, describeKubeError, isLocalCluster, kubeStatus } from '../kube.js';
+import { clusterFlags, connectKube, describeKubeError, isLocalCluster, kubeStatus } from '../kube.js';
 
 const info = {
   name: 'minimesh explain',
@@ -31,10 +31,7 @@ const flags = {
   gid: { type: 'string', description: "outbound: the sending process's gid" },
   from: { type: 'string', description: "inbound: the client's IP address" },
   container: { type: 'string', description: 'the app container (default: the first non-proxy container)' },
-  kubeconfig: {
-    type: 'string',
-    description: 'kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then the local cluster)',
-  },
+  ...clusterFlags,
   'nat-file': {
     type: 'string',
     description: 'read the nat table from this file (iptables-save -t nat output) instead of the live pod',
@@ -100,7 +97,7 @@ export async function explainCommand(argv: string[], io: CommandIO): Promise<num
   let pod: PodLike | undefined;
   let source: NatSource | undefined = f['nat-file'] !== '' ? fileNatSource(f['nat-file']) : undefined;
   try {
-    const { client: api, server } = await connectKube(f.kubeconfig || undefined);
+    const { client: api, server } = await connectKube(f.kubeconfig || undefined, f.context || undefined);
     kube = api;
     try {
       pod = await api.requestOk<PodLike>('GET', `/api/v1/namespaces/${namespace}/pods/${podName}`);
