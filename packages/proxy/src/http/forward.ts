@@ -25,6 +25,7 @@ import {
   h2ToH2Request,
   h2ToH2Response,
 } from './headers.js';
+import { H2_REQUEST } from './h2-pool.js';
 
 export interface ExchangeHooks {
   /** The response head is known (before any body byte is sent downstream). */
@@ -90,7 +91,7 @@ export function h1ToH2(
   const hasBody = !hasNoBody(req);
   let up;
   try {
-    up = session.request(headers, { endStream: !hasBody });
+    up = session.request(headers, hasBody ? H2_REQUEST.body : H2_REQUEST.end);
   } catch (err) {
     hooks.onError(err as Error);
     return;
@@ -201,7 +202,7 @@ export function h2ToH2(
   const out = h2ToH2Request(headers, extra);
   let up;
   try {
-    up = session.request(out, { endStream: stream.endAfterHeaders });
+    up = session.request(out, stream.endAfterHeaders ? H2_REQUEST.end : H2_REQUEST.body);
   } catch (err) {
     hooks.onError(err as Error);
     return;
