@@ -103,6 +103,7 @@ export async function startProxy(
     creds,
     metrics,
     logger,
+    policies: policy.outbound,
     originalDst: opts.originalDst?.outbound,
   });
   const inboundPort = config.inboundAddr.port;
