@@ -27,7 +27,7 @@ import {
   ensureCluster,
   kubeconfigForServiceAccount,
 } from '@minimesh/local-cluster';
-import { newRun, percentile, round, saveRun, table } from '../lib/report.js';
+import { newRun, percentile, phase, round, saveRun, table, watchdog } from '../lib/report.js';
 import { makeSeedPki } from '../../packages/identity/test/helpers/openssl-pki.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -102,18 +102,23 @@ async function loadGen(): Promise<LoadGen> {
 }
 
 async function main(): Promise<void> {
+  const children: ChildProcess[] = [];
+  watchdog((SECONDS * 2 + 240) * 1000, () => {
+    for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
+  });
+  phase('ensureCluster');
   const cluster = await ensureCluster();
   const admin = adminClient();
   const suffix = Date.now().toString(36);
   const ns = `mm-bench-id-${suffix}`;
   const role = `mm-bench-id-${suffix}`;
   const dir = mkdtempSync(join(tmpdir(), 'mm-bench-id-'));
-  const children: ChildProcess[] = [];
   const relay = { close: async () => undefined } as { close(): Promise<void> };
   console.log(
     `identity bench: ${entry.replace(`${repo}/`, '')} against ${cluster.kubeconfigPath}, ${SECONDS} s per phase`,
   );
   try {
+    phase(`namespace ${ns}, RBAC, tokens`);
     await createNamespace(ns);
     await admin.request('POST', '/apis/rbac.authorization.k8s.io/v1/clusterroles', {
       apiVersion: 'rbac.authorization.k8s.io/v1',
@@ -142,6 +147,7 @@ async function main(): Promise<void> {
     // RBAC takes a moment to reach the authorizer
     await sleep(1000);
 
+    phase('load generator');
     const gen = await loadGen();
     children.push(gen.child);
     const start = async (kc: string) => {
@@ -179,6 +185,7 @@ async function main(): Promise<void> {
       await exited;
     };
 
+    phase(`start to first Certify x${STARTS}`);
     // start-up, STARTS times
     const starts: number[] = [];
     for (let i = 0; i < STARTS; i++) {
@@ -188,6 +195,7 @@ async function main(): Promise<void> {
     }
     starts.sort((a, b) => a - b);
 
+    phase('the measured instance (relayed), idle 5 s');
     // the measured instance, through the connection-counting relay
     const api = new URL(JSON.parse(readFileSync(kubeconfig, 'utf8')).clusters[0].cluster.server as string);
     const counter = await startConnectionCounter({ host: api.hostname, port: Number(api.port) });
@@ -201,6 +209,7 @@ async function main(): Promise<void> {
     await sleep(5000);
     const idle = procStat(pid);
 
+    phase(`one client, ${SECONDS} s`);
     const single = await gen.ask<{ count: number; errors: number; latencies: number[] }>({
       cmd: 'run',
       port: inst.port,
@@ -209,6 +218,7 @@ async function main(): Promise<void> {
     });
     const singleLat = single.latencies.sort((a, b) => a - b);
 
+    phase(`${CALLERS} clients, ${SECONDS} s`);
     const apiPid = apiServerPid();
     const api0 = apiPid ? procStat(apiPid).cpu : NaN;
     const before = procStat(pid);
@@ -225,6 +235,7 @@ async function main(): Promise<void> {
     const api1 = apiPid ? procStat(apiPid).cpu : NaN;
     rss.sort((a, b) => a - b);
     const loadLat = load.latencies.sort((a, b) => a - b);
+    phase('stop');
     await stop(inst.child);
     await gen.ask({ cmd: 'exit' }).catch(() => undefined);
 

@@ -94,3 +94,32 @@ export function table(run: Run, previous: Run | undefined): string {
     ...rows,
   ].join('\n');
 }
+
+let currentPhase = 'start';
+const phaseSince = { at: Date.now() };
+
+/** Names the step the bench is in (one line on stderr), so a stuck run says where it is stuck. */
+export function phase(name: string): void {
+  currentPhase = name;
+  phaseSince.at = Date.now();
+  process.stderr.write(`[bench] ${new Date().toISOString().slice(11, 19)} ${name}\n`);
+}
+
+/**
+ * Ends the bench with exit 1 and the step it was in when it runs longer than limitMs (BENCH_TIMEOUT_S
+ * overrides): a bench holds the machine's cluster lock, so it must never wait forever. onTimeout kills
+ * what the bench started.
+ */
+export function watchdog(limitMs: number, onTimeout: () => void): void {
+  const ms = process.env.BENCH_TIMEOUT_S ? Number(process.env.BENCH_TIMEOUT_S) * 1000 : limitMs;
+  setTimeout(() => {
+    process.stderr.write(
+      `[bench] gave up after ${Math.round(ms / 1000)} s, ${Math.round((Date.now() - phaseSince.at) / 1000)} s into: ${currentPhase}\n`,
+    );
+    try {
+      onTimeout();
+    } finally {
+      process.exit(1);
+    }
+  }, ms).unref();
+}
