@@ -19,7 +19,7 @@ import { fileURLToPath } from 'node:url';
 import { createKubeClient, loadKubeConfig } from '@minimesh/kube';
 import { startConnectionCounter } from '@minimesh/kube/testing';
 import { adminClient, createNamespace, ensureCluster, kubeconfigForServiceAccount } from '@minimesh/local-cluster';
-import { type Figure, newRun, percentile, phase, round, saveRun, table, watchdog } from '../lib/report.js';
+import { type Figure, newRun, percentile, phase, round, saveRun, stopProcess, table, watchdog } from '../lib/report.js';
 import { destinationRbac } from '../../packages/destination/test/helpers.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 20);
@@ -183,10 +183,9 @@ async function main(): Promise<void> {
       return { child, grpcPort, readyMs: now() - t0 };
     };
     const stop = async (child: ChildProcess) => {
-      if (child.exitCode !== null) return;
-      const exited = new Promise((r) => child.once('exit', r));
-      child.kill('SIGTERM');
-      await exited;
+      const how = await stopProcess(child);
+      if (!how.startsWith('stopped on SIGTERM (exit 0')) phase(`pid ${child.pid} ${how}`);
+      return how;
     };
     phase('start to ready x3');
     const readies: number[] = [];

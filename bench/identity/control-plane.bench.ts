@@ -27,7 +27,7 @@ import {
   ensureCluster,
   kubeconfigForServiceAccount,
 } from '@minimesh/local-cluster';
-import { newRun, percentile, phase, round, saveRun, table, watchdog } from '../lib/report.js';
+import { newRun, percentile, phase, round, saveRun, stopProcess, table, watchdog } from '../lib/report.js';
 import { makeSeedPki } from '../../packages/identity/test/helpers/openssl-pki.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -179,10 +179,9 @@ async function main(): Promise<void> {
       return { child, port, firstMs: ms };
     };
     const stop = async (child: ChildProcess) => {
-      if (child.exitCode !== null) return;
-      const exited = new Promise((r) => child.once('exit', r));
-      child.kill('SIGTERM');
-      await exited;
+      const how = await stopProcess(child);
+      if (!how.startsWith('stopped on SIGTERM (exit 0')) phase(`pid ${child.pid} ${how}`);
+      return how;
     };
 
     phase(`start to first Certify x${STARTS}`);
@@ -236,8 +235,11 @@ async function main(): Promise<void> {
     rss.sort((a, b) => a - b);
     const loadLat = load.latencies.sort((a, b) => a - b);
     phase('stop');
-    await stop(inst.child);
-    await gen.ask({ cmd: 'exit' }).catch(() => undefined);
+    const stopped = await stop(inst.child);
+    // 'exit' gets no answer (the load generator exits): wait for its exit, not for a reply
+    const genExited = new Promise((r) => gen.child.once('exit', r));
+    gen.child.send({ cmd: 'exit' });
+    await genExited;
 
     const run = newRun('identity', entry.replace(`${repo}/`, ''));
     const f = run.figures;
@@ -294,6 +296,7 @@ async function main(): Promise<void> {
       load: { n: load.count },
       rssSamples: rss.length,
       seconds: SECONDS,
+      stopped,
     };
     const previous = saveRun(join(here, 'runs.json'), run);
     console.log(`\n${table(run, previous)}\n`);
