@@ -6,7 +6,8 @@
 #   docker build --target identity    -t ghcr.io/minimesh/identity:0.1.0    .
 #   docker build --target injector    -t ghcr.io/minimesh/injector:0.1.0    .
 #   docker build --target cli         -t ghcr.io/minimesh/cli:0.1.0         .
-# `bash scripts/images.sh build` builds all of them (and the e2e fixtures, pause and CoreDNS) with the
+#   docker build --target viz         -t ghcr.io/minimesh/viz:0.1.0         .
+# `bash scripts/images.sh build` builds all of them (and the e2e fixtures, pause, CoreDNS and Prometheus) with the
 # version from package.json; docs/images.md says how, and how it works on a machine without Docker Hub.
 #
 # Needs BuildKit (Docker >= 20.10: DOCKER_BUILDKIT=1 or buildx), with the Dockerfile frontend built into
@@ -158,6 +159,12 @@ ENTRYPOINT ["node", "/app/main.mjs"]
 FROM app AS cli
 USER 65534:65534
 ENTRYPOINT ["node", "/app/packages/cli/dist/main.js"]
+
+# ---- viz's tap service (minimesh-tap: live requests from the proxies' tap servers) ----
+FROM app AS viz
+USER 2103:2103
+EXPOSE 8089 9998
+ENTRYPOINT ["node", "/app/packages/viz/dist/main.js"]
 
 # ---- the e2e test apps (e2e/fixtures/<name>.mjs) as images minimesh.test/<name>:e2e ----
 #   docker build --target fixture --build-arg FIXTURE=http-echo -t minimesh.test/http-echo:e2e .

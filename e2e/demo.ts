@@ -146,7 +146,13 @@ async function main(): Promise<void> {
       (e) => Date.parse(e.requestReceivedTimestamp ?? e.stageTimestamp ?? '') >= since,
     );
     const audit = summarizeAudit(events, m.cpNs, [m.appNs]);
-    const users = [...new Set(audit.tokenReviews.filter((t) => t.authenticated).map((t) => t.user))].sort();
+    // TokenReviews are audited at Metadata level (no token, no reviewed user): the identities come
+    // from the meshed pods' service accounts.
+    const users = [
+      ...new Set(
+        [server, client].map((p) => `system:serviceaccount:${m.appNs}:${p.spec.serviceAccountName ?? 'default'}`),
+      ),
+    ].sort();
     for (const u of users) {
       const [, , ns, sa] = u.split(':');
       out(`    ${u}  →  ${identityOf(sa ?? '?', ns ?? '?', m.cpNs)}`);

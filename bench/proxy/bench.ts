@@ -1,279 +1,329 @@
-// minimesh proxy benchmark: client → outbound proxy → mTLS → inbound proxy → server, against
-// client → server directly, measured in the same run. HTTP/1.1 keep-alive, small bodies.
+// minimesh-proxy side by side with linkerd2-proxy, in one run, on the real path:
+//   client → outbound proxy → mTLS → inbound proxy → app
+// in network namespaces with proxy-init's real iptables rules, both pairs against the same control
+// plane (minimesh identity, destination and policy, on the local cluster's API server) and the same load
+// generator, against the same client → app path without proxies (the direct baseline, for "added").
+// HTTP/1.1 keep-alive, small bodies: 1,000 rps open loop over 100 connections (latency from each
+// request's scheduled start), then a saturated closed loop over 32 connections. linkerd2-proxy runs with
+// LINKERD2_PROXY_CORES=1 (one thread: the fair match for one Node event loop).
 //
-// Setup (say it plainly): both proxies run as separate processes on loopback without iptables; the
-// client addresses the outbound proxy explicitly with Host: bench.default.svc.cluster.local, which the
-// proxy resolves through a fake destination (the real proto, in this process) to the inbound proxy,
-// whose original destination is fixed to the server (BENCH_INBOUND_ORIG). Identity is a fake signer
-// speaking the real Certify API. The load generator is its own process, open loop at a fixed rate.
+//   npm run bench -w @minimesh/proxy [-- --linkerd2-proxy <binary>] [--runs 3] [--seconds 10] [--out <file>]
 //
-//   npm run bench -w @minimesh/proxy            (BENCH_RUNS=3, BENCH_SECONDS=10 by default)
-import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus, tmpdir } from 'node:os';
+// The peer comes from --linkerd2-proxy, MINIMESH_BENCH_LINKERD2_PROXY, or /opt/minimesh-peers/linkerd2-proxy;
+// without it its columns say "not measured". Raw per-run numbers go to a JSON file (default
+// bench/proxy/last-run.json); the table is made from that file (table.ts). As root; it uses the local
+// cluster (on a shared machine: flock /tmp/minimesh-cluster.lock).
+import { spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { createTestPki } from '../../packages/proxy/test/support/pki.js';
-import { startFakeControlPlane } from '../../packages/proxy/test/support/fake-control-plane.js';
+import { parseArgs } from 'node:util';
+import { NetnsMesh, PROXY_UID, ROOT, findLinkerd2Proxy } from '../../packages/proxy/test/support/netns-mesh.js';
+import { policyServer } from '../../packages/proxy/test/support/policy-server.js';
+import { renderTable, type BenchFile, type PairKind, type PairRun, type Phase, type Run, type Sat } from './table.js';
 
-const here = fileURLToPath(new URL('.', import.meta.url));
-const RUNS = Number(process.env.BENCH_RUNS ?? 3);
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const here = join(ROOT, 'bench/proxy');
+const { values: args } = parseArgs({
+  options: {
+    'linkerd2-proxy': { type: 'string' },
+    runs: { type: 'string', default: process.env.BENCH_RUNS ?? '3' },
+    seconds: { type: 'string', default: process.env.BENCH_SECONDS ?? '10' },
+    'sat-seconds': { type: 'string', default: process.env.BENCH_SAT_SECONDS ?? '5' },
+    out: { type: 'string', default: join(here, 'last-run.json') },
+    /** Another build of the proxy (a dir with main.js), measured as a third pair: before/after in one run. */
+    'ab-dist': { type: 'string', default: process.env.BENCH_AB_DIST },
+    'skip-minimesh': { type: 'boolean', default: false },
+    /** Node flags for the minimesh proxies (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"); they then stop with SIGTERM. */
+    'proxy-node-args': { type: 'string', default: process.env.BENCH_PROXY_NODE_ARGS ?? '' },
+    help: { type: 'boolean', default: false },
+  },
+});
+if (args.help) {
+  process.stdout.write(
+    readFileSync(new URL(import.meta.url))
+      .toString()
+      .split('\n')
+      .slice(0, 15)
+      .join('\n') + '\n',
+  );
+  process.exit(0);
+}
+const RUNS = Number(args.runs);
+const nodeArgs = args['proxy-node-args']!.split(' ').filter(Boolean);
+const SECONDS = Number(args.seconds);
+const SAT_SECONDS = Number(args['sat-seconds']);
 const RATE = 1000;
 const CONNS = 100;
 const SAT_CONNS = 32;
-const SAT_SECONDS = Number(process.env.BENCH_SAT_SECONDS ?? 5);
-const AUTHORITY = 'bench.default.svc.cluster.local:80';
-const A_ID = 'client.default.serviceaccount.identity.minimesh.cluster.local';
-const B_ID = 'server.default.serviceaccount.identity.minimesh.cluster.local';
+const APP_PORT = 8080;
+/** prom-client's event-loop monitor resolution (its default). */
+const LAG_RESOLUTION_MS = 10;
+const MINIMESH_MAIN = join(ROOT, 'packages/proxy/dist/main.js');
+const ADDON = join(ROOT, 'packages/proxy/native/build/Release/original_dst.node');
 
-function lineFrom(child: ChildProcess, prefix: string, timeoutMs = 15_000): Promise<string> {
+const peerArg = args['linkerd2-proxy'];
+const peer = findLinkerd2Proxy(peerArg, 'MINIMESH_BENCH_LINKERD2_PROXY');
+const policy = policyServer();
+let peerReason: string | undefined;
+if (!peer)
+  peerReason = peerArg
+    ? `not measured: ${peerArg} does not exist`
+    : 'not measured: no linkerd2-proxy binary (--linkerd2-proxy, MINIMESH_BENCH_LINKERD2_PROXY or /opt/minimesh-peers/linkerd2-proxy)';
+else if (!policy.argv) peerReason = `not measured: linkerd2-proxy needs a policy server, and ${policy.reason}`;
+if (!existsSync(MINIMESH_MAIN)) throw new Error(`${MINIMESH_MAIN} is missing: npm run build`);
+
+function procStat(pid: number): { cpu: number } {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return { cpu: (Number(f[11]) + Number(f[12])) / 100 };
+}
+
+function memMb(pid: number): { rss: number; anon: number } {
+  const s = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (k: string) => Number(new RegExp(`${k}:\\s+(\\d+) kB`).exec(s)?.[1] ?? 0) / 1024;
+  return { rss: kb('VmRSS'), anon: kb('RssAnon') };
+}
+
+function commit(): string {
+  const r = spawnSync('git', ['-C', ROOT, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' });
+  const dirty = spawnSync('git', ['-C', ROOT, 'status', '--porcelain', '--', 'packages/proxy/src'], {
+    encoding: 'utf8',
+  }).stdout.trim();
+  return `${r.stdout.trim()}${dirty ? '+dirty' : ''}`;
+}
+
+const mesh = await NetnsMesh.create('mmb');
+const cleanup = async () => {
+  await mesh.destroy();
+};
+process.once('SIGINT', () => void cleanup().then(() => process.exit(130)));
+
+/** The pairs this run measures, each with its own client and server pods and Service. */
+const pairs: Array<{ kind: PairKind; main?: string }> = [];
+if (!args['skip-minimesh']) pairs.push({ kind: 'minimesh', main: MINIMESH_MAIN });
+if (args['ab-dist']) pairs.push({ kind: 'minimesh-ab', main: join(args['ab-dist'], 'main.js') });
+if (peer && policy.argv) pairs.push({ kind: 'linkerd2' });
+
+try {
+  // --- pods, services, apps, control plane ---
+  await mesh.addPod('direct-c', 'client', { meshed: false });
+  await mesh.addPod('direct-s', 'server', { meshed: false });
+  const svcIp: Record<string, string> = {};
+  for (const p of pairs) {
+    await mesh.addPod(`${p.kind}-c`, 'client');
+    await mesh.addPod(`${p.kind}-s`, 'server');
+    svcIp[p.kind] = await mesh.service(
+      `bench-${p.kind}`,
+      [{ name: 'http', port: 80, targetPort: APP_PORT }],
+      [`${p.kind}-s`],
+    );
+  }
+  await mesh.startControlPlane({
+    policy: pairs.some((p) => p.kind === 'linkerd2') ? policy.argv : undefined,
+  });
+  for (const name of ['direct-s', ...pairs.map((p) => `${p.kind}-s`)]) {
+    const app = mesh.start(`app-${name}`, [process.execPath, join(here, 'server.mjs'), '0.0.0.0', String(APP_PORT)], {
+      pod: name,
+    });
+    await waitLine(app, 'port ');
+  }
+  for (const p of pairs) {
+    await mesh.meshPod(`${p.kind}-c`);
+    await mesh.meshPod(`${p.kind}-s`);
+  }
+
+  const file: BenchFile = {
+    date: new Date().toISOString(),
+    commit: commit(),
+    node: process.version,
+    cpus: cpus().length,
+    cpuModel: cpus()[0]?.model ?? '',
+    loadavg: loadavg(),
+    config: { rate: RATE, conns: CONNS, seconds: SECONDS, satConns: SAT_CONNS, satSeconds: SAT_SECONDS, runs: RUNS },
+    peer: peer && policy.argv ? { path: peer } : { reason: peerReason ?? 'not measured' },
+    runs: [],
+  };
+
+  for (let i = 0; i < RUNS; i++) {
+    const run: Run = { index: i, loadavg: loadavg(), direct: undefined as unknown as Run['direct'], pairs: {} };
+    // Rotate the order each run so drift on a shared machine does not always favour the same pair.
+    const order: Array<'direct' | (typeof pairs)[number]> = ['direct', ...pairs];
+    for (let k = 0; k < i % order.length; k++) order.push(order.shift()!);
+    for (const step of order) {
+      if (step === 'direct') {
+        const ip = mesh.pod('direct-s').ip;
+        run.direct = {
+          open: await loadgen('direct-c', ['open', ip, APP_PORT, `${ip}:${APP_PORT}`, RATE, SECONDS, CONNS]),
+          sat: await loadgen<Sat>('direct-c', ['closed', ip, APP_PORT, `${ip}:${APP_PORT}`, SAT_SECONDS, SAT_CONNS]),
+        };
+      } else run.pairs[step.kind] = await measurePair(step, svcIp[step.kind]!);
+      process.stderr.write(`run ${i + 1}/${RUNS} ${step === 'direct' ? 'direct' : step.kind} done\n`);
+    }
+    file.runs.push(run);
+    writeFileSync(args.out!, JSON.stringify(file, null, 2) + '\n');
+  }
+  writeFileSync(args.out!, JSON.stringify(file, null, 2) + '\n');
+  process.stdout.write(renderTable(file));
+  process.stdout.write(`\nraw per-run numbers: ${args.out}\n`);
+} finally {
+  await cleanup();
+}
+
+async function measurePair(pair: { kind: PairKind; main?: string }, clusterIp: string): Promise<PairRun> {
+  const cName = `${pair.kind}-c`;
+  const sName = `${pair.kind}-s`;
+  const host = `${mesh.fqdn(`bench-${pair.kind}`)}:80`;
+  const server = await startProxy(pair, sName);
+  const client = await startProxy(pair, cName);
+  try {
+    await new Promise((r) => setTimeout(r, 1000));
+    const idle = { client: memMb(client.pid), server: memMb(server.pid) };
+    const minimesh = pair.kind !== 'linkerd2';
+    // Warm-up (first connections, discovery, the multiplexed mTLS session), outside the measured windows.
+    await loadgen(cName, ['open', clusterIp, 80, host, 200, 1, CONNS]);
+    // Scraping resets the event-loop delay histograms; GC is counted from here.
+    const before = minimesh ? { client: scrape(cName), server: scrape(sName) } : undefined;
+    const cpu0 = { client: procStat(client.pid).cpu, server: procStat(server.pid).cpu };
+    const t0 = performance.now();
+    const open = await loadgen(cName, ['open', clusterIp, 80, host, RATE, SECONDS, CONNS]);
+    const secs = (performance.now() - t0) / 1000;
+    const cpu1 = { client: procStat(client.pid).cpu, server: procStat(server.pid).cpu };
+    const loaded = { client: memMb(client.pid), server: memMb(server.pid) };
+    const runtime = before
+      ? { client: during(before.client, scrape(cName)), server: during(before.server, scrape(sName)) }
+      : undefined;
+    const c0 = { client: procStat(client.pid).cpu, server: procStat(server.pid).cpu };
+    const s0 = performance.now();
+    const sat = await loadgen<Sat>(cName, ['closed', clusterIp, 80, host, SAT_SECONDS, SAT_CONNS]);
+    const satSecs = (performance.now() - s0) / 1000;
+    return {
+      readyMs: { client: client.readyMs, server: server.readyMs },
+      idle,
+      loaded,
+      open,
+      cpuPer1k: {
+        client: (cpu1.client - cpu0.client) / secs / (RATE / 1000),
+        server: (cpu1.server - cpu0.server) / secs / (RATE / 1000),
+      },
+      sat,
+      satCpu: {
+        client: (procStat(client.pid).cpu - c0.client) / satSecs,
+        server: (procStat(server.pid).cpu - c0.server) / satSecs,
+      },
+      runtime,
+    };
+  } finally {
+    const signal = nodeArgs.length > 0 && pair.kind !== 'linkerd2' ? 'SIGTERM' : 'SIGKILL';
+    await mesh.stop(`proxy-${cName}`, signal);
+    await mesh.stop(`proxy-${sName}`, signal);
+  }
+}
+
+async function startProxy(
+  pair: { kind: PairKind; main?: string },
+  pod: string,
+): Promise<{ pid: number; readyMs: number }> {
+  const key = `proxy-${pod}`;
+  const spawnAt = Date.now();
+  const child =
+    pair.kind === 'linkerd2'
+      ? mesh.start(key, [peer!], { pod, uid: PROXY_UID, env: await mesh.linkerdEnv(pod, String(APP_PORT)) })
+      : mesh.start(key, [process.execPath, ...nodeArgs, pair.main!], {
+          pod,
+          uid: PROXY_UID,
+          env: mesh.minimeshEnv(pod, { MINIMESH_ORIGINAL_DST_ADDON: ADDON }),
+        });
+  const waiter = mesh.start(
+    `ready-${pod}`,
+    [process.execPath, join(here, 'wait-ready.mjs'), String(spawnAt), 'http://127.0.0.1:4191/ready'],
+    { pod },
+  );
+  const line = await waitLine(waiter, 'ready ', 65_000).catch((err: Error) => {
+    throw new Error(`${pair.kind} proxy in ${pod}: ${err.message}\n${mesh.logOf(key).slice(-2000)}`);
+  });
+  const readyMs = Number(line.split(' ')[1]);
+  if (!(readyMs >= 0))
+    throw new Error(`${pair.kind} proxy in ${pod} never became ready:\n${mesh.logOf(key).slice(-2000)}`);
+  return { pid: child.pid!, readyMs };
+}
+
+interface Scrape {
+  lagP50Ms: number;
+  lagP99Ms: number;
+  lagMaxMs: number;
+  gcMs: number;
+  gcCount: number;
+  gcMajorMs: number;
+  /** GC pauses longer than 10 ms (histogram bucket le=0.01). */
+  gcOver10: number;
+}
+
+/** The minimesh proxy's own process metrics: event-loop delay since the last scrape, GC so far. */
+function scrape(pod: string): Scrape {
+  const text = mesh.podFetch(pod, 'http://127.0.0.1:4191/metrics').body;
+  const num = (re: RegExp) => {
+    let sum = 0;
+    for (const m of text.matchAll(re)) sum += Number(m[1]);
+    return sum;
+  };
+  return {
+    lagP50Ms: num(/^nodejs_eventloop_lag_p50_seconds ([\d.e+-]+)/gm) * 1000,
+    lagP99Ms: num(/^nodejs_eventloop_lag_p99_seconds ([\d.e+-]+)/gm) * 1000,
+    lagMaxMs: num(/^nodejs_eventloop_lag_max_seconds ([\d.e+-]+)/gm) * 1000,
+    gcMs: num(/^nodejs_gc_duration_seconds_sum\{[^}]*\} ([\d.e+-]+)/gm) * 1000,
+    gcCount: num(/^nodejs_gc_duration_seconds_count\{[^}]*\} ([\d.e+-]+)/gm),
+    gcMajorMs: num(/^nodejs_gc_duration_seconds_sum\{kind="major"\} ([\d.e+-]+)/gm) * 1000,
+    gcOver10:
+      num(/^nodejs_gc_duration_seconds_count\{[^}]*\} ([\d.e+-]+)/gm) -
+      num(/^nodejs_gc_duration_seconds_bucket\{le="0\.01",[^}]*\} ([\d.e+-]+)/gm),
+  };
+}
+
+/**
+ * Event-loop delay of the phase (the histogram restarts at each scrape) and GC during it. prom-client
+ * samples the loop every 10 ms and records the whole interval, so the delay is what exceeds 10 ms.
+ */
+function during(before: Scrape, after: Scrape): NonNullable<PairRun['runtime']>['client'] {
+  const delay = (ms: number) => Math.max(0, ms - LAG_RESOLUTION_MS);
+  return {
+    lagP50Ms: delay(after.lagP50Ms),
+    lagP99Ms: delay(after.lagP99Ms),
+    lagMaxMs: delay(after.lagMaxMs),
+    gcMs: after.gcMs - before.gcMs,
+    gcCount: after.gcCount - before.gcCount,
+    gcMajorMs: after.gcMajorMs - before.gcMajorMs,
+    gcOver10: after.gcOver10 - before.gcOver10,
+  };
+}
+
+async function loadgen<T = Phase>(pod: string, argv: Array<string | number>): Promise<T> {
+  const child = mesh.start(`loadgen-${pod}`, [process.execPath, join(here, 'loadgen.mjs'), ...argv.map(String)], {
+    pod,
+  });
+  const code = await new Promise<number | null>((r) => child.once('exit', r));
+  const out = mesh.logOf(`loadgen-${pod}`);
+  const line = out.split('\n').find((l) => l.startsWith('{'));
+  if (code !== 0 || !line) throw new Error(`load generator in ${pod} failed (${code}): ${out.slice(-1000)}`);
+  return JSON.parse(line) as T;
+}
+
+function waitLine(child: ChildProcess, prefix: string, timeoutMs = 15_000): Promise<string> {
   return new Promise((resolve, reject) => {
     let buf = '';
     const t = setTimeout(() => reject(new Error(`timed out waiting for "${prefix}"`)), timeoutMs);
-    child.stdout!.on('data', (d: Buffer) => {
+    const onData = (d: Buffer) => {
       buf += d.toString();
       const line = buf.split('\n').find((l) => l.startsWith(prefix));
       if (line) {
         clearTimeout(t);
         resolve(line);
       }
+    };
+    child.stdout!.on('data', onData);
+    child.once('exit', (code) => {
+      setTimeout(() => {
+        clearTimeout(t);
+        reject(new Error(`process exited (${code}) before "${prefix}": ${buf.slice(-500)}`));
+      }, 50);
     });
-    child.once('exit', (code) => reject(new Error(`process exited (${code}) before "${prefix}"`)));
   });
-}
-
-function cpuSeconds(pid: number): number {
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(f[11]) + Number(f[12])) / 100;
-}
-
-/** Anonymous resident memory only (VmRSS also counts the node binary's shared file pages, ~35 MB here). */
-function anonMb(pid: number): number {
-  const m = /RssAnon:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return Number(m?.[1] ?? 0) / 1024;
-}
-
-function rssMb(pid: number): number {
-  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return Number(m?.[1] ?? 0) / 1024;
-}
-
-async function loadgen(args: (string | number)[]): Promise<Record<string, number>> {
-  const child = spawn(process.execPath, [join(here, 'loadgen.mjs'), ...args.map(String)], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  let out = '';
-  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-  await new Promise((r) => child.once('exit', r));
-  return JSON.parse(out) as Record<string, number>;
-}
-
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
-};
-
-async function oneRun(pki: Awaited<ReturnType<typeof createTestPki>>, dist?: string) {
-  const cp = await startFakeControlPlane(pki);
-  const children: ChildProcess[] = [];
-  let dir = '';
-  try {
-    const server = spawn(process.execPath, [join(here, 'server.mjs')], { stdio: ['ignore', 'pipe', 'inherit'] });
-    children.push(server);
-    const serverPort = Number((await lineFrom(server, 'port ')).split(' ')[1]);
-    dir = mkdtempSync(join(tmpdir(), 'mm-px-bench-'));
-    writeFileSync(join(dir, 'token'), 'bench-token');
-    const env = (id: string, extra: Record<string, string>) => ({
-      ...process.env,
-      MINIMESH_PROXY_IDENTITY_LOCAL_NAME: id,
-      MINIMESH_PROXY_IDENTITY_TRUST_ANCHORS: pki.anchorPem,
-      MINIMESH_PROXY_IDENTITY_TOKEN_FILE: join(dir, 'token'),
-      MINIMESH_PROXY_IDENTITY_SVC_ADDR: cp.addr,
-      MINIMESH_PROXY_DESTINATION_SVC_ADDR: cp.addr,
-      MINIMESH_PROXY_INBOUND_LISTEN_ADDR: '127.0.0.1:0',
-      MINIMESH_PROXY_OUTBOUND_LISTEN_ADDR: '127.0.0.1:0',
-      MINIMESH_PROXY_ADMIN_LISTEN_ADDR: '127.0.0.1:0',
-      MINIMESH_PROXY_CONTROL_LISTEN_ADDR: '127.0.0.1:0',
-      MINIMESH_PROXY_LOG: 'warn',
-      BENCH_SPAWN_AT: String(Date.now()),
-      ...(dist ? { BENCH_PROXY_DIST: dist } : {}),
-      ...extra,
-    });
-    const spawnProxy = async (id: string, extra: Record<string, string>) => {
-      const child = spawn(
-        process.execPath,
-        [...(process.env.BENCH_PROXY_NODE_ARGS ?? '').split(' ').filter(Boolean), join(here, 'proxy-runner.mjs')],
-        {
-          env: { ...env(id, extra), BENCH_SPAWN_AT: String(performance.timeOrigin + performance.now()) },
-          stdio: ['ignore', 'pipe', 'inherit'],
-        },
-      );
-      children.push(child);
-      const line = await lineFrom(child, 'ready ');
-      const [, ms, ports] = line.split(' ');
-      return {
-        child,
-        readyMs: Number(ms),
-        ports: JSON.parse(ports!) as { inbound: number; outbound: number; admin: number },
-      };
-    };
-    const b = await spawnProxy(B_ID, { BENCH_INBOUND_ORIG: `127.0.0.1:${serverPort}` });
-    cp.destination.set(AUTHORITY, [{ ip: '127.0.0.1', port: b.ports.inbound, identity: B_ID }]);
-    const a = await spawnProxy(A_ID, { BENCH_OUTBOUND_ORIG: '127.0.0.1:9' });
-    await new Promise((r) => setTimeout(r, 1000));
-    const idle = {
-      a: rssMb(a.child.pid!),
-      b: rssMb(b.child.pid!),
-      anonA: anonMb(a.child.pid!),
-      anonB: anonMb(b.child.pid!),
-    };
-
-    const direct = await loadgen(['open', serverPort, '127.0.0.1', RATE, SECONDS, CONNS]);
-    const cpu0 = { a: cpuSeconds(a.child.pid!), b: cpuSeconds(b.child.pid!) };
-    const t0 = performance.now();
-    const meshed = await loadgen(['open', a.ports.outbound, AUTHORITY, RATE, SECONDS, CONNS]);
-    const elapsed = (performance.now() - t0) / 1000;
-    const cpu = {
-      a: (cpuSeconds(a.child.pid!) - cpu0.a) / elapsed / (RATE / 1000),
-      b: (cpuSeconds(b.child.pid!) - cpu0.b) / elapsed / (RATE / 1000),
-    };
-    const loaded = {
-      a: rssMb(a.child.pid!),
-      b: rssMb(b.child.pid!),
-      anonA: anonMb(a.child.pid!),
-      anonB: anonMb(b.child.pid!),
-    };
-    // Saturated phases: also the CPU (cores) of every process, to see what shares the two cores.
-    const procs = { server: server.pid!, a: a.child.pid!, b: b.child.pid! };
-    const cpuOf = async (run: () => Promise<Record<string, number>>) => {
-      const c0 = Object.fromEntries(Object.entries(procs).map(([k, pid]) => [k, cpuSeconds(pid)]));
-      const s0 = performance.now();
-      const r = await run();
-      const secs = (performance.now() - s0) / 1000;
-      return {
-        r,
-        cpu: Object.fromEntries(Object.entries(procs).map(([k, pid]) => [k, (cpuSeconds(pid) - c0[k]!) / secs])),
-      };
-    };
-    const { r: satDirect, cpu: satDirectCpu } = await cpuOf(() =>
-      loadgen(['closed', serverPort, '127.0.0.1', SAT_SECONDS, SAT_CONNS]),
-    );
-    const { r: satMeshed, cpu: satMeshedCpu } = await cpuOf(() =>
-      loadgen(['closed', a.ports.outbound, AUTHORITY, SAT_SECONDS, SAT_CONNS]),
-    );
-    return {
-      addedP50: meshed.p50! - direct.p50!,
-      addedP99: meshed.p99! - direct.p99!,
-      directP50: direct.p50!,
-      directP99: direct.p99!,
-      meshedP50: meshed.p50!,
-      meshedP99: meshed.p99!,
-      meshedErrors: meshed.errors! + satMeshed.errors!,
-      satDirect: satDirect.rps!,
-      satMeshed: satMeshed.rps!,
-      satRatio: satMeshed.rps! / satDirect.rps!,
-      cpuA: cpu.a,
-      cpuB: cpu.b,
-      rssIdleA: idle.a,
-      rssIdleB: idle.b,
-      rssLoadedA: loaded.a,
-      rssLoadedB: loaded.b,
-      anonIdleA: idle.anonA,
-      anonIdleB: idle.anonB,
-      anonLoadedA: loaded.anonA,
-      anonLoadedB: loaded.anonB,
-      satDirectGenCpu: satDirect.cpu!,
-      satDirectServerCpu: satDirectCpu.server!,
-      satMeshedGenCpu: satMeshed.cpu!,
-      satMeshedServerCpu: satMeshedCpu.server!,
-      satMeshedCpuA: satMeshedCpu.a!,
-      satMeshedCpuB: satMeshedCpu.b!,
-      readyA: a.readyMs,
-      readyB: b.readyMs,
-    };
-  } finally {
-    for (const c of children) c.kill(process.env.BENCH_PROXY_NODE_ARGS ? 'SIGINT' : 'SIGKILL');
-    if (process.env.BENCH_PROXY_NODE_ARGS) await new Promise((r) => setTimeout(r, 1500));
-    await cp.close();
-    if (dir) rmSync(dir, { recursive: true, force: true });
-  }
-}
-
-const pki = await createTestPki();
-// BENCH_AB_DIST=<dir with another build's index.js>: each run measures that build, then this one.
-const variants: Array<[string, string | undefined]> = process.env.BENCH_AB_DIST
-  ? [
-      ['B (BENCH_AB_DIST)', process.env.BENCH_AB_DIST],
-      ['A (this tree)', undefined],
-    ]
-  : [['this tree', undefined]];
-const results = new Map<string, Awaited<ReturnType<typeof oneRun>>[]>(variants.map(([l]) => [l, []]));
-for (let i = 0; i < RUNS; i++) {
-  for (const [label, dist] of variants) {
-    const r = await oneRun(pki, dist);
-    results.get(label)!.push(r);
-    process.stderr.write(
-      `run ${i + 1}/${RUNS} ${label}: ${JSON.stringify(Object.fromEntries(Object.entries(r).map(([k, v]) => [k, Math.round(v * 100) / 100])))}\n`,
-    );
-  }
-}
-for (const [label, runs] of results) {
-  process.stdout.write(`\n### ${label}\n`);
-  table(runs);
-}
-
-function table(runs: Awaited<ReturnType<typeof oneRun>>[]): void {
-  const m = (k: keyof (typeof runs)[number]) => median(runs.map((r) => r[k]));
-  const rows: Array<[string, string, string]> = [
-    [
-      'added latency p50 @1000 rps, 100 conns',
-      `${m('addedP50').toFixed(2)} ms (direct ${m('directP50').toFixed(2)} → meshed ${m('meshedP50').toFixed(2)})`,
-      '≤ 1 ms',
-    ],
-    [
-      'added latency p99 @1000 rps, 100 conns',
-      `${m('addedP99').toFixed(2)} ms (direct ${m('directP99').toFixed(2)} → meshed ${m('meshedP99').toFixed(2)})`,
-      '≤ 3 ms',
-    ],
-    [
-      'saturated throughput meshed / direct',
-      `${m('satRatio').toFixed(2)} (${m('satMeshed').toFixed(0)} / ${m('satDirect').toFixed(0)} rps, ${SAT_CONNS} conns)`,
-      '≥ 0.5',
-    ],
-    ['CPU per 1k rps, outbound proxy', `${m('cpuA').toFixed(3)} core`, '≤ 0.25'],
-    ['CPU per 1k rps, inbound proxy', `${m('cpuB').toFixed(3)} core`, '≤ 0.25'],
-    ['RSS idle (outbound / inbound proxy)', `${m('rssIdleA').toFixed(1)} / ${m('rssIdleB').toFixed(1)} MB`, '≤ 50 MB'],
-    [
-      'RSS at 1k rps, 100 conns (outbound / inbound)',
-      `${m('rssLoadedA').toFixed(1)} / ${m('rssLoadedB').toFixed(1)} MB`,
-      '≤ 80 MB',
-    ],
-    [
-      '  of which anonymous (not the node binary), idle / loaded',
-      `${m('anonIdleA').toFixed(1)} / ${m('anonIdleB').toFixed(1)} · ${m('anonLoadedA').toFixed(1)} / ${m('anonLoadedB').toFixed(1)} MB`,
-      '',
-    ],
-    [
-      'saturated CPU (cores): direct generator / server',
-      `${m('satDirectGenCpu').toFixed(2)} / ${m('satDirectServerCpu').toFixed(2)}`,
-      '',
-    ],
-    [
-      'saturated CPU (cores): meshed generator / outbound / inbound / server',
-      `${m('satMeshedGenCpu').toFixed(2)} / ${m('satMeshedCpuA').toFixed(2)} / ${m('satMeshedCpuB').toFixed(2)} / ${m('satMeshedServerCpu').toFixed(2)}`,
-      '',
-    ],
-    [
-      'ready after start (certificate in hand)',
-      `${m('readyA').toFixed(0)} / ${m('readyB').toFixed(0)} ms`,
-      '≤ 1000 ms',
-    ],
-    ['errors through the mesh (all phases)', `${m('meshedErrors')}`, '0'],
-  ];
-  process.stdout.write(
-    `\nminimesh proxy benchmark — medians of ${RUNS} runs (${SECONDS} s at ${RATE} rps each), node ${process.version}, ${cpus().length} CPUs\n\n`,
-  );
-  process.stdout.write('| measure | result | goal |\n|---|---|---|\n');
-  for (const [a, b, c] of rows) process.stdout.write(`| ${a} | ${b} | ${c} |\n`);
 }

@@ -1,15 +1,16 @@
 // Load generator (its own process, so it does not share an event loop with what it measures).
-//   open <port> <host> <rps> <seconds> <connections>: open loop at a fixed rate; latency measured from the
-//     request's scheduled start (no coordinated omission); prints JSON {p50,p99,p999,sent,ok,errors}.
-//   closed <port> <host> <seconds> <connections>: saturated closed loop; prints JSON {rps,ok,errors}.
+//   open <ip> <port> <host> <rps> <seconds> <connections>: open loop at a fixed rate; latency measured from
+//     the request's scheduled start (no coordinated omission); prints JSON {p50,p99,p999,sent,ok,errors}.
+//   closed <ip> <port> <host> <seconds> <connections>: saturated closed loop; prints JSON {rps,ok,errors,cpu}.
+// <host> is the Host header (the service name); <ip> what the socket dials (a ClusterIP, a pod IP).
 import { Agent, request } from 'node:http';
 
-const [mode, portText, host, ...rest] = process.argv.slice(2);
+const [mode, ip, portText, host, ...rest] = process.argv.slice(2);
 const port = Number(portText);
 
 function once(agent) {
   return new Promise((resolve) => {
-    const req = request({ host: '127.0.0.1', port, path: '/bench', headers: { host }, agent }, (res) => {
+    const req = request({ host: ip, port, path: '/bench', headers: { host }, agent }, (res) => {
       res.resume();
       res.on('end', () => resolve(res.statusCode === 200));
       res.on('error', () => resolve(false));
@@ -58,8 +59,10 @@ if (mode === 'open') {
   });
   await Promise.all(inflight);
   lat.sort((a, b) => a - b);
+  const ru = process.resourceUsage();
+  const cpu = (ru.userCPUTime + ru.systemCPUTime) / 1e6 / ((performance.now() - start) / 1000);
   process.stdout.write(
-    JSON.stringify({ p50: pct(lat, 50), p99: pct(lat, 99), p999: pct(lat, 99.9), sent, ok, errors }) + '\n',
+    JSON.stringify({ p50: pct(lat, 50), p99: pct(lat, 99), p999: pct(lat, 99.9), sent, ok, errors, cpu }) + '\n',
   );
   agent.destroy();
 } else {

@@ -1,4 +1,5 @@
-// The benchmark's app: a node:http server answering a small body, on 127.0.0.1:<port printed>.
+// The benchmark's app: a node:http server answering a small body, on <host>:<port> (argv; default
+// 127.0.0.1 and a free port), printing "port <n>" once it listens.
 import { createServer } from 'node:http';
 const body = Buffer.from('hello from the benchmark server\n');
 const s = createServer({ keepAliveTimeout: 60_000 }, (req, res) => {
@@ -8,4 +9,5 @@ const s = createServer({ keepAliveTimeout: 60_000 }, (req, res) => {
     res.end(body);
   });
 });
-s.listen(0, '127.0.0.1', () => process.stdout.write(`port ${s.address().port}\n`));
+const [host = '127.0.0.1', port = '0'] = process.argv.slice(2);
+s.listen(Number(port), host, () => process.stdout.write(`port ${s.address().port}\n`));

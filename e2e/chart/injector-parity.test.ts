@@ -16,12 +16,15 @@ let tmp: string;
 let certs: CertFiles;
 let objects: K8sObject[];
 let classic: K8sObject[];
+let viz: K8sObject[];
 
 beforeAll(async () => {
   tmp = mkdtempSync(join(tmpdir(), 'mm-parity-'));
   certs = await createTestCerts(tmp);
   objects = await renderObjects('minimesh', seedInstallArgs(certs));
   classic = await renderObjects('minimesh', [...seedInstallArgs(certs), '--set', 'proxy.nativeSidecar=false']);
+  // With viz, every proxy (the chart's and the injector's) is told the tap service's identity.
+  viz = await renderObjects('minimesh', [...seedInstallArgs(certs), '--set', 'viz.enabled=true']);
 });
 afterAll(() => {
   if (tmp) rmSync(tmp, { recursive: true, force: true });
@@ -48,8 +51,10 @@ describe("the chart's control-plane proxies equal what the injector adds", () =>
     ['minimesh-identity', 'native'],
     ['minimesh-destination', 'classic'],
     ['minimesh-identity', 'classic'],
+    ['minimesh-destination', 'viz'],
+    ['minimesh-tap', 'viz'],
   ] as const)('%s (%s sidecar)', (name, mode) => {
-    const objects = mode === 'native' ? objectsNative() : classic;
+    const objects = mode === 'native' ? objectsNative() : mode === 'viz' ? viz : classic;
     const cm = findObject(objects, 'ConfigMap', 'minimesh-config') as unknown as { data: Record<string, string> };
     const config = parseMeshConfig(JSON.parse(cm.data['config.json'] ?? ''));
     const template = structuredClone(

@@ -1,7 +1,8 @@
 // The images: one list (scripts/images.sh refs), one version (package.json), and every place that builds,
 // imports or references an image takes it from there: the Dockerfile has a target per program, the chart
-// references exactly the program images (the CLI image is for users, not the chart), the workflows and
-// scripts/k3d.sh build and import what images.sh lists, and the k3d driver names the same fixtures.
+// references exactly the program images (the CLI image is for users, not the chart; viz's program and
+// Prometheus only with viz.enabled), the workflows and scripts/k3d.sh build and import what images.sh
+// lists, and the k3d driver names the same fixtures.
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -30,7 +31,7 @@ afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 describe('scripts/images.sh', () => {
   it('names the program images ghcr.io/minimesh/<program>:<package.json version>', async () => {
     expect(await refs('programs')).toEqual(
-      ['proxy-init', 'proxy', 'destination', 'policy', 'identity', 'injector', 'cli'].map(
+      ['proxy-init', 'proxy', 'destination', 'policy', 'identity', 'injector', 'cli', 'viz'].map(
         (p) => `ghcr.io/minimesh/${p}:${version}`,
       ),
     );
@@ -47,13 +48,24 @@ describe('scripts/images.sh', () => {
     expect(await refs('node')).toEqual(['registry.k8s.io/pause:3.10', 'registry.k8s.io/coredns/coredns:v1.15.0']);
   });
 
+  it("names viz's Prometheus as Docker Hub's official image, at the version the chart installs", async () => {
+    expect(await refs('viz')).toEqual(['prom/prometheus:v3.16.0']);
+    const values = read('charts', 'minimesh', 'values.yaml');
+    expect(values).toMatch(/^ {6}name: prom\/prometheus\n {6}version: v3\.16\.0$/m);
+  });
+
   it('lists one docker-archive tar per image under the cache', async () => {
     const cache = join(tmp, 'cache');
     const out = await runOk('bash', [join(repoRoot, 'scripts', 'images.sh'), 'list'], {
       env: { ...process.env, MINIMESH_CACHE: cache },
     });
     const lines = out.trim().split('\n');
-    const all = [...(await refs('programs')), ...(await refs('fixtures')), ...(await refs('node'))];
+    const all = [
+      ...(await refs('programs')),
+      ...(await refs('fixtures')),
+      ...(await refs('node')),
+      ...(await refs('viz')),
+    ];
     expect(lines.map((l) => l.split(' ')[0])).toEqual(all);
     for (const l of lines) expect(l).toMatch(new RegExp(`^\\S+ ${cache}/images/[\\w.-]+\\.tar$`));
     expect(new Set(lines.map((l) => l.split(' ')[1])).size).toBe(lines.length);
@@ -63,7 +75,7 @@ describe('scripts/images.sh', () => {
     const { run } = await import('../src/tools.js');
     const r = await run('bash', [join(repoRoot, 'scripts', 'images.sh'), 'build', '--only=programs,lasers']);
     expect(r.code).toBe(1);
-    expect(r.stderr).toContain('--only: "lasers" is not a group: expected programs, fixtures or node');
+    expect(r.stderr).toContain('--only: "lasers" is not a group: expected programs, fixtures, node or viz');
     const usage = await run('bash', [join(repoRoot, 'scripts', 'images.sh'), 'sideways']);
     expect(usage.code).toBe(2);
     expect(usage.stderr).toContain('usage: bash scripts/images.sh build|list|refs|stop');
@@ -93,9 +105,12 @@ describe('the Dockerfile', () => {
 });
 
 describe('the chart', () => {
-  it('references exactly the program images but the CLI, with the same version', async () => {
+  it.each([
+    ['without viz', [], ['cli', 'viz']],
+    ['with viz.enabled', ['--set', 'viz.enabled=true'], ['cli']],
+  ])('references exactly the program images but the CLI, with the same version (%s)', async (_name, extra, not) => {
     const certs = await createTestCerts(join(tmp, 'certs'));
-    const r = await helmTemplate('minimesh', certArgs(certs));
+    const r = await helmTemplate('minimesh', [...certArgs(certs), ...extra]);
     expect(r.code, r.stderr).toBe(0);
     const images = new Set<string>();
     for (const obj of parseManifests(r.stdout)) {
@@ -105,8 +120,9 @@ describe('the chart', () => {
       for (const m of text.matchAll(/\\"image\\":\{\\"name\\":\\"([^\\]+)\\",\\"version\\":\\"([^\\]*)\\"/g))
         images.add(`${m[1]}:${m[2] || version}`);
     }
-    const programs = (await refs('programs')).filter((r) => !r.startsWith('ghcr.io/minimesh/cli:'));
-    expect([...images].sort()).toEqual(programs.sort());
+    const programs = (await refs('programs')).filter((r) => !not.some((p) => r.startsWith(`ghcr.io/minimesh/${p}:`)));
+    const viz = extra.length > 0 ? await refs('viz') : [];
+    expect([...images].sort()).toEqual([...programs, ...viz].sort());
   });
 });
 
@@ -127,6 +143,6 @@ describe('the workflows and scripts/k3d.sh build and import what images.sh lists
     expect(release).toContain(
       'run: bash scripts/images.sh build --engine=system --base=default --only=programs --platform=linux/amd64,linux/arm64 --push',
     );
-    expect(release).not.toMatch(/ghcr\.io\/minimesh\/(proxy|destination|identity|injector|cli)/);
+    expect(release).not.toMatch(/ghcr\.io\/minimesh\/(proxy|destination|identity|injector|cli|viz)/);
   });
 });

@@ -36,4 +36,13 @@ it('npm run pack:cli makes a tarball that runs on its own', async () => {
   );
   expect(certs.code, certs.stderr).toBe(0);
   expect(readFileSync(join(tmp, 'certs', 'ca.crt'), 'utf8')).toContain('BEGIN CERTIFICATE');
+  // As a user installs it: `npm install -g` of the tarball (into a temporary prefix), then `minimesh` on PATH.
+  const prefix = join(tmp, 'prefix');
+  await runOk('npm', ['install', '-g', '--prefix', prefix, '--no-audit', '--no-fund', '--offline', tgz], {
+    cwd: tmp,
+    timeoutMs: 120_000,
+  });
+  const installed = await run(join(prefix, 'bin', 'minimesh'), ['version', '--client'], { cwd: tmp });
+  expect(installed.code, installed.stderr).toBe(0);
+  expect(installed.stdout).toBe(`Client version: ${version}\n`);
 }, 300_000);

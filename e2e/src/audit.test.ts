@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { AuditEvent } from '../drivers/types.js';
-import { summarizeAudit } from './audit.js';
+import { findAuditLeaks, summarizeAudit } from './audit.js';
 
 const DST = 'system:serviceaccount:minimesh:minimesh-destination';
 const ev = (e: Partial<AuditEvent>): AuditEvent => ({
@@ -40,7 +40,8 @@ describe('summarizeAudit', () => {
           user: { username: 'system:serviceaccount:minimesh:minimesh-identity' },
           verb: 'create',
           objectRef: { resource: 'tokenreviews' },
-          responseObject: { status: { authenticated: true, user: { username: 'system:serviceaccount:app:client' } } },
+          // Metadata level: no bodies, only the status code.
+          responseStatus: { code: 201 },
         }),
         ev({
           user: { username: 'system:serviceaccount:kube-system:replicaset-controller' },
@@ -83,10 +84,46 @@ describe('summarizeAudit', () => {
     expect(r.destinationWatches).toEqual(['services']);
     expect(r.leaseRenewals).toHaveLength(4);
     expect(r.leaseRenewMedianMs).toBe(2000);
-    expect(r.tokenReviews).toEqual([{ user: 'system:serviceaccount:app:client', authenticated: true }]);
+    expect(r.tokenReviews).toEqual([{ code: 201 }]);
     expect(r.mutatedPods.map((p) => p.name)).toEqual(['client-1']);
     expect(r.denied).toEqual([
       { user: 'system:serviceaccount:minimesh:minimesh-injector', verb: 'list', uri: '/api/v1/secrets', code: 403 },
     ]);
+  });
+});
+
+describe('findAuditLeaks', () => {
+  const pem = `-----BEGIN EC PRIVATE KEY-----
+MHcCAQEEIBkg4LVWM9nuwNSk3yByxZpYRTBnVJk5oRzN+tG0MBl+oAoGCCqGSM49
+AwEHoUQDQgAE7Ic5FOb1VpxZ8JwjTqcTmY4UD1k6Lm8PqkHjU3oZcnTi+DjG4zP5
+-----END EC PRIVATE KEY-----
+`;
+  const jwt = 'eyJhbGciOiJSUzI1NiIsImtpZCI6IngifQ.eyJpc3MiOiJodHRwczovL2t1YmVybmV0ZXMifQ.c2lnbmF0dXJlc2lnbmF0dXJlc2ln';
+  const secret = (data: Record<string, string>) =>
+    ev({ verb: 'create', objectRef: { resource: 'secrets' }, requestObject: { data } });
+
+  it('finds the key as PEM text, as base64 in a Secret, any private key, and bearer tokens', () => {
+    const body = pem.split('\n')[1] as string;
+    expect(
+      findAuditLeaks([ev({ requestObject: { stringData: { k: pem } } })], [{ name: 'issuer', pem }]).map((l) => l.what),
+    ).toEqual(expect.arrayContaining(['a PEM private key', 'issuer (PEM body)']));
+    expect(
+      findAuditLeaks([secret({ 'tls.key': Buffer.from(pem).toString('base64') })], [{ name: 'issuer', pem }]),
+    ).toEqual([expect.objectContaining({ what: 'issuer (base64 of the PEM)', verb: 'create' })]);
+    expect(findAuditLeaks([ev({ requestObject: { body } })], [{ name: 'issuer', pem }])[0]?.what).toBe(
+      'issuer (PEM body)',
+    );
+    expect(findAuditLeaks([ev({ responseObject: { status: { token: jwt } } })])[0]?.what).toBe('a bearer token (JWT)');
+    expect(findAuditLeaks([secret({ token: Buffer.from(jwt).toString('base64') })])[0]?.what).toBe(
+      'a bearer token (JWT, base64 in a Secret)',
+    );
+  });
+
+  it('finds nothing in Metadata-level events', () => {
+    const meta = [
+      ev({ verb: 'create', objectRef: { resource: 'secrets', name: 'issuer' }, responseStatus: { code: 201 } }),
+      ev({ verb: 'create', objectRef: { resource: 'tokenreviews' }, responseStatus: { code: 201 } }),
+    ];
+    expect(findAuditLeaks(meta, [{ name: 'issuer', pem }])).toEqual([]);
   });
 });

@@ -11,8 +11,11 @@ export interface AuditReport {
   leaseRenewals: number[];
   /** Median interval between Lease renewals, ms (NaN with fewer than two). */
   leaseRenewMedianMs: number;
-  /** TokenReviews identity created, with the user each one authenticated. */
-  tokenReviews: { user: string; authenticated: boolean }[];
+  /**
+   * TokenReviews identity created and their HTTP status. The audit policy logs TokenReviews at Metadata
+   * level (the request carries a proxy's token), so the reviewed user is not in the log.
+   */
+  tokenReviews: { code: number }[];
   /** Pod CREATEs in the watched namespaces that the injector's webhook mutated (name, namespace). */
   mutatedPods: { namespace: string; name: string; annotation: string }[];
   /** Requests by minimesh service accounts that RBAC refused (authorization.k8s.io/decision: forbid). */
@@ -64,8 +67,7 @@ export function summarizeAudit(
       e.verb === 'create' &&
       e.objectRef?.resource === 'tokenreviews'
     ) {
-      const status = e.responseObject?.status ?? {};
-      reviews.push({ user: String(status.user?.username ?? '?'), authenticated: status.authenticated === true });
+      reviews.push({ code: e.responseStatus?.code ?? 0 });
     }
     if (
       e.stage === 'ResponseComplete' &&
@@ -102,4 +104,50 @@ export function summarizeAudit(
     mutatedPods: mutated,
     denied,
   };
+}
+
+/** One secret found in the audit log: what it is and the event that carried it. */
+export interface AuditLeak {
+  what: string;
+  auditID: string;
+  verb: string;
+  uri: string;
+}
+
+// A service-account token is a JWT: base64url of {"alg":... (eyJhbGciOi) with three parts. In a
+// Secret's data it is base64 again (ZXlKaGJHY2lPaU).
+const JWT = /eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/;
+const JWT_B64 = 'ZXlKaGJHY2lPaU';
+
+/**
+ * Every audit event that carries a bearer token, any private key, or the given private keys (PEM
+ * text: found as their first body line, as the whole PEM in base64 — a Secret's data — or escaped in
+ * JSON). Empty when the audit policy keeps Secrets, TokenRequests and TokenReviews at Metadata.
+ */
+export function findAuditLeaks(
+  events: readonly unknown[],
+  privateKeysPem: readonly { name: string; pem: string }[] = [],
+): AuditLeak[] {
+  const needles: { what: string; text: string }[] = [{ what: 'a PEM private key', text: 'PRIVATE KEY-----' }];
+  for (const k of privateKeysPem) {
+    const body = k.pem
+      .split(/\r?\n/)
+      .filter((l) => l && !l.startsWith('-----'))
+      .map((l) => l.trim());
+    if (body[0]) needles.push({ what: `${k.name} (PEM body)`, text: body[0] });
+    // A Secret's data is base64 of the whole file: characters 60-120 of it encode bytes 45-90 of the
+    // PEM, key material past the header and the fixed ASN.1 prefix every P-256 key shares.
+    needles.push({ what: `${k.name} (base64 of the PEM)`, text: Buffer.from(k.pem).toString('base64').slice(60, 120) });
+  }
+  const leaks: AuditLeak[] = [];
+  for (const e of events) {
+    const text = JSON.stringify(e);
+    const ev = e as Partial<AuditEvent> & { auditID?: string };
+    const found = (what: string) =>
+      leaks.push({ what, auditID: ev.auditID ?? '?', verb: ev.verb ?? '?', uri: ev.requestURI ?? '?' });
+    for (const n of needles) if (text.includes(n.text)) found(n.what);
+    if (JWT.test(text)) found('a bearer token (JWT)');
+    if (text.includes(JWT_B64)) found('a bearer token (JWT, base64 in a Secret)');
+  }
+  return leaks;
 }

@@ -41,7 +41,7 @@ describe('k3d/cluster.yaml', () => {
     const policy = parse(readFileSync(join(repoRoot, 'k3d', 'audit-policy.yaml'), 'utf8')) as {
       apiVersion: string;
       kind: string;
-      rules: { level: string; resources?: { group: string }[] }[];
+      rules: { level: string; resources?: { group: string; resources?: string[] }[] }[];
     };
     expect(policy.apiVersion).toBe('audit.k8s.io/v1');
     expect(policy.kind).toBe('Policy');
@@ -52,12 +52,27 @@ describe('k3d/cluster.yaml', () => {
       '',
       'workload.minimesh.io',
       'coordination.k8s.io',
-      'authentication.k8s.io',
       'discovery.k8s.io',
       'admissionregistration.k8s.io',
     ])
       expect(groups).toContain(g);
     expect(policy.rules.at(-1)).toEqual({ level: 'None' });
+    // Secrets, TokenRequests and TokenReviews: Metadata only (no issuer key, no token in the log), and
+    // matched before the core group's RequestResponse rule (the first matching rule wins).
+    const coreRule = policy.rules.findIndex(
+      (r) => r.level === 'RequestResponse' && r.resources?.some((x) => x.group === '' && !x.resources),
+    );
+    for (const [group, resource] of [
+      ['', 'secrets'],
+      ['', 'serviceaccounts/token'],
+      ['authentication.k8s.io', 'tokenreviews'],
+    ] as const) {
+      const i = policy.rules.findIndex((r) =>
+        r.resources?.some((x) => x.group === group && x.resources?.includes(resource)),
+      );
+      expect(policy.rules[i]?.level, `${group}/${resource}`).toBe('Metadata');
+      expect(i, `${group}/${resource} before the core group's rule`).toBeLessThan(coreRule);
+    }
   });
 });
 

@@ -14,6 +14,9 @@ renders both and fails when they drift.
 {{- printf "%s.%s.serviceaccount.identity.%s.%s" $sa $.Release.Namespace $.Release.Namespace (include "minimesh.trustDomain" $) -}}
 {{- end -}}
 
+{{/* viz: the tap service's identity, the only client of the proxies' tap servers; empty without viz. */}}
+{{- define "minimesh.tapSvcName" -}}{{ if .Values.viz.enabled }}{{ include "minimesh.identityName" (list . "minimesh-tap") }}{{ end }}{{- end -}}
+
 {{- define "minimesh.identityAddr" -}}{{ printf "minimesh-identity.%s.svc.%s:8080" .Release.Namespace .Values.clusterDomain }}{{- end -}}
 {{- define "minimesh.destinationAddr" -}}{{ printf "minimesh-dst.%s.svc.%s:8086" .Release.Namespace .Values.clusterDomain }}{{- end -}}
 {{- define "minimesh.policyAddr" -}}{{ printf "minimesh-policy.%s.svc.%s:8090" .Release.Namespace .Values.clusterDomain }}{{- end -}}
@@ -59,6 +62,7 @@ renders both and fails when they drift.
 
 {{- define "minimesh.labels" -}}
 app.kubernetes.io/name: minimesh
+app.kubernetes.io/part-of: minimesh
 app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
@@ -184,8 +188,8 @@ affinity:
   args:
     {{- include "minimesh.proxyInitArgs" . | nindent 4 }}
   resources:
-    {{- if .Values.proxyInit.resources }}
-    {{- toYaml .Values.proxyInit.resources | nindent 4 }}
+    {{- with include "minimesh.resources" .Values.proxyInit.resources }}
+    {{- . | nindent 4 }}
     {{- else }}
     requests:
       cpu: 10m
@@ -242,15 +246,17 @@ The minimesh-proxy container of a control-plane pod; argument: (dict "root" $ "c
     - name: MINIMESH_PROXY_LOG
       value: {{ $v.proxy.logLevel | quote }}
     - name: MINIMESH_PROXY_LOG_FORMAT
-      value: {{ $v.proxy.logFormat | quote }}
+      value: {{ $v.logFormat | default $v.proxy.logFormat | quote }}
+    {{- /* IPv6 on: [::] takes both families; outbound listens on both loopbacks (REDIRECT sends IPv6 to ::1). */}}
+    {{- $any := ternary "[::]" "0.0.0.0" $v.proxyInit.ipv6 }}
     - name: MINIMESH_PROXY_INBOUND_LISTEN_ADDR
-      value: {{ printf "0.0.0.0:%v" $v.proxy.ports.inbound | quote }}
+      value: {{ printf "%s:%v" $any $v.proxy.ports.inbound | quote }}
     - name: MINIMESH_PROXY_OUTBOUND_LISTEN_ADDR
-      value: {{ printf "127.0.0.1:%v" $v.proxy.ports.outbound | quote }}
+      value: {{ ternary (printf "127.0.0.1:%v,[::1]:%v" $v.proxy.ports.outbound $v.proxy.ports.outbound) (printf "127.0.0.1:%v" $v.proxy.ports.outbound) $v.proxyInit.ipv6 | quote }}
     - name: MINIMESH_PROXY_ADMIN_LISTEN_ADDR
-      value: {{ printf "0.0.0.0:%v" $v.proxy.ports.admin | quote }}
+      value: {{ printf "%s:%v" $any $v.proxy.ports.admin | quote }}
     - name: MINIMESH_PROXY_CONTROL_LISTEN_ADDR
-      value: {{ printf "0.0.0.0:%v" $v.proxy.ports.control | quote }}
+      value: {{ printf "%s:%v" $any $v.proxy.ports.control | quote }}
     - name: MINIMESH_PROXY_DESTINATION_SVC_ADDR
       value: {{ include "minimesh.destinationAddr" $ | quote }}
     - name: MINIMESH_PROXY_DESTINATION_SVC_NAME
@@ -289,6 +295,10 @@ The minimesh-proxy container of a control-plane pod; argument: (dict "root" $ "c
       value: {{ $v.proxy.detectTimeout | quote }}
     - name: MINIMESH_PROXY_SHUTDOWN_ENDPOINT_ENABLED
       value: {{ $v.proxy.enableShutdownEndpoint | toString | quote }}
+    {{- with (include "minimesh.tapSvcName" $) }}
+    - name: MINIMESH_PROXY_TAP_SVC_NAME
+      value: {{ . | quote }}
+    {{- end }}
   ports:
     - name: minimesh-proxy
       containerPort: {{ $v.proxy.ports.inbound }}
@@ -319,20 +329,9 @@ The minimesh-proxy container of a control-plane pod; argument: (dict "root" $ "c
       port: {{ $v.proxy.ports.admin }}
     initialDelaySeconds: {{ if .native }}0{{ else }}2{{ end }}
     periodSeconds: 10
-  {{- $r := $v.proxy.resources }}
-  {{- $req := dict }}{{- $lim := dict }}
-  {{- if $r.cpu.request }}{{ $_ := set $req "cpu" $r.cpu.request }}{{ end }}
-  {{- if $r.memory.request }}{{ $_ := set $req "memory" $r.memory.request }}{{ end }}
-  {{- if $r.cpu.limit }}{{ $_ := set $lim "cpu" $r.cpu.limit }}{{ end }}
-  {{- if $r.memory.limit }}{{ $_ := set $lim "memory" $r.memory.limit }}{{ end }}
   resources:
-    {{- if $req }}
-    requests:
-      {{- toYaml $req | nindent 6 }}
-    {{- end }}
-    {{- if $lim }}
-    limits:
-      {{- toYaml $lim | nindent 6 }}
+    {{- with include "minimesh.resources" $v.proxy.resources }}
+    {{- . | nindent 4 }}
     {{- end }}
   securityContext:
     allowPrivilegeEscalation: false
@@ -401,4 +400,28 @@ seccompProfile:
 {{- end -}}
 {{- $_ := set $sel "matchExpressions" $exprs -}}
 {{- toYaml $sel -}}
+{{- end -}}
+
+{{/*
+A container's resources from either shape: Linkerd's (cpu.request, cpu.limit, memory.request,
+memory.limit, ephemeral-storage.request/limit, as in Linkerd's values-ha) or Kubernetes' (requests/limits);
+both may be mixed, Linkerd's keys win. Renders the map without the `resources:` key, or nothing.
+Argument: the value (e.g. .Values.destinationResources).
+*/}}
+{{- define "minimesh.resources" -}}
+{{- $r := . | default dict -}}
+{{- $requests := dict -}}{{- $limits := dict -}}
+{{- range $k, $v := ($r.requests | default dict) }}{{ $_ := set $requests $k (toString $v) }}{{ end -}}
+{{- range $k, $v := ($r.limits | default dict) }}{{ $_ := set $limits $k (toString $v) }}{{ end -}}
+{{- range $name := list "cpu" "memory" "ephemeral-storage" -}}
+{{- $q := get $r $name -}}
+{{- if kindIs "map" $q -}}
+{{- if and (hasKey $q "request") (toString $q.request) }}{{ $_ := set $requests $name (toString $q.request) }}{{ end -}}
+{{- if and (hasKey $q "limit") (toString $q.limit) }}{{ $_ := set $limits $name (toString $q.limit) }}{{ end -}}
+{{- end -}}
+{{- end -}}
+{{- $out := dict -}}
+{{- if $requests }}{{ $_ := set $out "requests" $requests }}{{ end -}}
+{{- if $limits }}{{ $_ := set $out "limits" $limits }}{{ end -}}
+{{- if $out }}{{ toYaml $out }}{{ end -}}
 {{- end -}}

@@ -3,10 +3,12 @@ export { createMeshCerts, type MeshCerts, type MeshCertsOptions } from './certs.
 export { injectObject, injectCommand, toOverrides, loadInjectConfig } from './commands/inject.js';
 export { uninjectObject, uninjectCommand } from './commands/uninject.js';
 export { certsCommand } from './commands/certs.js';
+export { versionCommand, serverVersions } from './commands/version.js';
 export { TEMPLATE_PATHS, parseManifests, formatManifests } from './manifest.js';
 export type { Command, CommandIO } from './io.js';
 export { explainCommand } from './commands/explain.js';
 export { checkCommand, runChecks } from './commands/check.js';
+export { authzCommand } from './commands/authz.js';
 export { walkPacket, matchRule, type Packet, type Walk, type WalkStep, type Verdict } from './explain/packet-walk.js';
 export { toPodFacts, type PodFacts, type PodLike } from './explain/pod-facts.js';
 export {

@@ -15,13 +15,30 @@ export const LOCAL_CLUSTER_SERVER = 'https://127.0.0.1:6443';
  * --kubeconfig, else $KUBECONFIG, else the in-cluster service account, else ~/.kube/config, else the
  * local cluster's admin kubeconfig. Throws KubeConfigError (one line) when none is there.
  */
-export async function connectKube(flag: string | undefined): Promise<{ client: KubeClient; server: string }> {
-  const config = await loadKubeConfig({ path: flag, fallbacks: [LOCAL_CLUSTER_KUBECONFIG] });
+export async function connectKube(
+  flag: string | undefined,
+  context?: string,
+): Promise<{ client: KubeClient; server: string }> {
+  const config = await loadKubeConfig({
+    path: flag,
+    fallbacks: [LOCAL_CLUSTER_KUBECONFIG],
+    ...(context ? { context } : {}),
+  });
   return {
     client: createKubeClient(config, { userAgent: `minimesh-cli/${MINIMESH_VERSION}` }),
     server: config.server,
   };
 }
+
+/** The flags of every command that reads the cluster, with kubectl's names. */
+export const clusterFlags = {
+  kubeconfig: {
+    type: 'string',
+    default: '',
+    description: 'kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then the local cluster)',
+  },
+  context: { type: 'string', default: '', description: 'the kubeconfig context to use (default: its current-context)' },
+} as const;
 
 /** True when the kubeconfig's API server is the local cluster on this machine (its pods are network namespaces here). */
 export function isLocalCluster(server: string): boolean {

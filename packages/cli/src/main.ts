@@ -3,11 +3,14 @@
 // (@minimesh/runtime defineCommandLine) dispatches and turns errors into one line and an exit code.
 import { MINIMESH_VERSION } from '@minimesh/config';
 import { defineCommandLine } from '@minimesh/runtime';
+import { authzCommand } from './commands/authz.js';
 import { certsCommand } from './commands/certs.js';
 import { checkCommand } from './commands/check.js';
 import { explainCommand } from './commands/explain.js';
 import { injectCommand } from './commands/inject.js';
 import { uninjectCommand } from './commands/uninject.js';
+import { versionCommand } from './commands/version.js';
+import { diagnosticsCommand, vizCommand } from './commands/viz.js';
 
 await defineCommandLine({
   name: 'minimesh',
@@ -25,6 +28,19 @@ await defineCommandLine({
       run: checkCommand,
       summary: 'check the control plane, webhook, certificates (expiry, chain) and readiness',
     },
-    certs: { run: certsCommand, summary: 'create the trust anchor and issuer certificates (certs create)' },
+    authz: {
+      run: authzCommand,
+      summary: "list which Servers and policies admit whom on a workload's ports (authz ns/workload)",
+    },
+    certs: {
+      run: certsCommand,
+      summary: 'create the trust anchor and issuer, or a new issuer from an existing trust anchor (certs create)',
+    },
+    version: { run: versionCommand, summary: "print the client's version and the control plane's" },
+    viz: {
+      run: vizCommand,
+      summary: 'golden metrics, edges, live requests and the dashboard (viz stat|edges|top|tap|dashboard)',
+    },
+    diagnostics: { run: diagnosticsCommand, summary: "a proxy's raw metrics through the API server (proxy-metrics)" },
   },
 }).start();

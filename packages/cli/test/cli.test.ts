@@ -68,9 +68,70 @@ spec:
   containers: [{name: agent, image: example/agent:1}]
 `;
 
-describe('minimesh inject', () => {
+const ANCHORS = join(work, 'anchors.pem');
+writeFileSync(ANCHORS, '-----BEGIN CERTIFICATE-----\nMIIBtest\n-----END CERTIFICATE-----\n');
+const DEPLOYMENT_ONLY = MANIFEST.split('---\n')[0]!;
+
+describe('minimesh inject (default: the annotation, as linkerd inject)', () => {
+  it('adds minimesh.io/inject: enabled and the override flags as annotations, nothing else', () => {
+    const r = run(['inject', '--proxy-log-level', 'debug', '--skip-outbound-ports', '3306', '-'], MANIFEST);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(/deployment "web" annotated \(the webhook injects its pods\)/);
+    expect(r.stderr).toMatch(/pod "node-agent" skipped: the pod uses hostNetwork/);
+    expect(r.stderr).not.toMatch(/warning/);
+    const [deploy, svc, cron, pod] = docs(r.stdout);
+    const original = docs(MANIFEST);
+    const tmpl = deploy!.spec.template;
+    expect(tmpl.metadata.annotations).toEqual({
+      'minimesh.io/inject': 'enabled',
+      'config.minimesh.io/proxy-log-level': 'debug',
+      'config.minimesh.io/skip-outbound-ports': '3306',
+    });
+    // Only the annotations changed: the containers and labels are the manifest's.
+    expect({ ...tmpl, metadata: { ...tmpl.metadata, annotations: undefined } }).toEqual({
+      ...original[0]!.spec.template,
+      metadata: { ...original[0]!.spec.template.metadata, annotations: undefined },
+    });
+    expect(cron!.spec.jobTemplate.spec.template.metadata.annotations['minimesh.io/inject']).toBe('enabled');
+    expect(cron!.spec.jobTemplate.spec.template.spec).toEqual(original[2]!.spec.jobTemplate.spec.template.spec);
+    expect(svc).toEqual(original[1]);
+    expect(pod).toEqual(original[3]);
+    // uninject takes the annotation off again.
+    const file = join(work, 'annotated.yaml');
+    writeFileSync(file, run(['inject', '-'], MANIFEST).stdout);
+    expect(docs(run(['uninject', file]).stdout)).toEqual(original);
+  });
+
+  it('refuses --trust-anchors and --config without --manual, and --manual without trust anchors (exit 2)', () => {
+    const a = run(['inject', '--trust-anchors', ANCHORS, '-'], MANIFEST);
+    expect(a.code).toBe(2);
+    expect(a.stderr).toMatch(/^minimesh inject: --trust-anchors only matters with --manual/);
+    const m = run(['inject', '--manual', '-'], MANIFEST);
+    expect(m.code).toBe(2);
+    expect(m.stderr).toMatch(/^minimesh inject: --manual needs the trust anchors: pass --trust-anchors ca\.crt/);
+    expect(m.stdout).toBe('');
+  });
+
+  it('refuses the classic sidecar for a Job or CronJob: its proxy would never exit', () => {
+    for (const args of [
+      ['inject', '--proxy-enable-native-sidecar', 'false', '-'],
+      ['inject', '--manual', '--trust-anchors', ANCHORS, '--proxy-enable-native-sidecar', 'false', '-'],
+    ]) {
+      const r = run(args, MANIFEST);
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.stderr).toMatch(
+        /cronjob "nightly": the classic sidecar .* never exits, so this pod would never complete/,
+      );
+      expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    }
+    // A Deployment may use it.
+    expect(run(['inject', '--proxy-enable-native-sidecar', 'false', '-'], DEPLOYMENT_ONLY).code).toBe(0);
+  });
+});
+
+describe('minimesh inject --manual', () => {
   it('injects a Deployment read from stdin, leaves other kinds alone, and reports per workload', () => {
-    const r = run(['inject', '-'], MANIFEST);
+    const r = run(['inject', '--manual', '--trust-anchors', ANCHORS, '-'], MANIFEST);
     expect(r.stderr).toMatch(/deployment "web" injected/);
     expect(r.code).toBe(0);
     const [deploy, svc, cron, pod] = docs(r.stdout);
@@ -104,7 +165,7 @@ describe('minimesh inject', () => {
   });
 
   it('uninject removes exactly what inject added', () => {
-    const injected = run(['inject'], MANIFEST);
+    const injected = run(['inject', '--manual', '--trust-anchors', ANCHORS], MANIFEST);
     const file = join(work, 'injected.yaml');
     writeFileSync(file, injected.stdout);
     const back = run(['uninject', file]);
@@ -114,11 +175,10 @@ describe('minimesh inject', () => {
   });
 
   it('applies the override flags and the trust anchors', () => {
-    const anchors = join(work, 'anchors.pem');
-    writeFileSync(anchors, '-----BEGIN CERTIFICATE-----\nMIIBtest\n-----END CERTIFICATE-----\n');
     const r = run(
       [
         'inject',
+        '--manual',
         '--proxy-log-level',
         'debug',
         '--skip-outbound-ports',
@@ -130,10 +190,10 @@ describe('minimesh inject', () => {
         '--proxy-enable-native-sidecar',
         'false',
         '--trust-anchors',
-        anchors,
+        ANCHORS,
         '-',
       ],
-      MANIFEST,
+      DEPLOYMENT_ONLY,
     );
     expect(r.code).toBe(0);
     expect(r.stderr).not.toMatch(/warning/);
@@ -155,7 +215,7 @@ describe('minimesh inject', () => {
     [['inject', '--skip-outbound-ports', '70000', '-'], /--skip-outbound-ports: "70000" is not valid/],
     [['inject', '--no-such-flag', '-'], /no-such-flag/],
     [['inject', join(work, 'missing.yaml')], /cannot read .*missing\.yaml/],
-    [['inject', '--trust-anchors', join(work, 'missing.pem'), '-'], /--trust-anchors: cannot read/],
+    [['inject', '--manual', '--trust-anchors', join(work, 'missing.pem'), '-'], /--trust-anchors: cannot read/],
     [['nosuchcommand'], /unknown command "nosuchcommand"/],
   ])('exits 2 with one line for bad input: %j', (args, message) => {
     const r = run(args, MANIFEST);
@@ -169,6 +229,12 @@ describe('minimesh inject', () => {
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/stdin: document 1 is not valid YAML/);
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
+  });
+
+  it('inject --help says what --skip-subnets does (it matches the source of inbound connections)', () => {
+    expect(run(['inject', '--help']).stdout).toMatch(
+      /--skip-subnets <value>\s+CIDRs whose inbound connections bypass the proxy \(matched on the source address\)/,
+    );
   });
 
   it('--help everywhere', () => {
@@ -236,5 +302,144 @@ describe('minimesh certs create', () => {
     expect(readFileSync(join(dir, 'ca.crt'), 'utf8')).toBe(before);
     expect(run(['certs', 'create', '--dir', dir, '--force']).code).toBe(0);
     expect(readFileSync(join(dir, 'ca.crt'), 'utf8')).not.toBe(before);
+  });
+});
+
+describe('minimesh certs create --ca/--ca-key (issuer rotation)', () => {
+  const root = join(work, 'rot-root');
+  const openssl = (args: string[]): string => execFileSync('openssl', args, { encoding: 'utf8' });
+
+  it('signs a new issuer with the existing root: openssl verifies it, the root files are untouched', () => {
+    expect(run(['certs', 'create', '--dir', root]).code).toBe(0);
+    const caBefore = readFileSync(join(root, 'ca.crt'), 'utf8');
+    const out = join(work, 'rot-new');
+    const r = run(['certs', 'create', '--ca', join(root, 'ca.crt'), '--ca-key', join(root, 'ca.key'), '--dir', out]);
+    expect(r.stderr).toContain('a new issuer signed by');
+    expect(r.stderr).toContain(`--set-file identity.issuer.tls.crtPEM=${join(out, 'issuer.crt')}`);
+    expect(r.code).toBe(0);
+    expect(openssl(['verify', '-CAfile', join(root, 'ca.crt'), join(out, 'issuer.crt')])).toMatch(/issuer\.crt: OK/);
+    expect(statSync(join(out, 'issuer.key')).mode & 0o777).toBe(0o600);
+    expect(() => statSync(join(out, 'ca.crt'))).toThrow();
+    expect(readFileSync(join(root, 'ca.crt'), 'utf8')).toBe(caBefore);
+    // A different key from the first issuer's, and the AKI is the root's SKI.
+    expect(readFileSync(join(out, 'issuer.key'), 'utf8')).not.toBe(readFileSync(join(root, 'issuer.key'), 'utf8'));
+    const ski = /Subject Key Identifier:\s*\n\s*([0-9A-F:]+)/.exec(
+      openssl(['x509', '-in', join(root, 'ca.crt'), '-noout', '-text']),
+    )?.[1];
+    expect(ski).toBeDefined();
+    expect(openssl(['x509', '-in', join(out, 'issuer.crt'), '-noout', '-text'])).toContain(ski!);
+  });
+
+  it('accepts a SEC1 root key (as step writes it)', () => {
+    const sec1 = join(work, 'ca-sec1.key');
+    writeFileSync(
+      sec1,
+      openssl(['ec', '-in', join(root, 'ca.key'), '-outform', 'PEM']).replace(/^.*?(?=-----BEGIN)/s, ''),
+    );
+    expect(readFileSync(sec1, 'utf8')).toMatch(/BEGIN EC PRIVATE KEY/);
+    const out = join(work, 'rot-sec1');
+    const r = run(['certs', 'create', '--ca', join(root, 'ca.crt'), '--ca-key', sec1, '--dir', out]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(openssl(['verify', '-CAfile', join(root, 'ca.crt'), join(out, 'issuer.crt')])).toMatch(/OK/);
+  });
+
+  it('refuses an issuer that would outlive its root, a key of another root, and --ca without --ca-key', () => {
+    const shortRoot = join(work, 'short-root');
+    expect(
+      run(['certs', 'create', '--dir', shortRoot, '--root-lifetime', '100h', '--issuer-lifetime', '10h']).code,
+    ).toBe(0);
+    const long = run([
+      'certs',
+      'create',
+      '--ca',
+      join(shortRoot, 'ca.crt'),
+      '--ca-key',
+      join(shortRoot, 'ca.key'),
+      '--dir',
+      join(work, 'x1'),
+      '--issuer-lifetime',
+      '101h',
+    ]);
+    expect(long.code).toBe(2);
+    expect(long.stderr).toMatch(
+      /^minimesh certs create: the issuer would expire .* after its trust anchor .*may not outlive its root/,
+    );
+    expect(long.stderr.trim().split('\n')).toHaveLength(1);
+    expect(() => statSync(join(work, 'x1', 'issuer.crt'))).toThrow();
+    // New root and issuer at once: the same rule.
+    const both = run(['certs', 'create', '--dir', join(work, 'x2'), '--issuer-lifetime', '100000h']);
+    expect(both.code).toBe(2);
+    expect(both.stderr).toMatch(/may not outlive its root/);
+    const wrongKey = run([
+      'certs',
+      'create',
+      '--ca',
+      join(root, 'ca.crt'),
+      '--ca-key',
+      join(shortRoot, 'ca.key'),
+      '--dir',
+      join(work, 'x3'),
+    ]);
+    expect(wrongKey.code).toBe(2);
+    expect(wrongKey.stderr).toMatch(/--ca-key: the key does not belong to the certificate of --ca/);
+    const alone = run(['certs', 'create', '--ca', join(root, 'ca.crt'), '--dir', join(work, 'x4')]);
+    expect(alone.code).toBe(2);
+    expect(alone.stderr).toMatch(/--ca and --ca-key go together/);
+    const notCa = run([
+      'certs',
+      'create',
+      '--ca',
+      join(root, 'missing.crt'),
+      '--ca-key',
+      join(root, 'ca.key'),
+      '--dir',
+      join(work, 'x5'),
+    ]);
+    expect(notCa.code).toBe(2);
+    expect(notCa.stderr).toMatch(/--ca .*missing\.crt: ENOENT/);
+  });
+});
+
+describe('minimesh version', () => {
+  it('prints the version of the root package.json; --client needs no cluster', () => {
+    const version = (
+      JSON.parse(
+        readFileSync(join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'package.json'), 'utf8'),
+      ) as {
+        version: string;
+      }
+    ).version;
+    const r = run(['version', '--client']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe(`Client version: ${version}\n`);
+    expect(JSON.parse(run(['version', '--client', '-o', 'json']).stdout)).toEqual({ client: version });
+    expect(run(['--version']).stdout).toBe(`minimesh ${version}\n`);
+  });
+
+  it('says the server version is unavailable, and why, when there is no cluster', () => {
+    const kc = join(work, 'nowhere.kubeconfig');
+    writeFileSync(
+      kc,
+      'apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]\nusers: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n',
+    );
+    const r = run(['version', '--kubeconfig', kc]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^Client version: \S+\nServer version: unavailable\n$/);
+    expect(r.stderr).toMatch(/^minimesh version: server version unavailable: .*ECONNREFUSED/);
+    const bad = run(['version', '--kubeconfig', kc, '--context', 'nope']);
+    expect(bad.stderr).toMatch(/nope/);
+  });
+});
+
+describe('the repository bin (npx minimesh)', () => {
+  it('npm links bin/minimesh.js, which runs the built CLI', () => {
+    const repo = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
+    const r = spawnSync('npx', ['--no-install', 'minimesh', 'version', '--client'], {
+      cwd: repo,
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/^Client version: \d+\.\d+\.\d+/);
   });
 });

@@ -90,6 +90,8 @@ export const meshConfigSchema = z
         detectTimeout: z.string().default('10s'),
         /** What a port admits when no Server selects it (docs/policy.md). */
         defaultInboundPolicy: z.enum(DEFAULT_INBOUND_POLICIES).default('all-unauthenticated'),
+        /** The tap service's identity (viz): the only client of the proxies' tap servers; empty: no tap. */
+        tapSvcName: z.string().default(''),
       })
       .default({}),
     proxyInit: z

@@ -63,6 +63,8 @@ export const PROXY_ENV = {
   detectTimeout: 'MINIMESH_PROXY_DETECT_TIMEOUT',
   shutdownEndpointEnabled: 'MINIMESH_PROXY_SHUTDOWN_ENDPOINT_ENABLED',
   shutdownGracePeriod: 'MINIMESH_PROXY_SHUTDOWN_GRACE_PERIOD',
+  /** The tap service's identity: the only client the proxy's tap server accepts; unset: no tap server. */
+  tapSvcName: 'MINIMESH_PROXY_TAP_SVC_NAME',
   policySvcAddr: 'MINIMESH_PROXY_POLICY_SVC_ADDR',
   policySvcName: 'MINIMESH_PROXY_POLICY_SVC_NAME',
   /** JSON {"ns","pod"}: the workload the proxy asks the policy controller about. */

@@ -51,9 +51,8 @@ const cpNs = `mm-dst-cp-${suffix}`;
 const SA = 'minimesh-destination';
 const rbacName = `mm-dst-${suffix}`;
 const LEASE = { durationMs: 6000, renewDeadlineMs: 4000, retryPeriodMs: 500 };
-const crdFile = fileURLToPath(
-  new URL('../../../charts/minimesh/crds/externalworkloads.workload.minimesh.io.yaml', import.meta.url),
-);
+// The chart's template for the CRD, without its template lines (the chart renders it under installCRDs).
+const crdFile = fileURLToPath(new URL('../../../charts/minimesh/templates/workload-crds.yaml', import.meta.url));
 const mainJs = fileURLToPath(new URL('../dist/main.js', import.meta.url));
 
 const logger = createLogger({ name: 'destination-test', level: process.env.DST_TEST_LOG ?? 'silent' });
@@ -172,7 +171,12 @@ async function createPod(
 }
 
 async function applyCrd(): Promise<void> {
-  const crd = parse(readFileSync(crdFile, 'utf8')) as KubeObject;
+  const crd = parse(
+    (readFileSync(crdFile, 'utf8').split(/^---$/m)[1] ?? '')
+      .split('\n')
+      .filter((l) => !l.includes('{{'))
+      .join('\n'),
+  ) as KubeObject;
   const path = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions';
   const existing = await admin.get(`${path}/${crd.metadata.name}`);
   if (existing)

@@ -570,7 +570,7 @@ export function renderCrdTemplate(stringify: (value: unknown) => string): string
     // Labels go under metadata.name, from the chart's helpers.
     return `---\n${text.replace(
       `  name: ${c.metadata.name}\n`,
-      `  name: ${c.metadata.name}\n  labels:\n    {{- include "minimesh.labels" . | nindent 4 }}\n    minimesh.io/control-plane-component: policy\n`,
+      `  name: ${c.metadata.name}\n  labels:\n    {{- include "minimesh.labels" . | nindent 4 }}\n    app.kubernetes.io/component: policy\n    minimesh.io/control-plane-component: policy\n`,
     )}`;
   });
   return `${head.join('\n')}\n${docs.join('')}{{- end }}\n`;

@@ -280,9 +280,12 @@ export function parseNatTable(text: string): NatTable {
       continue;
     }
     if (line.startsWith('-A ')) {
-      const name = line.split(/\s+/)[1] as string;
-      const c = chain(name);
       try {
+        // The chain name as parseRule reads it (tokenized: a quoted word is one name), so a rule is
+        // filed under the chain it names.
+        const name = tokenize(line)[1];
+        if (name === undefined) throw new NatParseError(`not a rule line: ${line}`);
+        const c = chain(name);
         c.rules.push(parseRule(line, c.rules.length + 1));
       } catch (err) {
         warnings.push((err as Error).message);

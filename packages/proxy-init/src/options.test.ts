@@ -1,4 +1,4 @@
-import { parseFlags } from '@minimesh/runtime';
+import { parseFlags, renderHelp } from '@minimesh/runtime';
 import { describe, expect, it } from 'vitest';
 import { parseMode } from './binaries.js';
 import { FLAGS, normalizeArgv, parseCommand, PROGRAM } from './options.js';
@@ -112,4 +112,11 @@ describe('parseMode', () => {
       '--firewall-save-bin-path: "iptables-legacy-save" is not valid: expected iptables-nft-save',
     ],
   ])('refuses %o', (flags, message) => expect(() => parseMode(flags)).toThrow(message));
+});
+
+describe('--help', () => {
+  it('says --subnets-to-ignore matches the source of inbound connections', () => {
+    const help = renderHelp(PROGRAM, FLAGS);
+    expect(help).toMatch(/--subnets-to-ignore <value>\s+CIDRs matched on the SOURCE of inbound connections/);
+  });
 });

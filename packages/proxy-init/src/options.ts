@@ -67,7 +67,8 @@ export const FLAGS = {
   'subnets-to-ignore': {
     type: 'string',
     multiple: true,
-    description: 'inbound connections from these CIDRs are not redirected',
+    description:
+      'CIDRs matched on the SOURCE of inbound connections: those connections reach the app without the proxy (outbound is not affected)',
   },
   'iptables-mode': {
     type: 'string',

@@ -99,3 +99,20 @@ describe('parseProxyConfig', () => {
     expect((err as Error).message).not.toContain('\n');
   });
 });
+
+describe('listen addresses (IPv6)', () => {
+  it('takes [::] and a comma-separated outbound list (127.0.0.1 and [::1])', () => {
+    const cfg = parseProxyConfig({
+      ...base,
+      MINIMESH_PROXY_INBOUND_LISTEN_ADDR: '[::]:4143',
+      MINIMESH_PROXY_OUTBOUND_LISTEN_ADDR: '127.0.0.1:4140,[::1]:4140',
+    });
+    expect(cfg.inboundAddr).toEqual({ host: '::', port: 4143 });
+    expect(cfg.outboundAddr).toEqual({ host: '127.0.0.1', port: 4140 });
+    expect(cfg.outboundExtraAddrs).toEqual([{ host: '::1', port: 4140 }]);
+    expect(parseProxyConfig(base).outboundExtraAddrs).toEqual([]);
+    expect(() => parseProxyConfig({ ...base, MINIMESH_PROXY_OUTBOUND_LISTEN_ADDR: '127.0.0.1:4140,[::1]' })).toThrow(
+      /MINIMESH_PROXY_OUTBOUND_LISTEN_ADDR: "\[::1\]" is not valid/,
+    );
+  });
+});

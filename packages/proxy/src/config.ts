@@ -32,6 +32,12 @@ export interface ProxyConfig {
   logFormat: LogFormat;
   inboundAddr: { host: string; port: number };
   outboundAddr: { host: string; port: number };
+  /**
+   * Further outbound listeners on the same port, from a comma-separated MINIMESH_PROXY_OUTBOUND_LISTEN_ADDR
+   * ("127.0.0.1:4140,[::1]:4140" when IPv6 is on: iptables REDIRECTs locally made IPv4 connections to
+   * 127.0.0.1 and IPv6 ones to ::1, and a socket on ::1 does not take IPv4).
+   */
+  outboundExtraAddrs: { host: string; port: number }[];
   adminAddr: string;
   controlAddr: { host: string; port: number };
   destination: ControlAddr;
@@ -54,6 +60,8 @@ export interface ProxyConfig {
   outboundDiscoveryIdleMs: number;
   shutdownEndpointEnabled: boolean;
   shutdownGracePeriodMs: number;
+  /** The only identity allowed to tap this proxy; undefined: no tap server (Linkerd's LINKERD2_PROXY_TAP_SVC_NAME). */
+  tapSvcName: string | undefined;
   /** The policy controller and the inbound default policy (src/policy/config.ts). */
   policy: PolicyConfig;
 }
@@ -77,6 +85,18 @@ function optional(env: Env, name: string): string | undefined {
   return v === undefined || v.trim() === '' ? undefined : v;
 }
 
+/** An optional mesh identity name (DNS-like: lower-case labels separated by dots). */
+function identityName(env: Env, name: string): string | undefined {
+  const v = optional(env, name);
+  if (v !== undefined && !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$/.test(v))
+    throw new ConfigError(
+      name,
+      v,
+      'an identity such as minimesh-tap.minimesh.serviceaccount.identity.minimesh.cluster.local',
+    );
+  return v;
+}
+
 function listenAddr(env: Env, name: string, fallback: string): { host: string; port: number } {
   const value = optional(env, name) ?? fallback;
   try {
@@ -84,6 +104,15 @@ function listenAddr(env: Env, name: string, fallback: string): { host: string; p
   } catch (err) {
     throw new ConfigError(name, value, 'host:port such as 0.0.0.0:4143 or 127.0.0.1:4140', { cause: err });
   }
+}
+
+/** The outbound listen address(es): one host:port, or several separated by commas. */
+function outboundAddrs(env: Env): Pick<ProxyConfig, 'outboundAddr' | 'outboundExtraAddrs'> {
+  const value = optional(env, PROXY_ENV.outboundListenAddr) ?? '127.0.0.1:4140';
+  const all = value
+    .split(',')
+    .map((part) => listenAddr({ [PROXY_ENV.outboundListenAddr]: part.trim() }, PROXY_ENV.outboundListenAddr, ''));
+  return { outboundAddr: all[0]!, outboundExtraAddrs: all.slice(1) };
 }
 
 const DNS_NAME = /^(?=.{1,253}$)([a-z0-9]([-a-z0-9]*[a-z0-9])?)(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\.?$/i;
@@ -167,7 +196,7 @@ export function parseProxyConfig(env: Env): ProxyConfig {
     logLevel: parseLogLevel(E.logLevel, optional(env, E.logLevel) ?? 'info'),
     logFormat: parseLogFormat(E.logFormat, optional(env, E.logFormat) ?? 'plain'),
     inboundAddr: listenAddr(env, E.inboundListenAddr, '0.0.0.0:4143'),
-    outboundAddr: listenAddr(env, E.outboundListenAddr, '127.0.0.1:4140'),
+    ...outboundAddrs(env),
     adminAddr: '',
     controlAddr: listenAddr(env, E.controlListenAddr, '0.0.0.0:4190'),
     destination: controlAddr(env, E.destinationSvcAddr, E.destinationSvcName),
@@ -189,6 +218,7 @@ export function parseProxyConfig(env: Env): ProxyConfig {
       optional(env, E.shutdownEndpointEnabled) ?? 'false',
     ),
     shutdownGracePeriodMs: duration(env, E.shutdownGracePeriod, '2m'),
+    tapSvcName: identityName(env, E.tapSvcName),
     policy: parsePolicyConfig(env, (a, n) => controlAddr(env, a, n), optional(env, E.destinationContext) ?? ''),
   };
   const admin = optional(env, E.adminListenAddr) ?? '0.0.0.0:4191';

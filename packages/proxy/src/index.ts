@@ -11,10 +11,3 @@ export { ProxyMetrics } from './metrics/metrics.js';
 export { refreshDelay } from './identity/schedule.js';
 export { ORIG_PROTO_HEADER, CLIENT_ID_HEADER } from './http/headers.js';
 export { getOriginalDst, type OriginalDst } from './native/index.js';
-export {
-  capYoungGeneration,
-  limitHeapGrowth,
-  DEFAULT_MAX_SEMI_SPACE_MB,
-  DEFAULT_HEAP_GROWING_PERCENT,
-  type YoungGenerationCap,
-} from './memory/young-generation.js';

@@ -1,55 +1,43 @@
 #!/usr/bin/env node
-// minimesh-proxy: wiring only. Environment → config → logger → proxy; SIGTERM drains.
-import { ConfigError } from '@minimesh/config';
-import { createLogger, runMain } from '@minimesh/runtime';
+// minimesh-proxy: wiring only. Environment → config → logger → proxy; the skeleton (@minimesh/runtime
+// defineProgram) maps bad settings to one line and exit 2, and SIGTERM to the graceful drain.
+import { MINIMESH_VERSION, PROXY_ENV } from '@minimesh/config';
+import { defineProgram } from '@minimesh/runtime';
 import { parseProxyConfig } from './config.js';
 import { startProxy } from './proxy.js';
-import { capYoungGeneration, limitHeapGrowth } from './memory/young-generation.js';
 
-const HELP = `minimesh-proxy: the transparent sidecar (inbound 4143, outbound 4140, admin 4191).
+const USAGE = `minimesh-proxy   (configured by environment, MINIMESH_PROXY_*, as the injector writes it;
+see packages/proxy/README.md)
 
-Configured by environment (MINIMESH_PROXY_*; see packages/proxy/README.md), as the injector writes it.
 Required: MINIMESH_PROXY_IDENTITY_LOCAL_NAME, MINIMESH_PROXY_IDENTITY_TRUST_ANCHORS,
 MINIMESH_PROXY_IDENTITY_TOKEN_FILE, MINIMESH_PROXY_IDENTITY_SVC_ADDR (+ _NAME unless loopback),
 MINIMESH_PROXY_DESTINATION_SVC_ADDR (+ _NAME unless loopback).
-`;
+--log-level / --log-format apply when MINIMESH_PROXY_LOG / MINIMESH_PROXY_LOG_FORMAT are not set.`;
 
-void runMain('minimesh-proxy', async (argv) => {
-  if (argv.includes('--help') || argv.includes('-h')) {
-    process.stdout.write(HELP);
-    return 0;
-  }
-  if (argv.length > 0)
-    throw Object.assign(
-      new Error(
-        `unknown argument ${JSON.stringify(argv[0])}: expected no arguments (configuration is by environment; see --help)`,
-      ),
-      { exitCode: 2 },
-    );
-  let config;
-  try {
-    config = parseProxyConfig(process.env);
-  } catch (err) {
-    if (err instanceof ConfigError) throw Object.assign(err, { exitCode: 2 });
-    throw err;
-  }
-  capYoungGeneration();
-  limitHeapGrowth();
-  const logger = createLogger({ name: 'proxy', level: config.logLevel, format: config.logFormat });
-  const proxy = await startProxy(config, logger, {
-    env: process.env,
-    onShutdownRequest: () => void stop('shutdown endpoint'),
-  });
-  let stopping = false;
-  async function stop(why: string): Promise<void> {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ why }, 'shutting down');
-    await proxy.shutdown();
-    process.exit(0);
-  }
-  process.on('SIGTERM', () => void stop('SIGTERM'));
-  process.on('SIGINT', () => void stop('SIGINT'));
-  await new Promise<never>(() => undefined);
-  return 0;
-});
+await defineProgram({
+  name: 'minimesh-proxy',
+  summary: 'the transparent sidecar (inbound 4143, outbound 4140, admin 4191)',
+  usage: USAGE,
+  version: MINIMESH_VERSION,
+  // Young generation 2 × 2 MiB, old generation 30 % over live: a busy proxy otherwise grows to
+  // 2 × 16 MiB semi-spaces and keeps promoted request garbage (loaded RSS 102 / 85 MB against 75 / 75 MB).
+  heap: { maxSemiSpaceMb: 2, heapGrowingPercent: 30 },
+  flags: {},
+  // The environment is the injector's contract; --log-level / --log-format apply where it says nothing.
+  configure: ({ env, flags }) =>
+    parseProxyConfig({
+      [PROXY_ENV.logLevel]: flags['log-level'],
+      [PROXY_ENV.logFormat]: flags['log-format'],
+      ...env,
+    }),
+  logging: (config) => ({ level: config.logLevel, format: config.logFormat }),
+  // The drain is bounded by MINIMESH_PROXY_SHUTDOWN_GRACE_PERIOD itself; the skeleton must not cut it.
+  shutdownTimeoutMs: 2 ** 31 - 1,
+  async run({ config, logger, env, shutdown }) {
+    const proxy = await startProxy(config, logger, {
+      env,
+      onShutdownRequest: () => shutdown('shutdown endpoint'),
+    });
+    return { close: () => proxy.shutdown() };
+  },
+}).start();

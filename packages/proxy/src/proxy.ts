@@ -1,6 +1,6 @@
 // Assembles a running proxy from its configuration: credentials, identity, discovery, both stacks,
 // admin. main.ts only parses the environment and calls this; tests and benchmarks call it in-process.
-import type { Server } from 'node:net';
+import { createServer, type Server } from 'node:net';
 import { createRegistry, type Logger } from '@minimesh/runtime';
 import { destination, inbound as inboundApi, outbound as outboundApi } from '@minimesh/proto';
 import type { ProxyConfig } from './config.js';
@@ -8,15 +8,19 @@ import { ReadyLatch, startProxyAdmin } from './admin/admin.js';
 import { controlChannel } from './control/client.js';
 import { DestinationResolver } from './destination/resolver.js';
 import { CertifyClient } from './identity/certify-client.js';
+import { installCheapAsyncBind } from './http/cheap-async-bind.js';
 import { createInboundStack } from './inbound/stack.js';
 import { ProxyMetrics } from './metrics/metrics.js';
 import { createOutboundStack } from './outbound/stack.js';
 import { createPolicyRuntime, type PolicyRuntime } from './policy/runtime.js';
 import type { OriginalDstFn } from './stack/accept.js';
+import { createTapServer } from './tap/server.js';
+import { TapLayer } from './tap/tap.js';
 import { TlsCredentials } from './tls/credentials.js';
 
 export interface RunningProxy {
-  ports: { inbound: number; outbound: number; admin: number };
+  /** control: the tap server's port, 0 when this proxy serves no tap. */
+  ports: { inbound: number; outbound: number; admin: number; control: number };
   metrics: ProxyMetrics;
   creds: TlsCredentials;
   latch: ReadyLatch;
@@ -43,6 +47,8 @@ export async function startProxy(
     originalDst?: { inbound?: OriginalDstFn; outbound?: OriginalDstFn };
   } = {},
 ): Promise<RunningProxy> {
+  // One AsyncResource.bind per HTTP/2 request: without its deprecated accessor (see cheap-async-bind.ts).
+  installCheapAsyncBind();
   const registry = createRegistry();
   const metrics = new ProxyMetrics(registry);
   const creds = new TlsCredentials(config.localIdentity, config.trustAnchorsPem);
@@ -78,6 +84,9 @@ export async function startProxy(
   });
   const ready = identity.start().then(() => latch.release());
 
+  // Tap: only when the tap service's identity is configured (Linkerd's LINKERD2_PROXY_TAP_SVC_NAME).
+  const tap = config.tapSvcName !== undefined ? new TapLayer() : undefined;
+
   const policy: PolicyRuntime = createPolicyRuntime({
     config,
     registry,
@@ -89,16 +98,19 @@ export async function startProxy(
 
   const outbound = createOutboundStack({
     config,
+    tap,
     resolver,
     creds,
     metrics,
     logger,
+    policies: policy.outbound,
     originalDst: opts.originalDst?.outbound,
   });
   const inboundPort = config.inboundAddr.port;
   const outboundPort = config.outboundAddr.port;
   const inbound = createInboundStack({
     config,
+    tap,
     creds,
     metrics,
     logger,
@@ -107,7 +119,26 @@ export async function startProxy(
     authz: policy.authz,
   });
   const boundOut = await listen(outbound.server, config.outboundAddr.host, config.outboundAddr.port);
+  // More outbound addresses (IPv6's [::1] beside 127.0.0.1): each hands its connections to the one stack.
+  const extraOut: Server[] = [];
+  for (const addr of config.outboundExtraAddrs) {
+    const extra = createServer((socket) => outbound.server.emit('connection', socket));
+    await listen(extra, addr.host, addr.port);
+    extraOut.push(extra);
+  }
   const boundIn = await listen(inbound.server, config.inboundAddr.host, config.inboundAddr.port);
+  const tapServer =
+    tap && config.tapSvcName
+      ? createTapServer({
+          layer: tap,
+          creds,
+          tapSvcName: config.tapSvcName,
+          log: logger.child({ component: 'tap' }),
+        })
+      : undefined;
+  const boundControl = tapServer
+    ? await listen(tapServer as unknown as Server, config.controlAddr.host, config.controlAddr.port)
+    : 0;
   let shuttingDown: Promise<void> | undefined;
   const admin = await startProxyAdmin({
     addr: config.adminAddr,
@@ -121,9 +152,13 @@ export async function startProxy(
   logger.info(
     {
       inbound: `${config.inboundAddr.host}:${boundIn}`,
-      outbound: `${config.outboundAddr.host}:${boundOut}`,
+      outbound: [
+        `${config.outboundAddr.host}:${boundOut}`,
+        ...config.outboundExtraAddrs.map((a) => `[${a.host}]:${a.port}`),
+      ].join(','),
       admin: config.adminAddr,
       identity: config.localIdentity,
+      tap: tapServer ? `${config.controlAddr.host}:${boundControl} (only ${config.tapSvcName})` : 'off',
     },
     'proxy listening',
   );
@@ -131,6 +166,8 @@ export async function startProxy(
   function shutdown(graceMs = config.shutdownGracePeriodMs): Promise<void> {
     shuttingDown ??= (async () => {
       logger.info({ graceMs }, 'draining');
+      tapServer?.close();
+      for (const extra of extraOut) extra.close();
       await Promise.all([outbound.drain(graceMs), inbound.drain(graceMs)]);
       identity.stop();
       resolver.close();
@@ -143,7 +180,7 @@ export async function startProxy(
   }
 
   return {
-    ports: { inbound: boundIn, outbound: boundOut, admin: admin.port },
+    ports: { inbound: boundIn, outbound: boundOut, admin: admin.port, control: boundControl },
     metrics,
     creds,
     latch,

@@ -5,6 +5,7 @@
 //   outbound: Accept → Detected<OutboundConn> → (per request) Logical → Concrete → Endpoint → upstream
 //   inbound:  Accept → InboundConn (TLS) → Detected<InboundConn> → (per request) Endpoint (the app) → upstream
 import type { Socket } from 'node:net';
+import { addressKey } from '@minimesh/config';
 import type { PeakEwma } from './balance/p2c-peak-ewma.js';
 
 export type Direction = 'inbound' | 'outbound';
@@ -18,9 +19,8 @@ export interface Addr {
   readonly key: string;
 }
 
-export function keyOf(ip: string, port: number): string {
-  return ip.includes(':') ? `[${ip}]:${port}` : `${ip}:${port}`;
-}
+/** "ip:port" ("[ip]:port" for IPv6): @minimesh/config's addressKey, the one copy. */
+export const keyOf = addressKey;
 
 export function toAddr(ip: string, port: number): Addr {
   return { ip, port, key: keyOf(ip, port) };

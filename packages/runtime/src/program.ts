@@ -294,7 +294,11 @@ export function defineCommandLine(spec: CommandLineSpec): Program {
     try {
       return await command.run(rest, { stdin: process.stdin, stdout, stderr });
     } catch (err) {
-      reportError(`${spec.name} ${name}`, err, stderr);
+      // One prefix per message: a command's error that already names it ("minimesh certs create: ...")
+      // is printed as is, any other gets "minimesh <command>: ".
+      const message = (err as Error | null)?.message ?? '';
+      const named = message.startsWith(`${spec.name} `) && message.includes(': ');
+      reportError(named ? message.slice(0, message.indexOf(': ')) : `${spec.name} ${name}`, err, stderr);
       return exitCodeOf(err);
     }
   }

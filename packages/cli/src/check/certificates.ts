@@ -74,7 +74,7 @@ function validity(what: string, certs: X509Certificate[], now: Date, warnDays: n
         CERT_CATEGORY,
         `${what} ${are} within ${their} validity period`,
         parts.join('; '),
-        'docs/explain.md#certificates: make new ones with `minimesh certs create` and upgrade the chart',
+        'an issuer: minimesh certs create --ca ca.crt --ca-key ca.key, then helm upgrade; a trust anchor: docs/certificates.md',
       ),
     );
     return results;
@@ -92,7 +92,7 @@ function validity(what: string, certs: X509Certificate[], now: Date, warnDays: n
               `${cn(c)} expires on ${new Date(Date.parse(c.validTo)).toISOString()} (in ${days(Date.parse(c.validTo) - t)})`,
           )
           .join('; '),
-        'rotate before then: docs/explain.md#certificates',
+        'rotate before then: docs/certificates.md (an issuer: minimesh certs create --ca ca.crt --ca-key ca.key)',
       ),
     );
   } else {
@@ -185,7 +185,7 @@ export function checkCertificates(input: CertificateInputs): CheckResult[] {
           CERT_CATEGORY,
           'issuer certificate is issued by the trust anchor',
           `${cn(issuer)} (issuer ${issuer.issuer.replace(/\n/g, ', ')}) is not signed by any of the trust anchors (${anchors.map(cn).join(', ')}); proxies would reject every certificate it signs`,
-          'install an issuer made from the current trust anchor: minimesh certs create',
+          'install an issuer made from the current trust anchor: minimesh certs create --ca ca.crt --ca-key ca.key, then helm upgrade (docs/certificates.md)',
         ),
       );
     }

@@ -1,5 +1,8 @@
-// minimesh inject [FILE|-]: adds proxy-init and the proxy to every workload in a manifest, with the
-// same patch function the webhook uses, applied at the pod template's path.
+// minimesh inject [FILE|-]: as `linkerd inject`, marks every workload of a manifest for the webhook
+// (minimesh.io/inject: enabled, and each override flag as its config.minimesh.io/ annotation), so the
+// webhook injects the control plane's current proxy whenever a pod is created. With --manual it adds
+// proxy-init and the proxy itself, with the patch function the webhook uses, at the pod template's path
+// (and then needs the trust anchors).
 import { readFileSync } from 'node:fs';
 import jsonpatch from 'fast-json-patch';
 import { ANNOTATIONS, ConfigError, type MeshConfig } from '@minimesh/config';
@@ -31,7 +34,8 @@ const info = {
   name: 'minimesh inject',
   summary:
     'add the minimesh proxy to the workloads of a YAML manifest (Pod, Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob)',
-  usage: 'minimesh inject [flags] [FILE|-]   (reads stdin when FILE is "-" or absent; writes stdout)',
+  usage:
+    'minimesh inject [--manual --trust-anchors ca.crt] [flags] [FILE|-]   (reads stdin when FILE is "-" or absent; writes stdout)',
 };
 
 const OVERRIDE_HELP: Record<OverrideName, string> = {
@@ -39,7 +43,7 @@ const OVERRIDE_HELP: Record<OverrideName, string> = {
   'proxy-version': 'proxy image tag',
   'skip-inbound-ports': 'inbound ports the proxy never sees, e.g. 8081,9000-9010',
   'skip-outbound-ports': 'outbound ports the proxy never sees, e.g. 25,3306',
-  'skip-subnets': 'outbound CIDRs the proxy never sees, e.g. 10.96.0.0/12',
+  'skip-subnets': 'CIDRs whose inbound connections bypass the proxy (matched on the source address), e.g. 10.96.0.0/12',
   'proxy-uid': 'user id of the proxy (proxy-init skips its traffic)',
   'proxy-log-level': 'trace, debug, info, warn, error',
   'opaque-ports': 'ports never protocol-detected (numbers, ranges or container port names)',
@@ -53,10 +57,18 @@ const OVERRIDE_HELP: Record<OverrideName, string> = {
 };
 
 export const injectFlags = {
-  config: { type: 'string', description: 'mesh configuration file (JSON or YAML), as the chart renders it' },
+  manual: {
+    type: 'boolean',
+    description:
+      'add proxy-init and the proxy here instead of leaving it to the webhook (needs --trust-anchors or a --config with them)',
+  },
+  config: {
+    type: 'string',
+    description: 'mesh configuration file (JSON or YAML), as the chart renders it (with --manual)',
+  },
   'trust-anchors': {
     type: 'string',
-    description: 'PEM file of the trust anchors (e.g. ca.crt from `minimesh certs create`)',
+    description: 'PEM file of the trust anchors, e.g. ca.crt from `minimesh certs create` (with --manual)',
   },
   ...Object.fromEntries(
     OVERRIDE_NAMES.map((n) => [n, { type: 'string', description: `${OVERRIDE_HELP[n]} (config.minimesh.io/${n})` }]),
@@ -114,12 +126,23 @@ export interface InjectReport {
   lines: string[];
 }
 
-/** Injects one object (pure apart from the report). Exported for tests and other commands. */
+/** Pods that run to completion (Jobs, CronJobs, and pods with restartPolicy Never/OnFailure). */
+function runsToCompletion(obj: KubeObject, template: PodLike): boolean {
+  if (obj.kind === 'Job' || obj.kind === 'CronJob') return true;
+  const policy = (template.spec as { restartPolicy?: string } | undefined)?.restartPolicy;
+  return policy === 'Never' || policy === 'OnFailure';
+}
+
+/**
+ * Injects one object (pure apart from the report). mode 'annotate' (the default) adds only the inject
+ * annotation and the overrides as annotations; 'manual' adds the containers too. Exported for tests.
+ */
 export function injectObject(
   obj: KubeObject,
   config: MeshConfig,
   overrides: Partial<Record<OverrideName, string>>,
   report: InjectReport,
+  mode: 'annotate' | 'manual' = 'manual',
 ): KubeObject {
   const path = TEMPLATE_PATHS[obj.kind ?? ''];
   const what = describeObject(obj);
@@ -130,20 +153,48 @@ export function injectObject(
     return obj;
   }
   const prefix = path.length > 0 ? pointer(...path) : '';
-  // Mark the template as opted in (unless it says disabled), then run the webhook's patch on it.
+  // Mark the template as opted in (unless it says disabled); in annotate mode, the overrides too.
   const mark: PatchOperation[] = [];
   const annotations = template.metadata?.annotations;
-  if (annotations?.[ANNOTATIONS.inject] !== 'disabled') {
+  const wanted: Record<string, string> = {};
+  if (annotations?.[ANNOTATIONS.inject] !== 'disabled') wanted[ANNOTATIONS.inject] = 'enabled';
+  if (mode === 'annotate')
+    for (const [name, value] of Object.entries(overrides)) wanted[`${ANNOTATIONS.configPrefix}${name}`] = value;
+  if (Object.keys(wanted).length > 0) {
     if (template.metadata === undefined) mark.push({ op: 'add', path: '/metadata', value: {} });
     if (annotations === undefined) mark.push({ op: 'add', path: '/metadata/annotations', value: {} });
-    mark.push({ op: 'add', path: pointer('metadata', 'annotations', ANNOTATIONS.inject), value: 'enabled' });
+    for (const [key, value] of Object.entries(wanted))
+      mark.push({ op: 'add', path: pointer('metadata', 'annotations', key), value });
   }
   const marked = jsonpatch.applyPatch(structuredClone(obj), prefixPatch(mark, prefix), true, false).newDocument;
-  const result = createPatch(getAt(marked, path) as PodLike, { config, namespace: obj.metadata?.namespace, overrides });
-  for (const w of result.warnings) report.lines.push(`warning: ${what}: ${w}`);
+  const result = createPatch(getAt(marked, path) as PodLike, {
+    config,
+    namespace: obj.metadata?.namespace,
+    ...(mode === 'manual' ? { overrides } : {}),
+  });
   if (result.skipped) {
     report.lines.push(`${what} skipped: ${result.skipped.message}`);
     return obj;
+  }
+  const classic =
+    mode === 'manual'
+      ? (overrides['proxy-enable-native-sidecar'] ?? String(config.proxy.nativeSidecar))
+      : (getAt(marked, [
+          ...path,
+          'metadata',
+          'annotations',
+          `${ANNOTATIONS.configPrefix}proxy-enable-native-sidecar`,
+        ]) as string | undefined);
+  if (classic === 'false' && runsToCompletion(obj, template) && !config.proxy.enableShutdownEndpoint)
+    throw new UsageError(
+      `minimesh inject: ${what}: the classic sidecar (proxy-enable-native-sidecar false) never exits, so this pod would never complete: keep the native sidecar (the default), or enable the proxy's shutdown endpoint (proxy.enableShutdownEndpoint) and have the job POST http://localhost:${config.proxy.ports.admin}/shutdown when it is done`,
+    );
+  // The empty-trust-anchor warning is about the containers, which only --manual adds.
+  for (const w of result.warnings)
+    if (mode === 'manual' || !w.startsWith('identityTrustAnchorsPEM')) report.lines.push(`warning: ${what}: ${w}`);
+  if (mode === 'annotate') {
+    report.lines.push(`${what} annotated (the webhook injects its pods)`);
+    return marked;
   }
   report.lines.push(`${what} injected`);
   return jsonpatch.applyPatch(marked, prefixPatch(result.patch, prefix), true, false).newDocument;
@@ -155,13 +206,24 @@ export async function injectCommand(argv: string[], io: CommandIO): Promise<numb
     io.stdout.write(parsed.help);
     return 0;
   }
-  const values = parsed.values as Record<string, string>;
+  const values = parsed.values as Record<string, string | boolean>;
+  const manual = values.manual === true;
+  const configFile = (values.config as string | undefined) ?? '';
+  const anchorsFile = (values['trust-anchors'] as string | undefined) ?? '';
+  if (!manual && (configFile !== '' || anchorsFile !== ''))
+    throw new UsageError(
+      `minimesh inject: --${configFile !== '' ? 'config' : 'trust-anchors'} only matters with --manual (without it, the webhook injects with the control plane's configuration)`,
+    );
   const overrides = toOverrides(values);
-  const config = loadInjectConfig(values.config ?? '', values['trust-anchors'] ?? '');
+  const config = loadInjectConfig(configFile, anchorsFile);
+  if (manual && config.identityTrustAnchorsPEM.trim() === '')
+    throw new UsageError(
+      'minimesh inject: --manual needs the trust anchors: pass --trust-anchors ca.crt (or a --config that has identityTrustAnchorsPEM)',
+    );
   const { text, source } = await readInput(parsed.positionals, io, 'minimesh inject');
   const objects = parseManifests(text, source);
   const report: InjectReport = { lines: [] };
-  const out = mapObjects(objects, (o) => injectObject(o, config, overrides, report));
+  const out = mapObjects(objects, (o) => injectObject(o, config, overrides, report, manual ? 'manual' : 'annotate'));
   io.stdout.write(formatManifests(out));
   if (report.lines.length > 0) io.stderr.write(`${report.lines.join('\n')}\n`);
   return 0;

@@ -79,6 +79,28 @@ describe('createPatch', () => {
     expect(args.slice(-2)).toEqual(['--timeout-close-wait-secs', '30']);
   });
 
+  it('listens on [::] and on both loopbacks when IPv6 is on (and on IPv4 only when it is off)', () => {
+    const pod: PodLike = {
+      metadata: { annotations: { 'minimesh.io/inject': 'enabled' } },
+      spec: { containers: [{ name: 'a' }] },
+    };
+    const envOf = (ipv6: boolean) => {
+      const out = apply(pod, createPatch(pod, { config: parseMeshConfig({ proxyInit: { ipv6 } }) }).patch);
+      const proxy = out.spec?.initContainers?.find((c) => c.name === 'minimesh-proxy');
+      return Object.fromEntries((proxy?.env ?? []).map((e) => [e.name, e.value]));
+    };
+    expect(envOf(true)).toMatchObject({
+      MINIMESH_PROXY_INBOUND_LISTEN_ADDR: '[::]:4143',
+      MINIMESH_PROXY_OUTBOUND_LISTEN_ADDR: '127.0.0.1:4140,[::1]:4140',
+      MINIMESH_PROXY_ADMIN_LISTEN_ADDR: '[::]:4191',
+      MINIMESH_PROXY_CONTROL_LISTEN_ADDR: '[::]:4190',
+    });
+    expect(envOf(false)).toMatchObject({
+      MINIMESH_PROXY_INBOUND_LISTEN_ADDR: '0.0.0.0:4143',
+      MINIMESH_PROXY_OUTBOUND_LISTEN_ADDR: '127.0.0.1:4140',
+    });
+  });
+
   it('warns when the configuration has no trust anchors', () => {
     const pod: PodLike = {
       metadata: { annotations: { 'minimesh.io/inject': 'enabled' } },

@@ -3,6 +3,9 @@
 import { ANNOTATIONS, CONTAINER_NAMES, LABELS, type MeshConfig } from '@minimesh/config';
 import type { PodLike, SkipReason, StringMap } from './types.js';
 
+/** Namespaces whose pods are never injected (the cluster's own components). */
+export const SYSTEM_NAMESPACES: readonly string[] = ['kube-system', 'kube-public', 'kube-node-lease'];
+
 export type InjectDecision = { inject: true } | { inject: false; reason: SkipReason; message: string };
 
 export function isInjected(pod: PodLike): boolean {
@@ -61,6 +64,15 @@ export function decideInjection(
       inject: false,
       reason: 'host-network',
       message: "the pod uses hostNetwork; its iptables rules would be the node's",
+    };
+  }
+  // Kubernetes' own namespaces are never meshed, whatever their annotations say: the chart's webhook
+  // selector already leaves kube-system out; this holds when the selector is changed or the CLI injects.
+  if (opts.namespace !== undefined && SYSTEM_NAMESPACES.includes(opts.namespace)) {
+    return {
+      inject: false,
+      reason: 'system-namespace',
+      message: `pods in ${opts.namespace} are never injected`,
     };
   }
   if (isControlPlanePod(pod, opts.namespace, opts.config)) {

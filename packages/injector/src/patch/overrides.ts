@@ -80,7 +80,8 @@ export function parseOverride(name: OverrideName, value: string, ctx: ParseConte
     case 'proxy-image': {
       const text = value.trim();
       const last = text.split('/').pop() ?? '';
-      if (!IMAGE_NAME.test(text) || last.includes(':') || text.includes('@')) {
+      // 255: the longest repository name a registry accepts (distribution/reference's NameTotalLengthMax).
+      if (text.length > 255 || !IMAGE_NAME.test(text) || last.includes(':') || text.includes('@')) {
         throw new ConfigError(field, value, `an image name without tag or digest (the tag comes from proxy-version)`);
       }
       return text;

@@ -33,6 +33,10 @@ export function buildProxyEnv(config: MeshConfig, s: InjectSettings, inboundPort
   const identityOf = (serviceAccount: string): string =>
     toIdentityName({ serviceAccount, namespace: cpNs, controlPlaneNamespace: cpNs, trustDomain });
   const { ports } = config.proxy;
+  // With IPv6 on, [::] takes both families, and outbound listens on both loopbacks: iptables REDIRECTs
+  // a locally made IPv4 connection to 127.0.0.1 and an IPv6 one to ::1 (Linkerd does the same).
+  const ipv6 = config.proxyInit.ipv6;
+  const any = ipv6 ? '[::]' : '0.0.0.0';
   const env: EnvVar[] = [
     // Downward-API helpers first: later values refer to them with $(name) expansion, because the
     // AdmissionReview may not carry the pod's namespace, name or node.
@@ -42,10 +46,13 @@ export function buildProxyEnv(config: MeshConfig, s: InjectSettings, inboundPort
     fieldRef('_pod_sa', 'spec.serviceAccountName'),
     { name: PROXY_ENV.logLevel, value: s.logLevel },
     { name: PROXY_ENV.logFormat, value: config.proxy.logFormat },
-    { name: PROXY_ENV.inboundListenAddr, value: `0.0.0.0:${ports.inbound}` },
-    { name: PROXY_ENV.outboundListenAddr, value: `127.0.0.1:${ports.outbound}` },
-    { name: PROXY_ENV.adminListenAddr, value: `0.0.0.0:${ports.admin}` },
-    { name: PROXY_ENV.controlListenAddr, value: `0.0.0.0:${ports.control}` },
+    { name: PROXY_ENV.inboundListenAddr, value: `${any}:${ports.inbound}` },
+    {
+      name: PROXY_ENV.outboundListenAddr,
+      value: ipv6 ? `127.0.0.1:${ports.outbound},[::1]:${ports.outbound}` : `127.0.0.1:${ports.outbound}`,
+    },
+    { name: PROXY_ENV.adminListenAddr, value: `${any}:${ports.admin}` },
+    { name: PROXY_ENV.controlListenAddr, value: `${any}:${ports.control}` },
     { name: PROXY_ENV.destinationSvcAddr, value: config.destination.address },
     { name: PROXY_ENV.destinationSvcName, value: identityOf(CONTROL_PLANE_SERVICE_ACCOUNTS.destination) },
     {
@@ -77,6 +84,8 @@ export function buildProxyEnv(config: MeshConfig, s: InjectSettings, inboundPort
     { name: PROXY_ENV.detectTimeout, value: config.proxy.detectTimeout },
     { name: PROXY_ENV.shutdownEndpointEnabled, value: String(config.proxy.enableShutdownEndpoint) },
   );
+  // viz: the tap service's identity, the only client the proxy's tap server accepts (unset: no tap).
+  if (config.proxy.tapSvcName) env.push({ name: PROXY_ENV.tapSvcName, value: config.proxy.tapSvcName });
   return env;
 }
 

@@ -87,7 +87,8 @@ export type SkipReason =
   | 'invalid-inject-annotation'
   | 'already-injected'
   | 'host-network'
-  | 'control-plane';
+  | 'control-plane'
+  | 'system-namespace';
 
 export interface PatchResult {
   /** Empty when skipped. */

@@ -4,7 +4,7 @@
 import type { ClientReadableStream, ServiceError } from '@grpc/grpc-js';
 import type { destination } from '@minimesh/proto';
 import { fromTcpAddress, toTcpAddress } from '@minimesh/proto';
-import type { Logger } from '@minimesh/runtime';
+import { backoffDelay, type Logger } from '@minimesh/runtime';
 import { DEFAULT_PEAK_EWMA, PeakEwma, type PeakEwmaOptions } from '../balance/p2c-peak-ewma.js';
 import { keyOf, type Endpoint } from '../targets.js';
 
@@ -101,6 +101,14 @@ export class DestinationResolver {
     this.sweep.unref();
   }
 
+  /** The endpoint set of an authority when its stream already answered (no wait, no promise): the hot path. */
+  peekSet(authority: string): EndpointSet | undefined {
+    const e = this.sets.get(authority);
+    if (!e || e.set.state === 'pending') return undefined;
+    e.set.lastUsed = Date.now();
+    return e.set;
+  }
+
   /** The endpoint set of an authority ("name:port"), waiting for the first update when it is new. */
   async resolve(authority: string): Promise<EndpointSet> {
     let e = this.sets.get(authority);
@@ -116,7 +124,7 @@ export class DestinationResolver {
 
   /** The profile of an IP:port (ClusterIP → fully_qualified_name; pod IP → endpoint). */
   async profile(ip: string, port: number): Promise<Profile | undefined> {
-    const key = `${ip}:${port}`;
+    const key = keyOf(ip, port);
     let e = this.profiles.get(key);
     if (!e) {
       e = {
@@ -188,8 +196,7 @@ export class DestinationResolver {
   }
 
   private delay(attempt: number): number {
-    const base = Math.min(this.backoff.maxMs, this.backoff.minMs * 2 ** Math.min(attempt, 16));
-    return base / 2 + Math.random() * (base / 2);
+    return backoffDelay(attempt, { initialMs: this.backoff.minMs, maxMs: this.backoff.maxMs, jitter: 0.5 });
   }
 
   private openGet(e: SetEntry): void {

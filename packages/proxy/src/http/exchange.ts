@@ -3,14 +3,17 @@
 // an upstream (the four combinations in forward.ts), and it is its own metrics and load hook, so a
 // request costs one object rather than a handful of closures.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { IncomingHttpHeaders as H2Headers, ServerHttp2Stream } from 'node:http2';
+import type { Writable } from 'node:stream';
+import { constants as http2constants, type IncomingHttpHeaders as H2Headers, type ServerHttp2Stream } from 'node:http2';
 import type { Logger } from '@minimesh/runtime';
-import { toConnectError, unwrapCause } from '../errors.js';
+import { ProxyError, toConnectError, unwrapCause } from '../errors.js';
 import type { Labels, ProxyMetrics } from '../metrics/metrics.js';
 import { errorCode, isGrpc, respondH1, respondH2 } from '../respond.js';
 import type { HttpUpstream } from '../stack/connect.js';
+import { tapRequest, type TapSubject } from '../tap/exchange-tap.js';
+import type { TapLayer, TappedRequest } from '../tap/tap.js';
 import type { Direction } from '../targets.js';
-import { h1ToH1, h1ToH2, h2ToH1, h2ToH2, type ExchangeHooks } from './forward.js';
+import { h1ToH1, h1ToH2, h2ToH1, h2ToH2, type Cancel, type ExchangeHooks } from './forward.js';
 import { ORIG_PROTO_HEADER, ORIG_PROTO_HTTP11 } from './headers.js';
 
 /** What every exchange of one stack reports to. */
@@ -18,23 +21,37 @@ export interface ExchangeSink {
   readonly direction: Direction;
   readonly metrics: ProxyMetrics;
   readonly log: Logger;
+  /** The tap layer, when this proxy serves tap (MINIMESH_PROXY_TAP_SVC_NAME). */
+  readonly tap?: TapLayer | undefined;
 }
 
 const NO_EXTRA: Record<string, string> = {};
 
-export abstract class HttpExchange implements ExchangeHooks {
+export abstract class HttpExchange implements ExchangeHooks, TapSubject {
   abstract readonly protocol: 'http1' | 'h2';
   /** Host (HTTP/1) or :authority (HTTP/2), as the caller sent it. */
   abstract readonly authority: string | undefined;
   /** The request headers, for stages that read or strip some (never pseudo-headers). */
   abstract readonly headers: Record<string, string | string[] | undefined>;
   abstract readonly grpc: boolean;
+  abstract readonly method: string;
+  abstract readonly path: string;
+  abstract readonly scheme: 'http' | 'https';
+  abstract readonly peer: { ip: string; port: number };
+  abstract readonly downstream: Writable;
   private labels: Labels | undefined;
   private upstream: HttpUpstream | undefined;
   private t0 = 0;
   private loadT0 = -1;
   private status = 0;
   private grpcStatus: number | undefined;
+  /** A route's request timeout (src/policy/outbound-routes.ts), armed by forward(); 0: none. */
+  requestTimeoutMs = 0;
+  private cancel: Cancel | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private expired = false;
+  /** Set only while a tap takes this request. */
+  private tapped: TappedRequest | undefined;
 
   constructor(protected readonly sink: ExchangeSink) {}
 
@@ -56,24 +73,52 @@ export abstract class HttpExchange implements ExchangeHooks {
     this.t0 = this.sink.metrics.request(labels);
     const load = up.endpoint.load;
     if (load) this.loadT0 = load.start();
-    this.send(up, extra, authority);
+    const tap = this.sink.tap;
+    if (tap !== undefined && tap.active) this.tapped = tapRequest(tap, this.sink.direction, this, labels);
+    this.cancel = this.send(up, extra, authority);
+    if (this.requestTimeoutMs > 0) this.timer = setTimeout(() => this.expire(), this.requestTimeoutMs);
   }
 
-  protected abstract send(up: HttpUpstream, extra: Record<string, string>, authority: string): void;
+  protected abstract send(up: HttpUpstream, extra: Record<string, string>, authority: string): Cancel;
+
+  /** Resets the downstream side (the response had begun when the route's timeout fired). */
+  protected abstract reset(): void;
+
+  /** The route's request timeout fired: 504 before the response head, a reset after it. */
+  private expire(): void {
+    this.timer = undefined;
+    if (this.expired) return;
+    this.expired = true;
+    const err = new ProxyError('MINIMESH_PROXY_REQUEST_TIMEOUT', `request timed out after ${this.requestTimeoutMs} ms`);
+    this.sink.metrics.error(this.sink.direction, err.code);
+    this.sink.log.debug({ err: err.message }, `${this.sink.direction} request timed out (route timeout)`);
+    this.endLoad();
+    this.tapped?.responseEnd({ failed: true });
+    this.cancel?.();
+    if (this.status === 0) this.fail(err);
+    else this.reset();
+  }
 
   onResponse(status: number, grpcStatus: number | undefined): void {
+    if (this.expired) return;
     this.endLoad();
     this.status = status;
     this.grpcStatus = grpcStatus;
+    this.tapped?.responseInit(status);
   }
 
   onEnd(failed: boolean): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.tapped?.responseEnd({ grpcStatus: this.grpcStatus, failed });
     if (this.status === 0 || !this.labels) return;
     this.sink.metrics.response(this.labels, this.t0, this.status, this.grpcStatus, failed);
   }
 
   onError(raw: Error): void {
+    if (this.timer) clearTimeout(this.timer);
+    if (this.expired) return;
     this.endLoad();
+    this.tapped?.responseEnd({ failed: true });
     const err = this.explain(raw);
     this.sink.metrics.error(this.sink.direction, errorCode(err));
     this.sink.log.debug({ err: err.message }, `${this.sink.direction} request failed`);
@@ -117,18 +162,40 @@ export class H1Exchange extends HttpExchange {
     return this.req.headers;
   }
 
+  get method(): string {
+    return this.req.method ?? 'GET';
+  }
+
+  get path(): string {
+    return this.req.url ?? '/';
+  }
+
+  get scheme(): 'http' {
+    return 'http';
+  }
+
+  get peer(): { ip: string; port: number } {
+    return { ip: this.req.socket.remoteAddress ?? '', port: this.req.socket.remotePort ?? 0 };
+  }
+
+  get downstream(): Writable {
+    return this.res;
+  }
+
   fail(err: unknown): void {
     respondH1(this.res, err);
   }
 
-  protected send(up: HttpUpstream, extra: Record<string, string>, authority: string): void {
+  protected reset(): void {
+    this.res.destroy();
+  }
+
+  protected send(up: HttpUpstream, extra: Record<string, string>, authority: string): Cancel {
     const { req, res } = this;
-    if (up.kind === 'h1') {
-      h1ToH1(req, res, { host: up.endpoint.ip, port: up.endpoint.port, agent: up.agent, headers: extra }, this);
-      return;
-    }
+    if (up.kind === 'h1')
+      return h1ToH1(req, res, { host: up.endpoint.ip, port: up.endpoint.port, agent: up.agent, headers: extra }, this);
     // Over HTTP/2 (between proxies): marked, so the far side restores HTTP/1.
-    h1ToH2(
+    return h1ToH2(
       req,
       res,
       up.session,
@@ -157,6 +224,27 @@ export class H2Exchange extends HttpExchange {
     return this.headers[':authority'] ?? this.headers.host;
   }
 
+  get method(): string {
+    return String(this.headers[':method'] ?? 'GET');
+  }
+
+  get path(): string {
+    return String(this.headers[':path'] ?? '/');
+  }
+
+  get scheme(): 'http' | 'https' {
+    return this.headers[':scheme'] === 'https' ? 'https' : 'http';
+  }
+
+  get peer(): { ip: string; port: number } {
+    const s = this.stream.session?.socket;
+    return { ip: s?.remoteAddress ?? '', port: s?.remotePort ?? 0 };
+  }
+
+  get downstream(): Writable {
+    return this.stream;
+  }
+
   override get upgradedHttp1(): boolean {
     return this.headers[ORIG_PROTO_HEADER] === ORIG_PROTO_HTTP11;
   }
@@ -165,9 +253,17 @@ export class H2Exchange extends HttpExchange {
     respondH2(this.stream, this.grpc, err);
   }
 
-  protected send(up: HttpUpstream, extra: Record<string, string>): void {
-    if (up.kind === 'h2') h2ToH2(this.stream, this.headers, up.session, extra, this);
-    else
-      h2ToH1(this.stream, this.headers, { host: up.endpoint.ip, port: up.endpoint.port, agent: up.agent, extra }, this);
+  protected send(up: HttpUpstream, extra: Record<string, string>): Cancel {
+    if (up.kind === 'h2') return h2ToH2(this.stream, this.headers, up.session, extra, this);
+    return h2ToH1(
+      this.stream,
+      this.headers,
+      { host: up.endpoint.ip, port: up.endpoint.port, agent: up.agent, extra },
+      this,
+    );
+  }
+
+  protected reset(): void {
+    if (!this.stream.destroyed) this.stream.close(http2constants.NGHTTP2_CANCEL);
   }
 }

@@ -4,14 +4,14 @@ import { readFile } from 'node:fs/promises';
 import { X509Certificate } from 'node:crypto';
 import { Metadata } from '@grpc/grpc-js';
 import { identity } from '@minimesh/proto';
-import type { Logger } from '@minimesh/runtime';
+import { backoffDelay, type Logger } from '@minimesh/runtime';
 import type { ControlAddr } from '../config.js';
 import { controlChannel } from '../control/client.js';
 import { ProxyError } from '../errors.js';
 import type { ProxyMetrics } from '../metrics/metrics.js';
 import { derToPem, type TlsCredentials } from '../tls/credentials.js';
 import { createKeyAndCsr, type KeyAndCsr } from './csr.js';
-import { errorBackoff, refreshDelay } from './schedule.js';
+import { refreshDelay } from './schedule.js';
 
 export interface CertifyClientOptions {
   addr: ControlAddr;
@@ -101,9 +101,9 @@ export class CertifyClient {
       this.schedule(next);
     } catch (err) {
       this.opts.metrics.certRefreshes.inc({ result: 'error' });
-      const ms = errorBackoff(this.attempt++, {
-        baseMs: this.opts.schedule?.backoffBaseMs,
-        maxMs: this.opts.schedule?.backoffMaxMs,
+      const ms = backoffDelay(this.attempt++, {
+        initialMs: this.opts.schedule?.backoffBaseMs ?? 1000,
+        maxMs: this.opts.schedule?.backoffMaxMs ?? 30_000,
       });
       log.warn(
         { err: { message: (err as Error).message, code: (err as { code?: unknown }).code }, retryInMs: ms },

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { errorBackoff, refreshDelay } from './schedule.js';
+import { refreshDelay } from './schedule.js';
 
 describe('refreshDelay', () => {
   const H = 3600_000;
@@ -11,13 +11,5 @@ describe('refreshDelay', () => {
     ['a year left → clamped down to 24 h', 365 * 24 * H, 24 * H],
   ])('%s', (_name, remaining, expected) => {
     expect(refreshDelay(1_000_000, 1_000_000 + remaining)).toBe(Math.floor(expected));
-  });
-});
-
-describe('errorBackoff', () => {
-  it('doubles from 1 s and caps at 30 s', () => {
-    expect([0, 1, 2, 3, 4, 5, 6, 20].map((a) => errorBackoff(a))).toEqual([
-      1000, 2000, 4000, 8000, 16000, 30000, 30000, 30000,
-    ]);
   });
 });

@@ -29,6 +29,7 @@ import { authorizeExchange, authorizeUpgrade, authzConnOf, policyIsOpaque } from
 import { admitInbound } from './accept.js';
 import { clientIdHeaders, createAppEndpoints } from './forward.js';
 import { createTlsTerminator, peekTls } from './tls.js';
+import type { TapLayer } from '../tap/tap.js';
 
 export interface InboundStackOptions {
   config: ProxyConfig;
@@ -39,6 +40,8 @@ export interface InboundStackOptions {
   proxyPorts: number[];
   /** Test/bench seam: how to learn the original destination (default: SO_ORIGINAL_DST). */
   originalDst?: OriginalDstFn;
+  /** The tap layer (only when this proxy serves tap). */
+  tap?: TapLayer | undefined;
   /** Authorization by the ports' policies; absent: everything is admitted. */
   authz?: InboundAuthz;
 }
@@ -54,7 +57,7 @@ const OPAQUE_TLS_PEEK_MS = 300;
 export function createInboundStack(opts: InboundStackOptions): InboundStack {
   const { config, creds, metrics, authz } = opts;
   const log = opts.logger.child({ component: 'inbound' });
-  const sink: ExchangeSink = { direction: 'inbound', metrics, log };
+  const sink: ExchangeSink = { direction: 'inbound', metrics, log, tap: opts.tap };
   const connector = new Connector(creds, config.inboundConnectTimeoutMs);
   const appEndpoint = createAppEndpoints();
   const labelCache = new LabelCache();
@@ -70,7 +73,18 @@ export function createInboundStack(opts: InboundStackOptions): InboundStack {
     onDecrypted: (conn, t) => void afterTls(conn, t, Buffer.alloc(0)),
   });
 
+  // The last label set of each connection: its requests usually carry the same authority.
+  const lastLabels = new WeakMap<InboundConn, { authority: string | undefined; tls: string; labels: Labels }>();
+
   function labelsFor(conn: InboundConn, authority: string | undefined): Labels {
+    const last = lastLabels.get(conn);
+    if (last !== undefined && last.authority === authority && last.tls === conn.tls) return last.labels;
+    const labels = labelsForSlow(conn, authority);
+    lastLabels.set(conn, { authority, tls: conn.tls, labels });
+    return labels;
+  }
+
+  function labelsForSlow(conn: InboundConn, authority: string | undefined): Labels {
     const key = `${authority ?? ''}|${conn.orig.key}|${conn.tls}|${conn.clientId ?? ''}|${conn.sni ?? ''}`;
     return (
       labelCache.get(key) ??

@@ -33,6 +33,11 @@ export function normalizeAuthority(
 }
 
 export interface Discover {
+  /**
+   * The concrete target of an HTTP request when it is known already: a cluster name whose endpoints
+   * destination has sent (the common case), without a promise or a new object. Undefined: use http().
+   */
+  httpNow(logical: Logical): Concrete | undefined;
   /** The concrete target of an HTTP request. */
   http(logical: Logical): Promise<Concrete>;
   /** The concrete target of an opaque connection (it always has an original destination). */
@@ -40,6 +45,20 @@ export interface Discover {
 }
 
 export function createDiscover(resolver: DestinationResolver, clusterDomain: string): Discover {
+  // Host values seen, normalized once (a request's Host is usually one of a few names).
+  const authorities = new Map<string, Authority | null>();
+  const authority = (host: string | undefined, defaultPort: number): Authority | undefined => {
+    if (host === undefined) return undefined;
+    const key = `${host}|${defaultPort}`;
+    let a = authorities.get(key);
+    if (a === undefined) {
+      if (authorities.size >= 10_000) authorities.clear();
+      authorities.set(key, (a = normalizeAuthority(host, defaultPort, clusterDomain) ?? null));
+    }
+    return a ?? undefined;
+  };
+  // One Concrete per endpoint set: the set's list changes in place as destination updates it.
+  const balanced = new WeakMap<object, Concrete>();
   // Endpoints for original destinations nobody discovered, made once per address.
   const plain = new Map<string, Endpoint>();
   const forward = (authority: string, ip: string, port: number): Concrete => {
@@ -63,8 +82,17 @@ export function createDiscover(resolver: DestinationResolver, clusterDomain: str
   }
 
   return {
+    httpNow({ host, orig }) {
+      const a = authority(host, orig?.port ?? 80);
+      if (!a?.inCluster) return undefined;
+      const set = resolver.peekSet(a.text);
+      if (!set || set.list.length === 0) return undefined;
+      let c = balanced.get(set);
+      if (!c) balanced.set(set, (c = { kind: 'balanced', authority: a.text, set }));
+      return c;
+    },
     async http({ host, orig }) {
-      const a = normalizeAuthority(host, orig?.port ?? 80, clusterDomain);
+      const a = authority(host, orig?.port ?? 80);
       if (a?.inCluster) {
         const set = await resolver.resolve(a.text);
         if (set.list.length > 0) return { kind: 'balanced', authority: a.text, set };

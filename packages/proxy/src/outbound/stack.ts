@@ -20,10 +20,13 @@ import { createAccept, type OriginalDstFn } from '../stack/accept.js';
 import { Connector } from '../stack/connect.js';
 import { relay } from '../stack/relay.js';
 import type { Accept, Addr, Concrete, Endpoint, Opaque } from '../targets.js';
+import type { OutboundPolicies } from '../policy/outbound-policies.js';
+import { applyOutboundRoute } from '../policy/outbound-routes.js';
 import type { TlsCredentials } from '../tls/credentials.js';
 import { balance } from './balance.js';
 import { createOutboundDetect } from './detect.js';
 import { createDiscover } from './discover.js';
+import type { TapLayer } from '../tap/tap.js';
 
 export interface OutboundStackOptions {
   config: ProxyConfig;
@@ -31,8 +34,12 @@ export interface OutboundStackOptions {
   creds: TlsCredentials;
   metrics: ProxyMetrics;
   logger: Logger;
+  /** Outbound policies (routes: timeouts, injected failures); none: requests go without routes. */
+  policies?: OutboundPolicies;
   /** Test/bench seam: how to learn the original destination (default: SO_ORIGINAL_DST). */
   originalDst?: OriginalDstFn;
+  /** The tap layer (only when this proxy serves tap). */
+  tap?: TapLayer | undefined;
 }
 
 export interface OutboundStack {
@@ -45,7 +52,7 @@ export interface OutboundStack {
 export function createOutboundStack(opts: OutboundStackOptions): OutboundStack {
   const { config, resolver, metrics } = opts;
   const log = opts.logger.child({ component: 'outbound' });
-  const sink: ExchangeSink = { direction: 'outbound', metrics, log };
+  const sink: ExchangeSink = { direction: 'outbound', metrics, log, tap: opts.tap };
   const connector = new Connector(opts.creds, config.outboundConnectTimeoutMs);
   const detect = createOutboundDetect({
     resolver,
@@ -56,13 +63,25 @@ export function createOutboundStack(opts: OutboundStackOptions): OutboundStack {
   const labelCache = new LabelCache();
   const sockets = new Set<Socket>();
   const http = new HttpHandoff<Accept>(sink, {
-    onRequest: (conn, ex) => void onRequest(conn, ex),
+    onRequest,
     onUpgrade: (conn, req, socket, head) => void onUpgrade(conn, req, socket, head),
   });
 
   /** Labels of traffic to `ep` for `authority`: mTLS and server_id when we can originate it. */
+  // The last label set each endpoint was used with: a request usually finds its labels here without
+  // building a cache key.
+  const lastLabels = new WeakMap<Endpoint, { authority: string; serverId: string | undefined; labels: Labels }>();
+
   function endpointLabels(authority: string, ep: Endpoint): Labels {
     const serverId = connector.meshIdentity(ep);
+    const last = lastLabels.get(ep);
+    if (last !== undefined && last.authority === authority && last.serverId === serverId) return last.labels;
+    const labels = endpointLabelsSlow(authority, ep, serverId);
+    lastLabels.set(ep, { authority, serverId, labels });
+    return labels;
+  }
+
+  function endpointLabelsSlow(authority: string, ep: Endpoint, serverId: string | undefined): Labels {
     const key = `${authority}|${ep.key}|${serverId ?? ''}|${ep.discovered ? 'd' : ''}`;
     const cached = labelCache.get(key);
     if (cached) return cached;
@@ -97,7 +116,21 @@ export function createOutboundStack(opts: OutboundStackOptions): OutboundStack {
     return { concrete, ep: balance(concrete) };
   }
 
-  async function onRequest(conn: Accept, ex: HttpExchange): Promise<void> {
+  function onRequest(conn: Accept, ex: HttpExchange): void {
+    // Hot path: the service's endpoints are known, so no promise and no microtask hop.
+    const known = discover.httpNow({ host: ex.authority, orig: conn.orig });
+    if (known === undefined) return void onRequestDiscovering(conn, ex);
+    let ep: Endpoint;
+    try {
+      ep = balance(known);
+    } catch (err) {
+      metrics.error('outbound', errorCode(err));
+      return ex.fail(err);
+    }
+    send(conn, known, ep, ex);
+  }
+
+  async function onRequestDiscovering(conn: Accept, ex: HttpExchange): Promise<void> {
     let concrete: Concrete;
     let ep: Endpoint;
     try {
@@ -106,6 +139,13 @@ export function createOutboundStack(opts: OutboundStackOptions): OutboundStack {
       metrics.error('outbound', errorCode(err));
       return ex.fail(err);
     }
+    send(conn, concrete, ep, ex);
+  }
+
+  /** route (HTTPRoute rule: timeouts, injected failures) → connect (+ tls) → forward. */
+  function send(conn: Accept, concrete: Concrete, ep: Endpoint, ex: HttpExchange): void {
+    const policies = opts.policies;
+    if (policies && !applyOutboundRoute(policies, ex, concrete.authority, conn.orig, config.clusterDomain)) return;
     const up = connector.http(ep, ex.protocol);
     ex.forward(up, endpointLabels(concrete.authority, ep), undefined, concrete.authority);
   }

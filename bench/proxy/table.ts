@@ -1,0 +1,303 @@
+// The side-by-side table, made from the bench's JSON file (raw per-run numbers): medians of the runs with
+// their spread (min–max), and minimesh / linkerd2 ratios. Also runnable on a saved file:
+//   npx tsx bench/proxy/table.ts bench/proxy/last-run.json
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+export type PairKind = 'minimesh' | 'minimesh-ab' | 'linkerd2';
+
+/** One load-generator phase as loadgen.mjs prints it. */
+export interface Phase {
+  p50: number;
+  p99: number;
+  p999: number;
+  sent: number;
+  ok: number;
+  errors: number;
+  cpu: number;
+}
+export interface Sat {
+  rps: number;
+  ok: number;
+  errors: number;
+  cpu: number;
+}
+interface Mem {
+  rss: number;
+  anon: number;
+}
+interface Runtime {
+  lagP50Ms: number;
+  lagP99Ms: number;
+  lagMaxMs: number;
+  /** GC during the open-loop phase: total pause time (ms), count, major (mark-compact) time, pauses > 10 ms. */
+  gcMs: number;
+  gcCount: number;
+  gcMajorMs: number;
+  gcOver10: number;
+}
+export interface PairRun {
+  readyMs: { client: number; server: number };
+  idle: { client: Mem; server: Mem };
+  loaded: { client: Mem; server: Mem };
+  open: Phase;
+  /** Cores per 1,000 rps during the open-loop phase; client = the outbound proxy, server = the inbound one. */
+  cpuPer1k: { client: number; server: number };
+  sat: Sat;
+  satCpu: { client: number; server: number };
+  /** minimesh only: event-loop delay during the open-loop phase, GC so far. */
+  runtime?: { client: Runtime; server: Runtime } | undefined;
+}
+export interface Run {
+  index: number;
+  loadavg: number[];
+  direct: { open: Phase; sat: Sat };
+  pairs: Partial<Record<PairKind, PairRun>>;
+}
+export interface BenchFile {
+  date: string;
+  commit: string;
+  node: string;
+  cpus: number;
+  cpuModel: string;
+  loadavg: number[];
+  config: { rate: number; conns: number; seconds: number; satConns: number; satSeconds: number; runs: number };
+  peer: { path: string } | { reason: string };
+  runs: Run[];
+}
+
+const GOALS = {
+  p50: 1.3,
+  p99: 2,
+  cpu: 1.5,
+  sat: 0.7,
+  rss: 2,
+};
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  if (s.length === 0) return NaN;
+  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+}
+
+interface Stat {
+  med: number;
+  min: number;
+  max: number;
+}
+function stat(xs: number[]): Stat {
+  return { med: median(xs), min: Math.min(...xs), max: Math.max(...xs) };
+}
+
+function fmt(s: Stat | undefined, digits: number, unit = ''): string {
+  if (!s || Number.isNaN(s.med)) return 'not measured';
+  const f = (n: number) => n.toFixed(digits);
+  return s.min === s.max ? `${f(s.med)}${unit}` : `${f(s.med)}${unit} (${f(s.min)}–${f(s.max)})`;
+}
+
+/** Per-run values of `get` for a pair (runs where it was measured). */
+function per(file: BenchFile, kind: PairKind, get: (p: PairRun, r: Run) => number): number[] {
+  return file.runs.flatMap((r) => (r.pairs[kind] ? [get(r.pairs[kind]!, r)] : []));
+}
+
+export function renderTable(file: BenchFile): string {
+  const has = (k: PairKind) => file.runs.some((r) => r.pairs[k]);
+  const kinds: PairKind[] = (['minimesh', 'minimesh-ab', 'linkerd2'] as PairKind[]).filter(has);
+  const peerMeasured = has('linkerd2');
+  const notMeasured = 'reason' in file.peer ? file.peer.reason : 'not measured';
+  const c = file.config;
+  const rows: Array<{
+    label: string;
+    goal: string;
+    values: (k: PairKind) => number[];
+    digits: number;
+    unit: string;
+    goalOk?: (r: number) => boolean;
+  }> = [
+    {
+      label: `added latency p50 (${c.rate} rps, ${c.conns} conns)`,
+      values: (k) => per(file, k, (p, r) => p.open.p50 - r.direct.open.p50),
+      digits: 2,
+      unit: ' ms',
+      goal: `≤ ${GOALS.p50}x`,
+      goalOk: (x) => x <= GOALS.p50,
+    },
+    {
+      label: 'added latency p99',
+      values: (k) => per(file, k, (p, r) => p.open.p99 - r.direct.open.p99),
+      digits: 2,
+      unit: ' ms',
+      goal: `≤ ${GOALS.p99}x`,
+      goalOk: (x) => x <= GOALS.p99,
+    },
+    {
+      label: 'CPU per 1k rps, outbound proxy',
+      values: (k) => per(file, k, (p) => p.cpuPer1k.client),
+      digits: 3,
+      unit: ' core',
+      goal: `≤ ${GOALS.cpu}x`,
+      goalOk: (x) => x <= GOALS.cpu,
+    },
+    {
+      label: 'CPU per 1k rps, inbound proxy',
+      values: (k) => per(file, k, (p) => p.cpuPer1k.server),
+      digits: 3,
+      unit: ' core',
+      goal: `≤ ${GOALS.cpu}x`,
+      goalOk: (x) => x <= GOALS.cpu,
+    },
+    {
+      label: `saturated throughput through the pair (${c.satConns} conns)`,
+      values: (k) => per(file, k, (p) => p.sat.rps),
+      digits: 0,
+      unit: ' rps',
+      goal: `≥ ${GOALS.sat}x`,
+      goalOk: (x) => x >= GOALS.sat,
+    },
+    {
+      label: 'RSS under load, outbound proxy',
+      values: (k) => per(file, k, (p) => p.loaded.client.rss),
+      digits: 1,
+      unit: ' MB',
+      goal: `≤ ${GOALS.rss}x`,
+      goalOk: (x) => x <= GOALS.rss,
+    },
+    {
+      label: 'RSS under load, inbound proxy',
+      values: (k) => per(file, k, (p) => p.loaded.server.rss),
+      digits: 1,
+      unit: ' MB',
+      goal: `≤ ${GOALS.rss}x`,
+      goalOk: (x) => x <= GOALS.rss,
+    },
+    {
+      label: 'errors (all phases)',
+      values: (k) => per(file, k, (p) => p.open.errors + p.sat.errors),
+      digits: 0,
+      unit: '',
+      goal: '0',
+    },
+    {
+      label: '  RSS idle, outbound / inbound (anonymous in the note)',
+      values: (k) => per(file, k, (p) => (p.idle.client.rss + p.idle.server.rss) / 2),
+      digits: 1,
+      unit: ' MB',
+      goal: '',
+    },
+    {
+      label: '  saturated CPU, outbound + inbound proxy',
+      values: (k) => per(file, k, (p) => p.satCpu.client + p.satCpu.server),
+      digits: 2,
+      unit: ' core',
+      goal: '',
+    },
+    {
+      label: '  ready after start (certificate in hand)',
+      values: (k) => per(file, k, (p) => Math.max(p.readyMs.client, p.readyMs.server)),
+      digits: 0,
+      unit: ' ms',
+      goal: '',
+    },
+  ];
+  const own = kinds.filter((k) => k !== 'linkerd2');
+  const ab = own.includes('minimesh-ab');
+  const header = [
+    'measure',
+    ...own,
+    'linkerd2',
+    'minimesh / linkerd2',
+    'goal',
+    ...(ab ? ['minimesh / minimesh-ab'] : []),
+  ];
+  let out = '';
+  const la = file.loadavg.map((x) => x.toFixed(2)).join(' ');
+  out += `\nminimesh-proxy vs linkerd2-proxy, one run: ${file.date.slice(0, 16).replace('T', ' ')} UTC, commit ${file.commit}, `;
+  out += `load average at start ${la}; ${file.cpus} × ${file.cpuModel}, node ${file.node}; `;
+  out += `${c.runs} runs, medians (min–max); ${c.seconds} s open loop, ${c.satSeconds} s closed loop per pair and run.\n`;
+  if (!peerMeasured) out += `linkerd2-proxy: ${notMeasured}\n`;
+  out += `\n| ${header.join(' | ')} |\n|${header.map(() => '---').join('|')}|\n`;
+  // A ratio is taken per run (same run, same moment), then its median and spread.
+  // A run whose denominator is not positive (the peer's added latency within the direct path's noise)
+  // gives no ratio; the cell then says over how many runs the median was taken.
+  const ratio = (a: number[], b: number[]) => {
+    const r = a.map((v, i) => ((b[i] as number) > 0 ? v / (b[i] as number) : NaN)).filter((x) => Number.isFinite(x));
+    return r.length
+      ? { ...stat(r), of: `${r.length < a.length ? ` (${r.length} of ${a.length} runs)` : ''}` }
+      : undefined;
+  };
+  for (const row of rows) {
+    const cells = [row.label];
+    for (const k of own) cells.push(fmt(stat(row.values(k)), row.digits, row.unit));
+    if (peerMeasured) {
+      cells.push(fmt(stat(row.values('linkerd2')), row.digits, row.unit));
+      const s = row.goal ? ratio(row.values('minimesh'), row.values('linkerd2')) : undefined;
+      const verdict = s && row.goalOk ? (row.goalOk(s.med) ? ' met' : ' **not met**') : '';
+      cells.push(s ? `${fmt(s, 2, 'x')}${s.of}${verdict}` : 'no run with a positive peer figure');
+    } else cells.push('not measured', 'not measured');
+    cells.push(row.goal);
+    if (ab) {
+      const s = ratio(row.values('minimesh'), row.values('minimesh-ab'));
+      cells.push(s ? `${fmt(s, 2, 'x')}${s.of}` : '');
+    }
+    out += `| ${cells.join(' | ')} |\n`;
+  }
+  // The minimesh processes' own runtime figures.
+  for (const k of kinds.filter((x) => x !== 'linkerd2')) {
+    const rt = (side: 'client' | 'server', f: (r: Runtime) => number) =>
+      stat(per(file, k, (p) => (p.runtime ? f(p.runtime[side]) : NaN)));
+    out += `\n${k}: event-loop delay during the open loop, outbound / inbound proxy: p50 ${fmt(
+      rt('client', (r) => r.lagP50Ms),
+      2,
+    )} / ${fmt(
+      rt('server', (r) => r.lagP50Ms),
+      2,
+    )} ms, `;
+    out += `p99 ${fmt(
+      rt('client', (r) => r.lagP99Ms),
+      2,
+    )} / ${fmt(
+      rt('server', (r) => r.lagP99Ms),
+      2,
+    )} ms, max ${fmt(
+      rt('client', (r) => r.lagMaxMs),
+      1,
+    )} / ${fmt(
+      rt('server', (r) => r.lagMaxMs),
+      1,
+    )} ms; `;
+    out += `GC since start ${fmt(
+      rt('client', (r) => r.gcMs),
+      0,
+    )} / ${fmt(
+      rt('server', (r) => r.gcMs),
+      0,
+    )} ms in ${fmt(
+      rt('client', (r) => r.gcCount),
+      0,
+    )} / ${fmt(
+      rt('server', (r) => r.gcCount),
+      0,
+    )} collections; `;
+    out += `anonymous RSS idle ${fmt(stat(per(file, k, (p) => p.idle.client.anon)), 1)} / ${fmt(stat(per(file, k, (p) => p.idle.server.anon)), 1)} MB, under load ${fmt(stat(per(file, k, (p) => p.loaded.client.anon)), 1)} / ${fmt(stat(per(file, k, (p) => p.loaded.server.anon)), 1)} MB.\n`;
+  }
+  const d = (f: (r: Run) => number) => stat(file.runs.map(f));
+  out += `direct (no proxies): p50 ${fmt(
+    d((r) => r.direct.open.p50),
+    2,
+  )} ms, p99 ${fmt(
+    d((r) => r.direct.open.p99),
+    2,
+  )} ms, saturated ${fmt(
+    d((r) => r.direct.sat.rps),
+    0,
+  )} rps (generator ${fmt(
+    d((r) => r.direct.sat.cpu),
+    2,
+  )} core).\n`;
+  return out;
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  const path = process.argv[2] ?? fileURLToPath(new URL('./last-run.json', import.meta.url));
+  process.stdout.write(renderTable(JSON.parse(readFileSync(path, 'utf8')) as BenchFile));
+}

@@ -1,0 +1,47 @@
+// The policy server linkerd2-proxy insists on (it exits without LINKERD2_PROXY_POLICY_SVC_ADDR): minimesh's
+// own policy controller (packages/policy, `minimesh-policy`), run from this checkout against the local
+// cluster. Returns the command that starts it, or why it cannot run here.
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { ROOT } from './netns-mesh.js';
+
+/** What the harness knows when it starts the controller. */
+export interface PolicyContext {
+  addr: string;
+  adminAddr: string;
+  kubeconfig: string;
+  controllerNamespace: string;
+  trustDomain: string;
+  clusterNetworks: string;
+}
+
+export interface PolicyServer {
+  argv?: (ctx: PolicyContext) => string[];
+  reason?: string;
+}
+
+export function policyServer(): PolicyServer {
+  const main = join(ROOT, 'packages/policy/dist/main.js');
+  if (!existsSync(main))
+    return { reason: `minimesh's policy controller is not built in this checkout (${main} is missing: npm run build)` };
+  return {
+    argv: (c) => [
+      process.execPath,
+      main,
+      '--addr',
+      c.addr,
+      '--admin-addr',
+      c.adminAddr,
+      '--controller-namespace',
+      c.controllerNamespace,
+      '--identity-trust-domain',
+      c.trustDomain,
+      '--cluster-networks',
+      c.clusterNetworks,
+      '--default-policy',
+      'all-unauthenticated',
+      '--kubeconfig',
+      c.kubeconfig,
+    ],
+  };
+}
