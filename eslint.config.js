@@ -22,11 +22,13 @@ const LAYERS = {
   proto: ['config'],
   kube: ['runtime'],
   'proxy-init': ['config', 'runtime'],
-  proxy: ['config', 'runtime', 'proto'],
+  // proxy: of policy only @minimesh/policy/client (compiled policies, route matching; no kube).
+  proxy: ['config', 'runtime', 'proto', 'policy'],
+  policy: ['config', 'runtime', 'proto', 'kube'],
   destination: ['config', 'runtime', 'proto', 'kube'],
   identity: ['config', 'runtime', 'proto', 'kube'],
   injector: ['config', 'runtime', 'kube'],
-  cli: ['config', 'runtime', 'proto', 'kube', 'injector', 'proxy-init'],
+  cli: ['config', 'runtime', 'proto', 'kube', 'injector', 'proxy-init', 'policy'],
 };
 const PACKAGES = Object.keys(LAYERS);
 

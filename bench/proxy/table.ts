@@ -217,9 +217,13 @@ export function renderTable(file: BenchFile): string {
   if (!peerMeasured) out += `linkerd2-proxy: ${notMeasured}\n`;
   out += `\n| ${header.join(' | ')} |\n|${header.map(() => '---').join('|')}|\n`;
   // A ratio is taken per run (same run, same moment), then its median and spread.
+  // A run whose denominator is not positive (the peer's added latency within the direct path's noise)
+  // gives no ratio; the cell then says over how many runs the median was taken.
   const ratio = (a: number[], b: number[]) => {
-    const r = a.map((v, i) => v / (b[i] as number)).filter((x) => Number.isFinite(x));
-    return r.length ? stat(r) : undefined;
+    const r = a.map((v, i) => ((b[i] as number) > 0 ? v / (b[i] as number) : NaN)).filter((x) => Number.isFinite(x));
+    return r.length
+      ? { ...stat(r), of: `${r.length < a.length ? ` (${r.length} of ${a.length} runs)` : ''}` }
+      : undefined;
   };
   for (const row of rows) {
     const cells = [row.label];
@@ -228,12 +232,16 @@ export function renderTable(file: BenchFile): string {
       cells.push(fmt(stat(row.values('linkerd2')), row.digits, row.unit));
       const s = row.goal ? ratio(row.values('minimesh'), row.values('linkerd2')) : undefined;
       const verdict = s && row.goalOk ? (row.goalOk(s.med) ? ' met' : ' **not met**') : '';
-      cells.push(s ? `${fmt(s, 2, 'x')}${verdict}` : '');
+      const noRatio =
+        row.goal && row.values('linkerd2').some((v) => v <= 0) && row.values('minimesh').some((v) => v > 0)
+          ? 'no run with a positive peer figure'
+          : '';
+      cells.push(s ? `${fmt(s, 2, 'x')}${s.of}${verdict}` : noRatio);
     } else cells.push('not measured', 'not measured');
     cells.push(row.goal);
     if (ab) {
       const s = ratio(row.values('minimesh'), row.values('minimesh-ab'));
-      cells.push(s ? fmt(s, 2, 'x') : '');
+      cells.push(s ? `${fmt(s, 2, 'x')}${s.of}` : '');
     }
     out += `| ${cells.join(' | ')} |\n`;
   }

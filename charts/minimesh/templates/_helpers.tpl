@@ -246,7 +246,7 @@ The minimesh-proxy container of a control-plane pod; argument: (dict "root" $ "c
     - name: MINIMESH_PROXY_LOG
       value: {{ $v.proxy.logLevel | quote }}
     - name: MINIMESH_PROXY_LOG_FORMAT
-      value: {{ $v.proxy.logFormat | quote }}
+      value: {{ $v.logFormat | default $v.proxy.logFormat | quote }}
     {{- /* IPv6 on: [::] takes both families; outbound listens on both loopbacks (REDIRECT sends IPv6 to ::1). */}}
     {{- $any := ternary "[::]" "0.0.0.0" $v.proxyInit.ipv6 }}
     - name: MINIMESH_PROXY_INBOUND_LISTEN_ADDR

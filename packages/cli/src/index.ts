@@ -8,6 +8,7 @@ export { TEMPLATE_PATHS, parseManifests, formatManifests } from './manifest.js';
 export type { Command, CommandIO } from './io.js';
 export { explainCommand } from './commands/explain.js';
 export { checkCommand, runChecks } from './commands/check.js';
+export { authzCommand } from './commands/authz.js';
 export { walkPacket, matchRule, type Packet, type Walk, type WalkStep, type Verdict } from './explain/packet-walk.js';
 export { toPodFacts, type PodFacts, type PodLike } from './explain/pod-facts.js';
 export {

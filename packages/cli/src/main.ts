@@ -3,6 +3,7 @@
 // (@minimesh/runtime defineCommandLine) dispatches and turns errors into one line and an exit code.
 import { MINIMESH_VERSION } from '@minimesh/config';
 import { defineCommandLine } from '@minimesh/runtime';
+import { authzCommand } from './commands/authz.js';
 import { certsCommand } from './commands/certs.js';
 import { checkCommand } from './commands/check.js';
 import { explainCommand } from './commands/explain.js';
@@ -26,6 +27,10 @@ await defineCommandLine({
     check: {
       run: checkCommand,
       summary: 'check the control plane, webhook, certificates (expiry, chain) and readiness',
+    },
+    authz: {
+      run: authzCommand,
+      summary: "list which Servers and policies admit whom on a workload's ports (authz ns/workload)",
     },
     certs: {
       run: certsCommand,

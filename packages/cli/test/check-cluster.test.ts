@@ -14,6 +14,7 @@ import {
   type ClusterInfo,
   type KubeObject,
 } from '@minimesh/local-cluster';
+import { policyCrds } from '@minimesh/policy';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMeshCerts } from '../src/certs.js';
 
@@ -21,6 +22,7 @@ const bin = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'main.js
 const ns = `mm-cli-cp-${randomBytes(3).toString('hex')}`;
 const webhookName = `minimesh-injector-webhook-config-${ns}`;
 let cluster: ClusterInfo;
+const createdCrds: string[] = [];
 
 function run(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
@@ -63,6 +65,18 @@ function deployment(component: string, port: number): KubeObject {
               ports: [{ containerPort: port, name: 'admin-http' }],
               readinessProbe: { httpGet: { path: '/ready', port }, periodSeconds: 1 },
             },
+            // The policy controller is the destination pod's second container (admin port 9990).
+            ...(component === 'destination'
+              ? [
+                  {
+                    name: 'policy',
+                    image: 'minimesh.test/http-echo:1',
+                    env: [{ name: 'PORT', value: '9990' }],
+                    ports: [{ containerPort: 9990, name: 'policy-admin' }],
+                    readinessProbe: { httpGet: { path: '/ready', port: 9990 }, periodSeconds: 1 },
+                  },
+                ]
+              : []),
           ],
         },
       },
@@ -74,6 +88,13 @@ beforeAll(async () => {
   cluster = await ensureCluster();
   await createNamespace(ns);
   const api = adminClient();
+  // The policy CRDs, as the chart installs them (left in place if they were there already).
+  for (const crd of policyCrds()) {
+    const path = `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${crd.metadata.name}`;
+    if (await api.get(path)) continue;
+    await api.request('PATCH', `${path}?fieldManager=cli-test&force=true`, crd, 'application/apply-patch+yaml');
+    createdCrds.push(path);
+  }
   // The issuer expires in 30 days: inside check's 60-day warning window.
   const certs = await createMeshCerts({ issuerLifetimeHours: 30 * 24 });
   await api.request('POST', `/api/v1/namespaces/${ns}/configmaps`, {
@@ -127,6 +148,10 @@ beforeAll(async () => {
 }, 300_000);
 
 afterAll(async () => {
+  for (const path of createdCrds)
+    await adminClient()
+      .request('DELETE', path)
+      .catch(() => undefined);
   await adminClient()
     .request('DELETE', `/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/${webhookName}`)
     .catch(() => undefined);
@@ -151,6 +176,8 @@ describe('minimesh check against a stand-in control plane', () => {
     expect(r.stdout).toMatch(
       /‼ issuer certificate is valid for at least 60 days\n {4}identity\.minimesh\.cluster\.local expires on .* \(in (29|30) days\)/,
     );
+    expect(r.stdout).toContain('✔ CRD servers.policy.minimesh.io is installed');
+    expect(r.stdout).toMatch(/✔ policy controller in minimesh-destination-\S+ is ready/);
     expect(r.stdout).not.toContain('✖');
     expect(r.stdout).toMatch(/Status check results are ✔ \(1 warning\)/);
     expect(r.code).toBe(0);

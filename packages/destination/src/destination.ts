@@ -28,6 +28,8 @@ export interface DestinationOptions {
   defaultOpaquePorts: readonly PortRange[];
   enableH2Upgrade: boolean;
   streamQueueCapacity: number;
+  /** Open streams per client (default 1000); see DestinationServerOptions. */
+  maxStreamsPerClient?: number;
   lease: {
     name: string;
     identity: string;
@@ -84,6 +86,7 @@ export async function startDestination(opts: DestinationOptions): Promise<Destin
       metrics,
       logger: log.child({ component: 'server' }),
       streamQueueCapacity: opts.streamQueueCapacity,
+      ...(opts.maxStreamsPerClient !== undefined ? { maxStreamsPerClient: opts.maxStreamsPerClient } : {}),
       translator: {
         controllerNamespace: opts.controllerNamespace,
         clusterDomain: opts.clusterDomain,

@@ -5,6 +5,7 @@ export type DestinationErrorCode =
   | 'MINIMESH_DESTINATION_IP_QUERY'
   | 'MINIMESH_DESTINATION_EXTERNAL_NAME'
   | 'MINIMESH_DESTINATION_QUEUE_OVERFLOW'
+  | 'MINIMESH_DESTINATION_TOO_MANY_STREAMS'
   | 'MINIMESH_DESTINATION_LISTEN';
 
 export class DestinationError extends Error {
@@ -22,6 +23,11 @@ export class DestinationError extends Error {
 export function invalidAuthority(authority: string, why: string, clusterDomain: string): DestinationError {
   return new DestinationError(
     'MINIMESH_DESTINATION_INVALID_AUTHORITY',
-    `authority "${authority}": ${why}; expected <service>.<namespace>.svc.${clusterDomain}[:<port>] or <hostname>.<service>.<namespace>.svc.${clusterDomain}[:<port>]`,
+    `authority "${shorten(authority)}": ${why}; expected <service>.<namespace>.svc.${clusterDomain}[:<port>] or <hostname>.<service>.<namespace>.svc.${clusterDomain}[:<port>]`,
   );
+}
+
+/** Untrusted text quoted in a message: at most 100 characters, the rest counted. */
+export function shorten(text: string, max = 100): string {
+  return text.length <= max ? text : `${text.slice(0, max)}...(${text.length} characters)`;
 }

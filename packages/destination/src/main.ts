@@ -53,6 +53,11 @@ await defineProgram({
       default: '100',
       description: 'updates queued per stream before a slow stream is closed',
     },
+    'max-streams-per-client': {
+      type: 'string',
+      default: '1000',
+      description: 'open Get/GetProfile streams one client (peer IP or meshed identity) may hold',
+    },
     ...kubeFlags(),
     'lease-name': {
       type: 'string',
@@ -82,6 +87,9 @@ await defineProgram({
     const capacity = Number(f['stream-queue-capacity']);
     if (!/^\d+$/.test(f['stream-queue-capacity']) || capacity < 1)
       throw new ConfigError('--stream-queue-capacity', f['stream-queue-capacity'], 'a whole number of at least 1');
+    const maxStreams = Number(f['max-streams-per-client']);
+    if (!/^\d+$/.test(f['max-streams-per-client']) || maxStreams < 1)
+      throw new ConfigError('--max-streams-per-client', f['max-streams-per-client'], 'a whole number of at least 1');
     const lease = {
       durationMs: parseDuration('--lease-duration', f['lease-duration']),
       renewDeadlineMs: parseDuration('--lease-renew-deadline', f['lease-renew-deadline']),
@@ -101,6 +109,7 @@ await defineProgram({
       opaque: parsePortRanges('--default-opaque-ports', f['default-opaque-ports']),
       h2: parseBoolean('--enable-h2-upgrade', f['enable-h2-upgrade']),
       capacity,
+      maxStreams,
       lease,
     };
   },
@@ -120,6 +129,7 @@ await defineProgram({
       defaultOpaquePorts: config.opaque,
       enableH2Upgrade: config.h2,
       streamQueueCapacity: config.capacity,
+      maxStreamsPerClient: config.maxStreams,
       lease: { name: f['lease-name'], identity: env.POD_NAME || hostname(), ...config.lease },
     }).catch(async (err: unknown) => {
       await api.close();

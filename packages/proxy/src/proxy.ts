@@ -8,6 +8,7 @@ import { ReadyLatch, startProxyAdmin } from './admin/admin.js';
 import { controlChannel } from './control/client.js';
 import { DestinationResolver } from './destination/resolver.js';
 import { CertifyClient } from './identity/certify-client.js';
+import { installCheapAsyncBind } from './http/cheap-async-bind.js';
 import { createInboundStack } from './inbound/stack.js';
 import { ProxyMetrics } from './metrics/metrics.js';
 import { createOutboundStack } from './outbound/stack.js';
@@ -46,6 +47,8 @@ export async function startProxy(
     originalDst?: { inbound?: OriginalDstFn; outbound?: OriginalDstFn };
   } = {},
 ): Promise<RunningProxy> {
+  // One AsyncResource.bind per HTTP/2 request: without its deprecated accessor (see cheap-async-bind.ts).
+  installCheapAsyncBind();
   const registry = createRegistry();
   const metrics = new ProxyMetrics(registry);
   const creds = new TlsCredentials(config.localIdentity, config.trustAnchorsPem);
@@ -100,6 +103,7 @@ export async function startProxy(
     creds,
     metrics,
     logger,
+    policies: policy.outbound,
     originalDst: opts.originalDst?.outbound,
   });
   const inboundPort = config.inboundAddr.port;

@@ -4,7 +4,7 @@
 // as linkerd2-proxy does), so other loopback addresses stand for other pods. Meshed clients speak mTLS
 // with a certificate of the test PKI, as a client proxy would.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { request as h1request } from 'node:http';
+import { createServer as createH1Server, request as h1request } from 'node:http';
 import { connect as h2connect, type ClientHttp2Session } from 'node:http2';
 import { connect as netConnect, createServer as createTcpServer, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
@@ -40,7 +40,8 @@ let index: PolicyIndex;
 let web: RunningProxy;
 const extra: RunningProxy[] = [];
 const servers: Array<{ close(): unknown }> = [];
-const ports = { http: 0, tcp: 0 };
+const ports = { http: 0, tcp: 0, slow: 0 };
+const SLOW = 'slow.shop.svc.cluster.local:80';
 const certs: Record<string, { certPem: string; keyPem: string }> = {};
 
 const meta = (kind: string, name: string, extra: Record<string, unknown> = {}) => ({
@@ -195,6 +196,20 @@ beforeAll(async () => {
   servers.push(app, banner);
   ports.http = await listen(app);
   ports.tcp = await listen(banner);
+  // /delay/<ms>: answers after that long (the route timeout test's upstream).
+  const slow = createH1Server((req, res) => {
+    const ms = Number(
+      /^\/delay\/(\d+)|[?&]delay=(\d+)/
+        .exec(req.url ?? '')
+        ?.slice(1)
+        .find(Boolean) ?? 0,
+    );
+    const t = setTimeout(() => res.end(`slept ${ms}\n`), ms);
+    res.on('close', () => clearTimeout(t));
+  });
+  servers.push(slow);
+  ports.slow = await listen(slow);
+  cp.destination.set(SLOW, [{ ip: '127.0.0.1', port: ports.slow }]);
 
   index = new PolicyIndex(TEST_CLUSTER);
   index.apply('Pod', webPod('deny'));
@@ -208,6 +223,22 @@ beforeAll(async () => {
     apiVersion: 'policy.minimesh.io/v1beta3',
     ...meta('Server', 'web-tcp'),
     spec: { podSelector: { matchLabels: { app: 'web' } }, port: 'tcp', proxyProtocol: 'opaque' },
+  });
+  index.apply('Service', {
+    apiVersion: 'v1',
+    ...meta('Service', 'slow'),
+    spec: { clusterIP: '10.96.7.7', clusterIPs: ['10.96.7.7'], ports: [{ name: 'http', port: 80 }] },
+  });
+  index.apply('HTTPRoute', {
+    apiVersion: 'policy.minimesh.io/v1beta3',
+    ...meta('HTTPRoute', 'slow-timeouts'),
+    spec: {
+      parentRefs: [{ group: 'core', kind: 'Service', name: 'slow', port: 80 }],
+      rules: [
+        { matches: [{ path: { type: 'PathPrefix', value: '/delay' } }], timeouts: { request: '300ms' } },
+        { matches: [{ path: { type: 'PathPrefix', value: '/' } }] },
+      ],
+    },
   });
   const logger = createLogger({ name: 'policy', level: 'silent', format: 'json' });
   const metrics = createPolicyMetrics(new Registry());
@@ -428,4 +459,49 @@ describe('inbound authorization from the policy API', () => {
     expect(await get(authn, '127.0.2.7')).toBe(403);
     expect(await get(authn, '127.0.0.1')).toBe(200);
   });
+});
+
+/** HTTP/1 through the web proxy's outbound port to the slow Service: status and milliseconds taken. */
+function outboundGet(path: string): Promise<{ status: number; ms: number; error?: string }> {
+  const t0 = Date.now();
+  return new Promise((resolve) => {
+    const req = h1request(
+      { host: '127.0.0.1', port: web.ports.outbound, path, agent: false, headers: { host: SLOW } },
+      (res) => {
+        res.resume();
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            ms: Date.now() - t0,
+            error: res.headers['x-minimesh-proxy-error'] as string | undefined,
+          }),
+        );
+      },
+    );
+    req.on('error', (err) => resolve({ status: 0, ms: Date.now() - t0, error: err.message }));
+    req.end();
+  });
+}
+
+describe('outbound routes from the policy API', () => {
+  it("cuts a request at its HTTPRoute's request timeout (504) and leaves other requests alone", async () => {
+    // The first request starts the OutboundPolicies watch; the route applies once the policy arrived.
+    const cut = await until(
+      () => outboundGet('/delay/1500'),
+      (r) => r.status === 504,
+      10_000,
+    );
+    expect(cut.status).toBe(504);
+    expect(cut.error).toMatch(/^MINIMESH_PROXY_REQUEST_TIMEOUT: request timed out after 300 ms/);
+    expect(cut.ms).toBeGreaterThanOrEqual(290);
+    expect(cut.ms).toBeLessThan(1400);
+    // Under the timeout: answered.
+    expect((await outboundGet('/delay/50')).status).toBe(200);
+    // A path no timeout rule matches: a 600 ms answer arrives whole.
+    const whole = await outboundGet('/other?delay=600');
+    expect(whole.status).toBe(200);
+    expect(await metric(web, 'proxy_errors_total')).toMatch(
+      /direction="outbound",error="MINIMESH_PROXY_REQUEST_TIMEOUT"\} [1-9]/,
+    );
+  }, 20_000);
 });

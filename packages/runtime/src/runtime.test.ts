@@ -96,3 +96,33 @@ describe('runMain', () => {
     expect(writes[1]).toBe('prog: config file missing\n');
   });
 });
+
+describe('log formats (one line per event)', () => {
+  function capture(format: 'plain' | 'json') {
+    const out = new PassThrough();
+    let text = '';
+    out.on('data', (d) => (text += String(d)));
+    return { log: createLogger({ name: 'destination', format, destination: out }), text: () => text };
+  }
+
+  it('plain: time level component message key=value, an error and its stack on the same line', () => {
+    const { log, text } = capture('plain');
+    log.info({ addr: '0.0.0.0:8086', n: 3, why: 'two words' }, 'listening');
+    log.error({ err: new Error('boom\nsecond line') }, 'failed');
+    const lines = text().split('\n').filter(Boolean);
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toMatch(
+      /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z info destination listening addr=0\.0\.0\.0:8086 n=3 why="two words"$/,
+    );
+    expect(lines[1]).toMatch(/^\S+Z error destination failed err="boom\\nsecond line" err\.stack="Error: boom\\n/);
+    expect(text()).not.toContain('"stack":');
+  });
+
+  it('json: an ISO time and a string level', () => {
+    const { log, text } = capture('json');
+    log.warn({ k: 'v' }, 'hello');
+    const rec = JSON.parse(text()) as Record<string, unknown>;
+    expect(rec).toMatchObject({ level: 'warn', name: 'destination', msg: 'hello', k: 'v' });
+    expect(new Date(rec.time as string).toISOString()).toBe(rec.time);
+  });
+});

@@ -1,6 +1,7 @@
 // minimesh check: what `linkerd check` does, briefly. Fetches the control plane's objects and
 // hands them to the pure checks in src/check/; prints ✔/‼/✖ lines and exits 1 on any failure.
 import type { KubeClient } from '@minimesh/kube';
+import { POLICY_GROUP, POLICY_PORTS } from '@minimesh/policy';
 import { parseFlags, UsageError } from '@minimesh/runtime';
 import { checkCertificates, DEFAULT_WARN_DAYS } from '../check/certificates.js';
 import {
@@ -15,15 +16,17 @@ import {
   type ReadyProbe,
   type WebhookConfigLike,
 } from '../check/control-plane.js';
+import { checkPolicy, POLICY_CATEGORY, type CrdLike, type PodLike as PolicyPodLike } from '../check/policy.js';
 import { exitCodeOf, formatResults, type CheckResult } from '../check/types.js';
 import type { CommandIO } from '../io.js';
 import { connectKube, describeKubeError } from '../kube.js';
+import { clusterInfoFromArgs, loadPolicyState } from '../policy-cluster.js';
 
 const info = {
   name: 'minimesh check',
   summary:
-    'check the installation: the API is reachable, the control-plane Deployments are available, the webhook has a CA bundle, the trust anchors and issuer are valid, chain and are not about to expire, and each component answers /ready',
-  usage: 'minimesh check [--kubeconfig K] [--namespace minimesh] [--warn-days 60] [--json]',
+    'check the installation: the API is reachable, the control-plane Deployments are available, the webhook has a CA bundle, the trust anchors and issuer are valid, chain and are not about to expire, each component answers /ready, and the policy CRDs are installed and the policy controller is ready',
+  usage: 'minimesh check [--kubeconfig K] [--namespace minimesh] [--warn-days 60] [--policy-resources] [--json]',
 };
 
 const flags = {
@@ -38,6 +41,11 @@ const flags = {
     description: 'warn when a certificate expires within this many days',
   },
   'ready-timeout': { type: 'string', default: '5', description: 'seconds to wait for each /ready probe' },
+  'policy-resources': {
+    type: 'boolean',
+    description:
+      'also check the policy resources: malformed ones, policies whose target does not exist, Servers selecting no pod, ports two Servers claim',
+  },
   json: { type: 'boolean', description: 'print the results as JSON' },
 } as const;
 
@@ -122,6 +130,7 @@ export async function runChecks(opts: {
   namespace: string;
   warnDays: number;
   readyTimeoutMs: number;
+  policyResources?: boolean;
   now?: Date;
 }): Promise<CheckResult[]> {
   let client: KubeClient;
@@ -141,7 +150,7 @@ export async function runChecks(opts: {
 async function checksWith(
   client: KubeClient,
   server: string,
-  opts: { namespace: string; warnDays: number; readyTimeoutMs: number; now?: Date },
+  opts: { namespace: string; warnDays: number; readyTimeoutMs: number; policyResources?: boolean; now?: Date },
 ): Promise<CheckResult[]> {
   const results: CheckResult[] = [];
   try {
@@ -244,6 +253,80 @@ async function checksWith(
   );
 
   results.push(...checkReadiness(await probeReadiness(client, ns, opts.readyTimeoutMs)));
+  results.push(...(await policyChecks(client, ns, opts.readyTimeoutMs, opts.policyResources ?? false)));
+  return results;
+}
+
+/** The policy controller's part: its CRDs, its container in each destination pod, and the policy resources. */
+async function policyChecks(
+  client: KubeClient,
+  ns: string,
+  timeoutMs: number,
+  withResources: boolean,
+): Promise<CheckResult[]> {
+  let crds: CrdLike[];
+  let pods: PodList['items'];
+  try {
+    const list = await client.requestOk<{ items?: CrdLike[] }>(
+      'GET',
+      '/apis/apiextensions.k8s.io/v1/customresourcedefinitions',
+    );
+    crds = (list.items ?? []).filter((c) => c.metadata?.name?.endsWith(`.${POLICY_GROUP}`));
+    const selector = encodeURIComponent('minimesh.io/control-plane-component=destination');
+    pods = (
+      await client.requestOk<PodList>('GET', `/api/v1/namespaces/${ns}/pods?labelSelector=${selector}`)
+    ).items.filter((p) => p.metadata?.deletionTimestamp === undefined);
+  } catch (err) {
+    return [
+      {
+        category: POLICY_CATEGORY,
+        description: 'policy CRDs and controller are readable',
+        status: 'fail',
+        detail: describeKubeError(err),
+      },
+    ];
+  }
+  const ready = new Map<string, { ok: boolean; detail?: string }>();
+  await Promise.all(
+    pods.map(async (p) => {
+      const name = p.metadata?.name ?? '?';
+      const r = await getViaApiServer(
+        client,
+        `/api/v1/namespaces/${ns}/pods/${name}:${POLICY_PORTS.admin}/proxy/ready`,
+        timeoutMs,
+      );
+      ready.set(
+        name,
+        r.status === 200
+          ? { ok: true }
+          : {
+              ok: false,
+              detail:
+                r.error ??
+                `/ready on port ${POLICY_PORTS.admin} answered HTTP ${r.status}: ${r.body.trim().split('\n')[0]?.slice(0, 200)}`,
+            },
+      );
+    }),
+  );
+  // The resources themselves (malformed, dangling, conflicting) only with --policy-resources: as with
+  // `linkerd check`, a plain check is about the installation, not about what users have applied.
+  if (!withResources)
+    return checkPolicy({ crds, destinationPods: pods as PolicyPodLike[], ready, cluster: clusterInfoFromArgs([], ns) });
+  const state = await loadPolicyState(client, { controlPlaneNamespace: ns });
+  const results = checkPolicy({
+    crds,
+    destinationPods: pods as PolicyPodLike[],
+    ready,
+    objects: state.objects,
+    cluster: state.cluster,
+  });
+  for (const n of state.notes)
+    results.push({
+      category: POLICY_CATEGORY,
+      description: 'policy resources are readable',
+      status: 'warn',
+      detail: n,
+    });
   return results;
 }
 
@@ -273,6 +356,7 @@ export async function checkCommand(argv: string[], io: CommandIO): Promise<numbe
     namespace: f.namespace,
     warnDays: Number(f['warn-days']),
     readyTimeoutMs: Number(f['ready-timeout']) * 1000,
+    policyResources: f['policy-resources'],
   });
   io.stdout.write(
     f.json ? `${JSON.stringify({ results, ok: exitCodeOf(results) === 0 }, null, 2)}\n` : formatResults(results),

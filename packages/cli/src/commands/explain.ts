@@ -2,6 +2,7 @@
 // pod's live nat rules and the proxy's routing decision, and says in numbered lines which rule
 // matched and where the bytes go. The reasoning is pure (src/explain/); this file only fetches.
 import type { KubeClient } from '@minimesh/kube';
+import { explainInboundPolicy, type ExplainRequest } from '@minimesh/policy';
 import { parseFlags, UsageError } from '@minimesh/runtime';
 import type { Discovery } from '../explain/describe.js';
 import { explainConnection, ExplainInputError, parseHostPort } from '../explain/explain.js';
@@ -10,6 +11,7 @@ import { parseIp } from '@minimesh/config';
 import type { PodLike } from '../explain/pod-facts.js';
 import type { CommandIO } from '../io.js';
 import { connectKube, describeKubeError, isLocalCluster, kubeStatus } from '../kube.js';
+import { loadPolicyState, type PolicyState } from '../policy-cluster.js';
 
 const info = {
   name: 'minimesh explain',
@@ -30,6 +32,19 @@ const flags = {
   },
   gid: { type: 'string', description: "outbound: the sending process's gid" },
   from: { type: 'string', description: "inbound: the client's IP address" },
+  identity: {
+    type: 'string',
+    description: "inbound: the client's mesh identity (omit: an unmeshed client), for the authorization policy",
+  },
+  request: {
+    type: 'string',
+    description: 'inbound: an HTTP request to check against the routes and authorizations, e.g. "GET /orders"',
+  },
+  'control-plane-namespace': {
+    type: 'string',
+    default: 'minimesh',
+    description: "the control plane's namespace (where the policy controller's settings are read)",
+  },
   container: { type: 'string', description: 'the app container (default: the first non-proxy container)' },
   kubeconfig: {
     type: 'string',
@@ -94,7 +109,20 @@ export async function explainCommand(argv: string[], io: CommandIO): Promise<num
     );
   }
 
+  let request: ExplainRequest | undefined;
+  if (f.request !== '') {
+    const r = /^([A-Za-z]+)\s+(\/\S*)$/.exec(f.request.trim());
+    if (!r)
+      throw new UsageError(
+        `${info.name}: --request ${JSON.stringify(f.request)} is not valid: expected "METHOD /path", e.g. "GET /orders"`,
+      );
+    request = { method: (r[1] as string).toUpperCase(), path: r[2] as string };
+  }
+  if ((f.identity !== '' || request) && to)
+    throw new UsageError(`${info.name}: --identity and --request are for inbound connections (--port), not --to`);
+
   const notes: string[] = [];
+  let policyState: PolicyState | undefined;
   let kube: KubeClient | undefined;
   // The pod: from the API, unless we are offline (--nat-file) and the API is not there.
   let pod: PodLike | undefined;
@@ -131,6 +159,16 @@ export async function explainCommand(argv: string[], io: CommandIO): Promise<num
           if (svc[3] !== undefined)
             notes.push(`${to.host}: no Service ${svc[2]}/${svc[1]} (${describeKubeError(err)})`);
         }
+      }
+    }
+    if (!to) {
+      try {
+        policyState = await loadPolicyState(api, {
+          controlPlaneNamespace: f['control-plane-namespace'],
+          namespace,
+        });
+      } catch (err) {
+        notes.push(`the authorization policy is not explained: ${describeKubeError(err)}`);
       }
     }
     if (!source) {
@@ -201,13 +239,31 @@ export async function explainCommand(argv: string[], io: CommandIO): Promise<num
     throw err;
   }
   explanation.notes.unshift(...notes);
+  // The proxy's authorization decision for this port (the policy controller's answer, run as the proxy runs it).
+  const policy =
+    policyState && explanation.direction === 'inbound'
+      ? explainInboundPolicy(
+          policyState.index,
+          { namespace, pod: podName, port: explanation.packet.dport },
+          {
+            ...(f.from !== '' ? { ip: f.from } : {}),
+            ...(f.identity !== '' ? { identity: f.identity } : {}),
+          },
+          request,
+        )
+      : undefined;
+  if (policyState) explanation.notes.push(...policyState.notes);
   if (f.json) {
-    io.stdout.write(`${JSON.stringify({ ...explanation, natSource: source.describe }, null, 2)}\n`);
+    io.stdout.write(`${JSON.stringify({ ...explanation, policy, natSource: source.describe }, null, 2)}\n`);
     return 0;
   }
   io.stdout.write(
     `${explanation.pod}: ${explanation.summary}\n(nat rules from ${source.describe})\n\n${explanation.lines.join('\n')}\n`,
   );
+  if (policy)
+    io.stdout.write(
+      `\nAuthorization (${policy.outcome}):\n${policy.lines.map((l, i) => `${i + 1}. ${l}`).join('\n')}\n`,
+    );
   if (explanation.notes.length > 0) io.stdout.write(`\nNotes:\n${explanation.notes.map((n) => `- ${n}`).join('\n')}\n`);
   return 0;
 }

@@ -7,7 +7,8 @@ export type ParsedAuthority =
   | { kind: 'service'; namespace: string; service: string; port: number; hostname?: string }
   | { kind: 'ip'; ip: string; port: number };
 
-const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+// RFC 1123 labels: at most 63 characters.
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 
 /** Splits "host:port", "[v6]:port" or "host" (port 80). */
 function splitHostPort(authority: string, clusterDomain: string): { host: string; port: number } {
@@ -36,8 +37,13 @@ function splitHostPort(authority: string, clusterDomain: string): { host: string
   return { host, port };
 }
 
+/** Longest authority looked at: a 253-character DNS name, ":", a port, with room for brackets. */
+export const MAX_AUTHORITY_LENGTH = 512;
+
 /** Accepts service names and IP addresses (GetProfile takes both). */
 export function parseAuthority(authority: string, clusterDomain: string): ParsedAuthority {
+  if (authority.length > MAX_AUTHORITY_LENGTH)
+    throw invalidAuthority(authority, `it is longer than ${MAX_AUTHORITY_LENGTH} characters`, clusterDomain);
   const trimmed = authority.trim();
   if (trimmed === '') throw invalidAuthority(authority, 'it is empty', clusterDomain);
   const { host, port } = splitHostPort(trimmed, clusterDomain);
@@ -83,14 +89,22 @@ export interface ContextToken {
   pod?: string;
 }
 
-/** The proxy's context token: JSON {"ns","nodeName","pod"}, or the legacy "ns:<name>". Unparseable → {}. */
+/** Longest context token read; a longer one is ignored like an unparseable one. */
+export const MAX_CONTEXT_TOKEN_LENGTH = 4096;
+
+/**
+ * The proxy's context token: JSON {"ns","nodeName","pod"}, or the legacy "ns:<name>". Unparseable,
+ * not an object, or over MAX_CONTEXT_TOKEN_LENGTH → {} (the token only labels logs; nothing is
+ * decided by it).
+ */
 export function parseContextToken(token: string): ContextToken {
+  if (token.length > MAX_CONTEXT_TOKEN_LENGTH) return {};
   const text = token.trim();
   if (text === '') return {};
   if (text.startsWith('ns:')) return { ns: text.slice(3) };
   try {
     const v = JSON.parse(text) as unknown;
-    if (v === null || typeof v !== 'object') return {};
+    if (v === null || typeof v !== 'object' || Array.isArray(v)) return {};
     const o = v as Record<string, unknown>;
     const out: ContextToken = {};
     if (typeof o.ns === 'string') out.ns = o.ns;

@@ -2,7 +2,7 @@
 import { status, type ServerWritableStream, type StatusObject } from '@grpc/grpc-js';
 import { destination } from '@minimesh/proto';
 import type { Logger } from '@minimesh/runtime';
-import { DestinationError } from '../errors.js';
+import { DestinationError, shorten } from '../errors.js';
 import type { EndpointIndex, EndpointListener } from '../index/endpoint-index.js';
 import type { DestinationMetrics } from '../metrics.js';
 import { parseAuthority, parseContextToken, parseServiceAuthority } from './authority.js';
@@ -14,6 +14,12 @@ export interface DestinationServerOptions {
   index: EndpointIndex;
   translator: TranslatorOptions;
   streamQueueCapacity: number;
+  /**
+   * Open Get plus GetProfile streams one client may hold (default 1000); more are refused with
+   * RESOURCE_EXHAUSTED. A client is its peer IP, or, when the peer is loopback (the destination pod's
+   * own inbound proxy), the l5d-client-id that proxy set.
+   */
+  maxStreamsPerClient?: number;
   logger: Logger;
   metrics: DestinationMetrics;
 }
@@ -47,6 +53,7 @@ export function toGrpcStatus(err: unknown): Partial<StatusObject> {
       case 'MINIMESH_DESTINATION_EXTERNAL_NAME':
         return { code: status.INVALID_ARGUMENT, details: err.message };
       case 'MINIMESH_DESTINATION_QUEUE_OVERFLOW':
+      case 'MINIMESH_DESTINATION_TOO_MANY_STREAMS':
         return { code: status.RESOURCE_EXHAUSTED, details: err.message };
       default:
         return { code: status.UNAVAILABLE, details: err.message };
@@ -73,10 +80,76 @@ function onStreamEnd(call: ServerWritableStream<unknown, unknown>, fn: () => voi
   return once;
 }
 
+export const DEFAULT_MAX_STREAMS_PER_CLIENT = 1000;
+
+/** The peer's host from grpc-js getPeer() ("127.0.0.1:5000", "[::1]:5000", "ipv4:10.0.0.1:5000"). */
+export function peerHost(peer: string): string {
+  const p = peer.replace(/^ipv[46]:/, '');
+  const bracket = /^\[([^\]]*)\]/.exec(p);
+  if (bracket) return bracket[1] as string;
+  const i = p.lastIndexOf(':');
+  return i > 0 && p.indexOf(':') === i ? p.slice(0, i) : p;
+}
+
+const isLoopback = (host: string): boolean => host.startsWith('127.') || host === '::1' || host === 'localhost';
+
+/** Counts open streams per client; admit() returns the release function, or undefined past the limit. */
+function streamLimiter(max: number) {
+  const open = new Map<string, number>();
+  return {
+    admit(key: string): (() => void) | undefined {
+      const n = open.get(key) ?? 0;
+      if (n >= max) return undefined;
+      open.set(key, n + 1);
+      let released = false;
+      return () => {
+        if (released) return;
+        released = true;
+        const m = (open.get(key) ?? 1) - 1;
+        if (m <= 0) open.delete(key);
+        else open.set(key, m);
+      };
+    },
+  };
+}
+
+function clientKey(call: ServerWritableStream<unknown, unknown>): string {
+  const host = peerHost(call.getPeer());
+  if (isLoopback(host)) {
+    const id = call.metadata.get('l5d-client-id')[0];
+    if (typeof id === 'string' && id !== '') return `id:${id}`;
+  }
+  return `ip:${host}`;
+}
+
 export function createDestinationHandlers(opts: DestinationServerOptions): destination.DestinationServer {
   const { index, translator, metrics } = opts;
   const log = opts.logger;
   const domain = translator.clusterDomain;
+  const maxStreams = opts.maxStreamsPerClient ?? DEFAULT_MAX_STREAMS_PER_CLIENT;
+  const limiter = streamLimiter(maxStreams);
+  const warned = new Set<string>();
+  /** Admits one more stream of this call's client, or fails the call and returns undefined. */
+  const admit = (call: ServerWritableStream<unknown, unknown>, method: string, path: string) => {
+    const key = clientKey(call);
+    const release = limiter.admit(key);
+    if (release) {
+      warned.delete(key);
+      return release;
+    }
+    if (!warned.has(key)) {
+      warned.add(key);
+      log.warn({ client: key, limit: maxStreams }, 'client reached its stream limit: refusing new streams');
+    }
+    fail(
+      call,
+      new DestinationError(
+        'MINIMESH_DESTINATION_TOO_MANY_STREAMS',
+        `${method} "${shorten(path)}": this client already has ${maxStreams} open streams (--max-streams-per-client); close some first`,
+      ),
+    );
+    return undefined;
+  };
   // The index hands the same arrays to every listener of a target: encode each once.
   const encoded = new WeakMap<object, Buffer>();
   const once = (key: object, make: () => destination.Update): Buffer => {
@@ -100,10 +173,12 @@ export function createDestinationHandlers(opts: DestinationServerOptions): desti
           );
         }
       } catch (err) {
-        log.debug({ path, context, err: (err as Error).message }, 'Get rejected');
+        log.debug({ path: shorten(path), context, err: (err as Error).message }, 'Get rejected');
         fail(call, err);
         return;
       }
+      const leave = admit(call as unknown as ServerWritableStream<unknown, unknown>, 'Get', path);
+      if (!leave) return;
       const serviceLabel = `${target.namespace}/${target.service}`;
       const streamLog = log.child({ method: 'Get', path, context });
       streamLog.debug('Get stream opened');
@@ -131,6 +206,7 @@ export function createDestinationHandlers(opts: DestinationServerOptions): desti
       const release = onStreamEnd(call, () => {
         unsubscribe();
         queue.close();
+        leave();
         metrics.openStreams.dec({ method: 'Get' });
         streamLog.debug('Get stream closed');
       });
@@ -142,6 +218,7 @@ export function createDestinationHandlers(opts: DestinationServerOptions): desti
       };
       unsubscribe = index.subscribe(target, listener);
       if (queue.isClosed) unsubscribe();
+      if (call.cancelled) release();
     },
 
     getProfile(call: ServerWritableStream<destination.GetDestination, destination.DestinationProfile>): void {
@@ -151,10 +228,12 @@ export function createDestinationHandlers(opts: DestinationServerOptions): desti
       try {
         target = parseAuthority(path, domain);
       } catch (err) {
-        log.debug({ path, context, err: (err as Error).message }, 'GetProfile rejected');
+        log.debug({ path: shorten(path), context, err: (err as Error).message }, 'GetProfile rejected');
         fail(call, err);
         return;
       }
+      const leave = admit(call as unknown as ServerWritableStream<unknown, unknown>, 'GetProfile', path);
+      if (!leave) return;
       const streamLog = log.child({ method: 'GetProfile', path, context });
       streamLog.debug('GetProfile stream opened');
       metrics.openStreams.inc({ method: 'GetProfile' });
@@ -178,6 +257,7 @@ export function createDestinationHandlers(opts: DestinationServerOptions): desti
       const release = onStreamEnd(call, () => {
         stopWatching();
         queue.close();
+        leave();
         metrics.openStreams.dec({ method: 'GetProfile' });
         streamLog.debug('GetProfile stream closed');
       });
@@ -197,6 +277,7 @@ export function createDestinationHandlers(opts: DestinationServerOptions): desti
             ? new Set(['service', 'endpointslice', 'pod', 'externalworkload'])
             : new Set(['service']);
       if (!queue.isClosed) stopWatching = index.onChange((kind) => relevant.has(kind) && send());
+      if (call.cancelled) release();
     },
   };
 }

@@ -4,16 +4,16 @@
 // request costs one object rather than a handful of closures.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Writable } from 'node:stream';
-import type { IncomingHttpHeaders as H2Headers, ServerHttp2Stream } from 'node:http2';
+import { constants as http2constants, type IncomingHttpHeaders as H2Headers, type ServerHttp2Stream } from 'node:http2';
 import type { Logger } from '@minimesh/runtime';
-import { toConnectError, unwrapCause } from '../errors.js';
+import { ProxyError, toConnectError, unwrapCause } from '../errors.js';
 import type { Labels, ProxyMetrics } from '../metrics/metrics.js';
 import { errorCode, isGrpc, respondH1, respondH2 } from '../respond.js';
 import type { HttpUpstream } from '../stack/connect.js';
 import { tapRequest, type TapSubject } from '../tap/exchange-tap.js';
 import type { TapLayer, TappedRequest } from '../tap/tap.js';
 import type { Direction } from '../targets.js';
-import { h1ToH1, h1ToH2, h2ToH1, h2ToH2, type ExchangeHooks } from './forward.js';
+import { h1ToH1, h1ToH2, h2ToH1, h2ToH2, type Cancel, type ExchangeHooks } from './forward.js';
 import { ORIG_PROTO_HEADER, ORIG_PROTO_HTTP11 } from './headers.js';
 
 /** What every exchange of one stack reports to. */
@@ -45,6 +45,11 @@ export abstract class HttpExchange implements ExchangeHooks, TapSubject {
   private loadT0 = -1;
   private status = 0;
   private grpcStatus: number | undefined;
+  /** A route's request timeout (src/policy/outbound-routes.ts), armed by forward(); 0: none. */
+  requestTimeoutMs = 0;
+  private cancel: Cancel | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private expired = false;
   /** Set only while a tap takes this request. */
   private tapped: TappedRequest | undefined;
 
@@ -70,12 +75,32 @@ export abstract class HttpExchange implements ExchangeHooks, TapSubject {
     if (load) this.loadT0 = load.start();
     const tap = this.sink.tap;
     if (tap !== undefined && tap.active) this.tapped = tapRequest(tap, this.sink.direction, this, labels);
-    this.send(up, extra, authority);
+    this.cancel = this.send(up, extra, authority);
+    if (this.requestTimeoutMs > 0) this.timer = setTimeout(() => this.expire(), this.requestTimeoutMs);
   }
 
-  protected abstract send(up: HttpUpstream, extra: Record<string, string>, authority: string): void;
+  protected abstract send(up: HttpUpstream, extra: Record<string, string>, authority: string): Cancel;
+
+  /** Resets the downstream side (the response had begun when the route's timeout fired). */
+  protected abstract reset(): void;
+
+  /** The route's request timeout fired: 504 before the response head, a reset after it. */
+  private expire(): void {
+    this.timer = undefined;
+    if (this.expired) return;
+    this.expired = true;
+    const err = new ProxyError('MINIMESH_PROXY_REQUEST_TIMEOUT', `request timed out after ${this.requestTimeoutMs} ms`);
+    this.sink.metrics.error(this.sink.direction, err.code);
+    this.sink.log.debug({ err: err.message }, `${this.sink.direction} request timed out (route timeout)`);
+    this.endLoad();
+    this.tapped?.responseEnd({ failed: true });
+    this.cancel?.();
+    if (this.status === 0) this.fail(err);
+    else this.reset();
+  }
 
   onResponse(status: number, grpcStatus: number | undefined): void {
+    if (this.expired) return;
     this.endLoad();
     this.status = status;
     this.grpcStatus = grpcStatus;
@@ -83,12 +108,15 @@ export abstract class HttpExchange implements ExchangeHooks, TapSubject {
   }
 
   onEnd(failed: boolean): void {
+    if (this.timer) clearTimeout(this.timer);
     this.tapped?.responseEnd({ grpcStatus: this.grpcStatus, failed });
     if (this.status === 0 || !this.labels) return;
     this.sink.metrics.response(this.labels, this.t0, this.status, this.grpcStatus, failed);
   }
 
   onError(raw: Error): void {
+    if (this.timer) clearTimeout(this.timer);
+    if (this.expired) return;
     this.endLoad();
     this.tapped?.responseEnd({ failed: true });
     const err = this.explain(raw);
@@ -158,14 +186,16 @@ export class H1Exchange extends HttpExchange {
     respondH1(this.res, err);
   }
 
-  protected send(up: HttpUpstream, extra: Record<string, string>, authority: string): void {
+  protected reset(): void {
+    this.res.destroy();
+  }
+
+  protected send(up: HttpUpstream, extra: Record<string, string>, authority: string): Cancel {
     const { req, res } = this;
-    if (up.kind === 'h1') {
-      h1ToH1(req, res, { host: up.endpoint.ip, port: up.endpoint.port, agent: up.agent, headers: extra }, this);
-      return;
-    }
+    if (up.kind === 'h1')
+      return h1ToH1(req, res, { host: up.endpoint.ip, port: up.endpoint.port, agent: up.agent, headers: extra }, this);
     // Over HTTP/2 (between proxies): marked, so the far side restores HTTP/1.
-    h1ToH2(
+    return h1ToH2(
       req,
       res,
       up.session,
@@ -223,9 +253,17 @@ export class H2Exchange extends HttpExchange {
     respondH2(this.stream, this.grpc, err);
   }
 
-  protected send(up: HttpUpstream, extra: Record<string, string>): void {
-    if (up.kind === 'h2') h2ToH2(this.stream, this.headers, up.session, extra, this);
-    else
-      h2ToH1(this.stream, this.headers, { host: up.endpoint.ip, port: up.endpoint.port, agent: up.agent, extra }, this);
+  protected send(up: HttpUpstream, extra: Record<string, string>): Cancel {
+    if (up.kind === 'h2') return h2ToH2(this.stream, this.headers, up.session, extra, this);
+    return h2ToH1(
+      this.stream,
+      this.headers,
+      { host: up.endpoint.ip, port: up.endpoint.port, agent: up.agent, extra },
+      this,
+    );
+  }
+
+  protected reset(): void {
+    if (!this.stream.destroyed) this.stream.close(http2constants.NGHTTP2_CANCEL);
   }
 }

@@ -25,6 +25,7 @@ import {
   h2ToH2Request,
   h2ToH2Response,
 } from './headers.js';
+import { H2_REQUEST } from './h2-pool.js';
 
 export interface ExchangeHooks {
   /** The response head is known (before any body byte is sent downstream). */
@@ -39,6 +40,10 @@ function grpcStatusOf(h: H2Headers | undefined): number | undefined {
   const v = h?.['grpc-status'];
   return v === undefined ? undefined : Number(v);
 }
+
+/** Ends the upstream side of an exchange (a route's timeout); a no-op once it has ended. */
+export type Cancel = () => void;
+const NO_CANCEL: Cancel = () => undefined;
 
 const NO_BODY = new Set(['GET', 'HEAD', 'DELETE', 'OPTIONS']);
 
@@ -85,15 +90,15 @@ export function h1ToH2(
   authority: string,
   extra: Record<string, string>,
   hooks: ExchangeHooks,
-): void {
+): Cancel {
   const headers = h1ToH2Request(req.method ?? 'GET', req.url ?? '/', req.headers, authority, extra);
   const hasBody = !hasNoBody(req);
   let up;
   try {
-    up = session.request(headers, { endStream: !hasBody });
+    up = session.request(headers, hasBody ? H2_REQUEST.body : H2_REQUEST.end);
   } catch (err) {
     hooks.onError(err as Error);
-    return;
+    return NO_CANCEL;
   }
   let headSent = false;
   let finished = false;
@@ -123,6 +128,9 @@ export function h1ToH2(
   res.on('close', () => {
     if (!res.writableFinished && !up.destroyed) up.close(h2c.NGHTTP2_CANCEL);
   });
+  return () => {
+    if (!up.destroyed) up.close(h2c.NGHTTP2_CANCEL);
+  };
 }
 
 /** HTTP/1 downstream → HTTP/1 upstream (keep-alive pool). */
@@ -131,7 +139,7 @@ export function h1ToH1(
   res: ServerResponse,
   target: { host: string; port: number; agent: Agent; headers?: OutgoingHttpHeaders; timeoutMs?: number },
   hooks: ExchangeHooks,
-): void {
+): Cancel {
   const headers: OutgoingHttpHeaders = { ...req.headers, ...target.headers };
   delete headers.connection;
   delete headers['keep-alive'];
@@ -188,6 +196,7 @@ export function h1ToH1(
   res.on('close', () => {
     if (!res.writableFinished) up.destroy();
   });
+  return () => up.destroy();
 }
 
 /** HTTP/2 downstream stream → HTTP/2 upstream session (gRPC, h2), trailers intact. */
@@ -197,14 +206,14 @@ export function h2ToH2(
   session: ClientHttp2Session,
   extra: Record<string, string>,
   hooks: ExchangeHooks,
-): void {
+): Cancel {
   const out = h2ToH2Request(headers, extra);
   let up;
   try {
-    up = session.request(out, { endStream: stream.endAfterHeaders });
+    up = session.request(out, stream.endAfterHeaders ? H2_REQUEST.end : H2_REQUEST.body);
   } catch (err) {
     hooks.onError(err as Error);
-    return;
+    return NO_CANCEL;
   }
   let headSent = false;
   let finished = false;
@@ -250,6 +259,9 @@ export function h2ToH2(
     if (!up.destroyed && !up.closed && stream.rstCode !== undefined && stream.rstCode !== h2c.NGHTTP2_NO_ERROR)
       up.close(h2c.NGHTTP2_CANCEL);
   });
+  return () => {
+    if (!up.destroyed && !up.closed) up.close(h2c.NGHTTP2_CANCEL);
+  };
 }
 
 /** HTTP/2 downstream stream carrying an upgraded HTTP/1 request → HTTP/1 upstream (inbound, to the app). */
@@ -258,7 +270,7 @@ export function h2ToH1(
   headers: H2Headers,
   target: { host: string; port: number; agent: Agent; extra?: Record<string, string> },
   hooks: ExchangeHooks,
-): void {
+): Cancel {
   const out = h2ToH1Request(headers, target.extra);
   let headSent = false;
   let finished = false;
@@ -311,4 +323,5 @@ export function h2ToH1(
   stream.on('close', () => {
     if (!finished) up.destroy();
   });
+  return () => up.destroy();
 }

@@ -18,6 +18,19 @@ export function widenConnectionWindow(session: { setLocalWindowSize?: (n: number
   }
 }
 
+/**
+ * Options for ClientHttp2Session.request(), priority fields included. Node copies the options object
+ * and, for each missing priority field (weight, parent, exclusive, silent), adds it to the copy; given
+ * them all, it only validates. Measured with one HTTP/2 client against a local server (5 rounds of 20k
+ * requests, 16 concurrent): 49.6 / 53.0 µs of client CPU per request with `{ endStream }` alone,
+ * 27.8 / 32.5 µs with these (values are Node's defaults, so the frames on the wire are the same).
+ * Shared and frozen: Node never writes to the caller's object.
+ */
+export const H2_REQUEST = {
+  end: Object.freeze({ endStream: true, weight: 16, parent: 0, exclusive: false, silent: false }),
+  body: Object.freeze({ endStream: false, weight: 16, parent: 0, exclusive: false, silent: false }),
+} as const;
+
 interface Entry {
   session: ClientHttp2Session;
   error: Error | undefined;

@@ -61,7 +61,7 @@ export class HttpHandoff<C> {
       if (conn === undefined) return void socket.destroy();
       handlers.onUpgrade(conn, req, socket, head);
     });
-    this.h1.on('clientError', (_err, socket: Socket) => socket.destroy());
+    this.h1.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => refuseBadRequest(err, socket));
   }
 
   /** A stream of a server-side session, from h2 or another server (the inbound mTLS one). */
@@ -95,4 +95,21 @@ export class HttpHandoff<C> {
     this.h2.emit('connection', d);
     this.pending = undefined;
   }
+}
+
+/**
+ * A request Node's strict HTTP/1 parser refused (smuggling shapes: Content-Length with
+ * Transfer-Encoding, obs-fold, a bare CR, a pseudo-header; or headers over the size limit): answer
+ * 400 or 431 with the parser's reason and close, as Node does without a handler, instead of a silent
+ * reset. Nothing was forwarded. A socket in the middle of a response is only closed.
+ */
+export function refuseBadRequest(err: NodeJS.ErrnoException, socket: Socket): void {
+  const busy = (socket as Socket & { _httpMessage?: unknown })._httpMessage;
+  if (err.code === 'ECONNRESET' || !socket.writable || busy) return void socket.destroy();
+  const status = err.code === 'HPE_HEADER_OVERFLOW' ? '431 Request Header Fields Too Large' : '400 Bad Request';
+  const reason = `invalid HTTP/1 request (${err.code ?? 'parse error'})`;
+  socket.end(
+    `HTTP/1.1 ${status}\r\nconnection: close\r\ncontent-length: 0\r\nx-minimesh-proxy-error: ${reason}\r\n\r\n`,
+  );
+  socket.destroySoon?.();
 }

@@ -20,6 +20,8 @@ import { createAccept, type OriginalDstFn } from '../stack/accept.js';
 import { Connector } from '../stack/connect.js';
 import { relay } from '../stack/relay.js';
 import type { Accept, Addr, Concrete, Endpoint, Opaque } from '../targets.js';
+import type { OutboundPolicies } from '../policy/outbound-policies.js';
+import { applyOutboundRoute } from '../policy/outbound-routes.js';
 import type { TlsCredentials } from '../tls/credentials.js';
 import { balance } from './balance.js';
 import { createOutboundDetect } from './detect.js';
@@ -32,6 +34,8 @@ export interface OutboundStackOptions {
   creds: TlsCredentials;
   metrics: ProxyMetrics;
   logger: Logger;
+  /** Outbound policies (routes: timeouts, injected failures); none: requests go without routes. */
+  policies?: OutboundPolicies;
   /** Test/bench seam: how to learn the original destination (default: SO_ORIGINAL_DST). */
   originalDst?: OriginalDstFn;
   /** The tap layer (only when this proxy serves tap). */
@@ -123,7 +127,7 @@ export function createOutboundStack(opts: OutboundStackOptions): OutboundStack {
       metrics.error('outbound', errorCode(err));
       return ex.fail(err);
     }
-    send(known, ep, ex);
+    send(conn, known, ep, ex);
   }
 
   async function onRequestDiscovering(conn: Accept, ex: HttpExchange): Promise<void> {
@@ -135,11 +139,13 @@ export function createOutboundStack(opts: OutboundStackOptions): OutboundStack {
       metrics.error('outbound', errorCode(err));
       return ex.fail(err);
     }
-    send(concrete, ep, ex);
+    send(conn, concrete, ep, ex);
   }
 
-  /** connect (+ tls) → forward. */
-  function send(concrete: Concrete, ep: Endpoint, ex: HttpExchange): void {
+  /** route (HTTPRoute rule: timeouts, injected failures) → connect (+ tls) → forward. */
+  function send(conn: Accept, concrete: Concrete, ep: Endpoint, ex: HttpExchange): void {
+    const policies = opts.policies;
+    if (policies && !applyOutboundRoute(policies, ex, concrete.authority, conn.orig, config.clusterDomain)) return;
     const up = connector.http(ep, ex.protocol);
     ex.forward(up, endpointLabels(concrete.authority, ep), undefined, concrete.authority);
   }

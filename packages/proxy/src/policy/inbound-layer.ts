@@ -69,7 +69,7 @@ export function authorizeExchange(authz: InboundAuthz, conn: InboundConn, ex: Ht
 }
 
 /** A redirect or an injected failure: the status the route asks for. */
-function respondWith(ex: HttpExchange, status: number, location: string | undefined, message: string): void {
+export function respondWith(ex: HttpExchange, status: number, location: string | undefined, message: string): void {
   if (ex instanceof H1Exchange) {
     const headers: Record<string, string> = { 'content-type': 'text/plain', 'x-minimesh-proxy-error': message };
     if (location) headers.location = location;

@@ -50,6 +50,11 @@ export class OutboundPolicies {
     this.sweep.unref();
   }
 
+  /** Whether a policy controller is configured (else get() always answers undefined). */
+  get enabled(): boolean {
+    return this.opts.client !== undefined;
+  }
+
   /** The target's policy, if the controller has one for it; starts watching a new target. */
   get(target: OutboundTarget): CompiledOutboundPolicy | undefined {
     if (!this.opts.client) return undefined;

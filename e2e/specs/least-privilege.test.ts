@@ -1,0 +1,173 @@
+// Issue 17 item 3, on the real API server: what each minimesh service account may do, as
+// `kubectl auth can-i --list --as system:serviceaccount:<ns>:<sa>` reports it in the control-plane
+// namespace and in another one, equals what the code uses (nothing more); none may read a Secret;
+// and the chart's control-plane pods pass Pod Security Admission `restricted` except proxy-init's
+// capabilities and root user (the exception Linkerd makes without its CNI plugin).
+// Only the chart's ServiceAccounts and RBAC objects are created; the Deployments are server-side
+// dry runs, so nothing runs and no webhook is registered.
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { stringify } from 'yaml';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { selectDriver } from '../drivers/index.js';
+import { certArgs, renderObjects, type K8sObject } from '../src/chart.js';
+import { createTestCerts } from '../src/certs.js';
+
+const driver = selectDriver();
+const suffix = randomBytes(3).toString('hex');
+const ns = `mm-lp-${suffix}`;
+const other = `mm-lp-other-${suffix}`;
+let objects: K8sObject[] = [];
+let tmp = '';
+
+const RBAC_KINDS = new Set(['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding']);
+// What every authenticated user may do (system:basic-user, system:discovery): not the chart's doing.
+const BASELINE = new Set([
+  'selfsubjectaccessreviews.authorization.k8s.io',
+  'selfsubjectrulesreviews.authorization.k8s.io',
+  'selfsubjectreviews.authentication.k8s.io',
+]);
+
+const rw = (resource: string, verbs: string[]) => verbs.map((v) => `${resource} ${v}`);
+const READ = ['get', 'list', 'watch'];
+const LEASE = 'leases.coordination.k8s.io';
+// What the code uses: identity creates TokenReviews (src/k8s/token-reviewer.ts); the injector reads
+// namespaces (src/k8s/namespace-watcher.ts); destination watches services, pods, EndpointSlices and
+// ExternalWorkloads, writes EndpointSlices for ExternalWorkloads (leader/external-workload-mirror.ts)
+// and holds its Lease; the policy controller (same service account, as in Linkerd) reads pods,
+// services, ExternalWorkloads and the policy resources.
+const NEEDS: Record<string, { everywhere: string[]; ownNamespace: string[] }> = {
+  'minimesh-identity': { everywhere: rw('tokenreviews.authentication.k8s.io', ['create']), ownNamespace: [] },
+  'minimesh-injector': { everywhere: rw('namespaces', READ), ownNamespace: [] },
+  'minimesh-destination': {
+    everywhere: [
+      ...rw('services', READ),
+      ...rw('pods', READ),
+      ...rw('endpointslices.discovery.k8s.io', [...READ, 'create', 'update', 'patch', 'delete']),
+      ...rw('externalworkloads.workload.minimesh.io', READ),
+      ...['servers', 'authorizationpolicies', 'meshtlsauthentications', 'networkauthentications', 'httproutes'].flatMap(
+        (r) => rw(`${r}.policy.minimesh.io`, READ),
+      ),
+    ],
+    ownNamespace: [
+      ...rw(LEASE, ['create']),
+      ...rw(`${LEASE}[minimesh-destination-endpoint-write]`, ['get', 'update', 'patch']),
+    ],
+  },
+};
+
+/** `kubectl auth can-i --list` table → "resource[names] verb" lines (non-resource URLs and the baseline left out). */
+export function parseCanIList(text: string): string[] {
+  const out = new Set<string>();
+  for (const line of text.split('\n').slice(1)) {
+    const cols = line.trim().split(/\s{2,}/);
+    if (cols.length < 4) continue;
+    const [resource, urls, names, verbs] = cols as [string, string, string, string];
+    if (urls !== '[]' || BASELINE.has(resource)) continue;
+    const nameList = names.replace(/^\[|\]$/g, '').trim();
+    for (const verb of verbs
+      .replace(/^\[|\]$/g, '')
+      .split(/\s+/)
+      .filter(Boolean))
+      out.add(`${resource}${nameList ? `[${nameList.split(/\s+/).join(',')}]` : ''} ${verb}`);
+  }
+  return [...out].sort();
+}
+
+async function canI(sa: string, namespace: string): Promise<string[]> {
+  const r = await driver.kubectl([
+    'auth',
+    'can-i',
+    '--list',
+    '-n',
+    namespace,
+    '--as',
+    `system:serviceaccount:${ns}:${sa}`,
+  ]);
+  if (r.code !== 0) throw new Error(`kubectl auth can-i --list: ${r.stderr}`);
+  return parseCanIList(r.stdout);
+}
+
+beforeAll(async () => {
+  await driver.setup();
+  tmp = mkdtempSync(join(tmpdir(), 'mm-lp-'));
+  objects = await renderObjects(ns, certArgs(await createTestCerts(tmp)));
+  for (const n of [ns, other]) {
+    const r = await driver.kubectl(['create', 'namespace', n]);
+    if (r.code !== 0) throw new Error(`create namespace ${n}: ${r.stderr}`);
+  }
+  const rbac = objects.filter((o) => RBAC_KINDS.has(o.kind));
+  const r = await driver.kubectl(['apply', '-n', ns, '-f', '-'], rbac.map((o) => `---\n${stringify(o)}`).join(''));
+  if (r.code !== 0) throw new Error(`kubectl apply: ${r.stderr}`);
+}, 300_000);
+
+afterAll(async () => {
+  const cluster = objects.filter((o) => o.kind === 'ClusterRole' || o.kind === 'ClusterRoleBinding');
+  for (const o of cluster)
+    await driver.kubectl(['delete', o.kind.toLowerCase(), o.metadata.name, '--ignore-not-found', '--wait=false']);
+  for (const n of [ns, other]) await driver.kubectl(['delete', 'namespace', n, '--wait=false', '--ignore-not-found']);
+  if (tmp) rmSync(tmp, { recursive: true, force: true });
+});
+
+describe('least privilege on the API server', () => {
+  it('parses the can-i table', () => {
+    expect(
+      parseCanIList(
+        [
+          'Resources                                       Non-Resource URLs   Resource Names                          Verbs',
+          'leases.coordination.k8s.io                      []                  [minimesh-destination-endpoint-write]   [get update patch]',
+          'selfsubjectreviews.authentication.k8s.io        []                  []                                      [create]',
+          '                                                [/api/*]            []                                      [get]',
+          'pods                                            []                  []                                      [get list watch]',
+        ].join('\n'),
+      ),
+    ).toEqual([
+      'leases.coordination.k8s.io[minimesh-destination-endpoint-write] get',
+      'leases.coordination.k8s.io[minimesh-destination-endpoint-write] patch',
+      'leases.coordination.k8s.io[minimesh-destination-endpoint-write] update',
+      'pods get',
+      'pods list',
+      'pods watch',
+    ]);
+  });
+
+  it.each(Object.keys(NEEDS))('%s can do exactly what it uses, here and in another namespace', async (sa) => {
+    const need = NEEDS[sa] as (typeof NEEDS)[string];
+    const own = await canI(sa, ns);
+    const elsewhere = await canI(sa, other);
+    console.log(`${sa}: ${own.length} permissions in ${ns}, ${elsewhere.length} in another namespace`);
+    expect(own).toEqual([...new Set([...need.everywhere, ...need.ownNamespace])].sort());
+    expect(elsewhere).toEqual([...new Set(need.everywhere)].sort());
+    for (const p of [...own, ...elsewhere]) expect(p).not.toMatch(/^secrets/);
+  });
+
+  it('control-plane pods pass PSA restricted except proxy-init (NET_ADMIN, NET_RAW, root), as in Linkerd', async () => {
+    const deployments = objects.filter((o) => o.kind === 'Deployment');
+    expect(deployments.map((d) => d.metadata.name).sort()).toEqual(
+      expect.arrayContaining(['minimesh-destination', 'minimesh-identity', 'minimesh-injector']),
+    );
+    const label = await driver.kubectl([
+      'label',
+      'namespace',
+      ns,
+      'pod-security.kubernetes.io/warn=restricted',
+      'pod-security.kubernetes.io/warn-version=latest',
+    ]);
+    expect(label.code, label.stderr).toBe(0);
+    for (const d of deployments) {
+      const r = await driver.kubectl(['apply', '-n', ns, '--dry-run=server', '-f', '-'], stringify(d));
+      expect(r.code, r.stderr).toBe(0);
+      const warning = r.stderr.split('\n').find((l) => l.includes('would violate PodSecurity')) ?? '';
+      // Each violation names its container in parentheses: only proxy-init's may appear.
+      const clauses = [...warning.matchAll(/\(([^()]*)\)/g)].map((m) => m[1] as string);
+      const others = clauses.filter((c) => !/container "minimesh-init"/.test(c) && /container/.test(c));
+      expect(others, `${d.metadata.name}: ${warning}`).toEqual([]);
+      const podLevel = clauses.filter((c) => !/container/.test(c));
+      expect(podLevel, `${d.metadata.name}: ${warning}`).toEqual([]);
+      if (warning) expect(warning).toMatch(/unrestricted capabilities|runAsNonRoot|runAsUser=0/);
+      console.log(`${d.metadata.name}: ${warning ? warning.replace(/^.*?: /, '') : 'passes restricted'}`);
+    }
+  });
+});
