@@ -232,7 +232,11 @@ export function renderTable(file: BenchFile): string {
       cells.push(fmt(stat(row.values('linkerd2')), row.digits, row.unit));
       const s = row.goal ? ratio(row.values('minimesh'), row.values('linkerd2')) : undefined;
       const verdict = s && row.goalOk ? (row.goalOk(s.med) ? ' met' : ' **not met**') : '';
-      cells.push(s ? `${fmt(s, 2, 'x')}${s.of}${verdict}` : 'no run with a positive peer figure');
+      const noRatio =
+        row.goal && row.values('linkerd2').some((v) => v <= 0) && row.values('minimesh').some((v) => v > 0)
+          ? 'no run with a positive peer figure'
+          : '';
+      cells.push(s ? `${fmt(s, 2, 'x')}${s.of}${verdict}` : noRatio);
     } else cells.push('not measured', 'not measured');
     cells.push(row.goal);
     if (ab) {
