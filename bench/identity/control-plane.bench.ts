@@ -27,7 +27,7 @@ import {
   ensureCluster,
   kubeconfigForServiceAccount,
 } from '@minimesh/local-cluster';
-import { newRun, percentile, round, saveRun, table } from '../lib/report.js';
+import { newRun, percentile, phase, round, saveRun, stopProcess, table, watchdog } from '../lib/report.js';
 import { makeSeedPki } from '../../packages/identity/test/helpers/openssl-pki.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -102,18 +102,23 @@ async function loadGen(): Promise<LoadGen> {
 }
 
 async function main(): Promise<void> {
+  const children: ChildProcess[] = [];
+  watchdog((SECONDS * 2 + 240) * 1000, () => {
+    for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
+  });
+  phase('ensureCluster');
   const cluster = await ensureCluster();
   const admin = adminClient();
   const suffix = Date.now().toString(36);
   const ns = `mm-bench-id-${suffix}`;
   const role = `mm-bench-id-${suffix}`;
   const dir = mkdtempSync(join(tmpdir(), 'mm-bench-id-'));
-  const children: ChildProcess[] = [];
   const relay = { close: async () => undefined } as { close(): Promise<void> };
   console.log(
     `identity bench: ${entry.replace(`${repo}/`, '')} against ${cluster.kubeconfigPath}, ${SECONDS} s per phase`,
   );
   try {
+    phase(`namespace ${ns}, RBAC, tokens`);
     await createNamespace(ns);
     await admin.request('POST', '/apis/rbac.authorization.k8s.io/v1/clusterroles', {
       apiVersion: 'rbac.authorization.k8s.io/v1',
@@ -142,6 +147,7 @@ async function main(): Promise<void> {
     // RBAC takes a moment to reach the authorizer
     await sleep(1000);
 
+    phase('load generator');
     const gen = await loadGen();
     children.push(gen.child);
     const start = async (kc: string) => {
@@ -173,12 +179,12 @@ async function main(): Promise<void> {
       return { child, port, firstMs: ms };
     };
     const stop = async (child: ChildProcess) => {
-      if (child.exitCode !== null) return;
-      const exited = new Promise((r) => child.once('exit', r));
-      child.kill('SIGTERM');
-      await exited;
+      const how = await stopProcess(child);
+      if (!how.startsWith('stopped on SIGTERM (exit 0')) phase(`pid ${child.pid} ${how}`);
+      return how;
     };
 
+    phase(`start to first Certify x${STARTS}`);
     // start-up, STARTS times
     const starts: number[] = [];
     for (let i = 0; i < STARTS; i++) {
@@ -188,6 +194,7 @@ async function main(): Promise<void> {
     }
     starts.sort((a, b) => a - b);
 
+    phase('the measured instance (relayed), idle 5 s');
     // the measured instance, through the connection-counting relay
     const api = new URL(JSON.parse(readFileSync(kubeconfig, 'utf8')).clusters[0].cluster.server as string);
     const counter = await startConnectionCounter({ host: api.hostname, port: Number(api.port) });
@@ -201,6 +208,7 @@ async function main(): Promise<void> {
     await sleep(5000);
     const idle = procStat(pid);
 
+    phase(`one client, ${SECONDS} s`);
     const single = await gen.ask<{ count: number; errors: number; latencies: number[] }>({
       cmd: 'run',
       port: inst.port,
@@ -209,6 +217,7 @@ async function main(): Promise<void> {
     });
     const singleLat = single.latencies.sort((a, b) => a - b);
 
+    phase(`${CALLERS} clients, ${SECONDS} s`);
     const apiPid = apiServerPid();
     const api0 = apiPid ? procStat(apiPid).cpu : NaN;
     const before = procStat(pid);
@@ -225,8 +234,12 @@ async function main(): Promise<void> {
     const api1 = apiPid ? procStat(apiPid).cpu : NaN;
     rss.sort((a, b) => a - b);
     const loadLat = load.latencies.sort((a, b) => a - b);
-    await stop(inst.child);
-    await gen.ask({ cmd: 'exit' }).catch(() => undefined);
+    phase('stop');
+    const stopped = await stop(inst.child);
+    // 'exit' gets no answer (the load generator exits): wait for its exit, not for a reply
+    const genExited = new Promise((r) => gen.child.once('exit', r));
+    gen.child.send({ cmd: 'exit' });
+    await genExited;
 
     const run = newRun('identity', entry.replace(`${repo}/`, ''));
     const f = run.figures;
@@ -283,6 +296,7 @@ async function main(): Promise<void> {
       load: { n: load.count },
       rssSamples: rss.length,
       seconds: SECONDS,
+      stopped,
     };
     const previous = saveRun(join(here, 'runs.json'), run);
     console.log(`\n${table(run, previous)}\n`);

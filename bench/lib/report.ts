@@ -1,7 +1,7 @@
 // Bench results: the raw numbers of each run kept as JSON (bench/<name>/runs.json, newest last, at most
 // 20), and a table of this run beside the previous one. Figures are plain numbers with a unit and a
 // direction, so the table can say which way is better.
-import { execFileSync } from 'node:child_process';
+import { execFileSync, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 
@@ -93,4 +93,54 @@ export function table(run: Run, previous: Run | undefined): string {
     '|---|---|---|---|---|---|',
     ...rows,
   ].join('\n');
+}
+
+let currentPhase = 'start';
+const phaseSince = { at: Date.now() };
+
+/** Names the step the bench is in (one line on stderr), so a stuck run says where it is stuck. */
+export function phase(name: string): void {
+  currentPhase = name;
+  phaseSince.at = Date.now();
+  process.stderr.write(`[bench] ${new Date().toISOString().slice(11, 19)} ${name}\n`);
+}
+
+/**
+ * Ends the bench with exit 1 and the step it was in when it runs longer than limitMs (BENCH_TIMEOUT_S
+ * overrides): a bench holds the machine's cluster lock, so it must never wait forever. onTimeout kills
+ * what the bench started.
+ */
+export function watchdog(limitMs: number, onTimeout: () => void): void {
+  const ms = process.env.BENCH_TIMEOUT_S ? Number(process.env.BENCH_TIMEOUT_S) * 1000 : limitMs;
+  setTimeout(() => {
+    process.stderr.write(
+      `[bench] gave up after ${Math.round(ms / 1000)} s, ${Math.round((Date.now() - phaseSince.at) / 1000)} s into: ${currentPhase}\n`,
+    );
+    try {
+      onTimeout();
+    } finally {
+      process.exit(1);
+    }
+  }, ms).unref();
+}
+
+/**
+ * SIGTERM, then waits for the exit (SIGKILL after graceMs); says how the process ended, also when it had
+ * already ended (exitCode stays null for a process killed by a signal, and its 'exit' has been emitted).
+ */
+export async function stopProcess(child: ChildProcess, graceMs = 40_000): Promise<string> {
+  const ended = () => (child.signalCode ? `signal ${child.signalCode}` : `exit ${child.exitCode}`);
+  if (child.exitCode !== null || child.signalCode !== null) return `had already ended (${ended()})`;
+  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  child.kill('SIGTERM');
+  let timer: NodeJS.Timeout | undefined;
+  const inTime = await Promise.race([
+    exited.then(() => true),
+    new Promise<false>((r) => (timer = setTimeout(() => r(false), graceMs))),
+  ]);
+  clearTimeout(timer);
+  if (inTime) return `stopped on SIGTERM (${ended()})`;
+  child.kill('SIGKILL');
+  await exited;
+  return `did not exit within ${graceMs / 1000} s of SIGTERM: killed`;
 }

@@ -443,3 +443,48 @@ describe('the repository bin (npx minimesh)', () => {
     expect(r.stdout).toMatch(/^Client version: \d+\.\d+\.\d+/);
   });
 });
+
+describe('CLI conventions: -n, --context, -o, color and NO_COLOR', () => {
+  const kc = join(work, 'two-contexts.kubeconfig');
+  writeFileSync(
+    kc,
+    [
+      'apiVersion: v1',
+      'kind: Config',
+      'clusters: [{name: a, cluster: {server: "https://127.0.0.1:1"}}, {name: b, cluster: {server: "https://127.0.0.1:2"}}]',
+      'users: [{name: u, user: {token: t}}]',
+      'contexts: [{name: first, context: {cluster: a, user: u}}, {name: second, context: {cluster: b, user: u}}]',
+      'current-context: first',
+      '',
+    ].join('\n'),
+  );
+
+  it('check: --context picks the kubeconfig context, -n the namespace, -o json the format', () => {
+    const first = run(['check', '--kubeconfig', kc, '-n', 'mesh-a', '-o', 'json']);
+    expect(first.code).toBe(1);
+    const parsed = JSON.parse(first.stdout) as { ok: boolean; results: { detail?: string }[] };
+    expect(parsed.ok).toBe(false);
+    expect(JSON.stringify(parsed.results)).toContain('127.0.0.1:1');
+    const second = run(['check', '--kubeconfig', kc, '--context', 'second', '-o', 'json']);
+    expect(JSON.stringify(JSON.parse(second.stdout))).toContain('127.0.0.1:2');
+    const missing = run(['check', '--kubeconfig', kc, '--context', 'nope']);
+    expect(missing.stdout).toMatch(/nope/);
+    const bad = run(['check', '-o', 'yaml']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/^minimesh check: -o "yaml" is not valid: expected json/);
+  });
+
+  it('colors the ✔/✖ marks only when asked (FORCE_COLOR) and never with NO_COLOR; no color into a pipe', () => {
+    const env = (extra: Record<string, string>) => {
+      const e: Record<string, string | undefined> = { ...process.env, ...extra };
+      if (!('NO_COLOR' in extra)) delete e.NO_COLOR;
+      if (!('FORCE_COLOR' in extra)) delete e.FORCE_COLOR;
+      return e as NodeJS.ProcessEnv;
+    };
+    const go = (extra: Record<string, string>) =>
+      spawnSync(process.execPath, [bin, 'check', '--kubeconfig', kc], { encoding: 'utf8', env: env(extra) }).stdout;
+    expect(go({})).not.toContain('\x1b[');
+    expect(go({ FORCE_COLOR: '1' })).toContain('\x1b[31m✖\x1b[0m');
+    expect(go({ FORCE_COLOR: '1', NO_COLOR: '1' })).not.toContain('\x1b[');
+  });
+});

@@ -29,6 +29,7 @@ function simulate(
   binaries: ResolvedBinaries,
   runner: CommandRunner,
   log: Logger,
+  out: NodeJS.WritableStream,
 ): void {
   log.info('simulate: printing what would run; nothing is changed');
   if (cmd.closeWaitTimeoutSecs > 0 && !cmd.cleanup) {
@@ -55,8 +56,10 @@ function simulate(
       : renderApplyPayload(family, parseNatSave(''));
     log.info(
       { family: family.family },
-      `IPv${family.family}: would run ${runner.describe([b.save, '-t', 'nat']).join(' ')}, then ${restore} with:\n${(payload ?? '').trimEnd()}`,
+      `IPv${family.family}: would run ${runner.describe([b.save, '-t', 'nat']).join(' ')}, then ${restore} with:`,
     );
+    // The payload is the command's output, not a log event: printed as is, one rule a line, after its log line.
+    out.write(`${(payload ?? '').trimEnd()}\n`);
   }
 }
 
@@ -102,7 +105,7 @@ async function apply(cmd: ProxyInitCommand, log: Logger, deps: ProgramDeps): Pro
     );
   }
   if (cmd.simulate) {
-    simulate(cmd, plan, binaries, runner, log);
+    simulate(cmd, plan, binaries, runner, log, deps.stdout ?? process.stdout);
     return 0;
   }
   if (cmd.netns && !lookup('nsenter')) {

@@ -30,8 +30,21 @@ export function skip(category: string, description: string, detail: string): Che
   return { category, description, status: 'skip', detail };
 }
 
+/**
+ * Color as CLIs do it: on a terminal, unless NO_COLOR is set (any value, https://no-color.org);
+ * FORCE_COLOR=1 forces it (tests, pagers).
+ */
+export function useColor(stream: { isTTY?: boolean }, env: NodeJS.ProcessEnv = process.env): boolean {
+  if (env.NO_COLOR !== undefined && env.NO_COLOR !== '') return false;
+  if (env.FORCE_COLOR !== undefined && env.FORCE_COLOR !== '' && env.FORCE_COLOR !== '0') return true;
+  return stream.isTTY === true;
+}
+
+const COLORS: Record<CheckStatus, string> = { ok: '\x1b[32m', warn: '\x1b[33m', fail: '\x1b[31m', skip: '\x1b[2m' };
+
 /** linkerd check's layout: a header per category, one line per check, details indented below. */
-export function formatResults(results: readonly CheckResult[]): string {
+export function formatResults(results: readonly CheckResult[], opts: { color?: boolean } = {}): string {
+  const sym = (s: CheckStatus): string => (opts.color ? `${COLORS[s]}${SYMBOLS[s]}\x1b[0m` : SYMBOLS[s]);
   const out: string[] = [];
   let current: string | undefined;
   for (const r of results) {
@@ -40,7 +53,7 @@ export function formatResults(results: readonly CheckResult[]): string {
       out.push(r.category, '-'.repeat(r.category.length));
       current = r.category;
     }
-    out.push(`${SYMBOLS[r.status]} ${r.description}`);
+    out.push(`${sym(r.status)} ${r.description}`);
     if (r.status !== 'ok' && r.detail) out.push(`    ${r.detail}`);
     if (r.hint) out.push(`    see: ${r.hint}`);
   }
@@ -49,8 +62,8 @@ export function formatResults(results: readonly CheckResult[]): string {
   out.push(
     '',
     failed > 0
-      ? `Status check results are ${SYMBOLS.fail} (${failed} failed, ${warned} warning${warned === 1 ? '' : 's'})`
-      : `Status check results are ${SYMBOLS.ok}${warned > 0 ? ` (${warned} warning${warned === 1 ? '' : 's'})` : ''}`,
+      ? `Status check results are ${sym('fail')} (${failed} failed, ${warned} warning${warned === 1 ? '' : 's'})`
+      : `Status check results are ${sym('ok')}${warned > 0 ? ` (${warned} warning${warned === 1 ? '' : 's'})` : ''}`,
   );
   return `${out.join('\n')}\n`;
 }

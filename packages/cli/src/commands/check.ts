@@ -17,24 +17,21 @@ import {
   type WebhookConfigLike,
 } from '../check/control-plane.js';
 import { checkPolicy, POLICY_CATEGORY, type CrdLike, type PodLike as PolicyPodLike } from '../check/policy.js';
-import { exitCodeOf, formatResults, type CheckResult } from '../check/types.js';
+import { exitCodeOf, formatResults, useColor, type CheckResult } from '../check/types.js';
 import type { CommandIO } from '../io.js';
-import { connectKube, describeKubeError } from '../kube.js';
+import { clusterFlags, connectKube, describeKubeError } from '../kube.js';
 import { clusterInfoFromArgs, loadPolicyState } from '../policy-cluster.js';
 
 const info = {
   name: 'minimesh check',
   summary:
     'check the installation: the API is reachable, the control-plane Deployments are available, the webhook has a CA bundle, the trust anchors and issuer are valid, chain and are not about to expire, each component answers /ready, and the policy CRDs are installed and the policy controller is ready',
-  usage: 'minimesh check [--kubeconfig K] [--namespace minimesh] [--warn-days 60] [--policy-resources] [--json]',
+  usage: 'minimesh check [-n minimesh] [--kubeconfig K] [--context C] [--warn-days 60] [--policy-resources] [-o json]',
 };
 
 const flags = {
-  kubeconfig: {
-    type: 'string',
-    description: 'kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then the local cluster)',
-  },
-  namespace: { type: 'string', default: 'minimesh', description: 'the control-plane namespace' },
+  ...clusterFlags,
+  namespace: { type: 'string', short: 'n', default: 'minimesh', description: 'the control-plane namespace' },
   'warn-days': {
     type: 'string',
     default: String(DEFAULT_WARN_DAYS),
@@ -46,7 +43,8 @@ const flags = {
     description:
       'also check the policy resources: malformed ones, policies whose target does not exist, Servers selecting no pod, ports two Servers claim',
   },
-  json: { type: 'boolean', description: 'print the results as JSON' },
+  output: { type: 'string', short: 'o', default: '', description: 'json for the results as JSON (default: lines)' },
+  json: { type: 'boolean', description: 'the same as -o json' },
 } as const;
 
 /** One GET through the API server, bounded by timeoutMs; never throws. */
@@ -127,6 +125,7 @@ async function probeReadiness(client: KubeClient, namespace: string, timeoutMs: 
 
 export async function runChecks(opts: {
   kubeconfig?: string;
+  context?: string;
   namespace: string;
   warnDays: number;
   readyTimeoutMs: number;
@@ -136,7 +135,7 @@ export async function runChecks(opts: {
   let client: KubeClient;
   let server = '(no kubeconfig)';
   try {
-    ({ client, server } = await connectKube(opts.kubeconfig));
+    ({ client, server } = await connectKube(opts.kubeconfig, opts.context));
   } catch (err) {
     return checkApi({ server, error: (err as Error).message });
   }
@@ -351,15 +350,21 @@ export async function checkCommand(argv: string[], io: CommandIO): Promise<numbe
     throw new UsageError(
       `${info.name}: --ready-timeout ${JSON.stringify(f['ready-timeout'])} is not valid: expected seconds > 0`,
     );
+  if (f.output !== '' && f.output !== 'json')
+    throw new UsageError(`${info.name}: -o ${JSON.stringify(f.output)} is not valid: expected json`);
+  const json = f.json || f.output === 'json';
   const results = await runChecks({
     ...(f.kubeconfig !== '' ? { kubeconfig: f.kubeconfig } : {}),
+    ...(f.context !== '' ? { context: f.context } : {}),
     namespace: f.namespace,
     warnDays: Number(f['warn-days']),
     readyTimeoutMs: Number(f['ready-timeout']) * 1000,
     policyResources: f['policy-resources'],
   });
   io.stdout.write(
-    f.json ? `${JSON.stringify({ results, ok: exitCodeOf(results) === 0 }, null, 2)}\n` : formatResults(results),
+    json
+      ? `${JSON.stringify({ results, ok: exitCodeOf(results) === 0 }, null, 2)}\n`
+      : formatResults(results, { color: useColor(io.stdout as { isTTY?: boolean }) }),
   );
   return exitCodeOf(results);
 }

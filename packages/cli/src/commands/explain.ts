@@ -16,7 +16,7 @@ import {
 import { MINIMESH_VERSION, parseIp } from '@minimesh/config';
 import type { PodLike } from '../explain/pod-facts.js';
 import type { CommandIO } from '../io.js';
-import { connectKube, describeKubeError, kubeStatus } from '../kube.js';
+import { clusterFlags, connectKube, describeKubeError, kubeStatus } from '../kube.js';
 import { loadPolicyState, type PolicyState } from '../policy-cluster.js';
 
 const info = {
@@ -52,10 +52,7 @@ const flags = {
     description: "the control plane's namespace (where the policy controller's settings are read)",
   },
   container: { type: 'string', description: 'the app container (default: the first non-proxy container)' },
-  kubeconfig: {
-    type: 'string',
-    description: 'kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then the local cluster)',
-  },
+  ...clusterFlags,
   'nat-file': {
     type: 'string',
     description: 'read the nat table from this file (iptables-save -t nat output) instead of the live pod',
@@ -135,7 +132,7 @@ export async function explainCommand(argv: string[], io: CommandIO): Promise<num
   let source: NatSource | undefined = f['nat-file'] !== '' ? fileNatSource(f['nat-file']) : undefined;
   let debugHint: (() => string) | undefined;
   try {
-    const { client: api, server } = await connectKube(f.kubeconfig || undefined);
+    const { client: api, server } = await connectKube(f.kubeconfig || undefined, f.context || undefined);
     kube = api;
     try {
       pod = await api.requestOk<PodLike>('GET', `/api/v1/namespaces/${namespace}/pods/${podName}`);
