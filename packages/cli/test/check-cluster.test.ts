@@ -70,7 +70,7 @@ function deployment(component: string, port: number): KubeObject {
               ? [
                   {
                     name: 'policy',
-                    image: 'minimesh.test/http-echo:1',
+                    image: 'minimesh.test/http-echo:e2e',
                     env: [{ name: 'PORT', value: '9990' }],
                     ports: [{ containerPort: 9990, name: 'policy-admin' }],
                     readinessProbe: { httpGet: { path: '/ready', port: 9990 }, periodSeconds: 1 },
