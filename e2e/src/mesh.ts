@@ -22,6 +22,8 @@ export interface MeshSetup {
   release: string;
   /** Scope the webhook to namespaces labelled mm-e2e-mesh=<cpNs> (shared clusters). */
   scopeWebhook: boolean;
+  /** More chart values (helm --set), e.g. viz.enabled=true. */
+  sets?: readonly string[];
   log?: (line: string) => void;
 }
 
@@ -79,6 +81,7 @@ export async function installChart(m: MeshSetup, certs: CertFiles): Promise<stri
   ];
   if (m.scopeWebhook) args.push('--set', `proxyInjector.namespaceSelector.matchLabels.${E2E_SCOPE_LABEL}=${m.cpNs}`);
   args.push(...(m.driver.chartArgs?.() ?? []));
+  for (const s of m.sets ?? []) args.push('--set', s);
   const r = await m.driver.helm(args);
   if (r.code !== 0) throw new Error(`helm ${args.join(' ')} failed: ${r.stderr.trim()}`);
   return `helm ${args.map((a) => (a.includes(' ') ? `'${a}'` : a)).join(' ')}`;

@@ -2,7 +2,7 @@
 // a fake Prometheus HTTP API and the real tap service in front of a gRPC tap server: it shows the
 // namespaces, the workloads' golden metrics with sparklines, the edge graph with mTLS marked, the charts,
 // live requests, and the CLI's one-line error when Prometheus is down. The same page against the real
-// cluster is tested in e2e (viz spec).
+// cluster: e2e/specs/viz.test.ts.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { mkdirSync } from 'node:fs';
