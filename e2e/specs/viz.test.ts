@@ -56,9 +56,8 @@ async function ready(ns: string, app: string, key = 'app'): Promise<Pod[]> {
 
 /** `minimesh <args>` against the cluster, as a user runs it. */
 function minimesh(args: readonly string[], timeoutMs = 60_000) {
-  return run(process.execPath, [CLI, ...args, ...driver.kubeArgs(), '--control-plane-namespace', m.cpNs], {
-    timeoutMs,
-  });
+  const cp = args[0] === 'viz' ? ['--control-plane-namespace', m.cpNs] : [];
+  return run(process.execPath, [CLI, ...args, ...driver.kubeArgs(), ...cp], { timeoutMs });
 }
 
 beforeAll(async () => {
