@@ -10,6 +10,7 @@ import { forwardToNode, isHealthy, stopCluster } from '@minimesh/local-cluster';
 import { destination, fromTcpAddress } from '@minimesh/proto';
 import { selectDriver } from './drivers/index.js';
 import { summarizeAudit } from './src/audit.js';
+import { repoRoot, run } from './src/tools.js';
 import {
   appObjects,
   applyObjects,
@@ -105,7 +106,15 @@ async function main(): Promise<void> {
   const clusterWasUp = await isHealthy().catch(() => false);
   out('minimesh demo: the whole mesh on a local Kubernetes cluster\n');
   step(t0, await driver.setup());
-  const m: MeshSetup = { driver, cpNs: 'minimesh', appNs: 'mm-demo', release: 'minimesh', scopeWebhook: false };
+  const m: MeshSetup = {
+    driver,
+    cpNs: 'minimesh',
+    appNs: 'mm-demo',
+    release: 'minimesh',
+    scopeWebhook: false,
+    // viz: Prometheus scraping every proxy and the tap service, for the closing stat table.
+    sets: ['viz.enabled=true'],
+  };
   const certDir = mkdtempSync(join(tmpdir(), 'mm-demo-certs-'));
   try {
     await createMeshCerts(certDir);
@@ -232,6 +241,23 @@ async function main(): Promise<void> {
     );
     out(`\nTime to first meshed request: ${firstMeshedS.toFixed(1)} s.`);
 
+    out(`\n7. Golden metrics from Prometheus: minimesh viz stat deploy -n ${m.appNs}`);
+    for (const c of ['prometheus', 'tap']) {
+      await waitForReadyPods(driver, m.cpNs, c, 1, 180_000, 'minimesh.io/control-plane-component');
+    }
+    const stat = await eventually('a stat row of deploy/server with traffic', 120_000, async () => {
+      const rows = JSON.parse(await vizStat(driver.kubeArgs(), m, ['-o', 'json'])) as Array<{
+        name: string;
+        rps: number | null;
+      }>;
+      return rows.some((r) => r.name === 'server' && (r.rps ?? 0) > 0) ? vizStat(driver.kubeArgs(), m, []) : undefined;
+    }).catch((err: Error) => `(no traffic in Prometheus yet: ${err.message})`);
+    out(indent(stat));
+    out('    See it live (golden metrics, the edge graph with mTLS, live requests) in the dashboard:');
+    out(
+      `    npx minimesh viz dashboard -n ${m.appNs} ${driver.kubeArgs().join(' ')}${keep ? '' : '   (after npm run demo -- --keep)'}`,
+    );
+
     if (keep) {
       out('\n--keep: everything stays up. Try:');
       out(`    ${driver.kubeconfigHint()}`);
@@ -250,6 +276,15 @@ async function main(): Promise<void> {
   } finally {
     rmSync(certDir, { recursive: true, force: true });
   }
+}
+
+/** `minimesh viz stat deploy -n <ns>`, as a user runs it; its table, or its one-line error. */
+async function vizStat(kubeArgs: readonly string[], m: MeshSetup, more: readonly string[]): Promise<string> {
+  const cli = join(repoRoot, 'packages', 'cli', 'dist', 'main.js');
+  const args = ['viz', 'stat', 'deploy', '-n', m.appNs, '--control-plane-namespace', m.cpNs, ...more, ...kubeArgs];
+  const r = await run(process.execPath, [cli, ...args]);
+  if (r.code !== 0) throw new Error(r.stderr.trim());
+  return r.stdout;
 }
 
 main().catch((err: unknown) => {
