@@ -102,6 +102,7 @@ describe('helm upgrade on the local cluster', () => {
       '-n',
       upNs,
       '--create-namespace',
+      '--take-ownership', // the CRDs are templates: adopt the ones another test left on the shared cluster
       ...certArgs(certs),
       '--set',
       'controllerReplicas=0',

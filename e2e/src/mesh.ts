@@ -77,6 +77,8 @@ export async function installChart(m: MeshSetup, certs: CertFiles): Promise<stri
     '-n',
     m.cpNs,
     '--create-namespace',
+    // CRDs are chart templates now: adopt one a package test (destination's) or an aborted run left behind.
+    '--take-ownership',
     ...seedInstallArgs(certs),
   ];
   if (m.scopeWebhook) args.push('--set', `proxyInjector.namespaceSelector.matchLabels.${E2E_SCOPE_LABEL}=${m.cpNs}`);
