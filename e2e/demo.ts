@@ -10,7 +10,7 @@ import { forwardToNode, isHealthy, stopCluster } from '@minimesh/local-cluster';
 import { destination, fromTcpAddress } from '@minimesh/proto';
 import { selectDriver } from './drivers/index.js';
 import { summarizeAudit } from './src/audit.js';
-import { repoRoot, run } from './src/tools.js';
+import { cliMain, run } from './src/tools.js';
 import {
   appObjects,
   applyObjects,
@@ -280,9 +280,8 @@ async function main(): Promise<void> {
 
 /** `minimesh viz stat deploy -n <ns>`, as a user runs it; its table, or its one-line error. */
 async function vizStat(kubeArgs: readonly string[], m: MeshSetup, more: readonly string[]): Promise<string> {
-  const cli = join(repoRoot, 'packages', 'cli', 'dist', 'main.js');
   const args = ['viz', 'stat', 'deploy', '-n', m.appNs, '--control-plane-namespace', m.cpNs, ...more, ...kubeArgs];
-  const r = await run(process.execPath, [cli, ...args]);
+  const r = await run(process.execPath, [cliMain, ...args]);
   if (r.code !== 0) throw new Error(r.stderr.trim());
   return r.stdout;
 }

@@ -26,7 +26,7 @@ import {
   type MeshSetup,
   type Pod,
 } from '../src/mesh.js';
-import { repoRoot, run } from '../src/tools.js';
+import { cliMain as CLI, repoRoot, run } from '../src/tools.js';
 
 const driver = selectDriver();
 const suffix = randomBytes(3).toString('hex');
@@ -39,7 +39,6 @@ const m: MeshSetup = {
   sets: ['viz.enabled=true', 'viz.prometheus.scrapeInterval=5s'],
 };
 const ROLLOUT_MS = 240_000;
-const CLI = join(repoRoot, 'packages', 'cli', 'dist', 'main.js');
 const clientId = identityOf('client', m.appNs, m.cpNs);
 const serverId = identityOf('server', m.appNs, m.cpNs);
 let tmp = '';

@@ -1,12 +1,11 @@
 // The flows the e2e specs and the demo share: certificates, the chart install (the seed's command),
 // the two test apps, waiting, and reading pods and proxy metrics through the driver.
 import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
 import { stringify } from 'yaml';
 import type { Driver } from '../drivers/types.js';
 import { certFiles, type CertFiles } from './certs.js';
 import { seedInstallArgs, type K8sObject } from './chart.js';
-import { chartDir, repoRoot, runOk } from './tools.js';
+import { chartDir, cliMain, runOk } from './tools.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -56,14 +55,7 @@ export async function eventually<T>(
 /** `minimesh certs create` into dir (ca.crt, ca.key, issuer.crt, issuer.key). */
 export async function createMeshCerts(dir: string): Promise<CertFiles> {
   mkdirSync(dir, { recursive: true });
-  await runOk(process.execPath, [
-    join(repoRoot, 'packages', 'cli', 'dist', 'main.js'),
-    'certs',
-    'create',
-    '--dir',
-    dir,
-    '--force',
-  ]);
+  await runOk(process.execPath, [cliMain, 'certs', 'create', '--dir', dir, '--force']);
   return certFiles(dir);
 }
 
