@@ -99,6 +99,33 @@ export function createK3dDriver(): Driver {
       }
       return events;
     },
+    async killPodProcesses(namespace, pod) {
+      const node = `k3d-${clusterName}-server-0`;
+      const crictl = (args: string[]) => run('docker', ['exec', node, 'crictl', ...args]);
+      const sandbox = (
+        await crictl(['pods', '-q', '--name', pod, '--namespace', namespace, '--state', 'ready'])
+      ).stdout.trim();
+      if (!sandbox) throw new Error(`kill ${namespace}/${pod}: no ready sandbox on ${node}`);
+      const ids = (await crictl(['ps', '-q', '--pod', sandbox])).stdout.split('\n').filter(Boolean);
+      // StopContainer with a timeout of 0 sends SIGKILL at once.
+      const r = await crictl(['stop', '--timeout', '0', ...ids]);
+      if (r.code !== 0) throw new Error(`kill ${namespace}/${pod}: crictl stop: ${r.stderr.trim()}`);
+      return `crictl stop --timeout 0 (SIGKILL) of ${ids.length} container(s) of ${namespace}/${pod}`;
+    },
+    async restartApiServer() {
+      // k3s runs the API server in its one process: restart the server node's container (pods keep
+      // running in containerd's shims).
+      const t0 = Date.now();
+      const r = await run('docker', ['restart', `k3d-${clusterName}-server-0`], { timeoutMs: 120_000 });
+      if (r.code !== 0) throw new Error(`docker restart: ${r.stderr.trim()}`);
+      for (;;) {
+        const ready = await kubectl(['get', '--raw', '/readyz']);
+        if (ready.code === 0 && ready.stdout.trim() === 'ok') break;
+        if (Date.now() - t0 > 180_000) throw new Error('restartApiServer: /readyz not ok 180 s after docker restart');
+        await sleep(500);
+      }
+      return `k3d server node restarted, /readyz ok ${Date.now() - t0} ms later`;
+    },
     kubeconfigHint: () => `kubectl config use-context ${context}`,
   };
 }

@@ -3,7 +3,15 @@
 // containerd and never pulled (imagePullPolicy Never). Everything past cluster creation and image
 // loading is what a user does with kubectl, shared with the k3d driver (kubectl-parts.ts).
 import { MINIMESH_VERSION } from '@minimesh/config';
-import { ensureCluster, readAuditEvents, type ClusterInfo } from '@minimesh/local-cluster';
+import { readdirSync, readlinkSync } from 'node:fs';
+import {
+  componentStatus,
+  ensureCluster,
+  isHealthy,
+  podSandboxPid,
+  readAuditEvents,
+  type ClusterInfo,
+} from '@minimesh/local-cluster';
 import { ensureHelm, run } from '../src/tools.js';
 import { kubectlParts } from './kubectl-parts.js';
 import type { AuditEvent, Driver } from './types.js';
@@ -46,6 +54,45 @@ export function createLocalDriver(): Driver {
     ...parts,
     async auditEvents() {
       return readAuditEvents() as unknown as AuditEvent[];
+    },
+    async killPodProcesses(namespace, pod) {
+      // The pod's containers share its sandbox's network namespace: every process in it but the
+      // sandbox (pause) belongs to one of its containers.
+      const sandbox = await podSandboxPid(namespace, pod);
+      const netns = readlinkSync(`/proc/${sandbox}/ns/net`);
+      const killed: string[] = [];
+      for (const entry of readdirSync('/proc')) {
+        const pid = Number(entry);
+        if (!Number.isInteger(pid) || pid === sandbox) continue;
+        try {
+          if (readlinkSync(`/proc/${pid}/ns/net`) !== netns) continue;
+          process.kill(pid, 'SIGKILL');
+          killed.push(String(pid));
+        } catch {
+          /* gone, or not ours to read */
+        }
+      }
+      if (killed.length === 0) throw new Error(`kill ${namespace}/${pod}: no process besides the sandbox`);
+      return `SIGKILL to ${killed.length} process(es) of ${namespace}/${pod} (pids ${killed.join(', ')})`;
+    },
+    async restartApiServer() {
+      const api = componentStatus().find((c) => c.name === 'kube-apiserver');
+      if (!api?.running || api.pid === undefined) throw new Error('restartApiServer: kube-apiserver is not running');
+      const t0 = Date.now();
+      process.kill(api.pid, 'SIGTERM');
+      while (Date.now() - t0 < 90_000) {
+        try {
+          process.kill(api.pid, 0);
+        } catch {
+          break;
+        }
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      const stopped = Date.now() - t0;
+      // ensureCluster() starts what is not running (only kube-apiserver here) and waits for /readyz.
+      info = await ensureCluster();
+      if (!(await isHealthy())) throw new Error('restartApiServer: the cluster is not healthy after the restart');
+      return `kube-apiserver pid ${api.pid} stopped (SIGTERM) in ${stopped} ms, ready again ${Date.now() - t0} ms after the signal`;
     },
     kubeconfigHint: () =>
       `export KUBECONFIG=${cluster().kubeconfigPath}   # or: npm run cluster -- kubectl get pods -A`,

@@ -41,6 +41,13 @@ export interface Driver {
   logs(namespace: string, pod: string, container: string): Promise<string>;
   /** Every event of the API server's audit log so far. */
   auditEvents(): Promise<AuditEvent[]>;
+  /**
+   * SIGKILLs every process of the pod (app and proxy containers, not the sandbox), as a crash or the
+   * OOM killer would: no SIGTERM, no drain. The kubelet then restarts the containers.
+   */
+  killPodProcesses(namespace: string, pod: string): Promise<string>;
+  /** Stops kube-apiserver (every watch and log stream through it is cut) and starts it again; resolves once /readyz answers. */
+  restartApiServer(): Promise<string>;
   /** Where the kubeconfig is, for a human (demo --keep). */
   kubeconfigHint(): string;
 }

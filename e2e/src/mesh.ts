@@ -60,12 +60,12 @@ export async function createMeshCerts(dir: string): Promise<CertFiles> {
 }
 
 /** helm upgrade --install with the seed's command (plus, on shared clusters, the webhook scope). */
-export async function installChart(m: MeshSetup, certs: CertFiles): Promise<string> {
+export async function installChart(m: MeshSetup, certs: CertFiles, chart = chartDir): Promise<string> {
   const args = [
     'upgrade',
     '--install',
     m.release,
-    chartDir,
+    chart,
     '-n',
     m.cpNs,
     '--create-namespace',
