@@ -68,4 +68,16 @@ describe('pickP2c', () => {
     const idle = ep(10, 0);
     for (let i = 0; i < 100; i++) expect(pickP2c([busy, idle])).toBe(idle);
   });
+
+  it('leaves out an endpoint whose connection broke while another is ready, and uses it when none is', () => {
+    // A broken endpoint fails fast, so its RTT looks best: without the readiness check it would win.
+    const broken = ep(0.1);
+    const fine = ep(100);
+    broken.load!.ready = false;
+    for (let i = 0; i < 100; i++) expect(pickP2c([broken, fine, broken])).toBe(fine);
+    fine.load!.ready = false;
+    expect([broken, fine]).toContain(pickP2c([broken, fine]));
+    broken.load!.ready = true;
+    expect(pickP2c([broken, fine])).toBe(broken);
+  });
 });

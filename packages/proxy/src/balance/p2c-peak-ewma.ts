@@ -17,6 +17,16 @@ export class PeakEwma {
   private rtt: number;
   private stamp: number;
   pending = 0;
+  /**
+   * False while the endpoint's connection is broken (reset, refused, closed by the peer) and no
+   * reconnect has succeeded yet: the balancer leaves it out while another endpoint is ready, as
+   * Linkerd's balancer only dispatches to ready endpoints (stack/connect.ts reconnects in the background).
+   */
+  ready = true;
+  /** A background reconnect is scheduled (stack/connect.ts). */
+  reconnecting = false;
+  /** Failed connections in a row, for the reconnect backoff. */
+  failures = 0;
   private readonly now: () => number;
 
   constructor(private readonly opts: PeakEwmaOptions) {
@@ -68,11 +78,19 @@ export interface Balanced {
   readonly load: PeakEwma | undefined;
 }
 
-/** Picks an endpoint with P2C. `random` is injectable for tests. */
-export function pickP2c<T extends Balanced>(
-  endpoints: readonly T[],
-  random: () => number = Math.random,
-): T | undefined {
+/**
+ * Picks an endpoint with P2C among the ready ones (all of them when none is ready). `random` is
+ * injectable for tests.
+ */
+export function pickP2c<T extends Balanced>(all: readonly T[], random: () => number = Math.random): T | undefined {
+  let endpoints = all;
+  for (const e of all) {
+    if (e.load?.ready === false) {
+      const ready = all.filter((x) => x.load?.ready !== false);
+      if (ready.length > 0) endpoints = ready;
+      break;
+    }
+  }
   const n = endpoints.length;
   if (n === 0) return undefined;
   if (n === 1) return endpoints[0];

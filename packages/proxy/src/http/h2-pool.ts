@@ -34,16 +34,25 @@ export const H2_REQUEST = {
 interface Entry {
   session: ClientHttp2Session;
   error: Error | undefined;
+  /** Closed by the pool (idle, close()): not a broken connection. */
+  closing: boolean;
 }
 
 export class H2Pool {
   private readonly sessions = new Map<string, Entry>();
   private readonly errors = new WeakMap<ClientHttp2Session, Error>();
 
-  constructor(private readonly idleMs = 60_000) {}
+  /**
+   * `onBroken(ctx)` is called once for a session that fails, is refused or is closed by the peer (not
+   * by the pool), with the `ctx` given to get() when it was made.
+   */
+  constructor(
+    private readonly idleMs = 60_000,
+    private readonly onBroken?: (ctx: unknown) => void,
+  ) {}
 
   /** The live session for `key`, made with `connect` when there is none. */
-  get(key: string, connect: () => Duplex): ClientHttp2Session {
+  get(key: string, connect: () => Duplex, ctx?: unknown): ClientHttp2Session {
     const e = this.sessions.get(key);
     if (e && !e.session.closed && !e.session.destroyed && e.error === undefined) return e.session;
     const session = h2connect(`http://${key}`, {
@@ -52,10 +61,15 @@ export class H2Pool {
       settings: H2_SETTINGS,
     });
     session.once('connect', () => widenConnectionWindow(session));
-    const entry: Entry = { session, error: undefined };
+    const entry: Entry = { session, error: undefined, closing: false };
     this.sessions.set(key, entry);
+    let reported = false;
     const drop = () => {
       if (this.sessions.get(key) === entry) this.sessions.delete(key);
+      if (!reported && !entry.closing && ctx !== undefined && this.onBroken) {
+        reported = true;
+        this.onBroken(ctx);
+      }
     };
     session.on('error', (err) => {
       entry.error = err;
@@ -67,6 +81,7 @@ export class H2Pool {
     session.setMaxListeners(0);
     // Sessions to endpoints that went away (or quiet ones) close after a minute without streams.
     session.setTimeout(this.idleMs, () => {
+      entry.closing = true;
       if (this.sessions.get(key) === entry) this.sessions.delete(key);
       session.close();
     });
@@ -83,12 +98,18 @@ export class H2Pool {
   }
 
   close(): void {
-    for (const e of this.sessions.values()) e.session.close();
+    for (const e of this.sessions.values()) {
+      e.closing = true;
+      e.session.close();
+    }
     this.sessions.clear();
   }
 
   destroy(): void {
-    for (const e of this.sessions.values()) e.session.destroy();
+    for (const e of this.sessions.values()) {
+      e.closing = true;
+      e.session.destroy();
+    }
     this.sessions.clear();
   }
 }

@@ -86,6 +86,9 @@ export class HttpHandoff<C> {
 
   /** A stream of a server-side session, from h2 or another server (the inbound mTLS one). */
   stream(stream: ServerHttp2Stream, headers: H2Headers): void {
+    // A stream whose connection is reset (the peer killed) emits 'error': without a listener that is an
+    // uncaught exception, which ends the proxy. The exchange sees the stream close and cleans up.
+    stream.on('error', ignoreStreamError);
     const conn = this.bySession.get(stream.session as Http2Session);
     if (conn === undefined) return void stream.close(0x2);
     const disagreement = hostDisagreement(headers);
@@ -122,6 +125,10 @@ export class HttpHandoff<C> {
     this.h2.emit('connection', d);
     this.pending = undefined;
   }
+}
+
+function ignoreStreamError(): void {
+  // counted and logged where the exchange ends (its 'close'), not here
 }
 
 /** The authority without case or the scheme's default port, for comparing host with :authority. */

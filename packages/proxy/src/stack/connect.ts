@@ -22,8 +22,14 @@ export type HttpUpstream =
     }
   | { readonly kind: 'h1'; readonly endpoint: Endpoint; readonly agent: Agent };
 
+/** Background reconnects to a broken endpoint: 100 ms, doubling, at most every 10 s. */
+const RECONNECT_MIN_MS = 100;
+const RECONNECT_MAX_MS = 10_000;
+
 export class Connector {
-  readonly meshed = new H2Pool();
+  /** Sessions to meshed endpoints; one that breaks takes its endpoint out of balancing until a reconnect works. */
+  readonly meshed = new H2Pool(60_000, (ep) => this.broken(ep as Endpoint));
+  private closed = false;
   readonly plainH2 = new H2Pool();
   readonly agent = new Agent({
     keepAlive: true,
@@ -47,14 +53,53 @@ export class Connector {
   http(ep: Endpoint, protocol: 'http1' | 'h2'): HttpUpstream {
     const identity = this.meshIdentity(ep);
     if (identity !== undefined) {
-      const session = this.meshed.get(`${ep.key}#${identity}`, () =>
-        connectMtls(this.creds, ep.ip, ep.port, identity, ['h2'], this.timeoutMs),
-      );
+      const session = this.meshedSession(ep, identity);
       return { kind: 'h2', endpoint: ep, identity, session, pool: this.meshed };
     }
     if (protocol === 'http1') return { kind: 'h1', endpoint: ep, agent: this.agent };
     const session = this.plainH2.get(ep.key, () => this.tcp(ep));
     return { kind: 'h2', endpoint: ep, identity: undefined, session, pool: this.plainH2 };
+  }
+
+  private meshedSession(ep: Endpoint, identity: string): ClientHttp2Session {
+    // The endpoint rides along (only balanced ones: they have a load estimate to mark not ready).
+    return this.meshed.get(
+      `${ep.key}#${identity}`,
+      () => connectMtls(this.creds, ep.ip, ep.port, identity, ['h2'], this.timeoutMs),
+      ep.load !== undefined ? ep : undefined,
+    );
+  }
+
+  /**
+   * A meshed endpoint's session broke (reset, refused, TLS failure, closed by the peer): the balancer
+   * leaves the endpoint out while it reconnects in the background, with backoff, without a request on
+   * the line. A pod killed mid-stream then fails only the requests in flight on it, not the ones sent
+   * until destination learns it is gone. The reconnect stops once the endpoint is dropped (garbage).
+   */
+  private broken(ep: Endpoint): void {
+    const load = ep.load;
+    if (!load || this.closed) return;
+    load.ready = false;
+    if (load.reconnecting) return;
+    load.reconnecting = true;
+    const delay = Math.min(RECONNECT_MAX_MS, RECONNECT_MIN_MS * 2 ** Math.min(load.failures, 10));
+    load.failures++;
+    const ref = new WeakRef(ep);
+    setTimeout(() => {
+      const e = ref.deref();
+      if (!e?.load) return;
+      e.load.reconnecting = false;
+      const identity = this.closed ? undefined : this.meshIdentity(e);
+      if (identity === undefined) return;
+      const session = this.meshedSession(e, identity);
+      const up = () => {
+        if (!e.load) return;
+        e.load.ready = true;
+        e.load.failures = 0;
+      };
+      if (session.connecting) session.once('connect', up);
+      else if (!session.destroyed && !session.closed) up();
+    }, delay).unref();
   }
 
   /** A raw connection for TCP or an upgraded (WebSocket) exchange; mTLS without ALPN when meshed. */
@@ -72,6 +117,7 @@ export class Connector {
   }
 
   close(): void {
+    this.closed = true;
     this.meshed.close();
     this.plainH2.close();
     this.agent.destroy();
