@@ -26,6 +26,7 @@ import {
   describePods,
   eventually,
   installChart,
+  isReady,
   kubectlJson,
   metricSum,
   proxyMetrics,
@@ -167,13 +168,25 @@ async function issuerReloads(): Promise<number> {
   });
 }
 
-/** Waits until every meshed proxy refreshed its certificate after `since` (epoch ms). */
+/** Pods with a proxy in a namespace (the control plane's are meshed too). */
+async function proxiedPods(ns: string): Promise<Pod[]> {
+  const list = await kubectlJson<{ items: Pod[] }>(driver, ['get', 'pods', '-n', ns]);
+  return list.items.filter(
+    (p) =>
+      p.status.phase === 'Running' &&
+      !(p.metadata as { deletionTimestamp?: string }).deletionTimestamp &&
+      [...(p.spec.initContainers ?? []), ...p.spec.containers].some((c) => c.name === 'minimesh-proxy'),
+  );
+}
+
+/** Waits until every proxy (apps and control plane) refreshed its certificate after `since` (epoch ms). */
 async function everyProxyRenewedAfter(since: number): Promise<void> {
-  await eventually('every meshed proxy renewed its certificate', 120_000, async () => {
-    for (const p of await meshedPods()) {
-      const text = await proxyMetrics(driver, m.appNs, p.metadata.name);
-      if (metricSum(text, 'control_identity_cert_refresh_timestamp_seconds') * 1000 <= since) return false;
-    }
+  await eventually('every proxy renewed its certificate', 120_000, async () => {
+    for (const ns of [m.appNs, m.cpNs])
+      for (const p of await proxiedPods(ns)) {
+        const text = await proxyMetrics(driver, ns, p.metadata.name);
+        if (metricSum(text, 'control_identity_cert_refresh_timestamp_seconds') * 1000 <= since) return false;
+      }
     return true;
   });
 }
@@ -385,11 +398,24 @@ describe(`faults under load (${RPS} rps, mTLS) on the ${driver.name} cluster`, (
     const [victim] = await ready(m.appNs, 'server', 2);
     let killedAt = 0;
     const row = await measure('server pod killed mid-stream (SIGKILL, 1 of 2)', async () => {
-      const what = await driver.killPodProcesses(m.appNs, victim!.metadata.name);
+      const name = victim!.metadata.name;
+      const restarts = async () => {
+        const p = await kubectlJson<Pod>(driver, ['get', 'pod', '-n', m.appNs, name]);
+        const all = [...(p.status.initContainerStatuses ?? []), ...(p.status.containerStatuses ?? [])] as Array<{
+          restartCount?: number;
+        }>;
+        return { n: all.reduce((sum, c) => sum + (c.restartCount ?? 0), 0), ready: isReady(p) };
+      };
+      const before = (await restarts()).n;
+      const what = await driver.killPodProcesses(m.appNs, name);
       killedAt = Date.now();
-      await sleep(2000);
+      // Back: the kubelet restarted its containers and the pod is ready again.
+      await eventually(`${name} restarted and ready`, 180_000, async () => {
+        const r = await restarts();
+        return r.n > before && r.ready;
+      });
       await ready(m.appNs, 'server', 2);
-      return `${what}; restarted by the kubelet`;
+      return `${what}; restarted by the kubelet, ready again`;
     });
     const late = row.failures.filter((f) => f.sent > killedAt);
     row.note += `; ${row.failed - late.length} failed request(s) were in flight, ${late.length} sent after the kill`;
