@@ -18,6 +18,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { selectDriver } from '../drivers/index.js';
 import { certFiles, type CertFiles } from '../src/certs.js';
+import type { K8sObject } from '../src/chart.js';
 import { LoadCollector, loadObjects, type LoadFailure } from '../src/load.js';
 import {
   appObjects,
@@ -201,6 +202,18 @@ async function proxyAnchors(): Promise<string[]> {
   );
 }
 
+/**
+ * The server's app waits 3 s after a pod's deletion before it gets SIGTERM (preStop sleep), as
+ * Kubernetes apps behind a Service must: until every client has heard the endpoint is gone (endpoint
+ * controller, destination, the client's proxy; kube-proxy without a mesh), requests still arrive. The
+ * rollouts of step c2 replace the server pods with traffic flowing.
+ */
+function withPreStopSleep(d: K8sObject): K8sObject {
+  const spec = d.spec as { template: { spec: { containers: Array<Record<string, unknown>> } } };
+  for (const c of spec.template.spec.containers) c.lifecycle = { preStop: { sleep: { seconds: 3 } } };
+  return d;
+}
+
 beforeAll(async () => {
   say(await driver.setup());
   tmp = mkdtempSync(join(tmpdir(), 'mm-e2e-faults-'));
@@ -218,7 +231,9 @@ beforeAll(async () => {
     );
   say(await installChart(m, certs, join(old, 'charts', 'minimesh')));
   for (const c of ['identity', 'destination', 'injector']) await ready(m.cpNs, c, 1, CP);
-  const apps = appObjects(m, 2).filter((o) => !(o.kind === 'Deployment' && o.metadata.name === 'client'));
+  const apps = appObjects(m, 2)
+    .filter((o) => !(o.kind === 'Deployment' && o.metadata.name === 'client'))
+    .map((o) => (o.kind === 'Deployment' && o.metadata.name === 'server' ? withPreStopSleep(o) : o));
   await applyObjects(driver, [
     ...apps,
     ...loadObjects({
