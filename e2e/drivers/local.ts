@@ -79,20 +79,29 @@ export function createLocalDriver(): Driver {
       const api = componentStatus().find((c) => c.name === 'kube-apiserver');
       if (!api?.running || api.pid === undefined) throw new Error('restartApiServer: kube-apiserver is not running');
       const t0 = Date.now();
-      process.kill(api.pid, 'SIGTERM');
-      while (Date.now() - t0 < 90_000) {
+      const alive = () => {
         try {
-          process.kill(api.pid, 0);
+          process.kill(api.pid as number, 0);
+          return true;
         } catch {
-          break;
+          return false;
         }
-        await new Promise((r) => setTimeout(r, 100));
+      };
+      // SIGTERM: it closes its listeners and every watch; it may wait up to 60 s for long requests
+      // (log streams) before it exits: SIGKILL after 5 s.
+      process.kill(api.pid, 'SIGTERM');
+      let how = 'SIGTERM';
+      while (alive() && Date.now() - t0 < 5000) await new Promise((r) => setTimeout(r, 100));
+      if (alive()) {
+        process.kill(api.pid, 'SIGKILL');
+        how = 'SIGTERM, SIGKILL after 5 s';
+        while (alive() && Date.now() - t0 < 15_000) await new Promise((r) => setTimeout(r, 100));
       }
       const stopped = Date.now() - t0;
       // ensureCluster() starts what is not running (only kube-apiserver here) and waits for /readyz.
       info = await ensureCluster();
       if (!(await isHealthy())) throw new Error('restartApiServer: the cluster is not healthy after the restart');
-      return `kube-apiserver pid ${api.pid} stopped (SIGTERM) in ${stopped} ms, ready again ${Date.now() - t0} ms after the signal`;
+      return `kube-apiserver pid ${api.pid} stopped (${how}) in ${stopped} ms, ready again ${Date.now() - t0} ms after the signal`;
     },
     kubeconfigHint: () =>
       `export KUBECONFIG=${cluster().kubeconfigPath}   # or: npm run cluster -- kubectl get pods -A`,

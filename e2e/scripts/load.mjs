@@ -5,7 +5,7 @@
 // Prints one JSON line a second with cumulative counts and the slowest answer of that second:
 //   {"t":<epoch ms>,"sent":N,"ok":N,"failed":N,"inflight":N,"maxMs":N}
 // and one line per failed request, with when it was sent and when it failed:
-//   {"fail":{"n":N,"sent":<epoch ms>,"at":<epoch ms>,"error":"..."|"status":503}}
+//   {"fail":{"n":N,"sent":<epoch ms>,"at":<epoch ms>,"error":"..."|"status":502,"proxyError":"..."}}
 // On SIGTERM (a rollout replacing the pod) it stops sending, waits for the requests in flight, prints a
 // last line with "final":true and exits 0. It runs in the http-client fixture image (Node, no deps).
 import { Agent, request } from 'node:http';
@@ -56,7 +56,13 @@ function once(n) {
   };
   const req = request(url, { agent, headers: { 'x-load-n': String(n) } }, (res) => {
     res.on('data', () => undefined);
-    res.on('end', () => finish(res.statusCode >= 200 && res.statusCode < 400 ? undefined : { status: res.statusCode }));
+    res.on('end', () =>
+      finish(
+        res.statusCode >= 200 && res.statusCode < 400
+          ? undefined
+          : { status: res.statusCode, proxyError: res.headers['x-minimesh-proxy-error'] },
+      ),
+    );
     res.on('error', (err) => finish({ error: `response: ${err.message}` }));
   });
   const timer = setTimeout(() => req.destroy(new Error(`no answer in ${timeoutMs} ms`)), timeoutMs);

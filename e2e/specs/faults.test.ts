@@ -118,10 +118,53 @@ async function flowing(): Promise<void> {
  * Runs one fault with the load flowing: `fault` returns once the faulted part is back (its own
  * recovery); the window ends 5 s later. Records the row before any assertion.
  */
+let faultStart = 0;
+const timeline: string[] = [];
+/** Notes a step of the fault being applied, with the time since the fault started. */
+function mark(step: string): void {
+  timeline.push(`+${((Date.now() - faultStart) / 1000).toFixed(1)}s ${step}`);
+}
+
+/** Failures grouped by what they were, with when they were sent (s since the fault started). */
+function summarize(failures: readonly LoadFailure[], from: number): string[] {
+  const groups = new Map<string, LoadFailure[]>();
+  for (const f of failures) {
+    const key = f.error ?? `HTTP ${f.status} ${f.proxyError ?? ''}`.trim();
+    groups.set(key, [...(groups.get(key) ?? []), f]);
+  }
+  const s = (t: number) => ((t - from) / 1000).toFixed(2);
+  return [...groups].map(
+    ([k, fs]) =>
+      `${fs.length} × ${k}: sent +${s(Math.min(...fs.map((f) => f.sent)))}s .. +${s(Math.max(...fs.map((f) => f.sent)))}s, failed by +${s(Math.max(...fs.map((f) => f.at)))}s`,
+  );
+}
+
+/** The last log lines of the proxies and the control plane, to explain failures. */
+async function diagnostics(sinceSeconds: number): Promise<string> {
+  const out: string[] = [];
+  const tail = async (ns: string, pod: string, container: string) => {
+    const r = await driver.kubectl(['logs', '-n', ns, pod, '-c', container, `--since=${sinceSeconds}s`, '--tail=25']);
+    out.push(`--- ${ns}/${pod}/${container}\n${(r.stdout || r.stderr).trim()}`);
+  };
+  for (const p of await proxiedPods(m.appNs)) await tail(m.appNs, p.metadata.name, 'minimesh-proxy');
+  for (const c of ['destination', 'identity']) {
+    const pod = await podOf(m.cpNs, `${CP}=${c}`).catch(() => undefined);
+    if (pod) {
+      await tail(m.cpNs, pod.metadata.name, c);
+      await tail(m.cpNs, pod.metadata.name, 'minimesh-proxy');
+    }
+  }
+  out.push((await driver.kubectl(['get', 'pods', '-n', m.cpNs, '-o', 'wide'])).stdout);
+  return out.join('\n');
+}
+
 async function measure(fault: string, inject: () => Promise<string>): Promise<Row> {
   await flowing();
   const from = Date.now();
+  faultStart = from;
+  timeline.length = 0;
   const note = await inject();
+  mark('back');
   const back = Date.now();
   await sleep(5000);
   await flowing();
@@ -141,7 +184,12 @@ async function measure(fault: string, inject: () => Promise<string>): Promise<Ro
   say(
     `${fault}: sent ${row.sent}, failed ${row.failed}, recovered in ${(row.recoveryMs / 1000).toFixed(1)} s (${row.note})`,
   );
-  for (const f of w.failures.slice(0, 20)) say(`  failed: ${JSON.stringify(f)}`);
+  say(`  timeline: ${timeline.join('; ')}`);
+  if (w.failures.length > 0) {
+    for (const line of summarize(w.failures, from)) say(`  failed: ${line}`);
+    for (const f of w.failures.slice(0, 5)) say(`  e.g. ${JSON.stringify(f)}`);
+    say(`  diagnostics:\n${await diagnostics(Math.ceil((Date.now() - from) / 1000) + 5)}`);
+  }
   return row;
 }
 
@@ -279,6 +327,7 @@ describe(`faults under load (${RPS} rps, mTLS) on the ${driver.name} cluster`, (
   it('f. helm upgrade from the previous chart to this one: 0 failed requests', async () => {
     const row = await measure(`helm upgrade from the chart of ${PREVIOUS_CHART_COMMIT} to this one`, async () => {
       await installChart(m, certs, chartDir);
+      mark('helm upgrade done');
       await rolledOut(m.cpNs);
       return `control plane rolled out`;
     });
@@ -289,6 +338,7 @@ describe(`faults under load (${RPS} rps, mTLS) on the ${driver.name} cluster`, (
     const row = await measure('destination pod deleted', async () => {
       const pod = await podOf(m.cpNs, `${CP}=destination`);
       await kubectlOk(['delete', 'pod', '-n', m.cpNs, pod.metadata.name, '--wait=false']);
+      mark('destination pod deleted');
       const [next] = await ready(m.cpNs, 'destination', 1, CP);
       return `${pod.metadata.name} deleted, ${next?.metadata.name} ready`;
     });
@@ -337,6 +387,7 @@ describe(`faults under load (${RPS} rps, mTLS) on the ${driver.name} cluster`, (
     const row = await measure('issuer rotated (new issuer, same root)', async () => {
       const reloads = await issuerReloads();
       await minimesh(['certs', 'create', '--ca', certs.caCrt, '--ca-key', certs.caKey, '--dir', dir]);
+      mark('new issuer made');
       const next = certFiles(dir);
       await helmOk([
         'upgrade',
@@ -350,9 +401,12 @@ describe(`faults under load (${RPS} rps, mTLS) on the ${driver.name} cluster`, (
         '--set-file',
         `identity.issuer.tls.keyPEM=${next.issuerKey}`,
       ]);
+      mark('helm upgrade done');
       await eventually('identity reloaded the new issuer', 120_000, async () => (await issuerReloads()) > reloads);
+      mark('identity reloaded the issuer');
       const reloaded = Date.now();
       await everyProxyRenewedAfter(reloaded);
+      mark('every proxy renewed');
       return `identity reloaded the issuer without a restart; every proxy renewed from it`;
     });
     expect(row.failures).toEqual([]);
@@ -375,7 +429,9 @@ describe(`faults under load (${RPS} rps, mTLS) on the ${driver.name} cluster`, (
       // 2. Trust both; the control plane rolls; the workloads restart to get the bundle.
       await upgrade('--set-file', `identityTrustAnchorsPEM=${bundle}`);
       await rolledOut(m.cpNs);
+      mark('step 2: bundle installed, control plane rolled out');
       await restartApps();
+      mark('step 2: workloads restarted');
       const bundled = await proxyAnchors();
       expect(
         bundled.every(
@@ -393,10 +449,13 @@ describe(`faults under load (${RPS} rps, mTLS) on the ${driver.name} cluster`, (
       );
       await eventually('identity reloaded the new issuer', 120_000, async () => (await issuerReloads()) > reloads);
       await everyProxyRenewedAfter(Date.now());
+      mark('step 3: every proxy renewed from the new issuer');
       // 4. Drop the old root; restart the workloads.
       await upgrade('--set-file', `identityTrustAnchorsPEM=${next.caCrt}`);
       await rolledOut(m.cpNs);
+      mark('step 4: old root dropped, control plane rolled out');
       await restartApps();
+      mark('step 4: workloads restarted');
       const anchors = await proxyAnchors();
       expect(anchors.every((a) => a.trim() === readFileSync(next.caCrt, 'utf8').trim())).toBe(true);
       return `4 steps of docs/certificates.md; every proxy now trusts only the new root`;
@@ -422,8 +481,10 @@ describe(`faults under load (${RPS} rps, mTLS) on the ${driver.name} cluster`, (
         return { n: all.reduce((sum, c) => sum + (c.restartCount ?? 0), 0), ready: isReady(p) };
       };
       const before = (await restarts()).n;
+      mark('kill starts');
       const what = await driver.killPodProcesses(m.appNs, name);
       killedAt = Date.now();
+      mark('kill done');
       // Back: the kubelet restarted its containers and the pod is ready again.
       await eventually(`${name} restarted and ready`, 180_000, async () => {
         const r = await restarts();

@@ -30,6 +30,8 @@ export interface LoadFailure {
   at: number;
   error?: string;
   status?: number;
+  /** The proxy's x-minimesh-proxy-error header on an error response. */
+  proxyError?: string;
   pod?: string;
 }
 
