@@ -233,6 +233,18 @@ export class LoadCollector {
     return { sent: b.sent - a.sent, ok: b.ok - a.ok, failed: b.failed - a.failed, failures, maxMs };
   }
 
+  /** Each pod's ticks between two instants, one line each (to show a stall: in flight, slowest answer). */
+  ticksBetween(from: number, to: number): string[] {
+    const out: string[] = [];
+    for (const p of this.pods.values())
+      for (const t of p.parsed().ticks)
+        if (t.t > from && t.t <= to)
+          out.push(
+            `${p.pod} +${((t.t - from) / 1000).toFixed(1)}s sent ${t.sent} ok ${t.ok} failed ${t.failed} in flight ${t.inflight} slowest ${t.maxMs} ms`,
+          );
+    return out;
+  }
+
   /** Every failure so far. */
   allFailures(): LoadFailure[] {
     return [...this.pods.values()].flatMap((p) => p.parsed().failures);
