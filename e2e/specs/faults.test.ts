@@ -190,7 +190,7 @@ async function measure(fault: string, inject: () => Promise<string>): Promise<Ro
     for (const f of w.failures.slice(0, 5)) say(`  e.g. ${JSON.stringify(f)}`);
     const first = Math.min(...w.failures.map((f) => f.sent));
     const last = Math.max(...w.failures.map((f) => f.at));
-    say(`  load around the failures:\n    ${load.ticksBetween(first - 3000, last + 3000).join('\n    ')}`);
+    say(`  load around the failures:\n    ${load.ticksBetween(first - 3000, last + 3000, from).join('\n    ')}`);
     say(`  diagnostics:\n${await diagnostics(Math.ceil((Date.now() - from) / 1000) + 5)}`);
   }
   return row;

@@ -234,13 +234,13 @@ export class LoadCollector {
   }
 
   /** Each pod's ticks between two instants, one line each (to show a stall: in flight, slowest answer). */
-  ticksBetween(from: number, to: number): string[] {
+  ticksBetween(from: number, to: number, base = from): string[] {
     const out: string[] = [];
     for (const p of this.pods.values())
       for (const t of p.parsed().ticks)
         if (t.t > from && t.t <= to)
           out.push(
-            `${p.pod} +${((t.t - from) / 1000).toFixed(1)}s sent ${t.sent} ok ${t.ok} failed ${t.failed} in flight ${t.inflight} slowest ${t.maxMs} ms`,
+            `${p.pod} +${((t.t - base) / 1000).toFixed(1)}s sent ${t.sent} ok ${t.ok} failed ${t.failed} in flight ${t.inflight} slowest ${t.maxMs} ms`,
           );
     return out;
   }
