@@ -27,6 +27,8 @@ export class PeakEwma {
   reconnecting = false;
   /** Failed connections in a row, for the reconnect backoff. */
   failures = 0;
+  /** Not ready again before this time (epoch ms), however soon a reconnect works (stack/connect.ts). */
+  ejectedUntil = 0;
   private readonly now: () => number;
 
   constructor(private readonly opts: PeakEwmaOptions) {

@@ -25,6 +25,13 @@ export type HttpUpstream =
 /** Background reconnects to a broken endpoint: 100 ms, doubling, at most every 10 s. */
 const RECONNECT_MIN_MS = 100;
 const RECONNECT_MAX_MS = 10_000;
+/**
+ * A broken endpoint stays out of balancing at least this long even when a reconnect works sooner (an
+ * ejection time, as Envoy's outlier detection has): a killed pod's proxy is restarted by the kubelet
+ * within a second or two, before its app listens and before the API server has marked the pod not ready;
+ * by then destination has dropped it.
+ */
+export const MIN_EJECTION_MS = 3000;
 
 export class Connector {
   /** Sessions to meshed endpoints; one that breaks takes its endpoint out of balancing until a reconnect works. */
@@ -80,6 +87,7 @@ export class Connector {
     const load = ep.load;
     if (!load || this.closed) return;
     load.ready = false;
+    load.ejectedUntil = Date.now() + MIN_EJECTION_MS;
     if (load.reconnecting) return;
     load.reconnecting = true;
     const delay = Math.min(RECONNECT_MAX_MS, RECONNECT_MIN_MS * 2 ** Math.min(load.failures, 10));
@@ -93,9 +101,15 @@ export class Connector {
       if (identity === undefined) return;
       const session = this.meshedSession(e, identity);
       const up = () => {
-        if (!e.load) return;
-        e.load.ready = true;
-        e.load.failures = 0;
+        const l = e.load;
+        if (!l || l.reconnecting) return;
+        const wait = l.ejectedUntil - Date.now();
+        if (wait > 0) {
+          setTimeout(up, wait).unref();
+          return;
+        }
+        l.ready = true;
+        l.failures = 0;
       };
       if (session.connecting) session.once('connect', up);
       else if (!session.destroyed && !session.closed) up();
