@@ -20,6 +20,8 @@ export interface TestPki {
   ): Promise<{ leaf: Buffer; chain: Buffer[]; notAfter: Date }>;
   /** A leaf (PEM chain + key PEM) for any name, for fake servers. */
   leaf(identity: string, lifetimeMs?: number): Promise<{ certPem: string; keyPem: string }>;
+  /** A new issuer from the same root, same name, new key (as `certs create --ca`); signs from now on. */
+  rotateIssuer(): Promise<void>;
 }
 
 async function keys(): Promise<webcrypto.CryptoKeyPair> {
@@ -50,21 +52,23 @@ export async function createTestPki(trustDomain = 'cluster.local'): Promise<Test
       new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
     ],
   });
-  const issuerKeys = await keys();
-  const issuer = await x509.X509CertificateGenerator.create({
-    serialNumber: serial(),
-    subject: `CN=identity.minimesh.${trustDomain}`,
-    issuer: root.subject,
-    notBefore: new Date(now - 60_000),
-    notAfter: new Date(now + 365 * 86400_000),
-    publicKey: issuerKeys.publicKey,
-    signingKey: rootKeys.privateKey,
-    signingAlgorithm: ALG,
-    extensions: [
-      new x509.BasicConstraintsExtension(true, 0, true),
-      new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
-    ],
-  });
+  let issuerKeys = await keys();
+  const makeIssuer = (k: webcrypto.CryptoKeyPair) =>
+    x509.X509CertificateGenerator.create({
+      serialNumber: serial(),
+      subject: `CN=identity.minimesh.${trustDomain}`,
+      issuer: root.subject,
+      notBefore: new Date(now - 60_000),
+      notAfter: new Date(now + 365 * 86400_000),
+      publicKey: k.publicKey,
+      signingKey: rootKeys.privateKey,
+      signingAlgorithm: ALG,
+      extensions: [
+        new x509.BasicConstraintsExtension(true, 0, true),
+        new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
+      ],
+    });
+  let issuer = await makeIssuer(issuerKeys);
   async function issue(publicKey: x509.PublicKey | webcrypto.CryptoKey, identity: string, lifetimeMs: number) {
     const t = Date.now();
     const notAfter = new Date(t + lifetimeMs);
@@ -104,6 +108,10 @@ export async function createTestPki(trustDomain = 'cluster.local'): Promise<Test
       const pkcs8 = Buffer.from(await webcrypto.subtle.exportKey('pkcs8', k.privateKey));
       const keyPem = `-----BEGIN PRIVATE KEY-----\n${pkcs8.toString('base64').replace(/.{64}/g, '$&\n').replace(/\n$/, '')}\n-----END PRIVATE KEY-----\n`;
       return { certPem: cert.toString('pem') + '\n' + issuer.toString('pem') + '\n', keyPem };
+    },
+    async rotateIssuer() {
+      issuerKeys = await keys();
+      issuer = await makeIssuer(issuerKeys);
     },
   };
 }
