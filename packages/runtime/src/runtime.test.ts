@@ -29,6 +29,15 @@ describe('parseFlags', () => {
     const r = parseFlags(info, specs, ['--help']);
     expect('help' in r && r.help).toContain('--addr <value>');
   });
+  it('renders no empty Flags block for a program without flags of its own', () => {
+    for (const s of [{}, specs]) {
+      const r = parseFlags(info, s, ['--help']);
+      const help = 'help' in r ? r.help : '';
+      expect(help).toMatch(/\nFlags:\n {2}\S/);
+      expect(help).not.toMatch(/\n\n\n|:\n\n/);
+      expect(help).toMatch(/ {2}-h, --help {29}show this help\n$/);
+    }
+  });
   it('refuses unknown flags with exit code 2', () => {
     try {
       parseFlags(info, specs, ['--nope']);
