@@ -11,10 +11,11 @@
 //   tap-enabled   the tap server configured (MINIMESH_PROXY_TAP_SVC_NAME), nobody observing;
 //   tap-observed  the same, with a live reader (tap-reader.mjs, the tap service's mTLS identity) on both proxies;
 //   route-timeout an HTTPRoute on the Service whose rules carry request timeouts (the outbound route layer);
+//   route-retry   the same HTTPRoute with a retry policy (retry.minimesh.io/*), when this proxy has retries;
 //   no-outbound-policy the outbound proxy without a policy controller (no OutboundPolicy at all).
 //
 //   npm run bench -w @minimesh/proxy [-- --linkerd2-proxy <binary>] [--runs 3] [--seconds 10] [--out <file>]
-//     [--variants tap-enabled,tap-observed,route-timeout,no-outbound-policy | none]
+//     [--variants tap-enabled,tap-observed,route-timeout,route-retry,no-outbound-policy | none]
 //
 // The peer comes from --linkerd2-proxy, MINIMESH_BENCH_LINKERD2_PROXY, or /opt/minimesh-peers/linkerd2-proxy;
 // without it its columns say "not measured". Raw per-run numbers go to a JSON file (default
@@ -89,6 +90,14 @@ const APP_PORT = 8080;
 const LAG_RESOLUTION_MS = 10;
 const MINIMESH_MAIN = join(ROOT, 'packages/proxy/dist/main.js');
 const ADDON = join(ROOT, 'packages/proxy/native/build/Release/original_dst.node');
+/** The route-retry variant's retry policy (Linkerd's retry.linkerd.io/* annotations, minimesh's group). */
+const RETRY_ANNOTATIONS = {
+  'retry.minimesh.io/http': '5xx',
+  'retry.minimesh.io/limit': '2',
+  'retry.minimesh.io/timeout': '2s',
+};
+/** The proxy's retry layer: present once route retries are in this checkout. */
+const RETRY_LAYER = join(ROOT, 'packages/proxy/dist/policy/outbound-retry.js');
 
 const peerArg = args['linkerd2-proxy'];
 const peer = findLinkerd2Proxy(peerArg, 'MINIMESH_BENCH_LINKERD2_PROXY');
@@ -146,20 +155,26 @@ if (peer && policy.argv) pairs.push({ kind: 'linkerd2' });
 /** Variants that cannot run here, and why (the table says so). */
 const notMeasured: Partial<Record<Variant, string>> = {};
 for (const v of variants as Variant[]) {
-  const needsPolicy = v === 'route-timeout' || v === 'no-outbound-policy';
+  const needsPolicy = v !== 'tap-enabled' && v !== 'tap-observed';
   if (needsPolicy && !policy.argv) {
     notMeasured[v] = `not measured: ${policy.reason}`;
+    continue;
+  }
+  if (v === 'route-retry' && !existsSync(RETRY_LAYER)) {
+    notMeasured[v] =
+      `not measured: this checkout's minimesh-proxy applies no route retries (${RETRY_LAYER} is missing)`;
     continue;
   }
   const tapEnv = { MINIMESH_PROXY_TAP_SVC_NAME: tapSvcName() };
   if (v === 'tap-enabled') pairs.push({ kind: v, main: MINIMESH_MAIN, env: tapEnv });
   if (v === 'tap-observed') pairs.push({ kind: v, main: MINIMESH_MAIN, env: tapEnv, observe: true });
-  if (v === 'route-timeout') pairs.push({ kind: v, main: MINIMESH_MAIN });
+  if (v === 'route-timeout' || v === 'route-retry') pairs.push({ kind: v, main: MINIMESH_MAIN });
   if (v === 'no-outbound-policy') pairs.push({ kind: v, main: MINIMESH_MAIN, noOutboundPolicy: true });
 }
 /** The policy controller runs when the peer or a route variant needs it; then every minimesh proxy uses it. */
 const runPolicy =
-  policy.argv !== undefined && pairs.some((p) => ['linkerd2', 'route-timeout', 'no-outbound-policy'].includes(p.kind));
+  policy.argv !== undefined &&
+  pairs.some((p) => ['linkerd2', 'route-timeout', 'route-retry', 'no-outbound-policy'].includes(p.kind));
 /** The HTTPRoute of the route-timeout variant: /delay/* cut at 100 ms (the check), the rest given 10 s (the cost). */
 const ROUTE_CHECK_TIMEOUT_MS = 100;
 
@@ -180,6 +195,7 @@ try {
   if (pairs.some((p) => p.observe)) await mesh.addPod('tap-reader', 'minimesh-tap', { meshed: false });
   await mesh.startControlPlane({ policy: runPolicy ? policy.argv : undefined });
   if (pairs.some((p) => p.kind === 'route-timeout')) await routeWithTimeouts('bench-route-timeout');
+  if (pairs.some((p) => p.kind === 'route-retry')) await routeWithTimeouts('bench-route-retry', RETRY_ANNOTATIONS);
   const tapCert = pairs.some((p) => p.observe) ? await writeTapCert() : undefined;
   for (const name of ['direct-s', ...pairs.map((p) => `${p.kind}-s`)]) {
     const app = mesh.start(`app-${name}`, [process.execPath, join(here, 'server.mjs'), '0.0.0.0', String(APP_PORT)], {
@@ -261,7 +277,10 @@ async function measurePair(pair: Pair, clusterIp: string, tapCert?: TapCert): Pr
     }
     // Warm-up (first connections, discovery, the multiplexed mTLS session), outside the measured windows.
     await loadgen(cName, ['open', clusterIp, 80, host, 200, 1, CONNS]);
-    const route = pair.kind === 'route-timeout' ? await checkRoute(cName, clusterIp, host) : undefined;
+    const route =
+      pair.kind === 'route-timeout' || pair.kind === 'route-retry'
+        ? await checkRoute(cName, clusterIp, host, pair.kind === 'route-retry')
+        : undefined;
     // Scraping resets the event-loop delay histograms; GC is counted from here.
     const before = minimesh ? { client: scrape(cName), server: scrape(sName) } : undefined;
     const cpu0 = { client: procStat(client.pid).cpu, server: procStat(server.pid).cpu };
@@ -367,11 +386,11 @@ async function writeTapCert(): Promise<TapCert> {
 }
 
 /** An HTTPRoute (policy.minimesh.io, Linkerd's shape) on the Service's port whose rules carry request timeouts. */
-async function routeWithTimeouts(service: string): Promise<void> {
+async function routeWithTimeouts(service: string, annotations: Record<string, string> = {}): Promise<void> {
   await adminClient().request('POST', `/apis/policy.minimesh.io/v1beta3/namespaces/${mesh.kns}/httproutes`, {
     apiVersion: 'policy.minimesh.io/v1beta3',
     kind: 'HTTPRoute',
-    metadata: { name: service },
+    metadata: { name: service, annotations },
     spec: {
       parentRefs: [{ group: 'core', kind: 'Service', name: service, port: 80 }],
       rules: [
@@ -387,17 +406,34 @@ async function routeWithTimeouts(service: string): Promise<void> {
 
 /**
  * The route is in force in the outbound proxy (its policy has arrived): GET /delay/1000 is cut by the
- * /delay rule's timeout (504 well before the app answers). Bounded: 20 tries, 250 ms apart.
+ * /delay rule's timeout (504 well before the app answers); with `retry`, GET /flaky/<new key> (503 from
+ * the app the first time) answers 200. Bounded: 20 tries, 250 ms apart.
  */
-async function checkRoute(pod: string, clusterIp: string, host: string): Promise<{ status: number; ms: number }> {
-  let last: { status: number; ms: number } | undefined;
+async function checkRoute(
+  pod: string,
+  clusterIp: string,
+  host: string,
+  retry: boolean,
+): Promise<{ status: number; ms: number; retried?: number }> {
+  type Probe = { status: number; ms: number };
+  let last: Probe | undefined;
+  let flaky: Probe | undefined;
   for (let i = 0; i < 20; i++) {
-    last = await loadgen<{ status: number; ms: number }>(pod, ['probe', clusterIp, 80, host, '/delay/1000']);
-    if (last.status === 504 && last.ms < 900) return last;
+    last = await loadgen<Probe>(pod, ['probe', clusterIp, 80, host, '/delay/1000']);
+    if (last.status === 504 && last.ms < 900) {
+      if (!retry) return last;
+      flaky = await loadgen<Probe>(pod, ['probe', clusterIp, 80, host, `/flaky/${i}`]);
+      if (flaky.status === 200) return { ...last, retried: flaky.status };
+    }
     await new Promise((r) => setTimeout(r, 250));
   }
+  const log = mesh.logOf(`proxy-${pod}`).slice(-1500);
+  if (retry && last?.status === 504)
+    throw new Error(
+      `route-retry: the HTTPRoute's retry policy is not in force in the outbound proxy: GET /flaky/<new key> (503 from the app once) answered ${flaky?.status} (expected 200 after a retry)\n${log}`,
+    );
   throw new Error(
-    `route-timeout: the HTTPRoute's ${ROUTE_CHECK_TIMEOUT_MS} ms timeout is not in force in the outbound proxy: GET /delay/1000 answered ${last?.status} after ${last?.ms.toFixed(0)} ms (expected 504 within ~${ROUTE_CHECK_TIMEOUT_MS} ms)\n${mesh.logOf(`proxy-${pod}`).slice(-1500)}`,
+    `route-timeout: the HTTPRoute's ${ROUTE_CHECK_TIMEOUT_MS} ms timeout is not in force in the outbound proxy: GET /delay/1000 answered ${last?.status} after ${last?.ms.toFixed(0)} ms (expected 504 within ~${ROUTE_CHECK_TIMEOUT_MS} ms)\n${log}`,
   );
 }
 
