@@ -237,18 +237,75 @@ describe('minimesh inject --manual', () => {
     );
   });
 
-  it('--help everywhere', () => {
-    for (const args of [
-      ['--help'],
-      ['inject', '--help'],
-      ['uninject', '--help'],
-      ['certs', '--help'],
-      ['certs', 'create', '--help'],
-    ]) {
-      const r = run(args);
-      expect(r.code, args.join(' ')).toBe(0);
+  /** The commands a help text lists under Commands: or Subcommands:. */
+  function listed(help: string): string[] {
+    const m = /^(?:Sub)?[Cc]ommands:\n((?: {2}\S.*\n?)+)/m.exec(help);
+    return m
+      ? (m[1] as string)
+          .trimEnd()
+          .split('\n')
+          .map((l) => l.trim().split(/\s+/)[0] as string)
+      : [];
+  }
+
+  /** No section header ("Flags:") without lines under it, no blank-line runs, columns that line up. */
+  function expectWellFormed(help: string, what: string): void {
+    const lines = help.split('\n');
+    lines.forEach((line, i) => {
+      if (/^[A-Z][A-Za-z ]*:$/.test(line))
+        expect(lines[i + 1] ?? '', `${what}: empty ${line} block`).toMatch(/^ {2}\S/);
+      if (line === '') expect(lines[i + 1] ?? 'end', `${what}: two blank lines`).not.toBe('');
+    });
+    expect(help.endsWith('\n'), `${what}: ends with a newline`).toBe(true);
+  }
+
+  it('--help everywhere: every command and subcommand, no empty section (uninject has no flags of its own)', () => {
+    const top = run(['--help']);
+    expect(top.code).toBe(0);
+    expectWellFormed(top.stdout, 'minimesh --help');
+    const commands = listed(top.stdout);
+    expect(commands).toEqual(
+      expect.arrayContaining([
+        'inject',
+        'uninject',
+        'explain',
+        'check',
+        'authz',
+        'certs',
+        'version',
+        'viz',
+        'diagnostics',
+      ]),
+    );
+    // The summaries start in one column, however long a command's name.
+    const columns = new Set(
+      top.stdout
+        .split('Commands:\n')[1]!
+        .split('\n\n')[0]!
+        .split('\n')
+        .map((l) => /^ {2}\S+\s+/.exec(l)?.[0].length),
+    );
+    expect(columns.size, top.stdout).toBe(1);
+    const seen: string[] = [];
+    for (const c of commands) {
+      const r = run([c, '--help']);
+      expect(r.code, `${c} --help`).toBe(0);
       expect(r.stdout).toMatch(/Usage: minimesh/);
+      expectWellFormed(r.stdout, `${c} --help`);
+      seen.push(c);
+      for (const sub of listed(r.stdout)) {
+        const s = run([c, sub, '--help']);
+        expect(s.code, `${c} ${sub} --help`).toBe(0);
+        expect(s.stdout).toMatch(new RegExp(`^minimesh ${c} ${sub} — .*\n\nUsage: minimesh ${c} ${sub}`));
+        expect(s.stdout).toMatch(/\nFlags:\n/);
+        expectWellFormed(s.stdout, `${c} ${sub} --help`);
+        seen.push(`${c} ${sub}`);
+      }
     }
+    expect(seen).toEqual(
+      expect.arrayContaining(['certs create', 'viz stat', 'viz edges', 'diagnostics proxy-metrics']),
+    );
+    expect(run(['uninject', '--help']).stdout).toMatch(/\nFlags:\n {2}-h, --help +show this help\n$/);
   });
 });
 

@@ -34,7 +34,10 @@ export function renderHelp(info: ProgramInfo, specs: FlagSpecs): string {
     const def = spec.default !== undefined && spec.default !== '' ? ` (default: ${String(spec.default)})` : '';
     return `${left.padEnd(40)} ${spec.description}${def}`;
   });
-  return `${info.name} — ${info.summary}\n\nUsage: ${info.usage ?? `${info.name} [flags]`}\n\nFlags:\n${rows.join('\n')}\n  ${'-h, --help'.padEnd(38)} show this help\n`;
+  // --help is always a row, so the block is never empty; rows join with one newline (no blank line
+  // when a command has no flags of its own, as `minimesh uninject` has none).
+  rows.push(`${'  -h, --help'.padEnd(40)} show this help`);
+  return `${info.name} — ${info.summary}\n\nUsage: ${info.usage ?? `${info.name} [flags]`}\n\nFlags:\n${rows.join('\n')}\n`;
 }
 
 /**

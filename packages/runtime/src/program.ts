@@ -265,7 +265,8 @@ export interface CommandLineSpec {
  */
 export function defineCommandLine(spec: CommandLineSpec): Program {
   const help = (): string => {
-    const rows = Object.entries(spec.commands).map(([name, c]) => `  ${name.padEnd(10)} ${c.summary}`);
+    const width = Math.max(10, ...Object.keys(spec.commands).map((n) => n.length + 1));
+    const rows = Object.entries(spec.commands).map(([name, c]) => `  ${name.padEnd(width)} ${c.summary}`);
     return `${spec.name} — ${spec.summary}\n\nUsage: ${spec.name} <command> [flags]   (${spec.name} <command> --help for its flags)\n\nCommands:\n${rows.join('\n')}\n\nFlags:\n  -h, --help    show this help\n  --version     print the version and exit\n`;
   };
   async function main(argv: string[], io: ProgramIO = {}): Promise<number> {

@@ -64,10 +64,11 @@ export function createOutboundStack(opts: OutboundStackOptions): OutboundStack {
   const discover = createDiscover(resolver, config.clusterDomain);
   const labelCache = new LabelCache();
   const sockets = new Set<Socket>();
-  const http = new HttpHandoff<Accept>(sink, {
-    onRequest,
-    onUpgrade: (conn, req, socket, head) => void onUpgrade(conn, req, socket, head),
-  });
+  const http = new HttpHandoff<Accept>(
+    sink,
+    { onRequest, onUpgrade: (conn, req, socket, head) => void onUpgrade(conn, req, socket, head) },
+    config.headerReadTimeoutMs,
+  );
 
   /** Labels of traffic to `ep` for `authority`: mTLS and server_id when we can originate it. */
   // The last label set each endpoint was used with: a request usually finds its labels here without
