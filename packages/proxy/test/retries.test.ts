@@ -282,6 +282,12 @@ describe.each([
     expect(attempts.get(k)).toBe(2);
     expect(await counter('outbound_http_route_retry_requests_total', routeName)).toBe(before + 1);
     expect(await counter('outbound_http_route_retry_successes_total', routeName)).toBe(successes + 1);
+    // Linkerd's labels: the parent Service's port and the route's resource.
+    const parent = routeName.replace(/-retries$/, '');
+    expect(await metric('outbound_http_route_retry_requests_total')).toContain(
+      `{parent_group="core",parent_kind="Service",parent_namespace="shop",parent_name="${parent}",parent_port="80",` +
+        `route_group="policy.minimesh.io",route_kind="HTTPRoute",route_namespace="shop",route_name="${routeName}"}`,
+    );
   });
 
   it('a body within the buffer is replayed whole on the retry', async () => {
