@@ -63,6 +63,8 @@ export interface Run {
   loadavg: number[];
   direct: { open: Phase; sat: Sat };
   pairs: Partial<Record<PairKind, PairRun>>;
+  /** Variants left out of this run because their check failed, and why. */
+  failed?: Partial<Record<PairKind, string>>;
 }
 export interface BenchFile {
   date: string;
@@ -354,6 +356,7 @@ export function renderVariants(file: BenchFile): string {
   for (const k of VARIANTS) {
     if (kinds.includes(k)) out += `- ${k}: ${VARIANT_NOTES[k]}\n`;
     else if (v.notMeasured[k]) out += `- ${k}: ${v.notMeasured[k]}\n`;
+    for (const r of file.runs) if (r.failed?.[k]) out += `- ${k}: not measured in run ${r.index + 1}: ${r.failed[k]}\n`;
   }
   if (kinds.length === 0) return out;
   const header = ['measure', 'minimesh', ...kinds.flatMap((k) => [k, `${k} / minimesh`])];
