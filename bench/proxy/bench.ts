@@ -304,11 +304,12 @@ async function measurePair(pair: Pair, clusterIp: string, tapCert?: TapCert): Pr
     const before = minimesh ? { client: scrape(cName), server: scrape(sName) } : undefined;
     const cpu0 = { client: procStat(client.pid).cpu, server: procStat(server.pid).cpu };
     const readerCpu0 = reader ? procStat(reader.pid).cpu : 0;
-    const t0 = performance.now();
     const open = await loadgen(cName, ['open', clusterIp, 80, host, RATE, SECONDS, CONNS]);
-    const secs = (performance.now() - t0) / 1000;
     const cpu1 = { client: procStat(client.pid).cpu, server: procStat(server.pid).cpu };
-    const readerCpuPer1k = reader ? (procStat(reader.pid).cpu - readerCpu0) / secs / (RATE / 1000) : undefined;
+    // CPU seconds per 1,000 requests sent (= cores per 1,000 rps): right also when the pair fell behind the
+    // schedule and the phase took longer than SECONDS (then fewer than RATE requests a second went through).
+    const per1k = (cpu: number) => cpu / (open.sent / 1000);
+    const readerCpuPer1k = reader ? per1k(procStat(reader.pid).cpu - readerCpu0) : undefined;
     const loaded = { client: memMb(client.pid), server: memMb(server.pid) };
     const runtime = before
       ? { client: during(before.client, scrape(cName)), server: during(before.server, scrape(sName)) }
@@ -339,8 +340,8 @@ async function measurePair(pair: Pair, clusterIp: string, tapCert?: TapCert): Pr
       loaded,
       open,
       cpuPer1k: {
-        client: (cpu1.client - cpu0.client) / secs / (RATE / 1000),
-        server: (cpu1.server - cpu0.server) / secs / (RATE / 1000),
+        client: per1k(cpu1.client - cpu0.client),
+        server: per1k(cpu1.server - cpu0.server),
       },
       sat,
       satCpu: {

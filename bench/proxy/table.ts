@@ -44,7 +44,7 @@ export interface PairRun {
   idle: { client: Mem; server: Mem };
   loaded: { client: Mem; server: Mem };
   open: Phase;
-  /** Cores per 1,000 rps during the open-loop phase; client = the outbound proxy, server = the inbound one. */
+  /** CPU seconds per 1,000 requests of the open-loop phase (= cores per 1,000 rps); client = the outbound proxy, server = the inbound one. */
   cpuPer1k: { client: number; server: number };
   sat: Sat;
   satCpu: { client: number; server: number };
