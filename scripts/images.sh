@@ -221,7 +221,10 @@ ensure_base() {
   if [ ! -f "$rootfs" ] || [ "$(cat "$rootfs.key" 2>/dev/null)" != "$key" ]; then
     log "making the Debian bookworm root file system (mmdebstrap, ${DEBIAN_MIRROR})"
     # As the debian:bookworm-slim image: no manual pages, documentation or translations.
-    nice -n 10 mmdebstrap --quiet --variant=minbase \
+    # --format=tar: mmdebstrap picks the format from the file name's extension, and ".tmp" is none it
+    # knows (1.3.5 then writes a directory, which a failed run leaves behind at $rootfs).
+    rm -rf "$rootfs" "$rootfs.tmp"
+    nice -n 10 mmdebstrap --quiet --variant=minbase --format=tar \
       --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/doc/*' \
       --dpkgopt='path-include=/usr/share/doc/*/copyright' --dpkgopt='path-exclude=/usr/share/locale/*' \
       --dpkgopt='path-exclude=/usr/share/info/*' \
