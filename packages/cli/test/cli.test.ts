@@ -470,6 +470,8 @@ describe('minimesh version', () => {
     expect(r.code).toBe(0);
     expect(r.stdout).toBe(`Client version: ${version}\n`);
     expect(JSON.parse(run(['version', '--client', '-o', 'json']).stdout)).toEqual({ client: version });
+    expect(run(['version', '--client', '-o', 'yaml']).stdout).toBe(`client: ${version}\n`);
+    expect(run(['version', '--client', '-o', 'wide'])).toMatchObject({ code: 2 });
     expect(run(['--version']).stdout).toBe(`minimesh ${version}\n`);
   });
 
@@ -485,6 +487,8 @@ describe('minimesh version', () => {
     expect(r.stderr).toMatch(/^minimesh version: server version unavailable: .*ECONNREFUSED/);
     const bad = run(['version', '--kubeconfig', kc, '--context', 'nope']);
     expect(bad.stderr).toMatch(/nope/);
+    const y = docs(run(['version', '--kubeconfig', kc, '-o', 'yaml']).stdout)[0];
+    expect(y).toMatchObject({ server: null, error: expect.stringContaining('ECONNREFUSED') });
   });
 });
 

@@ -19,15 +19,15 @@ export function outputFlag(allowed: readonly OutputFormat[] = ['table', 'wide', 
  * The value of `-o` ('' is the first allowed format, the default). Throws UsageError (exit 2) naming the
  * value and the formats the command has.
  */
-export function parseOutputFormat(
+export function parseOutputFormat<F extends OutputFormat = OutputFormat>(
   command: string,
   value: string,
-  allowed: readonly OutputFormat[] = ['table', 'wide', 'json', 'yaml'],
-): OutputFormat {
+  allowed: readonly F[] = ['table', 'wide', 'json', 'yaml'] as F[],
+): F {
   const format = value === '' ? (allowed[0] ?? 'table') : value;
   if (!(allowed as readonly string[]).includes(format))
     throw new UsageError(`${command}: -o ${JSON.stringify(value)} is not valid: expected ${allowed.join(', ')}`);
-  return format as OutputFormat;
+  return format as F;
 }
 
 /** JSON (2-space indented) or YAML text of a value, ending with a newline. */
