@@ -1,6 +1,5 @@
 // `minimesh check --pre`: is the cluster ready for an install (Linkerd's pre-checks, the ones that apply
 // here)? Pure: what the command fetched in, results out.
-import { API_CATEGORY } from './control-plane.js';
 import { fail, ok, warn, type CheckResult } from './types.js';
 
 export const PRE_CATEGORY = 'pre-kubernetes-setup';

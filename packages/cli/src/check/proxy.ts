@@ -2,7 +2,7 @@
 // each proxy's admin /metrics said (read through the API server's pod proxy, as `diagnostics
 // proxy-metrics` does) and the control plane's certificates and version in; one result per check, naming
 // the pods that fail it.
-import { X509Certificate } from 'node:crypto';
+import type { X509Certificate } from 'node:crypto';
 import { ANNOTATIONS, CONTAINER_NAMES, PROXY_ENV } from '@minimesh/config';
 import { cn, parseAll } from './certificates.js';
 import { fail, ok, skip, warn, type CheckResult } from './types.js';
