@@ -220,10 +220,10 @@ ensure_base() {
   local rootfs="$dir/debian-bookworm-minbase.tar"
   if [ ! -f "$rootfs" ] || [ "$(cat "$rootfs.key" 2>/dev/null)" != "$key" ]; then
     log "making the Debian bookworm root file system (mmdebstrap, ${DEBIAN_MIRROR})"
-    # As the debian:bookworm-slim image: no manual pages, documentation or translations.
-    # --format=tar: mmdebstrap picks the format from the file name's extension, and ".tmp" is none it
-    # knows (1.3.5 then writes a directory, which a failed run leaves behind at $rootfs).
+    # A directory left by a run before --format=tar (mmdebstrap's "auto" format makes a directory of a
+    # target not ending in .tar, such as the .tmp name below) is not a tarball: start again.
     rm -rf "$rootfs" "$rootfs.tmp"
+    # As the debian:bookworm-slim image: no manual pages, documentation or translations.
     nice -n 10 mmdebstrap --quiet --variant=minbase --format=tar \
       --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/doc/*' \
       --dpkgopt='path-include=/usr/share/doc/*/copyright' --dpkgopt='path-exclude=/usr/share/locale/*' \

@@ -6,8 +6,15 @@
 // HTTP/1.1 keep-alive, small bodies: 1,000 rps open loop over 100 connections (latency from each
 // request's scheduled start), then a saturated closed loop over 32 connections. linkerd2-proxy runs with
 // LINKERD2_PROXY_CORES=1 (one thread: the fair match for one Node event loop).
+// Variants of the minimesh pair in the same run (--variants, default all; each its own pods and Service),
+// reported as ratios against the minimesh pair (tap off; policy controller on, no HTTPRoute):
+//   tap-enabled   the tap server configured (MINIMESH_PROXY_TAP_SVC_NAME), nobody observing;
+//   tap-observed  the same, with a live reader (tap-reader.mjs, the tap service's mTLS identity) on both proxies;
+//   route-timeout an HTTPRoute on the Service whose rules carry request timeouts (the outbound route layer);
+//   no-outbound-policy the outbound proxy without a policy controller (no OutboundPolicy at all).
 //
 //   npm run bench -w @minimesh/proxy [-- --linkerd2-proxy <binary>] [--runs 3] [--seconds 10] [--out <file>]
+//     [--variants tap-enabled,tap-observed,route-timeout,no-outbound-policy | none]
 //
 // The peer comes from --linkerd2-proxy, MINIMESH_BENCH_LINKERD2_PROXY, or /opt/minimesh-peers/linkerd2-proxy;
 // without it its columns say "not measured". Raw per-run numbers go to a JSON file (default
@@ -18,9 +25,21 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { adminClient } from '@minimesh/local-cluster';
 import { NetnsMesh, PROXY_UID, ROOT, findLinkerd2Proxy } from '../../packages/proxy/test/support/netns-mesh.js';
 import { policyServer } from '../../packages/proxy/test/support/policy-server.js';
-import { renderTable, type BenchFile, type PairKind, type PairRun, type Phase, type Run, type Sat } from './table.js';
+import {
+  VARIANTS,
+  renderTable,
+  renderVariants,
+  type BenchFile,
+  type PairKind,
+  type PairRun,
+  type Phase,
+  type Run,
+  type Sat,
+  type Variant,
+} from './table.js';
 
 const here = join(ROOT, 'bench/proxy');
 const { values: args } = parseArgs({
@@ -35,6 +54,8 @@ const { values: args } = parseArgs({
     'skip-minimesh': { type: 'boolean', default: false },
     /** Node flags for the minimesh proxies (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"); they then stop with SIGTERM. */
     'proxy-node-args': { type: 'string', default: process.env.BENCH_PROXY_NODE_ARGS ?? '' },
+    /** Variants of the minimesh pair (comma-separated), or "none". */
+    variants: { type: 'string', default: process.env.BENCH_VARIANTS ?? VARIANTS.join(',') },
     help: { type: 'boolean', default: false },
   },
 });
@@ -43,12 +64,20 @@ if (args.help) {
     readFileSync(new URL(import.meta.url))
       .toString()
       .split('\n')
-      .slice(0, 15)
+      .slice(0, 23)
       .join('\n') + '\n',
   );
   process.exit(0);
 }
 const RUNS = Number(args.runs);
+const variants = args.variants === 'none' ? [] : args.variants!.split(',').map((v) => v.trim());
+for (const v of variants)
+  if (!(VARIANTS as readonly string[]).includes(v))
+    throw new Error(
+      `--variants: "${v}" is not a variant: expected a comma-separated list of ${VARIANTS.join(', ')}, or none`,
+    );
+if (variants.length > 0 && args['skip-minimesh'])
+  throw new Error('--variants: the variants are measured against the minimesh pair, which --skip-minimesh leaves out');
 const nodeArgs = args['proxy-node-args']!.split(' ').filter(Boolean);
 const SECONDS = Number(args.seconds);
 const SAT_SECONDS = Number(args['sat-seconds']);
@@ -98,10 +127,41 @@ const cleanup = async () => {
 process.once('SIGINT', () => void cleanup().then(() => process.exit(130)));
 
 /** The pairs this run measures, each with its own client and server pods and Service. */
-const pairs: Array<{ kind: PairKind; main?: string }> = [];
+interface Pair {
+  kind: PairKind;
+  main?: string;
+  /** Added to both proxies' environment. */
+  env?: Record<string, string>;
+  /** The outbound proxy runs without a policy controller. */
+  noOutboundPolicy?: boolean;
+  /** A live tap reader observes both proxies during the measurement. */
+  observe?: boolean;
+}
+/** The tap service's identity (a service account of the bench's namespace): the only caller the proxies accept. */
+const tapSvcName = () => mesh.idOf('minimesh-tap');
+const pairs: Pair[] = [];
 if (!args['skip-minimesh']) pairs.push({ kind: 'minimesh', main: MINIMESH_MAIN });
 if (args['ab-dist']) pairs.push({ kind: 'minimesh-ab', main: join(args['ab-dist'], 'main.js') });
 if (peer && policy.argv) pairs.push({ kind: 'linkerd2' });
+/** Variants that cannot run here, and why (the table says so). */
+const notMeasured: Partial<Record<Variant, string>> = {};
+for (const v of variants as Variant[]) {
+  const needsPolicy = v === 'route-timeout' || v === 'no-outbound-policy';
+  if (needsPolicy && !policy.argv) {
+    notMeasured[v] = `not measured: ${policy.reason}`;
+    continue;
+  }
+  const tapEnv = { MINIMESH_PROXY_TAP_SVC_NAME: tapSvcName() };
+  if (v === 'tap-enabled') pairs.push({ kind: v, main: MINIMESH_MAIN, env: tapEnv });
+  if (v === 'tap-observed') pairs.push({ kind: v, main: MINIMESH_MAIN, env: tapEnv, observe: true });
+  if (v === 'route-timeout') pairs.push({ kind: v, main: MINIMESH_MAIN });
+  if (v === 'no-outbound-policy') pairs.push({ kind: v, main: MINIMESH_MAIN, noOutboundPolicy: true });
+}
+/** The policy controller runs when the peer or a route variant needs it; then every minimesh proxy uses it. */
+const runPolicy =
+  policy.argv !== undefined && pairs.some((p) => ['linkerd2', 'route-timeout', 'no-outbound-policy'].includes(p.kind));
+/** The HTTPRoute of the route-timeout variant: /delay/* cut at 100 ms (the check), the rest given 10 s (the cost). */
+const ROUTE_CHECK_TIMEOUT_MS = 100;
 
 try {
   // --- pods, services, apps, control plane ---
@@ -117,9 +177,10 @@ try {
       [`${p.kind}-s`],
     );
   }
-  await mesh.startControlPlane({
-    policy: pairs.some((p) => p.kind === 'linkerd2') ? policy.argv : undefined,
-  });
+  if (pairs.some((p) => p.observe)) await mesh.addPod('tap-reader', 'minimesh-tap', { meshed: false });
+  await mesh.startControlPlane({ policy: runPolicy ? policy.argv : undefined });
+  if (pairs.some((p) => p.kind === 'route-timeout')) await routeWithTimeouts('bench-route-timeout');
+  const tapCert = pairs.some((p) => p.observe) ? await writeTapCert() : undefined;
   for (const name of ['direct-s', ...pairs.map((p) => `${p.kind}-s`)]) {
     const app = mesh.start(`app-${name}`, [process.execPath, join(here, 'server.mjs'), '0.0.0.0', String(APP_PORT)], {
       pod: name,
@@ -140,6 +201,11 @@ try {
     loadavg: loadavg(),
     config: { rate: RATE, conns: CONNS, seconds: SECONDS, satConns: SAT_CONNS, satSeconds: SAT_SECONDS, runs: RUNS },
     peer: peer && policy.argv ? { path: peer } : { reason: peerReason ?? 'not measured' },
+    policyController: runPolicy,
+    variants: {
+      measured: pairs.flatMap((p) => ((VARIANTS as readonly string[]).includes(p.kind) ? [p.kind] : [])),
+      notMeasured,
+    },
     runs: [],
   };
 
@@ -155,7 +221,7 @@ try {
           open: await loadgen('direct-c', ['open', ip, APP_PORT, `${ip}:${APP_PORT}`, RATE, SECONDS, CONNS]),
           sat: await loadgen<Sat>('direct-c', ['closed', ip, APP_PORT, `${ip}:${APP_PORT}`, SAT_SECONDS, SAT_CONNS]),
         };
-      } else run.pairs[step.kind] = await measurePair(step, svcIp[step.kind]!);
+      } else run.pairs[step.kind] = await measurePair(step, svcIp[step.kind]!, tapCert);
       process.stderr.write(`run ${i + 1}/${RUNS} ${step === 'direct' ? 'direct' : step.kind} done\n`);
     }
     file.runs.push(run);
@@ -163,30 +229,48 @@ try {
   }
   writeFileSync(args.out!, JSON.stringify(file, null, 2) + '\n');
   process.stdout.write(renderTable(file));
+  process.stdout.write(renderVariants(file));
   process.stdout.write(`\nraw per-run numbers: ${args.out}\n`);
 } finally {
   await cleanup();
 }
 
-async function measurePair(pair: { kind: PairKind; main?: string }, clusterIp: string): Promise<PairRun> {
+async function measurePair(pair: Pair, clusterIp: string, tapCert?: TapCert): Promise<PairRun> {
   const cName = `${pair.kind}-c`;
   const sName = `${pair.kind}-s`;
   const host = `${mesh.fqdn(`bench-${pair.kind}`)}:80`;
   const server = await startProxy(pair, sName);
   const client = await startProxy(pair, cName);
+  const readerKey = 'tap-reader';
   try {
     await new Promise((r) => setTimeout(r, 1000));
     const idle = { client: memMb(client.pid), server: memMb(server.pid) };
     const minimesh = pair.kind !== 'linkerd2';
+    let reader: { pid: number; log: () => string } | undefined;
+    if (pair.observe) {
+      const targets = [cName, sName].map((p) => `${mesh.pod(p).ip}:4190=${mesh.pod(p).identity}`);
+      const child = mesh.start(
+        readerKey,
+        [process.execPath, join(here, 'tap-reader.mjs'), tapCert!.cert, tapCert!.key, tapCert!.anchors, ...targets],
+        { pod: 'tap-reader' },
+      );
+      await waitLine(child, 'observing ').catch((err: Error) => {
+        throw new Error(`tap reader: ${err.message}\n${mesh.logOf(readerKey).slice(-1500)}`);
+      });
+      reader = { pid: child.pid!, log: () => child.log?.() ?? '' };
+    }
     // Warm-up (first connections, discovery, the multiplexed mTLS session), outside the measured windows.
     await loadgen(cName, ['open', clusterIp, 80, host, 200, 1, CONNS]);
+    const route = pair.kind === 'route-timeout' ? await checkRoute(cName, clusterIp, host) : undefined;
     // Scraping resets the event-loop delay histograms; GC is counted from here.
     const before = minimesh ? { client: scrape(cName), server: scrape(sName) } : undefined;
     const cpu0 = { client: procStat(client.pid).cpu, server: procStat(server.pid).cpu };
+    const readerCpu0 = reader ? procStat(reader.pid).cpu : 0;
     const t0 = performance.now();
     const open = await loadgen(cName, ['open', clusterIp, 80, host, RATE, SECONDS, CONNS]);
     const secs = (performance.now() - t0) / 1000;
     const cpu1 = { client: procStat(client.pid).cpu, server: procStat(server.pid).cpu };
+    const readerCpuPer1k = reader ? (procStat(reader.pid).cpu - readerCpu0) / secs / (RATE / 1000) : undefined;
     const loaded = { client: memMb(client.pid), server: memMb(server.pid) };
     const runtime = before
       ? { client: during(before.client, scrape(cName)), server: during(before.server, scrape(sName)) }
@@ -195,7 +279,23 @@ async function measurePair(pair: { kind: PairKind; main?: string }, clusterIp: s
     const s0 = performance.now();
     const sat = await loadgen<Sat>(cName, ['closed', clusterIp, 80, host, SAT_SECONDS, SAT_CONNS]);
     const satSecs = (performance.now() - s0) / 1000;
+    let tap: PairRun['tap'];
+    if (reader) {
+      await mesh.stop(readerKey, 'SIGTERM');
+      const out = reader.log();
+      const line = out.split('\n').find((l) => l.startsWith('{'));
+      if (!line) throw new Error(`tap reader printed no result: ${out.slice(-1000)}`);
+      const r = JSON.parse(line) as { events: number; byTarget: Record<string, number>; errors: string[] };
+      if (r.errors.length > 0) throw new Error(`tap reader: ${r.errors.join('; ')}`);
+      if (!(r.events > 0)) throw new Error(`tap reader read no events: ${out.slice(-1000)}`);
+      // Requests both proxies forwarded while the reader observed: warm-up, open and closed loops
+      // (each loop first sends one request per connection to warm them).
+      const requests = 200 + CONNS + open.sent + CONNS + sat.ok + sat.errors + SAT_CONNS;
+      tap = { events: r.events, requests, readerCpuPer1k: readerCpuPer1k! };
+    }
     return {
+      ...(tap ? { tap } : {}),
+      ...(route ? { route } : {}),
       readyMs: { client: client.readyMs, server: server.readyMs },
       idle,
       loaded,
@@ -212,26 +312,26 @@ async function measurePair(pair: { kind: PairKind; main?: string }, clusterIp: s
       runtime,
     };
   } finally {
+    await mesh.stop(readerKey);
     const signal = nodeArgs.length > 0 && pair.kind !== 'linkerd2' ? 'SIGTERM' : 'SIGKILL';
     await mesh.stop(`proxy-${cName}`, signal);
     await mesh.stop(`proxy-${sName}`, signal);
   }
 }
 
-async function startProxy(
-  pair: { kind: PairKind; main?: string },
-  pod: string,
-): Promise<{ pid: number; readyMs: number }> {
+async function startProxy(pair: Pair, pod: string): Promise<{ pid: number; readyMs: number }> {
   const key = `proxy-${pod}`;
   const spawnAt = Date.now();
+  const env = (): Record<string, string> => {
+    const e = mesh.minimeshEnv(pod, { MINIMESH_ORIGINAL_DST_ADDON: ADDON, ...pair.env });
+    if (pair.noOutboundPolicy && pod.endsWith('-c'))
+      for (const k of Object.keys(e)) if (k.startsWith('MINIMESH_PROXY_POLICY_')) delete e[k];
+    return e;
+  };
   const child =
     pair.kind === 'linkerd2'
       ? mesh.start(key, [peer!], { pod, uid: PROXY_UID, env: await mesh.linkerdEnv(pod, String(APP_PORT)) })
-      : mesh.start(key, [process.execPath, ...nodeArgs, pair.main!], {
-          pod,
-          uid: PROXY_UID,
-          env: mesh.minimeshEnv(pod, { MINIMESH_ORIGINAL_DST_ADDON: ADDON }),
-        });
+      : mesh.start(key, [process.execPath, ...nodeArgs, pair.main!], { pod, uid: PROXY_UID, env: env() });
   const waiter = mesh.start(
     `ready-${pod}`,
     [process.execPath, join(here, 'wait-ready.mjs'), String(spawnAt), 'http://127.0.0.1:4191/ready'],
@@ -244,6 +344,61 @@ async function startProxy(
   if (!(readyMs >= 0))
     throw new Error(`${pair.kind} proxy in ${pod} never became ready:\n${mesh.logOf(key).slice(-2000)}`);
   return { pid: child.pid!, readyMs };
+}
+
+interface TapCert {
+  cert: string;
+  key: string;
+  anchors: string;
+}
+
+/** The tap service's certificate, minted from the bench's test CA as the proxies' are (readable by the reader). */
+async function writeTapCert(): Promise<TapCert> {
+  const { certPem, keyPem } = await mesh.pki.leaf(tapSvcName());
+  const files = {
+    cert: join(mesh.dir, 'tap.crt'),
+    key: join(mesh.dir, 'tap.key'),
+    anchors: join(mesh.dir, 'tap-ca.crt'),
+  };
+  writeFileSync(files.cert, certPem);
+  writeFileSync(files.key, keyPem, { mode: 0o600 });
+  writeFileSync(files.anchors, mesh.pki.anchorPem);
+  return files;
+}
+
+/** An HTTPRoute (policy.minimesh.io, Linkerd's shape) on the Service's port whose rules carry request timeouts. */
+async function routeWithTimeouts(service: string): Promise<void> {
+  await adminClient().request('POST', `/apis/policy.minimesh.io/v1beta3/namespaces/${mesh.kns}/httproutes`, {
+    apiVersion: 'policy.minimesh.io/v1beta3',
+    kind: 'HTTPRoute',
+    metadata: { name: service },
+    spec: {
+      parentRefs: [{ group: 'core', kind: 'Service', name: service, port: 80 }],
+      rules: [
+        {
+          matches: [{ path: { type: 'PathPrefix', value: '/delay' } }],
+          timeouts: { request: `${ROUTE_CHECK_TIMEOUT_MS}ms` },
+        },
+        { matches: [{ path: { type: 'PathPrefix', value: '/' } }], timeouts: { request: '10s' } },
+      ],
+    },
+  });
+}
+
+/**
+ * The route is in force in the outbound proxy (its policy has arrived): GET /delay/1000 is cut by the
+ * /delay rule's timeout (504 well before the app answers). Bounded: 20 tries, 250 ms apart.
+ */
+async function checkRoute(pod: string, clusterIp: string, host: string): Promise<{ status: number; ms: number }> {
+  let last: { status: number; ms: number } | undefined;
+  for (let i = 0; i < 20; i++) {
+    last = await loadgen<{ status: number; ms: number }>(pod, ['probe', clusterIp, 80, host, '/delay/1000']);
+    if (last.status === 504 && last.ms < 900) return last;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(
+    `route-timeout: the HTTPRoute's ${ROUTE_CHECK_TIMEOUT_MS} ms timeout is not in force in the outbound proxy: GET /delay/1000 answered ${last?.status} after ${last?.ms.toFixed(0)} ms (expected 504 within ~${ROUTE_CHECK_TIMEOUT_MS} ms)\n${mesh.logOf(`proxy-${pod}`).slice(-1500)}`,
+  );
 }
 
 interface Scrape {

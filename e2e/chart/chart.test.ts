@@ -244,6 +244,20 @@ describe('values as Linkerd users write them (issue 15)', () => {
     expect(off.filter((o) => o.kind === 'CustomResourceDefinition')).toEqual([]);
   });
 
+  it('installNamespace=true renders the namespace labelled PSA enforce=privileged, as Linkerd; the default renders none', async () => {
+    const on = (await render([...certArgs(certs), '--set', 'installNamespace=true'])).objects;
+    const ns = findObject(on, 'Namespace', NS);
+    expect(ns.metadata.labels).toMatchObject({
+      'pod-security.kubernetes.io/enforce': 'privileged',
+      'minimesh.io/is-control-plane': 'true',
+      'app.kubernetes.io/part-of': 'minimesh',
+      'app.kubernetes.io/component': 'namespace',
+    });
+    expect(ns.metadata.annotations).toMatchObject({ 'minimesh.io/inject': 'disabled' });
+    const off = (await render(certArgs(certs))).objects;
+    expect(off.filter((o) => o.kind === 'Namespace')).toEqual([]);
+  });
+
   it("proxyInit.ipv6=true: the control plane's proxies listen on [::] and on both loopbacks", async () => {
     const { objects } = await render([...certArgs(certs), '--set', 'proxyInit.ipv6=true']);
     const spec = podSpec(findObject(objects, 'Deployment', 'minimesh-destination'));

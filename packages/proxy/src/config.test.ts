@@ -20,11 +20,26 @@ describe('parseProxyConfig', () => {
     expect(c.outboundAddr).toEqual({ host: '127.0.0.1', port: 4140 });
     expect(c.adminAddr).toBe('0.0.0.0:4191');
     expect(c.detectTimeoutMs).toBe(10_000);
+    expect(c.headerReadTimeoutMs).toBe(30_000);
     expect(c.outboundDiscoveryIdleMs).toBe(5_000);
     expect(c.clusterDomain).toBe('cluster.local');
     expect(c.identity.plaintext).toBe(false);
     expect(c.identity.name).toBe(base.MINIMESH_PROXY_IDENTITY_SVC_NAME);
     expect(c.identity.addr).toBe('minimesh-identity-headless.minimesh.svc.cluster.local:8080');
+  });
+
+  it('takes short slowloris bounds and refuses a zero header read timeout', () => {
+    const c = parseProxyConfig({
+      ...base,
+      MINIMESH_PROXY_DETECT_TIMEOUT: '300ms',
+      MINIMESH_PROXY_HTTP1_HEADER_READ_TIMEOUT: '1s',
+    });
+    expect(c.detectTimeoutMs).toBe(300);
+    expect(c.headerReadTimeoutMs).toBe(1000);
+    expect(() => parseProxyConfig({ ...base, MINIMESH_PROXY_HTTP1_HEADER_READ_TIMEOUT: '0s' })).toThrow(
+      /MINIMESH_PROXY_HTTP1_HEADER_READ_TIMEOUT.*above zero/,
+    );
+    expect(() => parseProxyConfig({ ...base, MINIMESH_PROXY_HTTP1_HEADER_READ_TIMEOUT: 'soon' })).toThrow(ConfigError);
   });
 
   it('a loopback control-plane address means plaintext and needs no name', () => {

@@ -56,6 +56,12 @@ export interface ProxyConfig {
   outboundConnectTimeoutMs: number;
   inboundConnectTimeoutMs: number;
   detectTimeoutMs: number;
+  /**
+   * How long an HTTP/1 client may take to send a request's headers (from the first byte of the request,
+   * or of the connection) before it gets 408 and the connection is closed: the slowloris bound on the
+   * inbound and outbound listeners, and on the admin server. Default 30 s (hyper's header read timeout).
+   */
+  headerReadTimeoutMs: number;
   /** How long an unused destination stream is kept (Linkerd: 5 s outbound). */
   outboundDiscoveryIdleMs: number;
   shutdownEndpointEnabled: boolean;
@@ -70,6 +76,7 @@ export interface ProxyConfig {
 export const EXTRA_ENV = {
   clusterDomain: 'MINIMESH_PROXY_CLUSTER_DOMAIN',
   outboundDiscoveryIdle: 'MINIMESH_PROXY_OUTBOUND_DISCOVERY_IDLE_TIMEOUT',
+  headerReadTimeout: 'MINIMESH_PROXY_HTTP1_HEADER_READ_TIMEOUT',
 } as const;
 
 type Env = Record<string, string | undefined>;
@@ -167,6 +174,13 @@ function duration(env: Env, name: string, fallback: string): number {
   return parseDuration(name, optional(env, name) ?? fallback);
 }
 
+/** A duration that must be above zero (a zero timeout would switch the bound off). */
+function positiveDuration(env: Env, name: string, fallback: string): number {
+  const ms = duration(env, name, fallback);
+  if (ms <= 0) throw new ConfigError(name, optional(env, name) ?? fallback, 'a duration above zero such as 30s');
+  return ms;
+}
+
 /** Parses the proxy environment. Throws ConfigError (exit code 2) on the first bad or missing setting. */
 export function parseProxyConfig(env: Env): ProxyConfig {
   const E = PROXY_ENV;
@@ -212,6 +226,7 @@ export function parseProxyConfig(env: Env): ProxyConfig {
     outboundConnectTimeoutMs: duration(env, E.outboundConnectTimeout, '1s'),
     inboundConnectTimeoutMs: duration(env, E.inboundConnectTimeout, '1s'),
     detectTimeoutMs: duration(env, E.detectTimeout, '10s'),
+    headerReadTimeoutMs: positiveDuration(env, EXTRA_ENV.headerReadTimeout, '30s'),
     outboundDiscoveryIdleMs: duration(env, EXTRA_ENV.outboundDiscoveryIdle, '5s'),
     shutdownEndpointEnabled: parseBoolean(
       E.shutdownEndpointEnabled,

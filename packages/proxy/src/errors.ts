@@ -17,7 +17,10 @@ export type ProxyErrorCode =
   | 'MINIMESH_PROXY_UNAUTHORIZED'
   | 'MINIMESH_PROXY_ROUTE_NOT_FOUND'
   | 'MINIMESH_PROXY_INVALID_POLICY'
-  | 'MINIMESH_PROXY_REQUEST_TIMEOUT';
+  | 'MINIMESH_PROXY_REQUEST_TIMEOUT'
+  // A request the proxy refuses to forward because it is malformed in a way the HTTP parser let
+  // through (an HTTP/2 host header that disagrees with :authority).
+  | 'MINIMESH_PROXY_MALFORMED_REQUEST';
 
 export class ProxyError extends Error {
   constructor(

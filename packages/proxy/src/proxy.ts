@@ -148,6 +148,7 @@ export async function startProxy(
     shutdownEnabled: config.shutdownEndpointEnabled,
     onShutdown: () => (opts.onShutdownRequest ? opts.onShutdownRequest() : void shutdown()),
     env: opts.env ?? {},
+    headerReadTimeoutMs: config.headerReadTimeoutMs,
   });
   logger.info(
     {

@@ -4,13 +4,16 @@
 // - request smuggling: Content-Length with Transfer-Encoding, obs-fold, a bare CR in a value, an
 //   HTTP/2 pseudo-header in HTTP/1, two Content-Lengths → 400 and the connection closed;
 // - oversized headers → 431; many headers still forwarded whole (no silent truncation to the app);
-// - l5d-client-id sent by the client (plaintext into the inbound listener, or through a meshed peer)
-//   never reaches the app as the mesh's: plaintext → absent, meshed → the peer's real identity;
+// - l5d-client-id and x-minimesh-* sent by the client (plaintext HTTP/1 or h2c into the inbound
+//   listener, or through a meshed peer) never reach the app as the mesh's: plaintext → absent,
+//   meshed → only the peer's real identity;
+// - an HTTP/2 host header that disagrees with :authority → 400 (RFC 9113 §8.3.1), not forwarded;
 // - 2,000 idle connections on the outbound listener do not stop it serving.
+import { connect as h2connect } from 'node:http2';
 import { connect as netConnect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningProxy } from '../src/index.js';
-import { h1Echo, listen } from './support/apps.js';
+import { h1Echo, h2Echo, listen } from './support/apps.js';
 import { startFakeControlPlane, type FakeControlPlane } from './support/fake-control-plane.js';
 import { removeTempDirs, startHarnessProxy } from './support/harness.js';
 import { createTestPki } from './support/pki.js';
@@ -24,6 +27,10 @@ let a: RunningProxy;
 let b: RunningProxy;
 const seen: string[] = [];
 const closers: Array<{ close(): unknown }> = [];
+/** The app port B's inbound forwards to: the HTTP/1 echo, or the HTTP/2 one for the h2 cases. */
+let webPort: number;
+let h2Port: number;
+let appPort: number;
 
 beforeAll(async () => {
   const pki = await createTestPki();
@@ -31,12 +38,17 @@ beforeAll(async () => {
   const web = h1Echo('web');
   web.on('request', (req) => seen.push(`${req.method} ${req.url}`));
   closers.push(web);
-  const webPort = await listen(web);
+  webPort = await listen(web);
+  appPort = webPort;
+  const web2 = h2Echo('web-h2');
+  web2.on('stream', (_s, h) => seen.push(`${String(h[':method'])} ${String(h[':path'])}`));
+  closers.push(web2);
+  h2Port = await listen(web2);
   b = await startHarnessProxy({
     identity: B_ID,
     anchorPem: pki.anchorPem,
     controlAddr: cp.addr,
-    inbound: () => ({ ip: '127.0.0.1', port: webPort }),
+    inbound: () => ({ ip: '127.0.0.1', port: appPort }),
   });
   a = await startHarnessProxy({
     identity: A_ID,
@@ -115,25 +127,99 @@ describe('proxy: hostile HTTP/1', () => {
   });
 });
 
-describe('proxy: l5d-client-id from the client', () => {
+describe('proxy: l5d-client-id and x-minimesh-* from the client', () => {
   const get = (port: number, path: string) =>
     raw(
       port,
-      `GET ${path} HTTP/1.1\r\nHost: ${WEB}\r\nl5d-client-id: admin.kube-system.serviceaccount.identity.minimesh.cluster.local\r\nConnection: close\r\n\r\n`,
+      `GET ${path} HTTP/1.1\r\nHost: ${WEB}\r\nl5d-client-id: admin.kube-system.serviceaccount.identity.minimesh.cluster.local\r\n` +
+        `X-Minimesh-Proxy-Error: forged\r\nx-minimesh-client-id: admin\r\nx-minimesh-anything: 1\r\nx-app-own: kept\r\nConnection: close\r\n\r\n`,
     );
   const bodyOf = (r: string) =>
     JSON.parse(r.slice(r.indexOf('\r\n\r\n') + 4).replace(/^[0-9a-f]+\r\n|\r\n0\r\n\r\n$/g, ''));
+  const meshHeaders = (h: Record<string, string>) =>
+    Object.keys(h).filter((k) => k === 'l5d-client-id' || k.startsWith('x-minimesh-'));
 
-  it('plaintext into the inbound listener: the app gets no l5d-client-id', async () => {
+  it('plaintext (unmeshed client) into the inbound listener: the app gets none of them', async () => {
     const r = await get(b.ports.inbound, '/spoof-plain');
     expect(statusOf(r)).toBe(200);
-    expect(bodyOf(r).headers['l5d-client-id']).toBeUndefined();
+    const h = bodyOf(r).headers;
+    expect(meshHeaders(h)).toEqual([]);
+    expect(h['x-app-own']).toBe('kept');
   });
 
-  it("through a meshed peer: the app gets the peer's proven identity, not the claimed one", async () => {
+  it("through a meshed peer (HTTP/2 between proxies): only the peer's proven identity, no x-minimesh-*", async () => {
     const r = await get(a.ports.outbound, '/spoof-meshed');
     expect(statusOf(r)).toBe(200);
-    expect(bodyOf(r).headers['l5d-client-id']).toBe(A_ID);
+    const h = bodyOf(r).headers;
+    expect(meshHeaders(h)).toEqual(['l5d-client-id']);
+    expect(h['l5d-client-id']).toBe(A_ID);
+    expect(h['x-app-own']).toBe('kept');
+  });
+
+  it('HTTP/2 (h2c) straight into the inbound listener: the app gets none of them', async () => {
+    appPort = h2Port;
+    const r = await h2Get(b.ports.inbound, {
+      ':path': '/spoof-h2',
+      ':authority': WEB,
+      'l5d-client-id': A_ID,
+      'x-minimesh-proxy-error': 'forged',
+    }).finally(() => (appPort = webPort));
+    expect(r.status).toBe(200);
+    expect(meshHeaders(JSON.parse(r.body).headers)).toEqual([]);
+  });
+});
+
+/** One HTTP/2 request with prior knowledge (h2c) to a proxy listener; status and body. */
+async function h2Get(
+  port: number,
+  headers: Record<string, string>,
+): Promise<{ status: number; body: string; error?: string }> {
+  const session = h2connect(`http://127.0.0.1:${port}`);
+  session.on('error', () => undefined);
+  try {
+    return await new Promise((resolve, reject) => {
+      const req = session.request(headers, { endStream: true });
+      let status = 0;
+      let error: string | undefined;
+      let body = '';
+      req.on('response', (h) => {
+        status = Number(h[':status']);
+        error = h['x-minimesh-proxy-error'] as string | undefined;
+      });
+      req.setEncoding('utf8');
+      req.on('data', (d: string) => (body += d));
+      req.on('end', () => resolve({ status, body, error }));
+      req.on('error', reject);
+    });
+  } finally {
+    session.close();
+  }
+}
+
+describe('proxy: HTTP/2 host that disagrees with :authority', () => {
+  beforeAll(() => void (appPort = h2Port));
+  afterAll(() => void (appPort = webPort));
+  it.each([
+    ['outbound listener', () => a.ports.outbound],
+    ['inbound listener', () => b.ports.inbound],
+  ])('%s: refused with 400, nothing reaches the app', async (_name, port) => {
+    const r = await h2Get(port(), { ':path': '/host-mismatch', ':authority': WEB, host: 'admin.internal' });
+    expect(r.status).toBe(400);
+    expect(r.error).toMatch(/^MINIMESH_PROXY_MALFORMED_REQUEST: HTTP\/2 request: host "admin.internal" differs/);
+    expect(seen).not.toContain('GET /host-mismatch');
+  });
+
+  // Straight into B's inbound (a fresh connection): the original destination is per connection, and
+  // A's pooled session to B was accepted while B forwarded to the HTTP/1 app.
+  it('a host equal to :authority (any case, default port) is forwarded', async () => {
+    const r = await h2Get(b.ports.inbound, {
+      ':path': '/host-agrees',
+      ':authority': WEB,
+      host: `${WEB.toUpperCase()}:80`,
+    });
+    expect(r.error).toBeUndefined();
+    expect(r.status).toBe(200);
+    expect(seen).toContain('GET /host-agrees');
   });
 });
 

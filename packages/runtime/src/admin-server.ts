@@ -16,7 +16,19 @@ export interface AdminServerOptions {
   ready?: () => boolean | string;
   /** Extra routes by path, e.g. { '/shutdown': handler }. */
   routes?: Record<string, AdminRoute>;
+  /**
+   * A client that has not sent a whole request head in this time gets 408 and is closed (the slowloris
+   * bound; also an idle connection that never sends a request). Default 10 s: probes and scrapes send
+   * their few headers at once.
+   */
+  headersTimeoutMs?: number;
+  /** A whole request (head and body) must arrive in this time, or 408. Default 30 s; never below headersTimeoutMs. */
+  requestTimeoutMs?: number;
 }
+
+/** The admin server's defaults: short, since its clients (kubelet probes, Prometheus) send small requests at once. */
+export const ADMIN_HEADERS_TIMEOUT_MS = 10_000;
+export const ADMIN_REQUEST_TIMEOUT_MS = 30_000;
 
 export interface AdminServer {
   server: Server;
@@ -35,14 +47,25 @@ export function createRegistry(): Registry {
 export async function startAdminServer(opts: AdminServerOptions): Promise<AdminServer> {
   const registry = opts.registry ?? createRegistry();
   const log = opts.logger.child({ component: 'admin' });
-  const server = createServer((req, res) => {
-    const path = (req.url ?? '/').split('?')[0] ?? '/';
-    void handle(path, req, res).catch((err: unknown) => {
-      log.warn({ err, path }, 'admin request failed');
-      if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain' });
-      res.end('internal error\n');
-    });
-  });
+  const headersTimeout = opts.headersTimeoutMs ?? ADMIN_HEADERS_TIMEOUT_MS;
+  const requestTimeout = Math.max(opts.requestTimeoutMs ?? ADMIN_REQUEST_TIMEOUT_MS, headersTimeout);
+  const server = createServer(
+    {
+      headersTimeout,
+      requestTimeout,
+      // Node checks both deadlines on this interval (default 30 s, which would let a 10 s bound run to 40 s).
+      connectionsCheckingInterval: Math.max(25, Math.min(1000, Math.floor(headersTimeout / 4))),
+      keepAliveTimeout: 5_000,
+    },
+    (req, res) => {
+      const path = (req.url ?? '/').split('?')[0] ?? '/';
+      void handle(path, req, res).catch((err: unknown) => {
+        log.warn({ err, path }, 'admin request failed');
+        if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain' });
+        res.end('internal error\n');
+      });
+    },
+  );
   async function handle(path: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
     if (path === '/live' || path === '/ping') {
       res.writeHead(200, { 'content-type': 'text/plain' }).end('live\n');

@@ -81,6 +81,31 @@ describe('admin server', () => {
     expect(await (await get('/metrics')).text()).toContain('process_cpu_user_seconds_total');
     await admin.close();
   });
+
+  it('answers 408 and closes a client whose request head is not complete within headersTimeoutMs', async () => {
+    const admin = await startAdminServer({
+      addr: '127.0.0.1:0',
+      logger: createLogger({ name: 't', level: 'silent' }),
+      headersTimeoutMs: 300,
+    });
+    const { connect } = await import('node:net');
+    const t0 = Date.now();
+    const answer = await new Promise<string>((resolve) => {
+      let out = '';
+      const s = connect(admin.port, '127.0.0.1', () => s.write('GET /metrics HTTP/1.1\r\nHost: x\r\n'));
+      const drip = setInterval(() => s.writable && s.write('X'), 50);
+      s.on('data', (d: Buffer) => (out += d.toString()));
+      s.on('close', () => {
+        clearInterval(drip);
+        resolve(out);
+      });
+      s.on('error', () => undefined);
+    });
+    expect(answer).toMatch(/^HTTP\/1\.1 408/);
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(300);
+    expect(Date.now() - t0).toBeLessThan(5000);
+    await admin.close();
+  });
 });
 
 describe('runMain', () => {

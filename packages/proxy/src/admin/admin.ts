@@ -27,7 +27,12 @@ export interface AdminOptions {
   onShutdown: () => void;
   /** Environment shown at /env.json (secrets are not in it: the token is a file path). */
   env: Record<string, string | undefined>;
+  /** The proxy's HTTP/1 header read timeout; the admin server uses it when shorter than its own 10 s. */
+  headerReadTimeoutMs?: number;
 }
+
+/** The admin server's own header read bound (runtime's default): probes and scrapes send their heads at once. */
+const ADMIN_HEADERS_TIMEOUT_MS = 10_000;
 
 function isLocal(req: IncomingMessage): boolean {
   const a = req.socket.remoteAddress ?? '';
@@ -40,6 +45,7 @@ export function startProxyAdmin(opts: AdminOptions): Promise<AdminServer> {
     logger: opts.logger,
     registry: opts.registry,
     ready: () => opts.latch.state(),
+    headersTimeoutMs: Math.min(opts.headerReadTimeoutMs ?? ADMIN_HEADERS_TIMEOUT_MS, ADMIN_HEADERS_TIMEOUT_MS),
     routes: {
       '/shutdown': (req: IncomingMessage, res: ServerResponse) => {
         if (!opts.shutdownEnabled) return void res.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');

@@ -8,6 +8,16 @@ export const ORIG_PROTO_HEADER = 'l5d-orig-proto';
 export const ORIG_PROTO_HTTP11 = 'HTTP/1.1';
 /** The client's mesh identity, added by the inbound proxy after mTLS (Linkerd's l5d-client-id). */
 export const CLIENT_ID_HEADER = 'l5d-client-id';
+/** The prefix of the headers minimesh itself sets (x-minimesh-proxy-error, ...). */
+export const MESH_HEADER_PREFIX = 'x-minimesh-';
+
+/**
+ * A request header only the mesh may set: l5d-client-id and x-minimesh-*. The inbound proxy drops a
+ * client's own before the app sees the request (names are lower case, as Node gives them).
+ */
+export function isMeshRequestHeader(name: string): boolean {
+  return name === CLIENT_ID_HEADER || name.startsWith(MESH_HEADER_PREFIX);
+}
 
 const HOP_BY_HOP = new Set([
   'connection',
@@ -119,13 +129,17 @@ export function cleanTrailers(trailers: H2Headers | IncomingHttpHeaders): Outgoi
 
 /**
  * The head of an HTTP/1 request as it arrived (raw names, order and bytes), to replay an Upgrade
- * (WebSocket) upstream before relaying raw bytes; `omit` drops a header (lowercase name), `extra` adds.
+ * (WebSocket) upstream before relaying raw bytes; `omit` drops the headers it matches, `extra` adds.
  */
-export function requestHead(req: IncomingMessage, omit?: string, extra?: Record<string, string>): Buffer {
+export function requestHead(
+  req: IncomingMessage,
+  omit?: (lowerCaseName: string) => boolean,
+  extra?: Record<string, string>,
+): Buffer {
   let head = `${req.method} ${req.url} HTTP/${req.httpVersion}\r\n`;
   const raw = req.rawHeaders;
   for (let i = 0; i < raw.length; i += 2) {
-    if (omit !== undefined && (raw[i] ?? '').toLowerCase() === omit) continue;
+    if (omit !== undefined && omit((raw[i] ?? '').toLowerCase())) continue;
     head += `${raw[i]}: ${raw[i + 1]}\r\n`;
   }
   if (extra) for (const k in extra) head += `${k}: ${extra[k]}\r\n`;

@@ -1,6 +1,6 @@
 // Inbound forward: every request and connection goes to the app on 127.0.0.1:<original port>; the
-// client's mesh identity travels in l5d-client-id, which only this proxy may set.
-import { CLIENT_ID_HEADER } from '../http/headers.js';
+// client's mesh identity travels in l5d-client-id, which (like any x-minimesh-* header) only this proxy may set.
+import { CLIENT_ID_HEADER, isMeshRequestHeader } from '../http/headers.js';
 import type { HttpExchange } from '../http/exchange.js';
 import { plainEndpoint, type Endpoint, type InboundConn } from '../targets.js';
 
@@ -17,8 +17,13 @@ export function createAppEndpoints(): (conn: InboundConn) => Endpoint {
   };
 }
 
-/** Drops a client-id header the caller sent; returns the one to add (only after mTLS named the client). */
+/**
+ * Drops the mesh's own request headers (l5d-client-id, x-minimesh-*) that the caller sent, meshed or
+ * not; returns the client-id header to add (only after mTLS named the client). Linkerd strips
+ * l5d-client-id the same way before setting it from the verified certificate.
+ */
 export function clientIdHeaders(conn: InboundConn, ex: HttpExchange): Record<string, string> | undefined {
-  delete ex.headers[CLIENT_ID_HEADER];
+  const headers = ex.headers;
+  for (const name in headers) if (isMeshRequestHeader(name)) delete headers[name];
   return conn.clientId ? { [CLIENT_ID_HEADER]: conn.clientId } : undefined;
 }

@@ -14,7 +14,7 @@ import { drainConnections } from '../drain.js';
 import { toConnectError, type ProxyError } from '../errors.js';
 import type { ExchangeSink, HttpExchange } from '../http/exchange.js';
 import { HttpHandoff } from '../http/handoff.js';
-import { CLIENT_ID_HEADER, requestHead } from '../http/headers.js';
+import { CLIENT_ID_HEADER, isMeshRequestHeader, requestHead } from '../http/headers.js';
 import { LabelCache } from '../metrics/label-cache.js';
 import { toLabels, trackSocket, type Labels, type ProxyMetrics } from '../metrics/metrics.js';
 import { resetSocket, respondUpgrade } from '../respond.js';
@@ -62,7 +62,7 @@ export function createInboundStack(opts: InboundStackOptions): InboundStack {
   const appEndpoint = createAppEndpoints();
   const labelCache = new LabelCache();
   const sockets = new Set<Socket>();
-  const http = new HttpHandoff<InboundConn>(sink, { onRequest, onUpgrade });
+  const http = new HttpHandoff<InboundConn>(sink, { onRequest, onUpgrade }, config.headerReadTimeoutMs);
   const tls = createTlsTerminator({
     creds,
     metrics,
@@ -118,7 +118,7 @@ export function createInboundStack(opts: InboundStackOptions): InboundStack {
     const ep = appEndpoint(conn);
     const extra = conn.clientId ? { [CLIENT_ID_HEADER]: conn.clientId } : undefined;
     metrics.request(labelsFor(conn, req.headers.host));
-    const first = requestHead(req, CLIENT_ID_HEADER, extra);
+    const first = requestHead(req, isMeshRequestHeader, extra);
     relay(socket, connector.stream(ep), {
       first: head.length > 0 ? Buffer.concat([first, head]) : first,
       onConnectError: (err) => respondUpgrade(socket, toConnectError(ep.key, err)),
