@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { selectDriver } from '../drivers/index.js';
 import { certArgs, renderObjects, type K8sObject } from '../src/chart.js';
 import { createTestCerts } from '../src/certs.js';
+import { parseCanIList } from '../src/rbac.js';
 
 const driver = selectDriver();
 const suffix = randomBytes(3).toString('hex');
@@ -23,13 +24,6 @@ let objects: K8sObject[] = [];
 let tmp = '';
 
 const RBAC_KINDS = new Set(['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding']);
-// What every authenticated user may do (system:basic-user, system:discovery): not the chart's doing.
-const BASELINE = new Set([
-  'selfsubjectaccessreviews.authorization.k8s.io',
-  'selfsubjectrulesreviews.authorization.k8s.io',
-  'selfsubjectreviews.authentication.k8s.io',
-]);
-
 const rw = (resource: string, verbs: string[]) => verbs.map((v) => `${resource} ${v}`);
 const READ = ['get', 'list', 'watch'];
 const LEASE = 'leases.coordination.k8s.io';
@@ -57,24 +51,6 @@ const NEEDS: Record<string, { everywhere: string[]; ownNamespace: string[] }> = 
     ownNamespace: [...rw(LEASE, ['create']), ...rw(`${LEASE}[minimesh-destination-endpoint-write]`, ['get', 'update'])],
   },
 };
-
-/** `kubectl auth can-i --list` table → "resource[names] verb" lines (non-resource URLs and the baseline left out). */
-export function parseCanIList(text: string): string[] {
-  const out = new Set<string>();
-  for (const line of text.split('\n').slice(1)) {
-    const cols = line.trim().split(/\s{2,}/);
-    if (cols.length < 4) continue;
-    const [resource, urls, names, verbs] = cols as [string, string, string, string];
-    if (urls !== '[]' || BASELINE.has(resource)) continue;
-    const nameList = names.replace(/^\[|\]$/g, '').trim();
-    for (const verb of verbs
-      .replace(/^\[|\]$/g, '')
-      .split(/\s+/)
-      .filter(Boolean))
-      out.add(`${resource}${nameList ? `[${nameList.split(/\s+/).join(',')}]` : ''} ${verb}`);
-  }
-  return [...out].sort();
-}
 
 async function canI(sa: string, namespace: string): Promise<string[]> {
   const r = await driver.kubectl([
@@ -115,27 +91,6 @@ afterAll(async () => {
 });
 
 describe('least privilege on the API server', () => {
-  it('parses the can-i table', () => {
-    expect(
-      parseCanIList(
-        [
-          'Resources                                       Non-Resource URLs   Resource Names                          Verbs',
-          'leases.coordination.k8s.io                      []                  [minimesh-destination-endpoint-write]   [get update patch]',
-          'selfsubjectreviews.authentication.k8s.io        []                  []                                      [create]',
-          '                                                [/api/*]            []                                      [get]',
-          'pods                                            []                  []                                      [get list watch]',
-        ].join('\n'),
-      ),
-    ).toEqual([
-      'leases.coordination.k8s.io[minimesh-destination-endpoint-write] get',
-      'leases.coordination.k8s.io[minimesh-destination-endpoint-write] patch',
-      'leases.coordination.k8s.io[minimesh-destination-endpoint-write] update',
-      'pods get',
-      'pods list',
-      'pods watch',
-    ]);
-  });
-
   it.each(Object.keys(NEEDS))('%s can do exactly what it uses, here and in another namespace', async (sa) => {
     const need = NEEDS[sa] as (typeof NEEDS)[string];
     const own = await canI(sa, ns);
