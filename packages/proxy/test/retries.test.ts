@@ -24,6 +24,8 @@ const id = (sa: string) => `${sa}.${NS}.serviceaccount.identity.minimesh.cluster
 const FLAKY = 'flaky.shop.svc.cluster.local:80';
 const MESHED = 'flaky-meshed.shop.svc.cluster.local:80';
 const H2 = 'flaky-h2.shop.svc.cluster.local:80';
+/** A Service whose only endpoint goes away while its first answer is on the way (retry overflow). */
+const DRAIN = 'drain.shop.svc.cluster.local:80';
 
 let pki: TestPki;
 let cp: FakeControlPlane;
@@ -42,6 +44,7 @@ const bodies = new Map<string, string[]>();
  * /fail/<n>/<key>        503 for the first n attempts, then 200 "ok after <k>"
  * /status/<code>/<key>   always <code>
  * /slow-first/<key>      the first attempt answers after 3 s, later ones at once
+ * /drain/x/<key>        takes the drain Service's endpoints away, waits 300 ms, answers 503
  * /once/...             the same (the path of a route without retries)
  * Every attempt reads the whole body first and records its hash.
  */
@@ -65,6 +68,11 @@ function flakyBackend() {
       };
       if (kind === 'fail') return answer(n <= Number(arg) ? 503 : 200, `attempt ${n}`);
       if (kind === 'status') return answer(Number(arg), `attempt ${n}`);
+      if (kind === 'drain') {
+        cp.destination.set(DRAIN, []);
+        setTimeout(() => answer(503, `attempt ${n}`), 300);
+        return;
+      }
       if (kind === 'slow-first') {
         const t = setTimeout(() => answer(200, `attempt ${n}`), n === 1 ? 3000 : 0);
         res.on('close', () => clearTimeout(t));
@@ -215,12 +223,14 @@ beforeAll(async () => {
   cp.destination.set(FLAKY, [{ ip: '127.0.0.1', port: backendPort }]);
   cp.destination.set(MESHED, [{ ip: '127.0.0.1', port: api.ports.inbound, identity: id('api') }]);
   cp.destination.set(H2, [{ ip: '127.0.0.3', port: api.ports.inbound, identity: id('api') }]);
+  cp.destination.set(DRAIN, [{ ip: '127.0.0.1', port: backendPort }]);
 
   index = new PolicyIndex(TEST_CLUSTER);
   index.apply('Service', service('flaky', '10.96.8.1'));
   index.apply('Service', service('flaky-meshed', '10.96.8.2'));
   index.apply('Service', service('flaky-h2', '10.96.8.3'));
-  for (const svc of ['flaky', 'flaky-meshed', 'flaky-h2']) {
+  index.apply('Service', service('drain', '10.96.8.4'));
+  for (const svc of ['flaky', 'flaky-meshed', 'flaky-h2', 'drain']) {
     index.apply('HTTPRoute', route(`${svc}-retries`, svc, '/', RETRY_ANNOTATIONS));
     // A route without retry annotations: its requests go once.
     index.apply('HTTPRoute', route(`${svc}-once`, svc, '/once', {}));
@@ -250,6 +260,7 @@ beforeAll(async () => {
     [FLAKY, send],
     [MESHED, send],
     [H2, sendH2],
+    [DRAIN, send],
   ] as const) {
     const end = Date.now() + 10_000;
     for (;;) {
@@ -363,5 +374,18 @@ describe('route retries of an HTTP/2 caller', () => {
     expect(r.status).toBe(200);
     expect(r.body).toBe('attempt 3');
     expect(attempts.get(k)).toBe(3);
+  });
+});
+
+describe('retry overflow', () => {
+  it('with no endpoint left to take the retry, the held 503 goes back and retry_overflow counts it', async () => {
+    const overflow = await counter('outbound_http_route_retry_overflow_total', 'drain-retries');
+    const k = key('drain');
+    const r = await send(DRAIN, `/drain/x/${k}`);
+    cp.destination.set(DRAIN, [{ ip: '127.0.0.1', port: backendPort }]);
+    expect(r.status).toBe(503);
+    expect(r.body).toBe('attempt 1');
+    expect(attempts.get(k)).toBe(1);
+    expect(await counter('outbound_http_route_retry_overflow_total', 'drain-retries')).toBe(overflow + 1);
   });
 });
