@@ -11,10 +11,11 @@
 //   tap-enabled   the tap server configured (MINIMESH_PROXY_TAP_SVC_NAME), nobody observing;
 //   tap-observed  the same, with a live reader (tap-reader.mjs, the tap service's mTLS identity) on both proxies;
 //   route-timeout an HTTPRoute on the Service whose rules carry request timeouts (the outbound route layer);
+//   route-retry   the same HTTPRoute with a retry policy (retry.minimesh.io/*), when this proxy has retries;
 //   no-outbound-policy the outbound proxy without a policy controller (no OutboundPolicy at all).
 //
 //   npm run bench -w @minimesh/proxy [-- --linkerd2-proxy <binary>] [--runs 3] [--seconds 10] [--out <file>]
-//     [--variants tap-enabled,tap-observed,route-timeout,no-outbound-policy | none]
+//     [--variants tap-enabled,tap-observed,route-timeout,route-retry,no-outbound-policy | none]
 //
 // The peer comes from --linkerd2-proxy, MINIMESH_BENCH_LINKERD2_PROXY, or /opt/minimesh-peers/linkerd2-proxy;
 // without it its columns say "not measured". Raw per-run numbers go to a JSON file (default
@@ -40,6 +41,16 @@ import {
   type Sat,
   type Variant,
 } from './table.js';
+
+/** A variant's check failed (its route is not in force): the pair is not measured in that run. */
+class CheckFailed extends Error {
+  constructor(
+    message: string,
+    readonly context: string,
+  ) {
+    super(message);
+  }
+}
 
 const here = join(ROOT, 'bench/proxy');
 const { values: args } = parseArgs({
@@ -89,6 +100,14 @@ const APP_PORT = 8080;
 const LAG_RESOLUTION_MS = 10;
 const MINIMESH_MAIN = join(ROOT, 'packages/proxy/dist/main.js');
 const ADDON = join(ROOT, 'packages/proxy/native/build/Release/original_dst.node');
+/** The route-retry variant's retry policy (Linkerd's retry.linkerd.io/* annotations, minimesh's group). */
+const RETRY_ANNOTATIONS = {
+  'retry.minimesh.io/http': '5xx',
+  'retry.minimesh.io/limit': '2',
+  'retry.minimesh.io/timeout': '2s',
+};
+/** The proxy's retry layer: present once route retries are in this checkout. */
+const RETRY_LAYER = join(ROOT, 'packages/proxy/dist/policy/outbound-retry.js');
 
 const peerArg = args['linkerd2-proxy'];
 const peer = findLinkerd2Proxy(peerArg, 'MINIMESH_BENCH_LINKERD2_PROXY');
@@ -146,20 +165,26 @@ if (peer && policy.argv) pairs.push({ kind: 'linkerd2' });
 /** Variants that cannot run here, and why (the table says so). */
 const notMeasured: Partial<Record<Variant, string>> = {};
 for (const v of variants as Variant[]) {
-  const needsPolicy = v === 'route-timeout' || v === 'no-outbound-policy';
+  const needsPolicy = v !== 'tap-enabled' && v !== 'tap-observed';
   if (needsPolicy && !policy.argv) {
     notMeasured[v] = `not measured: ${policy.reason}`;
+    continue;
+  }
+  if (v === 'route-retry' && !existsSync(RETRY_LAYER)) {
+    notMeasured[v] =
+      `not measured: this checkout's minimesh-proxy applies no route retries (${RETRY_LAYER} is missing)`;
     continue;
   }
   const tapEnv = { MINIMESH_PROXY_TAP_SVC_NAME: tapSvcName() };
   if (v === 'tap-enabled') pairs.push({ kind: v, main: MINIMESH_MAIN, env: tapEnv });
   if (v === 'tap-observed') pairs.push({ kind: v, main: MINIMESH_MAIN, env: tapEnv, observe: true });
-  if (v === 'route-timeout') pairs.push({ kind: v, main: MINIMESH_MAIN });
+  if (v === 'route-timeout' || v === 'route-retry') pairs.push({ kind: v, main: MINIMESH_MAIN });
   if (v === 'no-outbound-policy') pairs.push({ kind: v, main: MINIMESH_MAIN, noOutboundPolicy: true });
 }
 /** The policy controller runs when the peer or a route variant needs it; then every minimesh proxy uses it. */
 const runPolicy =
-  policy.argv !== undefined && pairs.some((p) => ['linkerd2', 'route-timeout', 'no-outbound-policy'].includes(p.kind));
+  policy.argv !== undefined &&
+  pairs.some((p) => ['linkerd2', 'route-timeout', 'route-retry', 'no-outbound-policy'].includes(p.kind));
 /** The HTTPRoute of the route-timeout variant: /delay/* cut at 100 ms (the check), the rest given 10 s (the cost). */
 const ROUTE_CHECK_TIMEOUT_MS = 100;
 
@@ -180,6 +205,7 @@ try {
   if (pairs.some((p) => p.observe)) await mesh.addPod('tap-reader', 'minimesh-tap', { meshed: false });
   await mesh.startControlPlane({ policy: runPolicy ? policy.argv : undefined });
   if (pairs.some((p) => p.kind === 'route-timeout')) await routeWithTimeouts('bench-route-timeout');
+  if (pairs.some((p) => p.kind === 'route-retry')) await routeWithTimeouts('bench-route-retry', RETRY_ANNOTATIONS);
   const tapCert = pairs.some((p) => p.observe) ? await writeTapCert() : undefined;
   for (const name of ['direct-s', ...pairs.map((p) => `${p.kind}-s`)]) {
     const app = mesh.start(`app-${name}`, [process.execPath, join(here, 'server.mjs'), '0.0.0.0', String(APP_PORT)], {
@@ -221,7 +247,16 @@ try {
           open: await loadgen('direct-c', ['open', ip, APP_PORT, `${ip}:${APP_PORT}`, RATE, SECONDS, CONNS]),
           sat: await loadgen<Sat>('direct-c', ['closed', ip, APP_PORT, `${ip}:${APP_PORT}`, SAT_SECONDS, SAT_CONNS]),
         };
-      } else run.pairs[step.kind] = await measurePair(step, svcIp[step.kind]!, tapCert);
+      } else {
+        try {
+          run.pairs[step.kind] = await measurePair(step, svcIp[step.kind]!, tapCert);
+        } catch (err) {
+          // A variant whose check failed is left out of this run (and says why); the other pairs go on.
+          if (!(err instanceof CheckFailed)) throw err;
+          (run.failed ??= {})[step.kind] = err.message;
+          process.stderr.write(`run ${i + 1}/${RUNS} ${step.kind}: ${err.message}\n${err.context}\n`);
+        }
+      }
       process.stderr.write(`run ${i + 1}/${RUNS} ${step === 'direct' ? 'direct' : step.kind} done\n`);
     }
     file.runs.push(run);
@@ -261,16 +296,20 @@ async function measurePair(pair: Pair, clusterIp: string, tapCert?: TapCert): Pr
     }
     // Warm-up (first connections, discovery, the multiplexed mTLS session), outside the measured windows.
     await loadgen(cName, ['open', clusterIp, 80, host, 200, 1, CONNS]);
-    const route = pair.kind === 'route-timeout' ? await checkRoute(cName, clusterIp, host) : undefined;
+    const route =
+      pair.kind === 'route-timeout' || pair.kind === 'route-retry'
+        ? await checkRoute(cName, clusterIp, host, pair.kind === 'route-retry')
+        : undefined;
     // Scraping resets the event-loop delay histograms; GC is counted from here.
     const before = minimesh ? { client: scrape(cName), server: scrape(sName) } : undefined;
     const cpu0 = { client: procStat(client.pid).cpu, server: procStat(server.pid).cpu };
     const readerCpu0 = reader ? procStat(reader.pid).cpu : 0;
-    const t0 = performance.now();
     const open = await loadgen(cName, ['open', clusterIp, 80, host, RATE, SECONDS, CONNS]);
-    const secs = (performance.now() - t0) / 1000;
     const cpu1 = { client: procStat(client.pid).cpu, server: procStat(server.pid).cpu };
-    const readerCpuPer1k = reader ? (procStat(reader.pid).cpu - readerCpu0) / secs / (RATE / 1000) : undefined;
+    // CPU seconds per 1,000 requests sent (= cores per 1,000 rps): right also when the pair fell behind the
+    // schedule and the phase took longer than SECONDS (then fewer than RATE requests a second went through).
+    const per1k = (cpu: number) => cpu / (open.sent / 1000);
+    const readerCpuPer1k = reader ? per1k(procStat(reader.pid).cpu - readerCpu0) : undefined;
     const loaded = { client: memMb(client.pid), server: memMb(server.pid) };
     const runtime = before
       ? { client: during(before.client, scrape(cName)), server: during(before.server, scrape(sName)) }
@@ -301,8 +340,8 @@ async function measurePair(pair: Pair, clusterIp: string, tapCert?: TapCert): Pr
       loaded,
       open,
       cpuPer1k: {
-        client: (cpu1.client - cpu0.client) / secs / (RATE / 1000),
-        server: (cpu1.server - cpu0.server) / secs / (RATE / 1000),
+        client: per1k(cpu1.client - cpu0.client),
+        server: per1k(cpu1.server - cpu0.server),
       },
       sat,
       satCpu: {
@@ -367,11 +406,11 @@ async function writeTapCert(): Promise<TapCert> {
 }
 
 /** An HTTPRoute (policy.minimesh.io, Linkerd's shape) on the Service's port whose rules carry request timeouts. */
-async function routeWithTimeouts(service: string): Promise<void> {
+async function routeWithTimeouts(service: string, annotations: Record<string, string> = {}): Promise<void> {
   await adminClient().request('POST', `/apis/policy.minimesh.io/v1beta3/namespaces/${mesh.kns}/httproutes`, {
     apiVersion: 'policy.minimesh.io/v1beta3',
     kind: 'HTTPRoute',
-    metadata: { name: service },
+    metadata: { name: service, annotations },
     spec: {
       parentRefs: [{ group: 'core', kind: 'Service', name: service, port: 80 }],
       rules: [
@@ -387,17 +426,42 @@ async function routeWithTimeouts(service: string): Promise<void> {
 
 /**
  * The route is in force in the outbound proxy (its policy has arrived): GET /delay/1000 is cut by the
- * /delay rule's timeout (504 well before the app answers). Bounded: 20 tries, 250 ms apart.
+ * /delay rule's timeout (504 well before the app answers); with `retry`, GET /flaky/<new key> (503 from
+ * the app the first time) answers 200. Bounded: 20 tries, 250 ms apart.
  */
-async function checkRoute(pod: string, clusterIp: string, host: string): Promise<{ status: number; ms: number }> {
-  let last: { status: number; ms: number } | undefined;
+async function checkRoute(
+  pod: string,
+  clusterIp: string,
+  host: string,
+  retry: boolean,
+): Promise<{ status: number; ms: number; retried?: number }> {
+  type Probe = { status: number; ms: number };
+  let last: Probe | undefined;
+  let flaky: Probe | undefined;
   for (let i = 0; i < 20; i++) {
-    last = await loadgen<{ status: number; ms: number }>(pod, ['probe', clusterIp, 80, host, '/delay/1000']);
-    if (last.status === 504 && last.ms < 900) return last;
+    last = await loadgen<Probe>(pod, ['probe', clusterIp, 80, host, '/delay/1000']);
+    if (last.status === 504 && last.ms < 900) {
+      if (!retry) return last;
+      flaky = await loadgen<Probe>(pod, ['probe', clusterIp, 80, host, `/flaky/${i}`]);
+      if (flaky.status === 200) return { ...last, retried: flaky.status };
+    }
     await new Promise((r) => setTimeout(r, 250));
   }
-  throw new Error(
-    `route-timeout: the HTTPRoute's ${ROUTE_CHECK_TIMEOUT_MS} ms timeout is not in force in the outbound proxy: GET /delay/1000 answered ${last?.status} after ${last?.ms.toFixed(0)} ms (expected 504 within ~${ROUTE_CHECK_TIMEOUT_MS} ms)\n${mesh.logOf(`proxy-${pod}`).slice(-1500)}`,
+  // What the operator needs to tell a slow controller from a dead one or a proxy that never asked.
+  const ctl = mesh.procs.get('policy');
+  const context = [
+    `policy controller: ${ctl && ctl.exitCode === null && ctl.signalCode === null ? 'running' : `exited (${ctl?.exitCode ?? ctl?.signalCode})`}`,
+    `policy controller log: ${mesh.logOf('policy').slice(-1500)}`,
+    `outbound proxy log: ${mesh.logOf(`proxy-${pod}`).slice(-1500)}`,
+  ].join('\n');
+  if (retry && last?.status === 504)
+    throw new CheckFailed(
+      `the HTTPRoute's retry policy was not in force in the outbound proxy after 20 tries: GET /flaky/<new key> (503 from the app once) answered ${flaky?.status} (expected 200 after a retry)`,
+      context,
+    );
+  throw new CheckFailed(
+    `the HTTPRoute's ${ROUTE_CHECK_TIMEOUT_MS} ms timeout was not in force in the outbound proxy after 20 tries: GET /delay/1000 answered ${last?.status} after ${last?.ms.toFixed(0)} ms (expected 504 within ~${ROUTE_CHECK_TIMEOUT_MS} ms)`,
+    context,
   );
 }
 

@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 /** Variants of the minimesh pair, measured in the same run and reported as ratios against it. */
-export const VARIANTS = ['tap-enabled', 'tap-observed', 'route-timeout', 'no-outbound-policy'] as const;
+export const VARIANTS = ['tap-enabled', 'tap-observed', 'route-timeout', 'route-retry', 'no-outbound-policy'] as const;
 export type Variant = (typeof VARIANTS)[number];
 export type PairKind = 'minimesh' | 'minimesh-ab' | 'linkerd2' | Variant;
 
@@ -44,7 +44,7 @@ export interface PairRun {
   idle: { client: Mem; server: Mem };
   loaded: { client: Mem; server: Mem };
   open: Phase;
-  /** Cores per 1,000 rps during the open-loop phase; client = the outbound proxy, server = the inbound one. */
+  /** CPU seconds per 1,000 requests of the open-loop phase (= cores per 1,000 rps); client = the outbound proxy, server = the inbound one. */
   cpuPer1k: { client: number; server: number };
   sat: Sat;
   satCpu: { client: number; server: number };
@@ -52,14 +52,19 @@ export interface PairRun {
   runtime?: { client: Runtime; server: Runtime } | undefined;
   /** tap-observed: events the live reader read from both proxies, requests they forwarded meanwhile, its own CPU. */
   tap?: { events: number; requests: number; readerCpuPer1k: number };
-  /** route-timeout: the check that the route is in force (GET /delay/1000 cut by the route's timeout). */
-  route?: { status: number; ms: number };
+  /**
+   * route-*: the check that the route is in force (GET /delay/1000 cut by the route's timeout); route-retry
+   * also the status of GET /flaky/<new key> (the app answers 503 once, so 200 means the proxy retried).
+   */
+  route?: { status: number; ms: number; retried?: number };
 }
 export interface Run {
   index: number;
   loadavg: number[];
   direct: { open: Phase; sat: Sat };
   pairs: Partial<Record<PairKind, PairRun>>;
+  /** Variants left out of this run because their check failed, and why. */
+  failed?: Partial<Record<PairKind, string>>;
 }
 export interface BenchFile {
   date: string;
@@ -320,6 +325,7 @@ const VARIANT_NOTES: Record<Variant, string> = {
   'tap-enabled': 'tap server configured (MINIMESH_PROXY_TAP_SVC_NAME), nobody observing',
   'tap-observed': 'tap server configured, a live reader observing every request on both proxies',
   'route-timeout': 'an HTTPRoute on the Service whose rules carry request timeouts',
+  'route-retry': 'the same HTTPRoute with a retry policy (retry.minimesh.io/http 5xx, limit 2, timeout 2s)',
   'no-outbound-policy': 'the outbound proxy without a policy controller (no OutboundPolicy)',
 };
 
@@ -350,6 +356,7 @@ export function renderVariants(file: BenchFile): string {
   for (const k of VARIANTS) {
     if (kinds.includes(k)) out += `- ${k}: ${VARIANT_NOTES[k]}\n`;
     else if (v.notMeasured[k]) out += `- ${k}: ${v.notMeasured[k]}\n`;
+    for (const r of file.runs) if (r.failed?.[k]) out += `- ${k}: not measured in run ${r.index + 1}: ${r.failed[k]}\n`;
   }
   if (kinds.length === 0) return out;
   const header = ['measure', 'minimesh', ...kinds.flatMap((k) => [k, `${k} / minimesh`])];
@@ -374,13 +381,17 @@ export function renderVariants(file: BenchFile): string {
       stat(tapRuns.map((t) => t.readerCpuPer1k)),
       3,
     )} core per 1k rps itself (not in the proxies' figures).\n`;
-  const routeRuns = file.runs.flatMap((r) => (r.pairs['route-timeout']?.route ? [r.pairs['route-timeout'].route] : []));
-  if (routeRuns.length > 0)
-    out += `route-timeout: the route was in force in every run (GET /delay/1000 answered ${[
+  for (const k of ['route-timeout', 'route-retry'] as const) {
+    const routeRuns = file.runs.flatMap((r) => (r.pairs[k]?.route ? [r.pairs[k].route] : []));
+    if (routeRuns.length === 0) continue;
+    const retried = routeRuns.flatMap((x) => (x.retried !== undefined ? [x.retried] : []));
+    out += `${k}: the route was in force in every run (GET /delay/1000 answered ${[
       ...new Set(routeRuns.map((x) => x.status)),
-    ].join('/')} after ${fmt(
-      stat(routeRuns.map((x) => x.ms)),
-      0,
-    )} ms, cut by the route's 100 ms timeout); the measured path /bench matched the rule with a 10 s timeout.\n`;
+    ].join('/')} after ${fmt(stat(routeRuns.map((x) => x.ms)), 0)} ms, cut by the route's 100 ms timeout${
+      retried.length
+        ? `; GET /flaky/<new key>, 503 from the app once, answered ${[...new Set(retried)].join('/')}: retried`
+        : ''
+    }); the measured path /bench matched the rule with a 10 s timeout.\n`;
+  }
   return out;
 }
