@@ -220,8 +220,11 @@ ensure_base() {
   local rootfs="$dir/debian-bookworm-minbase.tar"
   if [ ! -f "$rootfs" ] || [ "$(cat "$rootfs.key" 2>/dev/null)" != "$key" ]; then
     log "making the Debian bookworm root file system (mmdebstrap, ${DEBIAN_MIRROR})"
+    # A directory left by a run before --format=tar (mmdebstrap's "auto" format makes a directory of a
+    # target not ending in .tar, such as the .tmp name below) is not a tarball: start again.
+    rm -rf "$rootfs" "$rootfs.tmp"
     # As the debian:bookworm-slim image: no manual pages, documentation or translations.
-    nice -n 10 mmdebstrap --quiet --variant=minbase \
+    nice -n 10 mmdebstrap --quiet --variant=minbase --format=tar \
       --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/doc/*' \
       --dpkgopt='path-include=/usr/share/doc/*/copyright' --dpkgopt='path-exclude=/usr/share/locale/*' \
       --dpkgopt='path-exclude=/usr/share/info/*' \

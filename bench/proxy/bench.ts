@@ -6,8 +6,16 @@
 // HTTP/1.1 keep-alive, small bodies: 1,000 rps open loop over 100 connections (latency from each
 // request's scheduled start), then a saturated closed loop over 32 connections. linkerd2-proxy runs with
 // LINKERD2_PROXY_CORES=1 (one thread: the fair match for one Node event loop).
+// Variants of the minimesh pair in the same run (--variants, default all; each its own pods and Service),
+// reported as ratios against the minimesh pair (tap off; policy controller on, no HTTPRoute):
+//   tap-enabled   the tap server configured (MINIMESH_PROXY_TAP_SVC_NAME), nobody observing;
+//   tap-observed  the same, with a live reader (tap-reader.mjs, the tap service's mTLS identity) on both proxies;
+//   route-timeout an HTTPRoute on the Service whose rules carry request timeouts (the outbound route layer);
+//   route-retry   the same HTTPRoute with a retry policy (retry.minimesh.io/*), when this proxy has retries;
+//   no-outbound-policy the outbound proxy without a policy controller (no OutboundPolicy at all).
 //
 //   npm run bench -w @minimesh/proxy [-- --linkerd2-proxy <binary>] [--runs 3] [--seconds 10] [--out <file>]
+//     [--variants tap-enabled,tap-observed,route-timeout,route-retry,no-outbound-policy | none]
 //
 // The peer comes from --linkerd2-proxy, MINIMESH_BENCH_LINKERD2_PROXY, or /opt/minimesh-peers/linkerd2-proxy;
 // without it its columns say "not measured". Raw per-run numbers go to a JSON file (default
@@ -18,9 +26,32 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { adminClient } from '@minimesh/local-cluster';
+import { policyCrds } from '@minimesh/policy';
 import { NetnsMesh, PROXY_UID, ROOT, findLinkerd2Proxy } from '../../packages/proxy/test/support/netns-mesh.js';
 import { policyServer } from '../../packages/proxy/test/support/policy-server.js';
-import { renderTable, type BenchFile, type PairKind, type PairRun, type Phase, type Run, type Sat } from './table.js';
+import {
+  VARIANTS,
+  renderTable,
+  renderVariants,
+  type BenchFile,
+  type PairKind,
+  type PairRun,
+  type Phase,
+  type Run,
+  type Sat,
+  type Variant,
+} from './table.js';
+
+/** A variant's check failed (its route is not in force): the pair is not measured in that run. */
+class CheckFailed extends Error {
+  constructor(
+    message: string,
+    readonly context: string,
+  ) {
+    super(message);
+  }
+}
 
 const here = join(ROOT, 'bench/proxy');
 const { values: args } = parseArgs({
@@ -35,6 +66,8 @@ const { values: args } = parseArgs({
     'skip-minimesh': { type: 'boolean', default: false },
     /** Node flags for the minimesh proxies (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"); they then stop with SIGTERM. */
     'proxy-node-args': { type: 'string', default: process.env.BENCH_PROXY_NODE_ARGS ?? '' },
+    /** Variants of the minimesh pair (comma-separated), or "none". */
+    variants: { type: 'string', default: process.env.BENCH_VARIANTS ?? VARIANTS.join(',') },
     help: { type: 'boolean', default: false },
   },
 });
@@ -43,12 +76,20 @@ if (args.help) {
     readFileSync(new URL(import.meta.url))
       .toString()
       .split('\n')
-      .slice(0, 15)
+      .slice(0, 23)
       .join('\n') + '\n',
   );
   process.exit(0);
 }
 const RUNS = Number(args.runs);
+const variants = args.variants === 'none' ? [] : args.variants!.split(',').map((v) => v.trim());
+for (const v of variants)
+  if (!(VARIANTS as readonly string[]).includes(v))
+    throw new Error(
+      `--variants: "${v}" is not a variant: expected a comma-separated list of ${VARIANTS.join(', ')}, or none`,
+    );
+if (variants.length > 0 && args['skip-minimesh'])
+  throw new Error('--variants: the variants are measured against the minimesh pair, which --skip-minimesh leaves out');
 const nodeArgs = args['proxy-node-args']!.split(' ').filter(Boolean);
 const SECONDS = Number(args.seconds);
 const SAT_SECONDS = Number(args['sat-seconds']);
@@ -60,6 +101,14 @@ const APP_PORT = 8080;
 const LAG_RESOLUTION_MS = 10;
 const MINIMESH_MAIN = join(ROOT, 'packages/proxy/dist/main.js');
 const ADDON = join(ROOT, 'packages/proxy/native/build/Release/original_dst.node');
+/** The route-retry variant's retry policy (Linkerd's retry.linkerd.io/* annotations, minimesh's group). */
+const RETRY_ANNOTATIONS = {
+  'retry.minimesh.io/http': '5xx',
+  'retry.minimesh.io/limit': '2',
+  'retry.minimesh.io/timeout': '2s',
+};
+/** The proxy's retry layer: present once route retries are in this checkout. */
+const RETRY_LAYER = join(ROOT, 'packages/proxy/dist/policy/outbound-retry.js');
 
 const peerArg = args['linkerd2-proxy'];
 const peer = findLinkerd2Proxy(peerArg, 'MINIMESH_BENCH_LINKERD2_PROXY');
@@ -92,16 +141,63 @@ function commit(): string {
 }
 
 const mesh = await NetnsMesh.create('mmb');
+/** CRDs this bench put back after another user of the shared cluster deleted them (removed again at the end). */
+const restoredCrds: string[] = [];
+/** Route variants whose HTTPRoute this run made (a later absence means someone deleted it). */
+const routeMade = new Set<string>();
 const cleanup = async () => {
   await mesh.destroy();
+  for (const path of restoredCrds.splice(0))
+    await adminClient()
+      .request('DELETE', path)
+      .catch(() => undefined);
 };
 process.once('SIGINT', () => void cleanup().then(() => process.exit(130)));
 
 /** The pairs this run measures, each with its own client and server pods and Service. */
-const pairs: Array<{ kind: PairKind; main?: string }> = [];
+interface Pair {
+  kind: PairKind;
+  main?: string;
+  /** Added to both proxies' environment. */
+  env?: Record<string, string>;
+  /** The outbound proxy runs without a policy controller. */
+  noOutboundPolicy?: boolean;
+  /** A live tap reader observes both proxies during the measurement. */
+  observe?: boolean;
+}
+/** The tap service's identity (a service account of the bench's namespace): the only caller the proxies accept. */
+const tapSvcName = () => mesh.idOf('minimesh-tap');
+const pairs: Pair[] = [];
 if (!args['skip-minimesh']) pairs.push({ kind: 'minimesh', main: MINIMESH_MAIN });
 if (args['ab-dist']) pairs.push({ kind: 'minimesh-ab', main: join(args['ab-dist'], 'main.js') });
 if (peer && policy.argv) pairs.push({ kind: 'linkerd2' });
+/** Variants that cannot run here, and why (the table says so). */
+const notMeasured: Partial<Record<Variant, string>> = {};
+for (const v of variants as Variant[]) {
+  const needsPolicy = v !== 'tap-enabled' && v !== 'tap-observed';
+  if (needsPolicy && !policy.argv) {
+    notMeasured[v] = `not measured: ${policy.reason}`;
+    continue;
+  }
+  if (v === 'route-retry' && !existsSync(RETRY_LAYER)) {
+    notMeasured[v] =
+      `not measured: this checkout's minimesh-proxy applies no route retries (${RETRY_LAYER} is missing)`;
+    continue;
+  }
+  const tapEnv = { MINIMESH_PROXY_TAP_SVC_NAME: tapSvcName() };
+  if (v === 'tap-enabled') pairs.push({ kind: v, main: MINIMESH_MAIN, env: tapEnv });
+  if (v === 'tap-observed') pairs.push({ kind: v, main: MINIMESH_MAIN, env: tapEnv, observe: true });
+  if (v === 'route-timeout' || v === 'route-retry') pairs.push({ kind: v, main: MINIMESH_MAIN });
+  if (v === 'no-outbound-policy') pairs.push({ kind: v, main: MINIMESH_MAIN, noOutboundPolicy: true });
+}
+/** The policy controller runs when the peer or a route variant needs it; then every minimesh proxy uses it. */
+const runPolicy =
+  policy.argv !== undefined &&
+  pairs.some((p) => ['linkerd2', 'route-timeout', 'route-retry', 'no-outbound-policy'].includes(p.kind));
+/** The HTTPRoute of the route-timeout variant: /delay/* cut at 100 ms (the check), the rest given 10 s (the cost). */
+const ROUTE_CHECK_TIMEOUT_MS = 100;
+/** How long a route variant's check waits for its route to be in force in the outbound proxy. */
+const CHECK_MS = 45_000;
 
 try {
   // --- pods, services, apps, control plane ---
@@ -117,9 +213,10 @@ try {
       [`${p.kind}-s`],
     );
   }
-  await mesh.startControlPlane({
-    policy: pairs.some((p) => p.kind === 'linkerd2') ? policy.argv : undefined,
-  });
+  if (pairs.some((p) => p.observe)) await mesh.addPod('tap-reader', 'minimesh-tap', { meshed: false });
+  await mesh.startControlPlane({ policy: runPolicy ? policy.argv : undefined });
+  for (const p of pairs) if (p.kind === 'route-timeout' || p.kind === 'route-retry') await ensureRoute(p.kind);
+  const tapCert = pairs.some((p) => p.observe) ? await writeTapCert() : undefined;
   for (const name of ['direct-s', ...pairs.map((p) => `${p.kind}-s`)]) {
     const app = mesh.start(`app-${name}`, [process.execPath, join(here, 'server.mjs'), '0.0.0.0', String(APP_PORT)], {
       pod: name,
@@ -140,6 +237,11 @@ try {
     loadavg: loadavg(),
     config: { rate: RATE, conns: CONNS, seconds: SECONDS, satConns: SAT_CONNS, satSeconds: SAT_SECONDS, runs: RUNS },
     peer: peer && policy.argv ? { path: peer } : { reason: peerReason ?? 'not measured' },
+    policyController: runPolicy,
+    variants: {
+      measured: pairs.flatMap((p) => ((VARIANTS as readonly string[]).includes(p.kind) ? [p.kind] : [])),
+      notMeasured,
+    },
     runs: [],
   };
 
@@ -155,7 +257,16 @@ try {
           open: await loadgen('direct-c', ['open', ip, APP_PORT, `${ip}:${APP_PORT}`, RATE, SECONDS, CONNS]),
           sat: await loadgen<Sat>('direct-c', ['closed', ip, APP_PORT, `${ip}:${APP_PORT}`, SAT_SECONDS, SAT_CONNS]),
         };
-      } else run.pairs[step.kind] = await measurePair(step, svcIp[step.kind]!);
+      } else {
+        try {
+          run.pairs[step.kind] = await measurePair(step, svcIp[step.kind]!, tapCert);
+        } catch (err) {
+          // A variant whose check failed is left out of this run (and says why); the other pairs go on.
+          if (!(err instanceof CheckFailed)) throw err;
+          (run.failed ??= {})[step.kind] = err.message;
+          process.stderr.write(`run ${i + 1}/${RUNS} ${step.kind}: ${err.message}\n${err.context}\n`);
+        }
+      }
       process.stderr.write(`run ${i + 1}/${RUNS} ${step === 'direct' ? 'direct' : step.kind} done\n`);
     }
     file.runs.push(run);
@@ -163,30 +274,57 @@ try {
   }
   writeFileSync(args.out!, JSON.stringify(file, null, 2) + '\n');
   process.stdout.write(renderTable(file));
+  process.stdout.write(renderVariants(file));
   process.stdout.write(`\nraw per-run numbers: ${args.out}\n`);
 } finally {
   await cleanup();
 }
 
-async function measurePair(pair: { kind: PairKind; main?: string }, clusterIp: string): Promise<PairRun> {
+async function measurePair(pair: Pair, clusterIp: string, tapCert?: TapCert): Promise<PairRun> {
   const cName = `${pair.kind}-c`;
   const sName = `${pair.kind}-s`;
   const host = `${mesh.fqdn(`bench-${pair.kind}`)}:80`;
+  const restored =
+    pair.kind === 'route-timeout' || pair.kind === 'route-retry' ? await ensureRoute(pair.kind) : undefined;
   const server = await startProxy(pair, sName);
   const client = await startProxy(pair, cName);
+  const readerKey = 'tap-reader';
   try {
     await new Promise((r) => setTimeout(r, 1000));
     const idle = { client: memMb(client.pid), server: memMb(server.pid) };
     const minimesh = pair.kind !== 'linkerd2';
+    let reader: { pid: number; log: () => string } | undefined;
+    if (pair.observe) {
+      const targets = [cName, sName].map((p) => `${mesh.pod(p).ip}:4190=${mesh.pod(p).identity}`);
+      const child = mesh.start(
+        readerKey,
+        [process.execPath, join(here, 'tap-reader.mjs'), tapCert!.cert, tapCert!.key, tapCert!.anchors, ...targets],
+        { pod: 'tap-reader' },
+      );
+      await waitLine(child, 'observing ').catch((err: Error) => {
+        throw new Error(`tap reader: ${err.message}\n${mesh.logOf(readerKey).slice(-1500)}`);
+      });
+      reader = { pid: child.pid!, log: () => child.log?.() ?? '' };
+    }
     // Warm-up (first connections, discovery, the multiplexed mTLS session), outside the measured windows.
     await loadgen(cName, ['open', clusterIp, 80, host, 200, 1, CONNS]);
+    const route =
+      pair.kind === 'route-timeout' || pair.kind === 'route-retry'
+        ? {
+            ...(await checkRoute(cName, clusterIp, host, pair.kind === 'route-retry')),
+            ...(restored ? { restored } : {}),
+          }
+        : undefined;
     // Scraping resets the event-loop delay histograms; GC is counted from here.
     const before = minimesh ? { client: scrape(cName), server: scrape(sName) } : undefined;
     const cpu0 = { client: procStat(client.pid).cpu, server: procStat(server.pid).cpu };
-    const t0 = performance.now();
+    const readerCpu0 = reader ? procStat(reader.pid).cpu : 0;
     const open = await loadgen(cName, ['open', clusterIp, 80, host, RATE, SECONDS, CONNS]);
-    const secs = (performance.now() - t0) / 1000;
     const cpu1 = { client: procStat(client.pid).cpu, server: procStat(server.pid).cpu };
+    // CPU seconds per 1,000 requests sent (= cores per 1,000 rps): right also when the pair fell behind the
+    // schedule and the phase took longer than SECONDS (then fewer than RATE requests a second went through).
+    const per1k = (cpu: number) => cpu / (open.sent / 1000);
+    const readerCpuPer1k = reader ? per1k(procStat(reader.pid).cpu - readerCpu0) : undefined;
     const loaded = { client: memMb(client.pid), server: memMb(server.pid) };
     const runtime = before
       ? { client: during(before.client, scrape(cName)), server: during(before.server, scrape(sName)) }
@@ -195,14 +333,30 @@ async function measurePair(pair: { kind: PairKind; main?: string }, clusterIp: s
     const s0 = performance.now();
     const sat = await loadgen<Sat>(cName, ['closed', clusterIp, 80, host, SAT_SECONDS, SAT_CONNS]);
     const satSecs = (performance.now() - s0) / 1000;
+    let tap: PairRun['tap'];
+    if (reader) {
+      await mesh.stop(readerKey, 'SIGTERM');
+      const out = reader.log();
+      const line = out.split('\n').find((l) => l.startsWith('{'));
+      if (!line) throw new Error(`tap reader printed no result: ${out.slice(-1000)}`);
+      const r = JSON.parse(line) as { events: number; byTarget: Record<string, number>; errors: string[] };
+      if (r.errors.length > 0) throw new Error(`tap reader: ${r.errors.join('; ')}`);
+      if (!(r.events > 0)) throw new Error(`tap reader read no events: ${out.slice(-1000)}`);
+      // Requests both proxies forwarded while the reader observed: warm-up, open and closed loops
+      // (each loop first sends one request per connection to warm them).
+      const requests = 200 + CONNS + open.sent + CONNS + sat.ok + sat.errors + SAT_CONNS;
+      tap = { events: r.events, requests, readerCpuPer1k: readerCpuPer1k! };
+    }
     return {
+      ...(tap ? { tap } : {}),
+      ...(route ? { route } : {}),
       readyMs: { client: client.readyMs, server: server.readyMs },
       idle,
       loaded,
       open,
       cpuPer1k: {
-        client: (cpu1.client - cpu0.client) / secs / (RATE / 1000),
-        server: (cpu1.server - cpu0.server) / secs / (RATE / 1000),
+        client: per1k(cpu1.client - cpu0.client),
+        server: per1k(cpu1.server - cpu0.server),
       },
       sat,
       satCpu: {
@@ -212,26 +366,26 @@ async function measurePair(pair: { kind: PairKind; main?: string }, clusterIp: s
       runtime,
     };
   } finally {
+    await mesh.stop(readerKey);
     const signal = nodeArgs.length > 0 && pair.kind !== 'linkerd2' ? 'SIGTERM' : 'SIGKILL';
     await mesh.stop(`proxy-${cName}`, signal);
     await mesh.stop(`proxy-${sName}`, signal);
   }
 }
 
-async function startProxy(
-  pair: { kind: PairKind; main?: string },
-  pod: string,
-): Promise<{ pid: number; readyMs: number }> {
+async function startProxy(pair: Pair, pod: string): Promise<{ pid: number; readyMs: number }> {
   const key = `proxy-${pod}`;
   const spawnAt = Date.now();
+  const env = (): Record<string, string> => {
+    const e = mesh.minimeshEnv(pod, { MINIMESH_ORIGINAL_DST_ADDON: ADDON, ...pair.env });
+    if (pair.noOutboundPolicy && pod.endsWith('-c'))
+      for (const k of Object.keys(e)) if (k.startsWith('MINIMESH_PROXY_POLICY_')) delete e[k];
+    return e;
+  };
   const child =
     pair.kind === 'linkerd2'
       ? mesh.start(key, [peer!], { pod, uid: PROXY_UID, env: await mesh.linkerdEnv(pod, String(APP_PORT)) })
-      : mesh.start(key, [process.execPath, ...nodeArgs, pair.main!], {
-          pod,
-          uid: PROXY_UID,
-          env: mesh.minimeshEnv(pod, { MINIMESH_ORIGINAL_DST_ADDON: ADDON }),
-        });
+      : mesh.start(key, [process.execPath, ...nodeArgs, pair.main!], { pod, uid: PROXY_UID, env: env() });
   const waiter = mesh.start(
     `ready-${pod}`,
     [process.execPath, join(here, 'wait-ready.mjs'), String(spawnAt), 'http://127.0.0.1:4191/ready'],
@@ -244,6 +398,133 @@ async function startProxy(
   if (!(readyMs >= 0))
     throw new Error(`${pair.kind} proxy in ${pod} never became ready:\n${mesh.logOf(key).slice(-2000)}`);
   return { pid: child.pid!, readyMs };
+}
+
+interface TapCert {
+  cert: string;
+  key: string;
+  anchors: string;
+}
+
+/** The tap service's certificate, minted from the bench's test CA as the proxies' are (readable by the reader). */
+async function writeTapCert(): Promise<TapCert> {
+  const { certPem, keyPem } = await mesh.pki.leaf(tapSvcName());
+  const files = {
+    cert: join(mesh.dir, 'tap.crt'),
+    key: join(mesh.dir, 'tap.key'),
+    anchors: join(mesh.dir, 'tap-ca.crt'),
+  };
+  writeFileSync(files.cert, certPem);
+  writeFileSync(files.key, keyPem, { mode: 0o600 });
+  writeFileSync(files.anchors, mesh.pki.anchorPem);
+  return files;
+}
+
+/**
+ * The route variant's HTTPRoute is there, or is made: at setup, and again when another user of the shared
+ * cluster deleted the policy.minimesh.io CRDs meanwhile (a `helm uninstall` of the chart does; seen at
+ * 10:11 UTC on 2026-11-27, which left a run's route variants without their route). Returns what had to
+ * be put back, if anything.
+ */
+async function ensureRoute(kind: 'route-timeout' | 'route-retry'): Promise<string | undefined> {
+  const service = `bench-${kind}`;
+  const again = routeMade.has(kind);
+  const kube = adminClient();
+  const routePath = `/apis/policy.minimesh.io/v1beta3/namespaces/${mesh.kns}/httproutes/${service}`;
+  let route: unknown;
+  try {
+    route = await kube.get(routePath);
+  } catch {
+    route = undefined; // the group is not served (its CRDs are gone): put them back below
+  }
+  if (route) return undefined;
+  const crdPath = (name: string) => `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`;
+  const missing: string[] = [];
+  for (const crd of policyCrds()) {
+    if (await kube.get(crdPath(crd.metadata.name))) continue;
+    await kube.request('POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd);
+    missing.push(crd.metadata.name);
+    restoredCrds.push(crdPath(crd.metadata.name));
+  }
+  for (let i = 0; i < 100; i++) {
+    let ready = true;
+    for (const crd of policyCrds()) {
+      const c = await kube.get<{ status?: { conditions?: { type: string; status: string }[] } }>(
+        crdPath(crd.metadata.name),
+      );
+      if (!(c?.status?.conditions ?? []).some((x) => x.type === 'Established' && x.status === 'True')) ready = false;
+    }
+    if (ready) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  await routeWithTimeouts(service, kind === 'route-retry' ? RETRY_ANNOTATIONS : {});
+  const what = missing.length
+    ? `the policy.minimesh.io CRDs (${missing.join(', ')}) and the HTTPRoute`
+    : 'the HTTPRoute';
+  return again ? `${what} had been deleted by another user of the cluster: made again` : undefined;
+}
+
+/** An HTTPRoute (policy.minimesh.io, Linkerd's shape) on the Service's port whose rules carry request timeouts. */
+async function routeWithTimeouts(service: string, annotations: Record<string, string> = {}): Promise<void> {
+  routeMade.add(service.replace(/^bench-/, ''));
+  await adminClient().request('POST', `/apis/policy.minimesh.io/v1beta3/namespaces/${mesh.kns}/httproutes`, {
+    apiVersion: 'policy.minimesh.io/v1beta3',
+    kind: 'HTTPRoute',
+    metadata: { name: service, annotations },
+    spec: {
+      parentRefs: [{ group: 'core', kind: 'Service', name: service, port: 80 }],
+      rules: [
+        {
+          matches: [{ path: { type: 'PathPrefix', value: '/delay' } }],
+          timeouts: { request: `${ROUTE_CHECK_TIMEOUT_MS}ms` },
+        },
+        { matches: [{ path: { type: 'PathPrefix', value: '/' } }], timeouts: { request: '10s' } },
+      ],
+    },
+  });
+}
+
+/**
+ * The route is in force in the outbound proxy (its policy has arrived): GET /delay/1000 is cut by the
+ * /delay rule's timeout (504 well before the app answers); with `retry`, GET /flaky/<new key> (503 from
+ * the app the first time) answers 200. Bounded: 45 s (the policy controller retries a watch whose CRD
+ * was missing every 30 s), 250 ms between tries.
+ */
+async function checkRoute(
+  pod: string,
+  clusterIp: string,
+  host: string,
+  retry: boolean,
+): Promise<{ status: number; ms: number; retried?: number }> {
+  type Probe = { status: number; ms: number };
+  let last: Probe | undefined;
+  let flaky: Probe | undefined;
+  const deadline = Date.now() + CHECK_MS;
+  for (let i = 0; Date.now() < deadline; i++) {
+    last = await loadgen<Probe>(pod, ['probe', clusterIp, 80, host, '/delay/1000']);
+    if (last.status === 504 && last.ms < 900) {
+      if (!retry) return last;
+      flaky = await loadgen<Probe>(pod, ['probe', clusterIp, 80, host, `/flaky/${i}`]);
+      if (flaky.status === 200) return { ...last, retried: flaky.status };
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  // What the operator needs to tell a slow controller from a dead one or a proxy that never asked.
+  const ctl = mesh.procs.get('policy');
+  const context = [
+    `policy controller: ${ctl && ctl.exitCode === null && ctl.signalCode === null ? 'running' : `exited (${ctl?.exitCode ?? ctl?.signalCode})`}`,
+    `policy controller log: ${mesh.logOf('policy').slice(-1500)}`,
+    `outbound proxy log: ${mesh.logOf(`proxy-${pod}`).slice(-1500)}`,
+  ].join('\n');
+  if (retry && last?.status === 504)
+    throw new CheckFailed(
+      `the HTTPRoute's retry policy was not in force in the outbound proxy after ${CHECK_MS / 1000} s: GET /flaky/<new key> (503 from the app once) answered ${flaky?.status} (expected 200 after a retry)`,
+      context,
+    );
+  throw new CheckFailed(
+    `the HTTPRoute's ${ROUTE_CHECK_TIMEOUT_MS} ms timeout was not in force in the outbound proxy after ${CHECK_MS / 1000} s: GET /delay/1000 answered ${last?.status} after ${last?.ms.toFixed(0)} ms (expected 504 within ~${ROUTE_CHECK_TIMEOUT_MS} ms)`,
+    context,
+  );
 }
 
 interface Scrape {

@@ -2,6 +2,7 @@
 //   open <ip> <port> <host> <rps> <seconds> <connections>: open loop at a fixed rate; latency measured from
 //     the request's scheduled start (no coordinated omission); prints JSON {p50,p99,p999,sent,ok,errors}.
 //   closed <ip> <port> <host> <seconds> <connections>: saturated closed loop; prints JSON {rps,ok,errors,cpu}.
+//   probe <ip> <port> <host> <path>: one GET; prints JSON {status,ms} (status 0: the request failed).
 // <host> is the Host header (the service name); <ip> what the socket dials (a ClusterIP, a pod IP).
 import { Agent, request } from 'node:http';
 
@@ -25,7 +26,19 @@ function pct(sorted, p) {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 }
 
-if (mode === 'open') {
+if (mode === 'probe') {
+  const t0 = performance.now();
+  const status = await new Promise((resolve) => {
+    const req = request({ host: ip, port, path: rest[0] ?? '/', headers: { host } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode));
+      res.on('error', () => resolve(0));
+    });
+    req.on('error', () => resolve(0));
+    req.end();
+  });
+  process.stdout.write(JSON.stringify({ status, ms: performance.now() - t0 }) + '\n');
+} else if (mode === 'open') {
   const [rps, seconds, conns] = rest.map(Number);
   const agent = new Agent({ keepAlive: true, maxSockets: conns, maxFreeSockets: conns });
   // Warm the connections.

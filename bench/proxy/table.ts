@@ -4,7 +4,10 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
-export type PairKind = 'minimesh' | 'minimesh-ab' | 'linkerd2';
+/** Variants of the minimesh pair, measured in the same run and reported as ratios against it. */
+export const VARIANTS = ['tap-enabled', 'tap-observed', 'route-timeout', 'route-retry', 'no-outbound-policy'] as const;
+export type Variant = (typeof VARIANTS)[number];
+export type PairKind = 'minimesh' | 'minimesh-ab' | 'linkerd2' | Variant;
 
 /** One load-generator phase as loadgen.mjs prints it. */
 export interface Phase {
@@ -41,18 +44,27 @@ export interface PairRun {
   idle: { client: Mem; server: Mem };
   loaded: { client: Mem; server: Mem };
   open: Phase;
-  /** Cores per 1,000 rps during the open-loop phase; client = the outbound proxy, server = the inbound one. */
+  /** CPU seconds per 1,000 requests of the open-loop phase (= cores per 1,000 rps); client = the outbound proxy, server = the inbound one. */
   cpuPer1k: { client: number; server: number };
   sat: Sat;
   satCpu: { client: number; server: number };
   /** minimesh only: event-loop delay during the open-loop phase, GC so far. */
   runtime?: { client: Runtime; server: Runtime } | undefined;
+  /** tap-observed: events the live reader read from both proxies, requests they forwarded meanwhile, its own CPU. */
+  tap?: { events: number; requests: number; readerCpuPer1k: number };
+  /**
+   * route-*: the check that the route is in force (GET /delay/1000 cut by the route's timeout); route-retry
+   * also the status of GET /flaky/<new key> (the app answers 503 once, so 200 means the proxy retried).
+   */
+  route?: { status: number; ms: number; retried?: number; restored?: string };
 }
 export interface Run {
   index: number;
   loadavg: number[];
   direct: { open: Phase; sat: Sat };
   pairs: Partial<Record<PairKind, PairRun>>;
+  /** Variants left out of this run because their check failed, and why. */
+  failed?: Partial<Record<PairKind, string>>;
 }
 export interface BenchFile {
   date: string;
@@ -63,6 +75,9 @@ export interface BenchFile {
   loadavg: number[];
   config: { rate: number; conns: number; seconds: number; satConns: number; satSeconds: number; runs: number };
   peer: { path: string } | { reason: string };
+  /** The policy controller ran (every minimesh proxy then had its inbound and outbound policies). */
+  policyController?: boolean;
+  variants?: { measured: string[]; notMeasured: Partial<Record<Variant, string>> };
   runs: Run[];
 }
 
@@ -304,4 +319,81 @@ export function renderTable(file: BenchFile): string {
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const path = process.argv[2] ?? fileURLToPath(new URL('./last-run.json', import.meta.url));
   process.stdout.write(renderTable(JSON.parse(readFileSync(path, 'utf8')) as BenchFile));
+}
+
+const VARIANT_NOTES: Record<Variant, string> = {
+  'tap-enabled': 'tap server configured (MINIMESH_PROXY_TAP_SVC_NAME), nobody observing',
+  'tap-observed': 'tap server configured, a live reader observing every request on both proxies',
+  'route-timeout': 'an HTTPRoute on the Service whose rules carry request timeouts',
+  'route-retry': 'the same HTTPRoute with a retry policy (retry.minimesh.io/http 5xx, limit 2, timeout 2s)',
+  'no-outbound-policy': 'the outbound proxy without a policy controller (no OutboundPolicy)',
+};
+
+/**
+ * The variants of the minimesh pair against it (tap off; with the policy controller when it ran, no
+ * HTTPRoute): each figure, and its ratio to the minimesh pair's taken per run, median (min–max).
+ */
+export function renderVariants(file: BenchFile): string {
+  const v = file.variants;
+  if (!v || (v.measured.length === 0 && Object.keys(v.notMeasured).length === 0)) return '';
+  const kinds = VARIANTS.filter((k) => file.runs.some((r) => r.pairs[k]));
+  const rows: Array<{ label: string; get: (p: PairRun) => number; digits: number; unit: string }> = [
+    { label: 'saturated throughput', get: (p) => p.sat.rps, digits: 0, unit: ' rps' },
+    { label: 'CPU per 1k rps, outbound proxy', get: (p) => p.cpuPer1k.client, digits: 3, unit: ' core' },
+    { label: 'CPU per 1k rps, inbound proxy', get: (p) => p.cpuPer1k.server, digits: 3, unit: ' core' },
+    {
+      label: `latency p50 (${file.config.rate} rps)`,
+      get: (p) => p.open.p50,
+      digits: 2,
+      unit: ' ms',
+    },
+    { label: 'latency p99', get: (p) => p.open.p99, digits: 2, unit: ' ms' },
+    { label: 'errors (all phases)', get: (p) => p.open.errors + p.sat.errors, digits: 0, unit: '' },
+  ];
+  let out = `\nVariants of the minimesh pair, same run: each figure, then its ratio to the minimesh pair's (tap off; `;
+  out += file.policyController ? 'policy controller on, no HTTPRoute' : 'no policy controller';
+  out += `) taken per run, median (min–max) over ${file.runs.length} runs.\n`;
+  for (const k of VARIANTS) {
+    if (kinds.includes(k)) out += `- ${k}: ${VARIANT_NOTES[k]}\n`;
+    else if (v.notMeasured[k]) out += `- ${k}: ${v.notMeasured[k]}\n`;
+    for (const r of file.runs) if (r.failed?.[k]) out += `- ${k}: not measured in run ${r.index + 1}: ${r.failed[k]}\n`;
+  }
+  if (kinds.length === 0) return out;
+  const header = ['measure', 'minimesh', ...kinds.flatMap((k) => [k, `${k} / minimesh`])];
+  out += `\n| ${header.join(' | ')} |\n|${header.map(() => '---').join('|')}|\n`;
+  for (const row of rows) {
+    const base = file.runs.map((r) => (r.pairs.minimesh ? row.get(r.pairs.minimesh) : NaN));
+    const cells = [row.label, fmt(stat(base.filter((x) => !Number.isNaN(x))), row.digits, row.unit)];
+    for (const k of kinds) {
+      const mine = file.runs.map((r) => (r.pairs[k] ? row.get(r.pairs[k]!) : NaN));
+      cells.push(fmt(stat(mine.filter((x) => !Number.isNaN(x))), row.digits, row.unit));
+      const ratios = mine.map((x, i) => (base[i]! > 0 ? x / base[i]! : NaN)).filter((x) => Number.isFinite(x));
+      cells.push(row.label.startsWith('errors') || ratios.length === 0 ? '' : fmt(stat(ratios), 2, 'x'));
+    }
+    out += `| ${cells.join(' | ')} |\n`;
+  }
+  const tapRuns = file.runs.flatMap((r) => (r.pairs['tap-observed']?.tap ? [r.pairs['tap-observed'].tap] : []));
+  if (tapRuns.length > 0)
+    out += `\ntap-observed: the reader read ${fmt(
+      stat(tapRuns.map((t) => t.events / t.requests)),
+      2,
+    )} events per request over both proxies (3 per request and proxy when it keeps up: request init, response init, response end; fewer: the proxies' bounded buffers dropped), using ${fmt(
+      stat(tapRuns.map((t) => t.readerCpuPer1k)),
+      3,
+    )} core per 1k rps itself (not in the proxies' figures).\n`;
+  for (const k of ['route-timeout', 'route-retry'] as const) {
+    const routeRuns = file.runs.flatMap((r) => (r.pairs[k]?.route ? [r.pairs[k].route] : []));
+    if (routeRuns.length === 0) continue;
+    const retried = routeRuns.flatMap((x) => (x.retried !== undefined ? [x.retried] : []));
+    out += `${k}: the route was in force in every run (GET /delay/1000 answered ${[
+      ...new Set(routeRuns.map((x) => x.status)),
+    ].join('/')} after ${fmt(stat(routeRuns.map((x) => x.ms)), 0)} ms, cut by the route's 100 ms timeout${
+      retried.length
+        ? `; GET /flaky/<new key>, 503 from the app once, answered ${[...new Set(retried)].join('/')}: retried`
+        : ''
+    }); the measured path /bench matched the rule with a 10 s timeout.\n`;
+    for (const r of file.runs)
+      if (r.pairs[k]?.route?.restored) out += `${k}, run ${r.index + 1}: ${r.pairs[k].route.restored}.\n`;
+  }
+  return out;
 }

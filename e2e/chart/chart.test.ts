@@ -244,6 +244,20 @@ describe('values as Linkerd users write them (issue 15)', () => {
     expect(off.filter((o) => o.kind === 'CustomResourceDefinition')).toEqual([]);
   });
 
+  it('installNamespace=true renders the namespace labelled PSA enforce=privileged, as Linkerd; the default renders none', async () => {
+    const on = (await render([...certArgs(certs), '--set', 'installNamespace=true'])).objects;
+    const ns = findObject(on, 'Namespace', NS);
+    expect(ns.metadata.labels).toMatchObject({
+      'pod-security.kubernetes.io/enforce': 'privileged',
+      'minimesh.io/is-control-plane': 'true',
+      'app.kubernetes.io/part-of': 'minimesh',
+      'app.kubernetes.io/component': 'namespace',
+    });
+    expect(ns.metadata.annotations).toMatchObject({ 'minimesh.io/inject': 'disabled' });
+    const off = (await render(certArgs(certs))).objects;
+    expect(off.filter((o) => o.kind === 'Namespace')).toEqual([]);
+  });
+
   it("proxyInit.ipv6=true: the control plane's proxies listen on [::] and on both loopbacks", async () => {
     const { objects } = await render([...certArgs(certs), '--set', 'proxyInit.ipv6=true']);
     const spec = podSpec(findObject(objects, 'Deployment', 'minimesh-destination'));
@@ -424,19 +438,21 @@ describe("rendered objects (the seed's command)", () => {
     expect(dst.startupProbe).toBeDefined();
   });
 
-  // Issue 8's list, less `create events` for identity and the injector: neither emits events, and
-  // issue 17 wants no unused permission (e2e/specs/least-privilege.test.ts checks it on the API server).
+  // Issue 8's list, less `create events` for identity and the injector (neither emits events), and
+  // less what no code path sends (issue 17 wants no unused permission): `get` on what destination and
+  // the policy controller only list and watch, `patch`/`delete` on EndpointSlices and `patch` on the
+  // Lease. e2e/specs/least-privilege.test.ts checks it on the API server.
   it('grants least-privilege RBAC, as issue 8 says, without unused permissions (issue 17)', () => {
     const rules = (kind: string, name: string): unknown =>
       (findObject(objects, kind, name) as unknown as { rules: unknown }).rules;
     expect(rules('ClusterRole', 'minimesh-minimesh-destination')).toEqual([
-      { apiGroups: [''], resources: ['services', 'pods'], verbs: ['get', 'list', 'watch'] },
+      { apiGroups: [''], resources: ['services', 'pods'], verbs: ['list', 'watch'] },
       {
         apiGroups: ['discovery.k8s.io'],
         resources: ['endpointslices'],
-        verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'],
+        verbs: ['get', 'list', 'watch', 'create', 'update'],
       },
-      { apiGroups: ['workload.minimesh.io'], resources: ['externalworkloads'], verbs: ['get', 'list', 'watch'] },
+      { apiGroups: ['workload.minimesh.io'], resources: ['externalworkloads'], verbs: ['list', 'watch'] },
     ]);
     expect(rules('Role', 'minimesh-destination-lease')).toEqual([
       { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
@@ -444,15 +460,15 @@ describe("rendered objects (the seed's command)", () => {
         apiGroups: ['coordination.k8s.io'],
         resources: ['leases'],
         resourceNames: ['minimesh-destination-endpoint-write'],
-        verbs: ['get', 'update', 'patch'],
+        verbs: ['get', 'update'],
       },
     ]);
     expect(rules('ClusterRole', 'minimesh-minimesh-identity')).toEqual([
       { apiGroups: ['authentication.k8s.io'], resources: ['tokenreviews'], verbs: ['create'] },
     ]);
     expect(rules('ClusterRole', 'minimesh-minimesh-policy')).toEqual([
-      { apiGroups: [''], resources: ['pods', 'services'], verbs: ['get', 'list', 'watch'] },
-      { apiGroups: ['workload.minimesh.io'], resources: ['externalworkloads'], verbs: ['get', 'list', 'watch'] },
+      { apiGroups: [''], resources: ['pods', 'services'], verbs: ['list', 'watch'] },
+      { apiGroups: ['workload.minimesh.io'], resources: ['externalworkloads'], verbs: ['list', 'watch'] },
       {
         apiGroups: ['policy.minimesh.io'],
         resources: [
@@ -462,7 +478,7 @@ describe("rendered objects (the seed's command)", () => {
           'networkauthentications',
           'httproutes',
         ],
-        verbs: ['get', 'list', 'watch'],
+        verbs: ['list', 'watch'],
       },
     ]);
     expect(

@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { selectDriver } from '../drivers/index.js';
 import { certArgs, renderObjects, type K8sObject } from '../src/chart.js';
 import { createTestCerts } from '../src/certs.js';
+import { parseCanIList } from '../src/rbac.js';
 
 const driver = selectDriver();
 const suffix = randomBytes(3).toString('hex');
@@ -23,13 +24,6 @@ let objects: K8sObject[] = [];
 let tmp = '';
 
 const RBAC_KINDS = new Set(['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding']);
-// What every authenticated user may do (system:basic-user, system:discovery): not the chart's doing.
-const BASELINE = new Set([
-  'selfsubjectaccessreviews.authorization.k8s.io',
-  'selfsubjectrulesreviews.authorization.k8s.io',
-  'selfsubjectreviews.authentication.k8s.io',
-]);
-
 const rw = (resource: string, verbs: string[]) => verbs.map((v) => `${resource} ${v}`);
 const READ = ['get', 'list', 'watch'];
 const LEASE = 'leases.coordination.k8s.io';
@@ -38,43 +32,25 @@ const LEASE = 'leases.coordination.k8s.io';
 // ExternalWorkloads, writes EndpointSlices for ExternalWorkloads (leader/external-workload-mirror.ts)
 // and holds its Lease; the policy controller (same service account, as in Linkerd) reads pods,
 // services, ExternalWorkloads and the policy resources.
+// Informers only list and watch (packages/kube/src/informer.ts); a single-object GET is granted only
+// where code sends one: the injector's namespace lookup, the mirror's stale slice, the Lease.
+const INFORMER = ['list', 'watch'];
 const NEEDS: Record<string, { everywhere: string[]; ownNamespace: string[] }> = {
   'minimesh-identity': { everywhere: rw('tokenreviews.authentication.k8s.io', ['create']), ownNamespace: [] },
   'minimesh-injector': { everywhere: rw('namespaces', READ), ownNamespace: [] },
   'minimesh-destination': {
     everywhere: [
-      ...rw('services', READ),
-      ...rw('pods', READ),
-      ...rw('endpointslices.discovery.k8s.io', [...READ, 'create', 'update', 'patch', 'delete']),
-      ...rw('externalworkloads.workload.minimesh.io', READ),
+      ...rw('services', INFORMER),
+      ...rw('pods', INFORMER),
+      ...rw('endpointslices.discovery.k8s.io', [...READ, 'create', 'update']),
+      ...rw('externalworkloads.workload.minimesh.io', INFORMER),
       ...['servers', 'authorizationpolicies', 'meshtlsauthentications', 'networkauthentications', 'httproutes'].flatMap(
-        (r) => rw(`${r}.policy.minimesh.io`, READ),
+        (r) => rw(`${r}.policy.minimesh.io`, INFORMER),
       ),
     ],
-    ownNamespace: [
-      ...rw(LEASE, ['create']),
-      ...rw(`${LEASE}[minimesh-destination-endpoint-write]`, ['get', 'update', 'patch']),
-    ],
+    ownNamespace: [...rw(LEASE, ['create']), ...rw(`${LEASE}[minimesh-destination-endpoint-write]`, ['get', 'update'])],
   },
 };
-
-/** `kubectl auth can-i --list` table → "resource[names] verb" lines (non-resource URLs and the baseline left out). */
-export function parseCanIList(text: string): string[] {
-  const out = new Set<string>();
-  for (const line of text.split('\n').slice(1)) {
-    const cols = line.trim().split(/\s{2,}/);
-    if (cols.length < 4) continue;
-    const [resource, urls, names, verbs] = cols as [string, string, string, string];
-    if (urls !== '[]' || BASELINE.has(resource)) continue;
-    const nameList = names.replace(/^\[|\]$/g, '').trim();
-    for (const verb of verbs
-      .replace(/^\[|\]$/g, '')
-      .split(/\s+/)
-      .filter(Boolean))
-      out.add(`${resource}${nameList ? `[${nameList.split(/\s+/).join(',')}]` : ''} ${verb}`);
-  }
-  return [...out].sort();
-}
 
 async function canI(sa: string, namespace: string): Promise<string[]> {
   const r = await driver.kubectl([
@@ -93,11 +69,14 @@ async function canI(sa: string, namespace: string): Promise<string[]> {
 beforeAll(async () => {
   await driver.setup();
   tmp = mkdtempSync(join(tmpdir(), 'mm-lp-'));
-  objects = await renderObjects(ns, certArgs(await createTestCerts(tmp)));
-  for (const n of [ns, other]) {
-    const r = await driver.kubectl(['create', 'namespace', n]);
-    if (r.code !== 0) throw new Error(`create namespace ${n}: ${r.stderr}`);
-  }
+  objects = await renderObjects(ns, [...certArgs(await createTestCerts(tmp)), '--set', 'installNamespace=true']);
+  // The control-plane namespace as the chart renders it (with its Pod Security label); the other plainly.
+  const nsObject = objects.find((o) => o.kind === 'Namespace');
+  if (!nsObject) throw new Error('the chart rendered no Namespace with installNamespace=true');
+  const created = await driver.kubectl(['apply', '-f', '-'], stringify(nsObject));
+  if (created.code !== 0) throw new Error(`apply namespace ${ns}: ${created.stderr}`);
+  const r0 = await driver.kubectl(['create', 'namespace', other]);
+  if (r0.code !== 0) throw new Error(`create namespace ${other}: ${r0.stderr}`);
   const rbac = objects.filter((o) => RBAC_KINDS.has(o.kind));
   const r = await driver.kubectl(['apply', '-n', ns, '-f', '-'], rbac.map((o) => `---\n${stringify(o)}`).join(''));
   if (r.code !== 0) throw new Error(`kubectl apply: ${r.stderr}`);
@@ -112,27 +91,6 @@ afterAll(async () => {
 });
 
 describe('least privilege on the API server', () => {
-  it('parses the can-i table', () => {
-    expect(
-      parseCanIList(
-        [
-          'Resources                                       Non-Resource URLs   Resource Names                          Verbs',
-          'leases.coordination.k8s.io                      []                  [minimesh-destination-endpoint-write]   [get update patch]',
-          'selfsubjectreviews.authentication.k8s.io        []                  []                                      [create]',
-          '                                                [/api/*]            []                                      [get]',
-          'pods                                            []                  []                                      [get list watch]',
-        ].join('\n'),
-      ),
-    ).toEqual([
-      'leases.coordination.k8s.io[minimesh-destination-endpoint-write] get',
-      'leases.coordination.k8s.io[minimesh-destination-endpoint-write] patch',
-      'leases.coordination.k8s.io[minimesh-destination-endpoint-write] update',
-      'pods get',
-      'pods list',
-      'pods watch',
-    ]);
-  });
-
   it.each(Object.keys(NEEDS))('%s can do exactly what it uses, here and in another namespace', async (sa) => {
     const need = NEEDS[sa] as (typeof NEEDS)[string];
     const own = await canI(sa, ns);
@@ -141,6 +99,64 @@ describe('least privilege on the API server', () => {
     expect(own).toEqual([...new Set([...need.everywhere, ...need.ownNamespace])].sort());
     expect(elsewhere).toEqual([...new Set(need.everywhere)].sort());
     for (const p of [...own, ...elsewhere]) expect(p).not.toMatch(/^secrets/);
+  });
+
+  it("the namespace's PSA level is privileged, as Linkerd's: the least that admits the control plane's pods", async () => {
+    const live = await driver.kubectl(['get', 'namespace', ns, '-o', 'json']);
+    expect(live.code, live.stderr).toBe(0);
+    const labels = (JSON.parse(live.stdout) as { metadata: { labels: Record<string, string> } }).metadata.labels;
+    expect(labels['pod-security.kubernetes.io/enforce']).toBe('privileged');
+    const deployments = objects.filter((o) => o.kind === 'Deployment');
+    /** Each Deployment's pod, created as a server-side dry run under the namespace's current level. */
+    const dryRunPods = async () => {
+      const out: { name: string; code: number; stderr: string }[] = [];
+      for (const d of deployments) {
+        const template = (d as unknown as { spec: { template: { metadata?: object; spec: object } } }).spec.template;
+        const pod = {
+          apiVersion: 'v1',
+          kind: 'Pod',
+          metadata: { name: `${d.metadata.name}-psa` },
+          spec: template.spec,
+        };
+        const r = await driver.kubectl(['apply', '-n', ns, '--dry-run=server', '-f', '-'], stringify(pod));
+        out.push({ name: d.metadata.name, code: r.code, stderr: r.stderr });
+      }
+      return out;
+    };
+    const setLevel = async (level: string) => {
+      const r = await driver.kubectl([
+        'label',
+        'namespace',
+        ns,
+        '--overwrite',
+        `pod-security.kubernetes.io/enforce=${level}`,
+      ]);
+      expect(r.code, r.stderr).toBe(0);
+    };
+    /** Each clause of a PSA refusal, as the containers it names ("pod must ..." names none). */
+    const clauses = (stderr: string) =>
+      [...stderr.matchAll(/\(([^()]*\bmust\b[^()]*)\)/g)].map((m) =>
+        [...(m[1] as string).split(/\bmust\b/)[0]!.matchAll(/"([^"]+)"/g)].map((n) => n[1] as string),
+      );
+    try {
+      for (const level of ['restricted', 'baseline']) {
+        await setLevel(level);
+        for (const r of await dryRunPods()) {
+          // Refused, and only for proxy-init: every other container would pass this level.
+          expect(r.code, `${level}: ${r.name} was admitted`).not.toBe(0);
+          expect(r.stderr, `${level}: ${r.name}`).toMatch(/violates PodSecurity/);
+          const found = clauses(r.stderr);
+          expect(found.length, `${level}: ${r.name}: ${r.stderr}`).toBeGreaterThan(0);
+          for (const names of found) expect(names, `${level}: ${r.name}: ${r.stderr}`).toEqual(['minimesh-init']);
+          if (level === 'baseline') expect(r.stderr).toMatch(/non-default capabilities.*NET_ADMIN.*NET_RAW/);
+          console.log(`${r.name} under ${level}: ${r.stderr.replace(/^.*violates /s, '').trim()}`);
+        }
+      }
+      await setLevel('privileged');
+      for (const r of await dryRunPods()) expect(r.code, `privileged: ${r.name}: ${r.stderr}`).toBe(0);
+    } finally {
+      await setLevel('privileged');
+    }
   });
 
   it('control-plane pods pass PSA restricted except proxy-init (NET_ADMIN, NET_RAW, root), as in Linkerd', async () => {

@@ -2,7 +2,8 @@
 // default inbound policy is deny; a Server on the server's HTTP port and an AuthorizationPolicy that
 // admits only the client's service account. The client gets 200; a meshed client with another identity
 // and an unmeshed client get 403, counted in inbound_http_authz_deny_total; kubelet probes still pass.
-// An HTTPRoute with a 1 s request timeout cuts a 3 s request (504). The audit log shows the policy
+// An HTTPRoute with a 1 s request timeout cuts a 3 s request (504); one with retry.minimesh.io
+// annotations has the client's proxy retry a 503 twice (the limit) and count it. The audit log shows the policy
 // controller's watches. Malformed policy objects are refused by the API server.
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -176,11 +177,26 @@ function appObjects(): K8sObject[] {
         ],
       },
     },
+    // Retries: 503s are retried twice, then the last goes back (the fixture answers /status/503 always).
+    {
+      apiVersion: `${G}/v1beta3`,
+      kind: 'HTTPRoute',
+      metadata: {
+        name: 'retries',
+        namespace: ns,
+        annotations: { 'retry.minimesh.io/http': '503', 'retry.minimesh.io/limit': '2' },
+      },
+      spec: {
+        parentRefs: [{ group: 'core', kind: 'Service', name: 'server', port: SERVER_HTTP_PORT }],
+        rules: [{ matches: [{ path: { type: 'PathPrefix', value: '/status' } }] }],
+      },
+    },
     ...clientDeployment('client', `http://${host}:${SERVER_HTTP_PORT}/`),
     ...clientDeployment('other', `http://${host}:${SERVER_HTTP_PORT}/`),
     ...clientDeployment('unmeshed', `http://${host}:${SERVER_HTTP_PORT}/`, { meshed: false }),
     // The client's identity (admitted), so what cuts its requests is the route's timeout.
     ...clientDeployment('slow', `http://${host}:${SERVER_HTTP_PORT}/delay/3000`, { sa: 'client' }),
+    ...clientDeployment('retrying', `http://${host}:${SERVER_HTTP_PORT}/status/503`, { sa: 'client' }),
   ];
 }
 
@@ -192,7 +208,7 @@ beforeAll(async () => {
   for (const c of ['identity', 'destination', 'injector']) await ready(c, 'minimesh.io/control-plane-component');
   await applyObjects(driver, appObjects());
   server = await ready('server');
-  for (const c of ['client', 'other', 'unmeshed', 'slow']) await ready(c);
+  for (const c of ['client', 'other', 'unmeshed', 'slow', 'retrying']) await ready(c);
 }, 900_000);
 
 afterAll(async () => {
@@ -285,6 +301,33 @@ describe(`authorization policy on the ${driver.name} cluster`, () => {
       expect(l.ms).toBeGreaterThanOrEqual(900);
       expect(l.ms).toBeLessThan(2500);
     }
+  }, 120_000);
+
+  it("retries a 503 on the HTTPRoute's retry annotations, up to the limit, and counts it", async () => {
+    const pod = await ready('retrying');
+    const route = { route_kind: 'HTTPRoute', route_name: 'retries' };
+    // Every request the client makes is sent three times (two retries) and ends at the limit.
+    const text = await eventually('retries counted by the client proxy', 90_000, async () => {
+      const t = await proxyMetrics(driver, ns, pod.metadata.name);
+      return metricSum(t, 'outbound_http_route_retry_limit_exceeded_total', route) >= 3 ? t : undefined;
+    });
+    const limited = metricSum(text, 'outbound_http_route_retry_limit_exceeded_total', route);
+    const retries = metricSum(text, 'outbound_http_route_retry_requests_total', route);
+    // (A request may be between its retries when the metrics are read.)
+    expect(retries).toBeGreaterThanOrEqual(2 * limited);
+    expect(retries).toBeLessThanOrEqual(2 * limited + 2);
+    expect(metricSum(text, 'outbound_http_route_retry_successes_total', route)).toBe(0);
+    expect(
+      metricLines(text, 'outbound_http_route_retry_requests_total', {
+        ...route,
+        parent_kind: 'Service',
+        parent_name: 'server',
+        parent_namespace: ns,
+        parent_port: String(SERVER_HTTP_PORT),
+      }).length,
+    ).toBe(1);
+    const lines = (await clientLines('retrying')).filter((l) => l.status !== undefined);
+    expect(lines.slice(-3).map((l) => l.status)).toEqual([503, 503, 503]);
   }, 120_000);
 
   it('refuses malformed policy objects at the API server', async () => {

@@ -16,6 +16,7 @@ import {
 } from '@minimesh/local-cluster';
 import { policyCrds } from '@minimesh/policy';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse as parseYaml } from 'yaml';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const bin = join(here, '..', 'dist', 'main.js');
@@ -172,6 +173,13 @@ describe('minimesh authz on the API server', () => {
     };
     expect(out.reports[0]?.pods).toEqual(['web-1']);
     expect(out.reports[0]?.ports.map((p) => p.port)).toEqual([8080]);
+    const y = await run(['authz', `${ns}/web-1`, '--namespace', cpNs, '-o', 'yaml']);
+    expect(y.code).toBe(0);
+    expect(y.stdout).toMatch(/^reports:\n/);
+    expect(parseYaml(y.stdout)).toEqual(out);
+    const bad = await run(['authz', `${ns}/web-1`, '-o', 'wide']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/-o "wide" is not valid: expected table, json, yaml/);
   });
 
   it('bad input: an unknown workload exits 1 with one line, a malformed name exits 2', async () => {

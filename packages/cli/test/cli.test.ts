@@ -470,6 +470,8 @@ describe('minimesh version', () => {
     expect(r.code).toBe(0);
     expect(r.stdout).toBe(`Client version: ${version}\n`);
     expect(JSON.parse(run(['version', '--client', '-o', 'json']).stdout)).toEqual({ client: version });
+    expect(run(['version', '--client', '-o', 'yaml']).stdout).toBe(`client: ${version}\n`);
+    expect(run(['version', '--client', '-o', 'wide'])).toMatchObject({ code: 2 });
     expect(run(['--version']).stdout).toBe(`minimesh ${version}\n`);
   });
 
@@ -485,6 +487,8 @@ describe('minimesh version', () => {
     expect(r.stderr).toMatch(/^minimesh version: server version unavailable: .*ECONNREFUSED/);
     const bad = run(['version', '--kubeconfig', kc, '--context', 'nope']);
     expect(bad.stderr).toMatch(/nope/);
+    const y = docs(run(['version', '--kubeconfig', kc, '-o', 'yaml']).stdout)[0];
+    expect(y).toMatchObject({ server: null, error: expect.stringContaining('ECONNREFUSED') });
   });
 });
 
@@ -526,9 +530,39 @@ describe('CLI conventions: -n, --context, -o, color and NO_COLOR', () => {
     expect(JSON.stringify(JSON.parse(second.stdout))).toContain('127.0.0.1:2');
     const missing = run(['check', '--kubeconfig', kc, '--context', 'nope']);
     expect(missing.stdout).toMatch(/nope/);
-    const bad = run(['check', '-o', 'yaml']);
+    const yaml = run(['check', '--kubeconfig', kc, '-n', 'mesh-a', '-o', 'yaml']);
+    expect(yaml.code).toBe(1);
+    const y = docs(yaml.stdout)[0] as { ok: boolean; results: { category: string; status: string }[] };
+    expect(y.ok).toBe(false);
+    expect(y.results[0]).toMatchObject({ category: 'kubernetes-api', status: 'fail' });
+    const bad = run(['check', '-o', 'xml']);
     expect(bad.code).toBe(2);
-    expect(bad.stderr).toMatch(/^minimesh check: -o "yaml" is not valid: expected json/);
+    expect(bad.stderr).toMatch(/^minimesh check: -o "xml" is not valid: expected table, wide, json, yaml/);
+  });
+
+  it('every command that reads the cluster takes --kubeconfig and --context', () => {
+    for (const args of [
+      ['authz', 'shop/web'],
+      ['version'],
+      ['explain', 'shop/web-1', '--port', '8080'],
+      ['viz', 'stat', 'deploy'],
+    ]) {
+      const r = run([...args, '--kubeconfig', kc, '--context', 'second']);
+      expect(r.code, `${args.join(' ')}: ${r.stderr}`).not.toBe(2);
+      expect(r.stdout + r.stderr, args.join(' ')).toMatch(/127\.0\.0\.1:2/);
+    }
+  });
+
+  it('check: --pre with --proxy, a bad --wait and a bad -L are refused (exit 2)', () => {
+    for (const [args, msg] of [
+      [['--pre', '--proxy'], /--pre and --proxy cannot be used together/],
+      [['--wait', '5'], /--wait "5" is not valid: expected a duration such as 30s, 5m or 1m30s/],
+      [['--proxy', '-L', 'Bad_NS'], /--control-plane-namespace "Bad_NS" is not valid: expected a namespace name/],
+    ] as const) {
+      const r = run(['check', ...args]);
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.stderr).toMatch(msg);
+    }
   });
 
   it('colors the ✔/✖ marks only when asked (FORCE_COLOR) and never with NO_COLOR; no color into a pipe', () => {

@@ -20,7 +20,7 @@ import {
 } from '@minimesh/local-cluster';
 import { fromTcpAddress, health as healthProto, type destination } from '@minimesh/proto';
 import { createLogger } from '@minimesh/runtime';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
 import { parse } from 'yaml';
 import { createKubeClient, Informer, loadKubeConfig, type KubeClient as ApiClient } from '@minimesh/kube';
 import {
@@ -709,13 +709,21 @@ describe('the minimesh-destination binary', () => {
     let logs = '';
     child.stdout?.on('data', (d: Buffer) => (logs += d.toString()));
     child.stderr?.on('data', (d: Buffer) => (logs += d.toString()));
+    // On failure, say what the binary logged: a CI run on a loaded machine is the place this is read.
+    onTestFailed(() => console.error(`minimesh-destination's log:\n${logs}`));
     await until(
       'binary ready',
       async () => (await fetch(`http://127.0.0.1:${adminPort}/ready`)).status === 200,
-      30_000,
+      60_000,
     );
-    expect(logs).toContain('caches synced');
-    expect(logs).toMatch(/Adding ES mm-dst-app-[0-9a-f]+\/resume-a/);
+    // The log lines are written by the child and read here through a pipe: wait for them rather than
+    // racing the readiness probe against the pipe.
+    await until('the sync log line', () => logs.includes('caches synced'), 10_000);
+    await until(
+      'the debug line for the EndpointSlice',
+      () => /Adding ES mm-dst-app-[0-9a-f]+\/resume-a/.test(logs),
+      10_000,
+    );
     const c = dstClient(grpcPort);
     const s = new StreamReader<destination.Update>(c.get({ scheme: '', path: fqdn('resume', 80), contextToken: '' }));
     expect(describeUpdate(await s.next())).toEqual(['add 10.23.203.2:8080']);

@@ -17,6 +17,7 @@ export {
   type FlagValues,
   type ProgramInfo,
 } from './flags.js';
+export { outputFlag, parseOutputFormat, renderData, renderRecord, type OutputFormat } from './output.js';
 export { runMain } from './run-main.js';
 export {
   defineProgram,

@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { PassThrough } from 'node:stream';
 import { Server as GrpcServer, ServerCredentials, type ServerWritableStream } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse as parseYaml, parseAllDocuments } from 'yaml';
 import { tap, toTcpAddress } from '@minimesh/proto';
 import { diagnosticsCommand, vizCommand, type VizEnv } from '../src/commands/viz-command.js';
 import { createGrpcDialer } from '../src/tap-service/dial.js';
@@ -149,6 +150,9 @@ describe('minimesh viz stat', () => {
     ]);
     const w = await run(vizCommand, ['stat', 'deploy', '-n', 'demo', '-o', 'wide']);
     expect(w.stdout.split('\n')[0]).toContain('MTLS   READ_BYTES/SEC   WRITE_BYTES/SEC');
+    const y = await run(vizCommand, ['stat', 'deploy/server', '-n', 'demo', '-o', 'yaml']);
+    expect(y.stdout).toMatch(/^- namespace: demo\n/);
+    expect(parseYaml(y.stdout)).toEqual(JSON.parse(j.stdout));
   });
 
   it('one line for an unknown workload or namespace, viz not installed, Prometheus unreachable, bad flags', async () => {
@@ -168,9 +172,13 @@ describe('minimesh viz stat', () => {
     const down = await run(vizCommand, ['stat', 'deploy', '-n', 'demo', '--prometheus-url', 'http://127.0.0.1:9']);
     expect(down.code).toBe(1);
     expect(down.error?.message).toMatch(/^prometheus at http:\/\/127\.0\.0\.1:9 is unreachable: /);
-    expect(await run(vizCommand, ['stat', 'deploy', '-o', 'yaml'])).toMatchObject({
+    expect(await run(vizCommand, ['stat', 'deploy', '-o', 'xml'])).toMatchObject({
       code: 2,
-      error: { message: 'minimesh viz stat: -o yaml is not valid: expected table, wide, json' },
+      error: { message: 'minimesh viz stat: -o "xml" is not valid: expected table, wide, json, yaml' },
+    });
+    expect(await run(vizCommand, ['top', 'deploy/server', '-o', 'wide'])).toMatchObject({
+      code: 2,
+      error: { message: 'minimesh viz top: -o "wide" is not valid: expected table, json, yaml' },
     });
     expect(await run(vizCommand, ['stat', 'svc/web'])).toMatchObject({ code: 2 });
     expect(await run(vizCommand, ['stat', 'deploy', '-t', '2d'])).toMatchObject({ code: 2 });
@@ -201,6 +209,10 @@ describe('minimesh viz edges', () => {
     const w = await run(vizCommand, ['edges', 'deploy', '-n', 'demo', '-o', 'wide']);
     expect(w.stdout).toContain(CLIENT_ID);
     expect(w.stdout).toContain('server.demo.serviceaccount.identity.minimesh.cluster.local');
+    const j = await run(vizCommand, ['edges', 'deploy', '-n', 'demo', '-o', 'json']);
+    const y = await run(vizCommand, ['edges', 'deploy', '-n', 'demo', '-o', 'yaml']);
+    expect(parseYaml(y.stdout)).toEqual(JSON.parse(j.stdout));
+    expect(parseYaml(y.stdout)).toEqual([expect.objectContaining({ src: 'client', dst: 'server' })]);
   });
 });
 
@@ -222,6 +234,15 @@ describe('minimesh viz tap and top', () => {
       path: '/a',
       source: { identity: CLIENT_ID },
     });
+    const yaml = await run(vizCommand, ['tap', 'deploy/server', '-n', 'demo', '--limit', '1', '-o', 'yaml']);
+    const docs = parseAllDocuments(yaml.stdout).map((d) => d.toJS() as Record<string, unknown>);
+    expect(docs.map((d) => d.type)).toEqual(
+      json.stdout
+        .trim()
+        .split('\n')
+        .map((l) => (JSON.parse(l) as { type: string }).type),
+    );
+    expect(docs[0]).toMatchObject({ type: 'requestInit', path: '/a', source: { identity: CLIENT_ID } });
   });
 
   it('tap refuses a workload without meshed pods or a missing name', async () => {
@@ -239,6 +260,28 @@ describe('minimesh viz tap and top', () => {
     expect(lines[0]).toMatch(/^SOURCE +DESTINATION +METHOD +PATH +COUNT +BEST +WORST +LAST +SUCCESS_RATE$/);
     expect(lines[1]).toMatch(/^client-h1-a +server-h1-a +GET +\/a +2 +1000µs +3000µs +3000µs +50\.00%$/);
     expect(lines[2]).toMatch(/^client-h1-a +server-h1-a +GET +\/b +2 +2000µs +4000µs +4000µs +100\.00%$/);
+    const y = await run(vizCommand, [
+      'top',
+      'deploy/server',
+      '-n',
+      'demo',
+      '--limit',
+      '4',
+      '--duration',
+      '5s',
+      '-o',
+      'yaml',
+    ]);
+    expect(parseYaml(y.stdout)).toEqual([
+      expect.objectContaining({
+        source: 'client-h1-a',
+        destination: 'server-h1-a',
+        path: '/a',
+        count: 2,
+        successes: 1,
+      }),
+      expect.objectContaining({ path: '/b', count: 2, successes: 2 }),
+    ]);
   });
 });
 

@@ -27,7 +27,7 @@ export function splitPemCertificates(pem: string): string[] {
   return pem.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
 }
 
-function parseAll(pem: string): { certs: X509Certificate[]; error?: string } {
+export function parseAll(pem: string): { certs: X509Certificate[]; error?: string } {
   const blocks = splitPemCertificates(pem);
   if (blocks.length === 0) return { certs: [], error: 'no PEM CERTIFICATE block found' };
   const certs: X509Certificate[] = [];
@@ -41,7 +41,7 @@ function parseAll(pem: string): { certs: X509Certificate[]; error?: string } {
   return { certs };
 }
 
-function cn(cert: X509Certificate): string {
+export function cn(cert: X509Certificate): string {
   const m = /CN=([^\n,]+)/.exec(cert.subject);
   return m ? (m[1] as string) : cert.subject.replace(/\n/g, ', ');
 }

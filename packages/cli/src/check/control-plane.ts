@@ -85,14 +85,15 @@ export function checkDeployments(
     if (want === 0) {
       results.push(fail(CP_CATEGORY, desc, `scaled to 0 replicas`));
     } else if (available === 0) {
-      results.push(
-        fail(
+      results.push({
+        ...fail(
           CP_CATEGORY,
           desc,
           `0 of ${want} replicas available${cond?.message ? ` (${cond.message})` : ''}`,
           `kubectl -n ${namespace} describe deploy ${c.deployment}`,
         ),
-      );
+        retry: true,
+      });
     } else if (available < want) {
       results.push(warn(CP_CATEGORY, desc, `${available} of ${want} replicas available`));
     } else {
@@ -173,7 +174,7 @@ export function checkReadiness(probes: readonly ReadyProbe[]): CheckResult[] {
   return probes.map((p) => {
     const desc = `${p.component} admin /ready${p.pod ? ` (${p.pod})` : ''}`;
     if (p.status === 'ready') return ok(READY_CATEGORY, desc);
-    if (p.status === 'not-ready') return fail(READY_CATEGORY, desc, p.detail);
+    if (p.status === 'not-ready') return { ...fail(READY_CATEGORY, desc, p.detail), retry: true };
     return p.pod === undefined
       ? skip(READY_CATEGORY, desc, p.detail)
       : warn(READY_CATEGORY, desc, `not reachable: ${p.detail}`);

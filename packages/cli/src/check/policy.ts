@@ -55,7 +55,7 @@ export function checkPolicy(input: PolicyCheckInput): CheckResult[] {
     const versions = (want.spec as { versions: Array<{ name: string }> }).versions.map((v) => v.name);
     const served = new Set((have.spec?.versions ?? []).filter((v) => v.served !== false).map((v) => v.name));
     const missing = versions.filter((v) => !served.has(v));
-    if (!established) results.push(fail(POLICY_CATEGORY, desc, 'not Established yet'));
+    if (!established) results.push({ ...fail(POLICY_CATEGORY, desc, 'not Established yet'), retry: true });
     else if (missing.length)
       results.push(
         warn(POLICY_CATEGORY, desc, `does not serve ${missing.join(', ')}: an older CRD?`, 'upgrade the chart'),
@@ -77,14 +77,15 @@ export function checkPolicy(input: PolicyCheckInput): CheckResult[] {
     }
     const r = input.ready.get(pod);
     if (!c.ready || (r && !r.ok))
-      results.push(
-        fail(
+      results.push({
+        ...fail(
           POLICY_CATEGORY,
           desc,
           r?.detail ?? `container not ready${c.restartCount ? ` (${c.restartCount} restarts)` : ''}`,
           `kubectl logs ${pod} -c policy`,
         ),
-      );
+        retry: true,
+      });
     else results.push(ok(POLICY_CATEGORY, desc));
   }
 

@@ -10,6 +10,8 @@ export interface CheckResult {
   detail?: string;
   /** What to do about it. */
   hint?: string;
+  /** A failure that may pass by itself (a rollout, a proxy starting): `check --wait` runs it again. */
+  retry?: boolean;
 }
 
 export const SYMBOLS: Record<CheckStatus, string> = { ok: '✔', warn: '‼', fail: '✖', skip: '-' };
@@ -43,7 +45,7 @@ export function useColor(stream: { isTTY?: boolean }, env: NodeJS.ProcessEnv = p
 const COLORS: Record<CheckStatus, string> = { ok: '\x1b[32m', warn: '\x1b[33m', fail: '\x1b[31m', skip: '\x1b[2m' };
 
 /** linkerd check's layout: a header per category, one line per check, details indented below. */
-export function formatResults(results: readonly CheckResult[], opts: { color?: boolean } = {}): string {
+export function formatResults(results: readonly CheckResult[], opts: { color?: boolean; wide?: boolean } = {}): string {
   const sym = (s: CheckStatus): string => (opts.color ? `${COLORS[s]}${SYMBOLS[s]}\x1b[0m` : SYMBOLS[s]);
   const out: string[] = [];
   let current: string | undefined;
@@ -54,7 +56,8 @@ export function formatResults(results: readonly CheckResult[], opts: { color?: b
       current = r.category;
     }
     out.push(`${sym(r.status)} ${r.description}`);
-    if (r.status !== 'ok' && r.detail) out.push(`    ${r.detail}`);
+    // -o wide: what each passing check found, too.
+    if ((r.status !== 'ok' || opts.wide) && r.detail) out.push(`    ${r.detail}`);
     if (r.hint) out.push(`    see: ${r.hint}`);
   }
   const failed = results.filter((r) => r.status === 'fail').length;

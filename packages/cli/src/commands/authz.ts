@@ -3,26 +3,28 @@
 // controller's own index from the objects in the cluster (src/policy-cluster.ts).
 import type { KubeClient } from '@minimesh/kube';
 import { authzReport, formatAuthzReport, parseLabelSelector, selectorMatches } from '@minimesh/policy';
-import { parseFlags, UsageError } from '@minimesh/runtime';
+import { outputFlag, parseFlags, parseOutputFormat, renderData, UsageError } from '@minimesh/runtime';
 import type { CommandIO } from '../io.js';
-import { connectKube, describeKubeError, kubeStatus } from '../kube.js';
+import { clusterFlags, connectKube, describeKubeError, kubeStatus } from '../kube.js';
 import { loadPolicyState } from '../policy-cluster.js';
 
 const info = {
   name: 'minimesh authz',
   summary:
     "list, for each port of a workload's pods, the Server or default policy that governs it, its routes, and which clients each authorization admits",
-  usage: 'minimesh authz <namespace>/<workload> [--port P] [--namespace minimesh] [--kubeconfig K] [--json]',
+  usage:
+    'minimesh authz <namespace>/<workload> [--port P] [--namespace minimesh] [--kubeconfig K] [--context C] [-o json|yaml]',
 };
 
 const flags = {
   port: { type: 'string', description: 'also report this port (comma-separated list) besides the declared ones' },
   namespace: { type: 'string', default: 'minimesh', description: 'the control-plane namespace' },
-  kubeconfig: {
-    type: 'string',
-    description: 'kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then the local cluster)',
+  ...clusterFlags,
+  output: {
+    ...outputFlag(['table', 'json', 'yaml']),
+    description: 'output format: table (the report as text), json or yaml',
   },
-  json: { type: 'boolean', description: 'print the report as JSON' },
+  json: { type: 'boolean', description: 'the same as -o json' },
 } as const;
 
 const WORKLOAD_KINDS = [
@@ -88,10 +90,11 @@ export async function authzCommand(argv: string[], io: CommandIO): Promise<numbe
   const namespace = m[1] as string;
   const name = m[3] as string;
   const ports = parsePorts(f.port);
+  const output = f.json ? 'json' : parseOutputFormat(info.name, f.output, ['table', 'json', 'yaml']);
 
   let client: KubeClient;
   try {
-    ({ client } = await connectKube(f.kubeconfig || undefined));
+    ({ client } = await connectKube(f.kubeconfig || undefined, f.context || undefined));
   } catch (err) {
     io.stderr.write(`${info.name}: ${(err as Error).message}\n`);
     return 1;
@@ -111,8 +114,8 @@ export async function authzCommand(argv: string[], io: CommandIO): Promise<numbe
     const state = await loadPolicyState(client, { controlPlaneNamespace: f.namespace, namespace });
     const reports = authzReport(state.index, namespace, pods, ports);
     const invalid = state.invalid.filter((i) => i.includes(` ${namespace}/`));
-    if (f.json) {
-      io.stdout.write(`${JSON.stringify({ reports, invalid, notes: state.notes }, null, 2)}\n`);
+    if (output === 'json' || output === 'yaml') {
+      io.stdout.write(renderData(output, { reports, invalid, notes: state.notes }));
       return 0;
     }
     if (pods.length === 0) io.stdout.write(`${namespace}/${name}: no running pods\n`);

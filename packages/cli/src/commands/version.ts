@@ -1,21 +1,24 @@
 // minimesh version: the client's version and, when a cluster is reachable, the control plane's (the
 // app.kubernetes.io/version label the chart puts on each control-plane Deployment), as `linkerd version`.
 import { MINIMESH_VERSION } from '@minimesh/config';
-import { parseFlags, UsageError } from '@minimesh/runtime';
+import { outputFlag, parseFlags, parseOutputFormat, renderData, UsageError } from '@minimesh/runtime';
 import type { CommandIO } from '../io.js';
 import { clusterFlags, connectKube, describeKubeError } from '../kube.js';
 
 const info = {
   name: 'minimesh version',
   summary: "print the client's version and the control plane's",
-  usage: 'minimesh version [--client] [-n minimesh] [--kubeconfig K] [--context C] [-o json]',
+  usage: 'minimesh version [--client] [-n minimesh] [--kubeconfig K] [--context C] [-o json|yaml]',
 };
 
 const flags = {
   client: { type: 'boolean', description: "print only the client's version (no cluster needed)" },
   namespace: { type: 'string', short: 'n', default: 'minimesh', description: 'the control-plane namespace' },
   ...clusterFlags,
-  output: { type: 'string', short: 'o', default: '', description: 'json for a JSON object (default: lines of text)' },
+  output: {
+    ...outputFlag(['table', 'json', 'yaml']),
+    description: 'output format: table (lines of text), json or yaml',
+  },
 } as const;
 
 interface DeploymentList {
@@ -41,13 +44,10 @@ export async function versionCommand(argv: string[], io: CommandIO): Promise<num
   if (parsed.positionals.length > 0)
     throw new UsageError(`${info.name}: unexpected argument ${JSON.stringify(parsed.positionals[0])}`);
   const f = parsed.values;
-  if (f.output !== '' && f.output !== 'json')
-    throw new UsageError(`${info.name}: -o ${JSON.stringify(f.output)} is not valid: expected json`);
+  const output = parseOutputFormat(info.name, f.output, ['table', 'json', 'yaml']);
   if (f.client) {
     io.stdout.write(
-      f.output === 'json'
-        ? `${JSON.stringify({ client: MINIMESH_VERSION })}\n`
-        : `Client version: ${MINIMESH_VERSION}\n`,
+      output === 'table' ? `Client version: ${MINIMESH_VERSION}\n` : renderData(output, { client: MINIMESH_VERSION }),
     );
     return 0;
   }
@@ -71,10 +71,9 @@ export async function versionCommand(argv: string[], io: CommandIO): Promise<num
   } catch (err) {
     why = describeKubeError(err);
   }
-  if (f.output === 'json') {
-    io.stdout.write(
-      `${JSON.stringify({ client: MINIMESH_VERSION, server: server?.length ? server : null, ...(why ? { error: why } : {}) })}\n`,
-    );
+  if (output === 'json' || output === 'yaml') {
+    const value = { client: MINIMESH_VERSION, server: server?.length ? server : null, ...(why ? { error: why } : {}) };
+    io.stdout.write(output === 'json' ? `${JSON.stringify(value)}\n` : renderData('yaml', value));
     return 0;
   }
   const serverLine =

@@ -37,6 +37,7 @@ export {
   type CompiledRetry,
   type CompiledTimeouts,
   type CompiledBackend,
+  type ResourceRef,
 } from './outbound-policy.js';
 export { fromIpNetwork } from './ip-network.js';
 export { ipToBigint, parseIpNet, netContains, inNetworks, type IpNet } from '../ip-match.js';

@@ -47,19 +47,36 @@ export interface CompiledOutboundRule {
   fail?: { status: number; message: string };
 }
 
+/** The rest of a resource's reference (the parent_* and route_* metric labels beside group, kind, name). */
+export interface ResourceRef {
+  namespace: string;
+  section: string;
+  port: number;
+}
+
 export interface CompiledOutboundRoute extends CompiledRouteBase {
   meta: PolicyMeta;
+  ref: ResourceRef;
   rules: CompiledOutboundRule[];
 }
 
 export interface CompiledOutboundPolicy {
   meta: PolicyMeta;
+  ref: ResourceRef;
   /** How the target's traffic is handled. */
   protocol: 'detect' | 'opaque' | 'http1' | 'http2' | 'grpc' | 'tls';
   http1: CompiledOutboundRoute[];
   http2: CompiledOutboundRoute[];
   /** Set when the policy could not be compiled (the proxy then keeps its own routing). */
   invalid?: string;
+}
+
+const NO_REF: ResourceRef = Object.freeze({ namespace: '', section: '', port: 0 });
+
+function refFromProto(m: outbound.OutboundPolicy['metadata']): ResourceRef {
+  const k = m?.kind;
+  if (k?.$case !== 'resource') return NO_REF;
+  return { namespace: k.value.namespace, section: k.value.section, port: k.value.port };
 }
 
 const ms = (d: { seconds: bigint; nanos: number } | undefined): number | undefined =>
@@ -113,6 +130,7 @@ function compileRoute(r: outbound.HttpRoute): CompiledOutboundRoute {
   if (r.rules.length === 0) throw new Error('route without rules');
   return {
     meta: metaFromProto(r.metadata, { group: '', kind: 'default', name: 'http' }),
+    ref: refFromProto(r.metadata),
     hosts: compileHosts(r.hosts),
     rules: r.rules.map((rule) => {
       const dist = rule.backends?.kind;
@@ -146,6 +164,7 @@ function compileRoute(r: outbound.HttpRoute): CompiledOutboundRoute {
 
 export function compileOutboundPolicy(p: outbound.OutboundPolicy): CompiledOutboundPolicy {
   const meta = metaFromProto(p.metadata, { group: '', kind: 'default', name: 'unknown' });
+  const ref = refFromProto(p.metadata);
   try {
     const k = p.protocol?.kind;
     if (!k) throw new Error('no protocol');
@@ -153,19 +172,20 @@ export function compileOutboundPolicy(p: outbound.OutboundPolicy): CompiledOutbo
       case 'detect':
         return {
           meta,
+          ref,
           protocol: 'detect',
           http1: (k.value.http1?.routes ?? []).map(compileRoute),
           http2: (k.value.http2?.routes ?? []).map(compileRoute),
         };
       case 'http1':
-        return { meta, protocol: 'http1', http1: k.value.routes.map(compileRoute), http2: [] };
+        return { meta, ref, protocol: 'http1', http1: k.value.routes.map(compileRoute), http2: [] };
       case 'http2':
-        return { meta, protocol: 'http2', http1: [], http2: k.value.routes.map(compileRoute) };
+        return { meta, ref, protocol: 'http2', http1: [], http2: k.value.routes.map(compileRoute) };
       default:
-        return { meta, protocol: k.$case, http1: [], http2: [] };
+        return { meta, ref, protocol: k.$case, http1: [], http2: [] };
     }
   } catch (err) {
-    return { meta, protocol: 'detect', http1: [], http2: [], invalid: (err as Error).message };
+    return { meta, ref, protocol: 'detect', http1: [], http2: [], invalid: (err as Error).message };
   }
 }
 

@@ -79,6 +79,24 @@ export abstract class HttpExchange implements ExchangeHooks, TapSubject {
     if (this.requestTimeoutMs > 0) this.timer = setTimeout(() => this.expire(), this.requestTimeoutMs);
   }
 
+  /**
+   * forward() with `send` in place of the protocol's own (the route retry layer's attempts,
+   * src/policy/outbound-retry.ts): counted, tapped, load-tracked and bounded by the route's request
+   * timeout the same way. `send` reports to the exchange's hooks and returns how to cancel it.
+   * (forward() keeps its own copy of these lines: it is the hot path.)
+   */
+  forwardVia(up: HttpUpstream, labels: Labels, send: (hooks: ExchangeHooks) => Cancel): void {
+    this.labels = labels;
+    this.upstream = up;
+    this.t0 = this.sink.metrics.request(labels);
+    const load = up.endpoint.load;
+    if (load) this.loadT0 = load.start();
+    const tap = this.sink.tap;
+    if (tap !== undefined && tap.active) this.tapped = tapRequest(tap, this.sink.direction, this, labels);
+    this.cancel = send(this);
+    if (this.requestTimeoutMs > 0) this.timer = setTimeout(() => this.expire(), this.requestTimeoutMs);
+  }
+
   protected abstract send(up: HttpUpstream, extra: Record<string, string>, authority: string): Cancel;
 
   /** Resets the downstream side (the response had begun when the route's timeout fired). */

@@ -1,8 +1,9 @@
 // The outbound stack, for every connection the app opens:
 //   accept → detect (profile first) → HTTP: per request discover → balance → connect (→ tls) → forward
 //                                   → opaque: discover → balance → connect (→ tls) → relay
-// A route layer (per-route timeouts and retries from OutboundPolicies) belongs between discover and
-// balance: it sees the Concrete target and the exchange, and hands the exchange on.
+// The route layer (per-route timeouts, injected failures and retries from OutboundPolicies) sits
+// between discover and connect: it sees the Concrete target and the exchange; a request on a route
+// with retries goes to the retry layer (src/policy/outbound-retry.ts), every other one on as it is.
 import type { IncomingMessage } from 'node:http';
 import type { Server, Socket } from 'node:net';
 import type { Logger } from '@minimesh/runtime';
@@ -22,6 +23,7 @@ import { relay } from '../stack/relay.js';
 import type { Accept, Addr, Concrete, Endpoint, Opaque } from '../targets.js';
 import type { OutboundPolicies } from '../policy/outbound-policies.js';
 import { applyOutboundRoute } from '../policy/outbound-routes.js';
+import { sendWithRetries, type RetryPlan } from '../policy/outbound-retry.js';
 import type { TlsCredentials } from '../tls/credentials.js';
 import { balance } from './balance.js';
 import { createOutboundDetect } from './detect.js';
@@ -34,7 +36,7 @@ export interface OutboundStackOptions {
   creds: TlsCredentials;
   metrics: ProxyMetrics;
   logger: Logger;
-  /** Outbound policies (routes: timeouts, injected failures); none: requests go without routes. */
+  /** Outbound policies (routes: timeouts, injected failures, retries); none: requests go without routes. */
   policies?: OutboundPolicies;
   /** Test/bench seam: how to learn the original destination (default: SO_ORIGINAL_DST). */
   originalDst?: OriginalDstFn;
@@ -143,12 +145,30 @@ export function createOutboundStack(opts: OutboundStackOptions): OutboundStack {
     send(conn, concrete, ep, ex);
   }
 
-  /** route (HTTPRoute rule: timeouts, injected failures) → connect (+ tls) → forward. */
+  /** route (HTTPRoute rule: timeouts, injected failures, retries) → connect (+ tls) → forward. */
   function send(conn: Accept, concrete: Concrete, ep: Endpoint, ex: HttpExchange): void {
     const policies = opts.policies;
-    if (policies && !applyOutboundRoute(policies, ex, concrete.authority, conn.orig, config.clusterDomain)) return;
+    if (policies) {
+      const route = applyOutboundRoute(policies, ex, concrete.authority, conn.orig, config.clusterDomain);
+      if (route === false) return;
+      if (route !== true) return sendRetrying(concrete, ep, ex, route);
+    }
     const up = connector.http(ep, ex.protocol);
     ex.forward(up, endpointLabels(concrete.authority, ep), undefined, concrete.authority);
+  }
+
+  /** A request on a route with retries: each retry is balanced again over the same Concrete target. */
+  function sendRetrying(concrete: Concrete, ep: Endpoint, ex: HttpExchange, plan: RetryPlan): void {
+    sendWithRetries({
+      ex,
+      plan,
+      ep,
+      pick: () => balance(concrete),
+      connect: (e) => connector.http(e, ex.protocol),
+      labels: endpointLabels(concrete.authority, ep),
+      authority: concrete.authority,
+      log,
+    });
   }
 
   /** HTTP/1 Upgrade (WebSocket): replay the request to the endpoint, then relay raw bytes both ways. */

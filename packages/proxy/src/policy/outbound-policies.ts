@@ -7,6 +7,8 @@ import type { ClientReadableStream, ServiceError } from '@grpc/grpc-js';
 import { compileOutboundPolicy, type CompiledOutboundPolicy } from '@minimesh/policy/client';
 import { toTcpAddress, type outbound } from '@minimesh/proto';
 import type { Logger } from '@minimesh/runtime';
+import { Registry } from 'prom-client';
+import { RouteRetryMetrics } from './retry-metrics.js';
 
 export type OutboundTarget = { kind: 'authority'; authority: string } | { kind: 'addr'; ip: string; port: number };
 
@@ -17,6 +19,8 @@ export interface OutboundPoliciesOptions {
   idleMs: number;
   logger: Logger;
   backoff?: { minMs: number; maxMs: number };
+  /** Where the route retry metrics register (default: a registry of their own). */
+  registry?: Registry;
 }
 
 interface Entry {
@@ -42,10 +46,13 @@ export class OutboundPolicies {
   private readonly log: Logger;
   private readonly backoff: { minMs: number; maxMs: number };
   private readonly sweep: NodeJS.Timeout;
+  /** outbound_http_route_retry_* (the retry layer counts into them). */
+  readonly retryMetrics: RouteRetryMetrics;
 
   constructor(private readonly opts: OutboundPoliciesOptions) {
     this.log = opts.logger.child({ component: 'outbound-policy' });
     this.backoff = opts.backoff ?? { minMs: 250, maxMs: 10_000 };
+    this.retryMetrics = new RouteRetryMetrics(opts.registry ?? new Registry());
     this.sweep = setInterval(() => this.dropIdle(), Math.max(500, Math.min(10_000, opts.idleMs / 2)));
     this.sweep.unref();
   }

@@ -1,12 +1,15 @@
 // The outbound route layer: between discover and balance, the request's route in the target's
-// OutboundPolicy (HTTPRoutes on the Service port) decides its request timeout and injected failures,
-// as linkerd2-proxy applies them. A target without a policy (yet) goes as it would without one.
-// Retries and weighted backends are not applied here (docs/policy.md).
+// OutboundPolicy (HTTPRoutes on the Service port) decides its request timeout, injected failures and
+// retries, as linkerd2-proxy applies them. A target without a policy (yet) goes as it would without
+// one; a route without a retry policy costs nothing more than its lookup. Weighted backends are not
+// applied here (docs/policy.md).
 import { requestView, routeOutbound } from '@minimesh/policy/client';
 import { H1Exchange, type HttpExchange } from '../http/exchange.js';
 import type { Addr } from '../targets.js';
 import { respondWith } from './inbound-layer.js';
 import type { OutboundPolicies, OutboundTarget } from './outbound-policies.js';
+import type { RetryPlan } from './outbound-retry.js';
+import { canBuffer } from './retry-policy.js';
 
 /** The policy target of a request: the Service name when the authority is one, else the original destination. */
 export function outboundTarget(
@@ -22,7 +25,8 @@ export function outboundTarget(
 
 /**
  * Applies the route of `ex` in the target's policy: sets the exchange's request timeout. False: the
- * route injects a failure and the exchange was answered with it.
+ * route injects a failure and the exchange was answered with it. A RetryPlan: the route retries and
+ * the request can be buffered (src/policy/outbound-retry.ts sends it); true: forward it as it is.
  */
 export function applyOutboundRoute(
   policies: OutboundPolicies,
@@ -30,7 +34,7 @@ export function applyOutboundRoute(
   authority: string,
   orig: Addr | undefined,
   clusterDomain: string,
-): boolean {
+): boolean | RetryPlan {
   if (!policies.enabled) return true;
   const target = outboundTarget(authority, orig, clusterDomain);
   if (!target) return true;
@@ -56,5 +60,10 @@ export function applyOutboundRoute(
   }
   const ms = rule.timeouts.requestMs ?? rule.timeouts.responseMs;
   if (ms !== undefined && ms > 0) ex.requestTimeoutMs = ms;
-  return true;
+  const retry = rule.retry;
+  if (retry === undefined || retry.maxRetries <= 0) return true;
+  // A body declared larger than the buffer is never retried: it goes as it is (linkerd2-proxy's ReplayBody).
+  const length = headers['content-length'];
+  if (!canBuffer(retry, Array.isArray(length) ? length[0] : length)) return true;
+  return { retry, counters: policies.retryMetrics.counters(policy, hit.route) };
 }

@@ -72,6 +72,7 @@ export function createPolicyRuntime(opts: {
     workload: pc.workload,
     idleMs: Math.max(5_000, config.outboundDiscoveryIdleMs),
     logger: log,
+    registry: opts.registry,
   });
   const authz = createInboundAuthz({
     policies: inboundPolicies,

@@ -1,6 +1,14 @@
 // `minimesh viz <stat|edges|top|tap|dashboard>` and `minimesh diagnostics proxy-metrics`: flags in, the
 // viz API, text out. The CLI package wires `connect` to @minimesh/kube; tests pass their own.
-import { parseFlags, UsageError, type FlagSpecs } from '@minimesh/runtime';
+import {
+  parseFlags,
+  parseOutputFormat,
+  renderData,
+  renderRecord,
+  UsageError,
+  type FlagSpecs,
+  type OutputFormat,
+} from '@minimesh/runtime';
 import { getEdges, getProxyMetrics, getStat, streamTap, type TapRequest, type VizDeps } from '../api.js';
 import { renderEdges, toEdgesJson } from '../edges.js';
 import { VizError } from '../errors.js';
@@ -69,10 +77,8 @@ const FILTERS = {
   authority: { type: 'string', default: '', description: 'only requests to this :authority (Host)' },
 } as const satisfies FlagSpecs;
 
-function output(value: string, allowed: readonly string[], command: string): string {
-  const o = value === '' ? 'table' : value;
-  if (!allowed.includes(o)) throw new UsageError(`${command}: -o ${o} is not valid: expected ${allowed.join(', ')}`);
-  return o;
+function output(value: string, allowed: readonly OutputFormat[], command: string): OutputFormat {
+  return parseOutputFormat(command, value, allowed);
 }
 
 function resourceArg(positionals: string[], command: string, opts: { needName?: boolean } = {}): Resource {
@@ -140,20 +146,20 @@ const STAT_FLAGS = {
     default: '1m',
     description: 'window of the rates and quantiles (10s to 24h)',
   },
-  output: { type: 'string', short: 'o', default: '', description: 'table, wide or json' },
+  output: { type: 'string', short: 'o', default: '', description: 'table, wide, json or yaml' },
 } as const satisfies FlagSpecs;
 
 async function statCommand(argv: string[], io: CommandIO, env: VizEnv): Promise<number> {
   const info = {
     name: 'minimesh viz stat',
     summary: 'golden metrics of workloads: meshed pods, success rate, RPS, latency p50/p95/p99, TCP connections',
-    usage: 'minimesh viz stat <kind>[/<name>] [-n NS | -A] [--from R | --to R] [-o wide|json]',
+    usage: 'minimesh viz stat <kind>[/<name>] [-n NS | -A] [--from R | --to R] [-o wide|json|yaml]',
   };
   const parsed = parseFlags(info, STAT_FLAGS, argv);
   if ('help' in parsed) return (void io.stdout.write(parsed.help), 0);
   const f = parsed.values;
   const resource = resourceArg(parsed.positionals, info.name);
-  const out = output(f.output, ['table', 'wide', 'json'], info.name);
+  const out = output(f.output, ['table', 'wide', 'json', 'yaml'], info.name);
   try {
     parseWindow(f['time-window']);
   } catch (err) {
@@ -171,7 +177,7 @@ async function statCommand(argv: string[], io: CommandIO, env: VizEnv): Promise<
       ...(f.to ? { to: optionalResource(f.to, f['to-namespace'] || ns || 'default', 'to') } : {}),
       window: f['time-window'],
     });
-    if (out === 'json') io.stdout.write(`${JSON.stringify(toStatJson(rows), null, 2)}\n`);
+    if (out === 'json' || out === 'yaml') io.stdout.write(renderData(out, toStatJson(rows)));
     else if (rows.length === 0) io.stderr.write(`No ${resource.kind}s found${ns ? ` in namespace "${ns}"` : ''}.\n`);
     else
       io.stdout.write(
@@ -187,14 +193,19 @@ const EDGES_FLAGS = {
   ...COMMON,
   ...PROM,
   'all-namespaces': { type: 'boolean', short: 'A', description: 'every namespace' },
-  output: { type: 'string', short: 'o', default: '', description: 'table, wide (identities and reasons) or json' },
+  output: {
+    type: 'string',
+    short: 'o',
+    default: '',
+    description: 'table, wide (identities and reasons), json or yaml',
+  },
 } as const satisfies FlagSpecs;
 
 async function edgesCommand(argv: string[], io: CommandIO, env: VizEnv): Promise<number> {
   const info = {
     name: 'minimesh viz edges',
     summary: 'who talks to whom: source, destination, client and server identity, secured by mTLS or not',
-    usage: 'minimesh viz edges <kind> [-n NS | -A] [-o wide|json]',
+    usage: 'minimesh viz edges <kind> [-n NS | -A] [-o wide|json|yaml]',
   };
   const parsed = parseFlags(info, EDGES_FLAGS, argv);
   if ('help' in parsed) return (void io.stdout.write(parsed.help), 0);
@@ -202,12 +213,12 @@ async function edgesCommand(argv: string[], io: CommandIO, env: VizEnv): Promise
   const resource = resourceArg(parsed.positionals, info.name);
   if (resource.kind === 'namespace')
     throw new UsageError(`${info.name}: edges are between workloads: give a kind such as deploy or po`);
-  const out = output(f.output, ['table', 'wide', 'json'], info.name);
+  const out = output(f.output, ['table', 'wide', 'json', 'yaml'], info.name);
   const { conn, deps } = await connectDeps(env, f);
   try {
     const ns = f['all-namespaces'] ? '' : f.namespace || conn.namespace || 'default';
     const rows = await getEdges(deps, { kind: resource.kind, namespace: ns });
-    if (out === 'json') io.stdout.write(`${JSON.stringify(toEdgesJson(rows), null, 2)}\n`);
+    if (out === 'json' || out === 'yaml') io.stdout.write(renderData(out, toEdgesJson(rows)));
     else if (rows.length === 0) io.stderr.write(`No edges found${ns ? ` in namespace "${ns}"` : ''}.\n`);
     else io.stdout.write(renderEdges(rows, { wide: out === 'wide' }));
     return 0;
@@ -220,7 +231,13 @@ const TAP_FLAGS = {
   ...COMMON,
   ...FILTERS,
   limit: { type: 'string', default: '100', description: 'requests each proxy reports before the tap ends' },
-  output: { type: 'string', short: 'o', default: '', description: 'lines, wide (with resources) or json' },
+  output: {
+    type: 'string',
+    short: 'o',
+    default: '',
+    description:
+      'table (one line per request), wide (with resources), json (one object per line) or yaml (one document each)',
+  },
 } as const satisfies FlagSpecs;
 
 function tapRequest(
@@ -258,13 +275,13 @@ async function tapCommand(argv: string[], io: CommandIO, env: VizEnv): Promise<n
   const info = {
     name: 'minimesh viz tap',
     summary: 'live requests of a workload: method, path, status, latency, identities',
-    usage: 'minimesh viz tap <kind>/<name> [-n NS] [--to R] [--method M] [--path P] [--limit N] [-o wide|json]',
+    usage: 'minimesh viz tap <kind>/<name> [-n NS] [--to R] [--method M] [--path P] [--limit N] [-o wide|json|yaml]',
   };
   const parsed = parseFlags(info, TAP_FLAGS, argv);
   if ('help' in parsed) return (void io.stdout.write(parsed.help), 0);
   const f = parsed.values;
   const resource = resourceArg(parsed.positionals, info.name, { needName: true });
-  const out = output(f.output, ['table', 'wide', 'json'], info.name);
+  const out = output(f.output, ['table', 'wide', 'json', 'yaml'], info.name);
   const { conn, config } = await connectDeps(env, f);
   try {
     const ns = f.namespace || conn.namespace || 'default';
@@ -276,7 +293,9 @@ async function tapCommand(argv: string[], io: CommandIO, env: VizEnv): Promise<n
       req,
       {
         onRecord: (r) =>
-          io.stdout.write(`${out === 'json' ? JSON.stringify(r) : formatTapLine(r, { wide: out === 'wide' })}\n`),
+          io.stdout.write(
+            out === 'json' || out === 'yaml' ? renderRecord(out, r) : `${formatTapLine(r, { wide: out === 'wide' })}\n`,
+          ),
         onWarning: (m) => io.stderr.write(`${m}\n`),
       },
       interrupted(env),
@@ -289,6 +308,12 @@ async function tapCommand(argv: string[], io: CommandIO, env: VizEnv): Promise<n
 
 const TOP_FLAGS = {
   ...TAP_FLAGS,
+  output: {
+    type: 'string',
+    short: 'o',
+    default: '',
+    description: 'table (redrawn on a terminal), json or yaml (the rows once top ends)',
+  },
   limit: { type: 'string', default: '1000', description: 'requests each proxy reports before top ends' },
   duration: {
     type: 'string',
@@ -301,13 +326,14 @@ async function topCommand(argv: string[], io: CommandIO, env: VizEnv): Promise<n
   const info = {
     name: 'minimesh viz top',
     summary: 'live requests of a workload grouped by route: count, best, worst, last latency, success rate',
-    usage: 'minimesh viz top <kind>/<name> [-n NS] [--to R] [--path P] [--duration 10s]',
+    usage: 'minimesh viz top <kind>/<name> [-n NS] [--to R] [--path P] [--duration 10s] [-o json|yaml]',
   };
   const parsed = parseFlags(info, TOP_FLAGS, argv);
   if ('help' in parsed) return (void io.stdout.write(parsed.help), 0);
   const f = parsed.values;
   const resource = resourceArg(parsed.positionals, info.name, { needName: true });
-  const live = Boolean(io.stdout.isTTY);
+  const out = output(f.output, ['table', 'json', 'yaml'], info.name);
+  const live = Boolean(io.stdout.isTTY) && out === 'table';
   const durationText = f.duration || (live ? '' : '10s');
   let durationMs = 0;
   if (durationText) {
@@ -336,7 +362,8 @@ async function topCommand(argv: string[], io: CommandIO, env: VizEnv): Promise<n
       stopAll,
     );
     const rows = top.rows();
-    if (rows.length === 0)
+    if (out === 'json' || out === 'yaml') io.stdout.write(renderData(out, rows));
+    else if (rows.length === 0)
       io.stderr.write(`No requests seen by ${resource.kind}/${resource.name} in namespace "${ns}".\n`);
     else io.stdout.write(live ? `\x1b[H\x1b[2J${renderTop(rows)}` : renderTop(rows));
     return 0;

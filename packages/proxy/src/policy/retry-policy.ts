@@ -1,0 +1,91 @@
+// The retry decision of an outbound route, as linkerd2-proxy makes it (linkerd/http/retry and
+// app/outbound/src/http/logical/policy/route/retry.rs), with no I/O: the I/O is outbound-retry.ts.
+//   - A request is retried only if its body can be replayed: bodies are buffered up to the route's
+//     max_request_bytes (64 KiB from minimesh's controller, as Linkerd's); a larger body (by
+//     Content-Length up front, or once more has streamed) is not retried, and neither is a request
+//     whose body had not ended when the response that would be retried arrived.
+//   - A response is retryable when its HTTP status is in the route's status ranges. Errors are
+//     retryable only when no response head came back for a reason that is safe to retry: the attempt's
+//     own timeout fired, or an HTTP/2 peer refused the stream (REFUSED_STREAM: it did not process it).
+//     Other failures (a refused connection, a reset after the request was sent) are not retried, as
+//     Linkerd's route retry does not (its endpoint stack owns reconnecting).
+//   - At most max_retries retries follow the first attempt, each after an exponential backoff.
+//   - Each attempt but the last is bounded by the route's per-attempt timeout; the last has none
+//     (Linkerd drops the response-headers timeout once retries are exhausted), so only the route's
+//     request timeout, over all attempts, bounds it.
+import type { CompiledRetry } from '@minimesh/policy/client';
+import { isRetryableStatus } from '@minimesh/policy/client';
+
+/** What an attempt came back with. */
+export type AttemptOutcome =
+  { kind: 'response'; status: number } | { kind: 'timeout' } | { kind: 'refused' } | { kind: 'error' };
+
+/** The request body as the retry layer has seen it so far. */
+export interface BodyState {
+  /** The body has ended (a bodiless request has, from the start). */
+  complete: boolean;
+  /** More than max_request_bytes went by: the buffer was dropped and the body cannot be replayed. */
+  capped: boolean;
+}
+
+/**
+ * After an attempt:
+ *   done      the outcome is not retryable: it goes to the caller (a retry's own success when attempt > 1);
+ *   unbuffered it is retryable, but the body cannot be replayed: it goes to the caller;
+ *   limit     it is retryable and the attempts are used up: it goes to the caller (retry_limit_exceeded);
+ *   retry     send the request again after backoffMs(attempt).
+ */
+export type RetryDecision = 'done' | 'unbuffered' | 'limit' | 'retry';
+
+export function isRetryableOutcome(retry: CompiledRetry, o: AttemptOutcome): boolean {
+  switch (o.kind) {
+    case 'response':
+      return isRetryableStatus(retry, o.status);
+    case 'timeout':
+    case 'refused':
+      return true;
+    case 'error':
+      return false;
+  }
+}
+
+/** `attempt` counts from 1 (the original request); retries are attempts 2 … maxRetries + 1. */
+export function decideRetry(
+  retry: CompiledRetry,
+  attempt: number,
+  outcome: AttemptOutcome,
+  body: BodyState,
+): RetryDecision {
+  if (!isRetryableOutcome(retry, outcome)) return 'done';
+  if (!body.complete || body.capped) return 'unbuffered';
+  if (attempt > retry.maxRetries) return 'limit';
+  return 'retry';
+}
+
+/**
+ * Whether a request can take the retry path at all: not when its declared length is over the buffer
+ * (linkerd2-proxy's ReplayBody::try_new refuses a body whose size hint is larger).
+ */
+export function canBuffer(retry: CompiledRetry, contentLength: string | undefined): boolean {
+  if (contentLength === undefined) return true;
+  const n = Number(contentLength);
+  return !Number.isFinite(n) || n <= retry.maxRequestBytes;
+}
+
+/** The per-attempt timeout of `attempt` (from 1), or undefined: none for the last attempt, as Linkerd. */
+export function attemptTimeoutMs(retry: CompiledRetry, attempt: number): number | undefined {
+  if (retry.timeoutMs === undefined || retry.timeoutMs <= 0) return undefined;
+  return attempt <= retry.maxRetries ? retry.timeoutMs : undefined;
+}
+
+/**
+ * The wait before retry `n` (from 1), as linkerd2-proxy's ExponentialBackoff: base = min·2^(n-1)
+ * capped at max, plus a uniform jitter of up to jitter·base that never takes it past max.
+ */
+export function retryBackoffMs(retry: CompiledRetry, n: number, random: () => number = Math.random): number {
+  const { minMs, maxMs, jitter } = retry.backoff;
+  if (maxMs <= 0) return 0;
+  const base = Math.min(maxMs, minMs * 2 ** Math.min(Math.max(0, n - 1), 30));
+  if (jitter <= 0) return base;
+  return base + Math.min(random() * jitter * base, maxMs - base);
+}
