@@ -444,9 +444,19 @@ describe(`faults under load (${RPS} rps, mTLS) on the ${driver.name} cluster`, (
     const next = certFiles(dir);
     const upgrade = (...sets: string[]) =>
       helmOk(['upgrade', m.release, chartDir, '-n', m.cpNs, '--reuse-values', ...sets]);
+    // `rollout status` returns while the old pods are still terminating; an old injector pod keeps
+    // answering the API server's webhook calls on its open connection, and would inject the anchors it
+    // was started with. Wait until they are gone (docs/certificates.md says so).
+    const settled = (ns: string) =>
+      eventually(`no terminating pod in ${ns}`, 120_000, async () => {
+        const list = await kubectlJson<{ items: Pod[] }>(driver, ['get', 'pods', '-n', ns]);
+        return list.items.every((p) => !(p.metadata as { deletionTimestamp?: string }).deletionTimestamp);
+      });
     const restartApps = async () => {
+      await settled(m.cpNs);
       await kubectlOk(['rollout', 'restart', 'deploy', '-n', m.appNs]);
       await rolledOut(m.appNs);
+      await settled(m.appNs);
     };
     const row = await measure('trust anchor rotated (bundle, new issuer, old root dropped)', async () => {
       // 1. A new root and an issuer under it; the bundle: new first, then old.
