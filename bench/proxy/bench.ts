@@ -27,6 +27,7 @@ import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { adminClient } from '@minimesh/local-cluster';
+import { policyCrds } from '@minimesh/policy';
 import { NetnsMesh, PROXY_UID, ROOT, findLinkerd2Proxy } from '../../packages/proxy/test/support/netns-mesh.js';
 import { policyServer } from '../../packages/proxy/test/support/policy-server.js';
 import {
@@ -140,8 +141,16 @@ function commit(): string {
 }
 
 const mesh = await NetnsMesh.create('mmb');
+/** CRDs this bench put back after another user of the shared cluster deleted them (removed again at the end). */
+const restoredCrds: string[] = [];
+/** Route variants whose HTTPRoute this run made (a later absence means someone deleted it). */
+const routeMade = new Set<string>();
 const cleanup = async () => {
   await mesh.destroy();
+  for (const path of restoredCrds.splice(0))
+    await adminClient()
+      .request('DELETE', path)
+      .catch(() => undefined);
 };
 process.once('SIGINT', () => void cleanup().then(() => process.exit(130)));
 
@@ -187,6 +196,8 @@ const runPolicy =
   pairs.some((p) => ['linkerd2', 'route-timeout', 'route-retry', 'no-outbound-policy'].includes(p.kind));
 /** The HTTPRoute of the route-timeout variant: /delay/* cut at 100 ms (the check), the rest given 10 s (the cost). */
 const ROUTE_CHECK_TIMEOUT_MS = 100;
+/** How long a route variant's check waits for its route to be in force in the outbound proxy. */
+const CHECK_MS = 45_000;
 
 try {
   // --- pods, services, apps, control plane ---
@@ -204,8 +215,7 @@ try {
   }
   if (pairs.some((p) => p.observe)) await mesh.addPod('tap-reader', 'minimesh-tap', { meshed: false });
   await mesh.startControlPlane({ policy: runPolicy ? policy.argv : undefined });
-  if (pairs.some((p) => p.kind === 'route-timeout')) await routeWithTimeouts('bench-route-timeout');
-  if (pairs.some((p) => p.kind === 'route-retry')) await routeWithTimeouts('bench-route-retry', RETRY_ANNOTATIONS);
+  for (const p of pairs) if (p.kind === 'route-timeout' || p.kind === 'route-retry') await ensureRoute(p.kind);
   const tapCert = pairs.some((p) => p.observe) ? await writeTapCert() : undefined;
   for (const name of ['direct-s', ...pairs.map((p) => `${p.kind}-s`)]) {
     const app = mesh.start(`app-${name}`, [process.execPath, join(here, 'server.mjs'), '0.0.0.0', String(APP_PORT)], {
@@ -274,6 +284,8 @@ async function measurePair(pair: Pair, clusterIp: string, tapCert?: TapCert): Pr
   const cName = `${pair.kind}-c`;
   const sName = `${pair.kind}-s`;
   const host = `${mesh.fqdn(`bench-${pair.kind}`)}:80`;
+  const restored =
+    pair.kind === 'route-timeout' || pair.kind === 'route-retry' ? await ensureRoute(pair.kind) : undefined;
   const server = await startProxy(pair, sName);
   const client = await startProxy(pair, cName);
   const readerKey = 'tap-reader';
@@ -298,7 +310,10 @@ async function measurePair(pair: Pair, clusterIp: string, tapCert?: TapCert): Pr
     await loadgen(cName, ['open', clusterIp, 80, host, 200, 1, CONNS]);
     const route =
       pair.kind === 'route-timeout' || pair.kind === 'route-retry'
-        ? await checkRoute(cName, clusterIp, host, pair.kind === 'route-retry')
+        ? {
+            ...(await checkRoute(cName, clusterIp, host, pair.kind === 'route-retry')),
+            ...(restored ? { restored } : {}),
+          }
         : undefined;
     // Scraping resets the event-loop delay histograms; GC is counted from here.
     const before = minimesh ? { client: scrape(cName), server: scrape(sName) } : undefined;
@@ -405,8 +420,53 @@ async function writeTapCert(): Promise<TapCert> {
   return files;
 }
 
+/**
+ * The route variant's HTTPRoute is there, or is made: at setup, and again when another user of the shared
+ * cluster deleted the policy.minimesh.io CRDs meanwhile (a `helm uninstall` of the chart does; seen at
+ * 10:11 UTC on 2026-11-27, which left a run's route variants without their route). Returns what had to
+ * be put back, if anything.
+ */
+async function ensureRoute(kind: 'route-timeout' | 'route-retry'): Promise<string | undefined> {
+  const service = `bench-${kind}`;
+  const again = routeMade.has(kind);
+  const kube = adminClient();
+  const routePath = `/apis/policy.minimesh.io/v1beta3/namespaces/${mesh.kns}/httproutes/${service}`;
+  let route: unknown;
+  try {
+    route = await kube.get(routePath);
+  } catch {
+    route = undefined; // the group is not served (its CRDs are gone): put them back below
+  }
+  if (route) return undefined;
+  const crdPath = (name: string) => `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`;
+  const missing: string[] = [];
+  for (const crd of policyCrds()) {
+    if (await kube.get(crdPath(crd.metadata.name))) continue;
+    await kube.request('POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd);
+    missing.push(crd.metadata.name);
+    restoredCrds.push(crdPath(crd.metadata.name));
+  }
+  for (let i = 0; i < 100; i++) {
+    let ready = true;
+    for (const crd of policyCrds()) {
+      const c = await kube.get<{ status?: { conditions?: { type: string; status: string }[] } }>(
+        crdPath(crd.metadata.name),
+      );
+      if (!(c?.status?.conditions ?? []).some((x) => x.type === 'Established' && x.status === 'True')) ready = false;
+    }
+    if (ready) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  await routeWithTimeouts(service, kind === 'route-retry' ? RETRY_ANNOTATIONS : {});
+  const what = missing.length
+    ? `the policy.minimesh.io CRDs (${missing.join(', ')}) and the HTTPRoute`
+    : 'the HTTPRoute';
+  return again ? `${what} had been deleted by another user of the cluster: made again` : undefined;
+}
+
 /** An HTTPRoute (policy.minimesh.io, Linkerd's shape) on the Service's port whose rules carry request timeouts. */
 async function routeWithTimeouts(service: string, annotations: Record<string, string> = {}): Promise<void> {
+  routeMade.add(service.replace(/^bench-/, ''));
   await adminClient().request('POST', `/apis/policy.minimesh.io/v1beta3/namespaces/${mesh.kns}/httproutes`, {
     apiVersion: 'policy.minimesh.io/v1beta3',
     kind: 'HTTPRoute',
@@ -427,7 +487,8 @@ async function routeWithTimeouts(service: string, annotations: Record<string, st
 /**
  * The route is in force in the outbound proxy (its policy has arrived): GET /delay/1000 is cut by the
  * /delay rule's timeout (504 well before the app answers); with `retry`, GET /flaky/<new key> (503 from
- * the app the first time) answers 200. Bounded: 20 tries, 250 ms apart.
+ * the app the first time) answers 200. Bounded: 45 s (the policy controller retries a watch whose CRD
+ * was missing every 30 s), 250 ms between tries.
  */
 async function checkRoute(
   pod: string,
@@ -438,7 +499,8 @@ async function checkRoute(
   type Probe = { status: number; ms: number };
   let last: Probe | undefined;
   let flaky: Probe | undefined;
-  for (let i = 0; i < 20; i++) {
+  const deadline = Date.now() + CHECK_MS;
+  for (let i = 0; Date.now() < deadline; i++) {
     last = await loadgen<Probe>(pod, ['probe', clusterIp, 80, host, '/delay/1000']);
     if (last.status === 504 && last.ms < 900) {
       if (!retry) return last;
@@ -456,11 +518,11 @@ async function checkRoute(
   ].join('\n');
   if (retry && last?.status === 504)
     throw new CheckFailed(
-      `the HTTPRoute's retry policy was not in force in the outbound proxy after 20 tries: GET /flaky/<new key> (503 from the app once) answered ${flaky?.status} (expected 200 after a retry)`,
+      `the HTTPRoute's retry policy was not in force in the outbound proxy after ${CHECK_MS / 1000} s: GET /flaky/<new key> (503 from the app once) answered ${flaky?.status} (expected 200 after a retry)`,
       context,
     );
   throw new CheckFailed(
-    `the HTTPRoute's ${ROUTE_CHECK_TIMEOUT_MS} ms timeout was not in force in the outbound proxy after 20 tries: GET /delay/1000 answered ${last?.status} after ${last?.ms.toFixed(0)} ms (expected 504 within ~${ROUTE_CHECK_TIMEOUT_MS} ms)`,
+    `the HTTPRoute's ${ROUTE_CHECK_TIMEOUT_MS} ms timeout was not in force in the outbound proxy after ${CHECK_MS / 1000} s: GET /delay/1000 answered ${last?.status} after ${last?.ms.toFixed(0)} ms (expected 504 within ~${ROUTE_CHECK_TIMEOUT_MS} ms)`,
     context,
   );
 }

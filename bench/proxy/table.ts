@@ -56,7 +56,7 @@ export interface PairRun {
    * route-*: the check that the route is in force (GET /delay/1000 cut by the route's timeout); route-retry
    * also the status of GET /flaky/<new key> (the app answers 503 once, so 200 means the proxy retried).
    */
-  route?: { status: number; ms: number; retried?: number };
+  route?: { status: number; ms: number; retried?: number; restored?: string };
 }
 export interface Run {
   index: number;
@@ -392,6 +392,8 @@ export function renderVariants(file: BenchFile): string {
         ? `; GET /flaky/<new key>, 503 from the app once, answered ${[...new Set(retried)].join('/')}: retried`
         : ''
     }); the measured path /bench matched the rule with a 10 s timeout.\n`;
+    for (const r of file.runs)
+      if (r.pairs[k]?.route?.restored) out += `${k}, run ${r.index + 1}: ${r.pairs[k].route.restored}.\n`;
   }
   return out;
 }

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { selectDriver } from '../drivers/index.js';
+import { MINIMESH_VERSION } from '@minimesh/config';
 import { findAuditLeaks, summarizeAudit } from '../src/audit.js';
 import { parseCanIList, permissionsUsed, unusedPermissions } from '../src/rbac.js';
 import type { CertFiles } from '../src/certs.js';
@@ -31,6 +32,7 @@ import {
   type MeshSetup,
   type Pod,
 } from '../src/mesh.js';
+import { cliMain, run } from '../src/tools.js';
 
 const driver = selectDriver();
 const suffix = randomBytes(3).toString('hex');
@@ -62,6 +64,31 @@ let certs: CertFiles;
 const startedAt = new Date().toISOString();
 let server: Pod;
 let client: Pod;
+/** `minimesh check --pre` before the chart was installed. */
+let preBefore: CheckRun;
+
+interface CheckRun {
+  code: number;
+  stdout: string;
+  stderr: string;
+  results: { category: string; description: string; status: string; detail?: string }[];
+}
+
+/** `minimesh check ... -o json` against the driver's cluster, as a user runs it. */
+async function check(args: readonly string[]): Promise<CheckRun> {
+  const r = await run(process.execPath, [cliMain, 'check', ...args, ...driver.kubeArgs(), '-o', 'json'], {
+    timeoutMs: 240_000,
+  });
+  let results: CheckRun['results'] = [];
+  try {
+    results = (JSON.parse(r.stdout) as { results: CheckRun['results'] }).results;
+  } catch {
+    /* the assertions below show stdout and stderr */
+  }
+  return { code: r.code, stdout: r.stdout, stderr: r.stderr, results };
+}
+
+const lines = (c: CheckRun): string[] => c.results.map((r) => `${r.status} ${r.description}`);
 
 async function ready(ns: string, app: string, replicas: number, key = 'app'): Promise<Pod[]> {
   try {
@@ -75,6 +102,7 @@ beforeAll(async () => {
   await driver.setup();
   tmp = mkdtempSync(join(tmpdir(), 'mm-e2e-'));
   certs = await createMeshCerts(tmp);
+  preBefore = await check(['--pre', '-n', m.cpNs]);
   await installChart(m, certs);
   for (const c of ['identity', 'destination', 'injector'])
     await ready(m.cpNs, c, 1, 'minimesh.io/control-plane-component');
@@ -91,6 +119,123 @@ afterAll(async () => {
 });
 
 describe(`the mesh on the ${driver.name} cluster`, () => {
+  it('check --pre: the cluster was ready for the install, and refuses a second one into the same namespace', async () => {
+    const found = `no minimesh control plane is installed in namespace ${m.cpNs}`;
+    const must = [
+      'ok can query the Kubernetes API',
+      'ok is running the minimum Kubernetes API version',
+      'ok can create Namespaces',
+      'ok can create CustomResourceDefinitions',
+      'ok can create ClusterRoles',
+      'ok can create MutatingWebhookConfigurations',
+      'ok can create Secrets',
+    ];
+    expect(lines(preBefore), preBefore.stdout + preBefore.stderr).toEqual(expect.arrayContaining(must));
+    expect(
+      preBefore.results.find((r) => r.category === 'pre-kubernetes-capability'),
+      'a NET_ADMIN pod passes admission (dry run)',
+    ).toMatchObject({ status: 'ok' });
+    // k3d: `npm run k3d -- up` installed the chart in this namespace already.
+    if (driver.name === 'local') {
+      expect(lines(preBefore)).toContain(`ok ${found}`);
+      expect(preBefore.code, preBefore.stdout).toBe(0);
+    }
+    const after = await check(['--pre', '-n', m.cpNs]);
+    expect(after.code, after.stdout + after.stderr).toBe(1);
+    expect(after.results.find((r) => r.description === found)).toMatchObject({
+      status: 'fail',
+      detail: expect.stringContaining(`Deployment ${m.cpNs}/minimesh-destination`),
+    });
+  }, 120_000);
+
+  it("check --proxy: every meshed pod's proxy is ready, holds a certificate that chains to its trust anchors, at the control plane's version", async () => {
+    const r = await check(['--proxy', '-n', m.appNs, '-L', m.cpNs, '--wait', '2m']);
+    expect(
+      lines(r).filter((l) => l.startsWith('fail')),
+      r.stdout + r.stderr,
+    ).toEqual([]);
+    expect(r.code).toBe(0);
+    const dataPlane = r.results.filter((x) => x.category === 'minimesh-data-plane');
+    expect(dataPlane.map((x) => `${x.status} ${x.description}`)).toEqual([
+      'ok data-plane proxies exist',
+      'ok data-plane proxies are ready',
+      'ok data-plane proxies hold a valid certificate',
+      "ok data-plane proxies' certificates chain to their trust anchors",
+      "ok data-plane proxies have the control plane's current trust anchors",
+      "ok data-plane proxies run the control plane's version",
+    ]);
+    expect(dataPlane[0]?.detail).toBe(`2 meshed pod(s) in namespace ${m.appNs}`);
+    expect(dataPlane[2]?.detail).toMatch(/^the first to expire: .* in \d+\.\d hours/);
+    expect(dataPlane[5]?.detail).toBe(MINIMESH_VERSION);
+    // Without -n: every namespace, the control plane's own (meshed) pods with the apps.
+    const all = await check(['--proxy', '-L', m.cpNs, '--wait', '1m']);
+    const exist = all.results.find((x) => x.description === 'data-plane proxies exist');
+    expect(exist?.detail, all.stdout).toMatch(/^\d+ meshed pod\(s\) in any namespace$/);
+    expect(Number(exist?.detail?.split(' ')[0])).toBeGreaterThanOrEqual(2);
+  }, 300_000);
+
+  it("the cli image runs `minimesh version` in the cluster: its own version and the control plane's", async () => {
+    const name = 'minimesh-cli-version';
+    const labels = { 'app.kubernetes.io/name': name };
+    await applyObjects(driver, [
+      { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name, namespace: m.appNs } },
+      {
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'Role',
+        metadata: { name: `${name}-${m.appNs}`, namespace: m.cpNs },
+        rules: [{ apiGroups: ['apps'], resources: ['deployments'], verbs: ['list'] }],
+      },
+      {
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'RoleBinding',
+        metadata: { name: `${name}-${m.appNs}`, namespace: m.cpNs },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: `${name}-${m.appNs}` },
+        subjects: [{ kind: 'ServiceAccount', name, namespace: m.appNs }],
+      },
+      {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name, namespace: m.appNs, labels, annotations: { 'minimesh.io/inject': 'disabled' } },
+        spec: {
+          serviceAccountName: name,
+          restartPolicy: 'Never',
+          containers: [
+            {
+              name: 'cli',
+              image: `ghcr.io/minimesh/cli:${MINIMESH_VERSION}`,
+              ...(driver.imagePullPolicy ? { imagePullPolicy: driver.imagePullPolicy } : {}),
+              args: ['version', '-n', m.cpNs, '-o', 'json'],
+            },
+          ],
+        },
+      },
+    ]);
+    const phase = await eventually('the cli pod to finish', 120_000, async () => {
+      const r = await driver.kubectl(['-n', m.appNs, 'get', 'pod', name, '-o', 'jsonpath={.status.phase}']);
+      return r.stdout === 'Succeeded' || r.stdout === 'Failed' ? r.stdout : undefined;
+    });
+    const logs = await driver.kubectl(['-n', m.appNs, 'logs', name]);
+    expect(phase, logs.stdout + logs.stderr).toBe('Succeeded');
+    const out = JSON.parse(logs.stdout) as { client: string; server: { version: string; deployments: string[] }[] };
+    expect(out.client).toBe(MINIMESH_VERSION);
+    expect(out.server).toEqual([
+      {
+        version: MINIMESH_VERSION,
+        deployments: expect.arrayContaining(['minimesh-destination', 'minimesh-identity', 'minimesh-injector']),
+      },
+    ]);
+    const image = await driver.kubectl([
+      '-n',
+      m.appNs,
+      'get',
+      'pod',
+      name,
+      '-o',
+      'jsonpath={.status.containerStatuses[0].image}',
+    ]);
+    expect(image.stdout).toContain(`ghcr.io/minimesh/cli:${MINIMESH_VERSION}`);
+  }, 180_000);
+
   it("injects minimesh-init with the seed's arguments and the proxy as a native sidecar", () => {
     for (const pod of [server, client]) {
       const [init, proxy, ...rest] = pod.spec.initContainers ?? [];

@@ -540,6 +540,19 @@ describe('CLI conventions: -n, --context, -o, color and NO_COLOR', () => {
     expect(bad.stderr).toMatch(/^minimesh check: -o "xml" is not valid: expected table, wide, json, yaml/);
   });
 
+  it('every command that reads the cluster takes --kubeconfig and --context', () => {
+    for (const args of [
+      ['authz', 'shop/web'],
+      ['version'],
+      ['explain', 'shop/web-1', '--port', '8080'],
+      ['viz', 'stat', 'deploy'],
+    ]) {
+      const r = run([...args, '--kubeconfig', kc, '--context', 'second']);
+      expect(r.code, `${args.join(' ')}: ${r.stderr}`).not.toBe(2);
+      expect(r.stdout + r.stderr, args.join(' ')).toMatch(/127\.0\.0\.1:2/);
+    }
+  });
+
   it('check: --pre with --proxy, a bad --wait and a bad -L are refused (exit 2)', () => {
     for (const [args, msg] of [
       [['--pre', '--proxy'], /--pre and --proxy cannot be used together/],

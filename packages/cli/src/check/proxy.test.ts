@@ -116,7 +116,10 @@ describe('check --proxy', () => {
       'app/stranger: issuer identity.minimesh.cluster.local is signed by none of root.minimesh.cluster.local',
     );
     const current = byDesc(r, "data-plane proxies have the control plane's current trust anchors");
-    expect(current).toMatchObject({ status: 'warn', detail: 'app/bundle: started with another trust-anchor bundle' });
+    expect(current).toMatchObject({
+      status: 'warn',
+      detail: 'app/stranger; app/bundle: started with another trust-anchor bundle',
+    });
   });
 
   it('warns when a proxy runs another version than the control plane', () => {

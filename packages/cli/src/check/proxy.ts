@@ -185,7 +185,7 @@ export function checkProxies(input: ProxyCheckInput): CheckResult[] {
       const i = issuer;
       if (!anchors.some((a) => i.checkIssued(a) && i.verify(a.publicKey)))
         broken.push(`${podKey(p)}: issuer ${cn(i)} is signed by none of ${anchors.map(cn).join(', ')}`);
-      else if (anchors.length !== cpFingerprints.size || anchors.some((a) => !cpFingerprints.has(a.fingerprint256)))
+      if (anchors.length !== cpFingerprints.size || anchors.some((a) => !cpFingerprints.has(a.fingerprint256)))
         stale.push(podKey(p));
     }
     if (broken.length > 0)

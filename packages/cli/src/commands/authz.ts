@@ -5,23 +5,21 @@ import type { KubeClient } from '@minimesh/kube';
 import { authzReport, formatAuthzReport, parseLabelSelector, selectorMatches } from '@minimesh/policy';
 import { outputFlag, parseFlags, parseOutputFormat, renderData, UsageError } from '@minimesh/runtime';
 import type { CommandIO } from '../io.js';
-import { connectKube, describeKubeError, kubeStatus } from '../kube.js';
+import { clusterFlags, connectKube, describeKubeError, kubeStatus } from '../kube.js';
 import { loadPolicyState } from '../policy-cluster.js';
 
 const info = {
   name: 'minimesh authz',
   summary:
     "list, for each port of a workload's pods, the Server or default policy that governs it, its routes, and which clients each authorization admits",
-  usage: 'minimesh authz <namespace>/<workload> [--port P] [--namespace minimesh] [--kubeconfig K] [-o json|yaml]',
+  usage:
+    'minimesh authz <namespace>/<workload> [--port P] [--namespace minimesh] [--kubeconfig K] [--context C] [-o json|yaml]',
 };
 
 const flags = {
   port: { type: 'string', description: 'also report this port (comma-separated list) besides the declared ones' },
   namespace: { type: 'string', default: 'minimesh', description: 'the control-plane namespace' },
-  kubeconfig: {
-    type: 'string',
-    description: 'kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then the local cluster)',
-  },
+  ...clusterFlags,
   output: {
     ...outputFlag(['table', 'json', 'yaml']),
     description: 'output format: table (the report as text), json or yaml',
@@ -96,7 +94,7 @@ export async function authzCommand(argv: string[], io: CommandIO): Promise<numbe
 
   let client: KubeClient;
   try {
-    ({ client } = await connectKube(f.kubeconfig || undefined));
+    ({ client } = await connectKube(f.kubeconfig || undefined, f.context || undefined));
   } catch (err) {
     io.stderr.write(`${info.name}: ${(err as Error).message}\n`);
     return 1;

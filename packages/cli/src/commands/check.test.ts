@@ -146,6 +146,75 @@ describe('check --proxy against a fake API', () => {
   });
 });
 
+describe('check --proxy --wait against a fake API', () => {
+  it('runs again while a proxy starts, and passes once it is ready', async () => {
+    const api = createFakeKubeClient();
+    api.put('/api/v1/configmaps', {
+      metadata: { name: 'minimesh-identity-trust-roots', namespace: 'minimesh' },
+      data: { 'ca-bundle.crt': certs.caCrt },
+    });
+    api.put('/api/v1/secrets', {
+      metadata: { name: 'minimesh-identity-issuer', namespace: 'minimesh' },
+      data: { 'crt.pem': Buffer.from(certs.issuerCrt).toString('base64') },
+    });
+    api.put('/api/v1/pods', meshedPod('web-1', false));
+    api.handle('GET', '/api/v1/namespaces/app/pods/web-1:4191/proxy/metrics', () => ({
+      status: 200,
+      body: `${CERT_EXPIRY_METRIC} ${Date.now() / 1000 + 86_400}\n`,
+    }));
+    const { proxyChecksOnly } = await import('./check.js');
+    const opts = { ...OPTS, mode: 'proxy' as const, dataPlaneNamespace: 'app' };
+    let rounds = 0;
+    const told: string[] = [];
+    const r = await retryChecks(
+      async () => {
+        rounds++;
+        return proxyChecksOnly(api, opts);
+      },
+      {
+        waitMs: 60_000,
+        // The kubelet marks the proxy ready while check pauses.
+        pause: async () => void api.put('/api/v1/pods', meshedPod('web-1', true)),
+        onRetry: (failing) => told.push(...failing.map((f) => `${f.description}: ${f.detail}`)),
+      },
+    );
+    expect(rounds).toBe(2);
+    expect(told).toEqual(['data-plane proxies are ready: app/web-1: not ready']);
+    expect(r.filter((x) => x.status === 'fail')).toEqual([]);
+  });
+
+  it('does not wait for a pod whose trust anchors the issuer does not chain to', async () => {
+    const api = createFakeKubeClient();
+    const other = await createMeshCerts();
+    api.put('/api/v1/configmaps', {
+      metadata: { name: 'minimesh-identity-trust-roots', namespace: 'minimesh' },
+      data: { 'ca-bundle.crt': other.caCrt },
+    });
+    api.put('/api/v1/secrets', {
+      metadata: { name: 'minimesh-identity-issuer', namespace: 'minimesh' },
+      data: { 'crt.pem': Buffer.from(other.issuerCrt).toString('base64') },
+    });
+    api.put('/api/v1/pods', meshedPod('web-1', true));
+    api.handle('GET', '/api/v1/namespaces/app/pods/web-1:4191/proxy/metrics', () => ({
+      status: 200,
+      body: `${CERT_EXPIRY_METRIC} ${Date.now() / 1000 + 86_400}\n`,
+    }));
+    const { proxyChecksOnly } = await import('./check.js');
+    let rounds = 0;
+    const r = await retryChecks(
+      async () => (rounds++, proxyChecksOnly(api, { ...OPTS, mode: 'proxy', dataPlaneNamespace: 'app' })),
+      { waitMs: 60_000, pause: async () => undefined },
+    );
+    expect(rounds).toBe(1);
+    expect(
+      r.filter((x) => x.status === 'fail' || x.status === 'warn').map((x) => `${x.status} ${x.description}`),
+    ).toEqual([
+      "fail data-plane proxies' certificates chain to their trust anchors",
+      "warn data-plane proxies have the control plane's current trust anchors",
+    ]);
+  });
+});
+
 describe('check --wait', () => {
   const failing = (retry: boolean): CheckResult[] => [
     { category: 'c', description: 'd', status: 'fail', detail: 'not yet', retry },
