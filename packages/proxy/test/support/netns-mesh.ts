@@ -43,6 +43,8 @@ export interface MeshPod {
   identity: string;
   /** Path of its service-account token (audience identity.minimesh.io). */
   tokenFile: string;
+  /** Its IPv6 address, on a dual-stack mesh (create(prefix, { ipv6: true })). */
+  ip6?: string;
 }
 
 export interface ServicePort {
@@ -61,6 +63,10 @@ export function findLinkerd2Proxy(explicit?: string, envName = 'MINIMESH_PEER_LI
 export class NetnsMesh {
   readonly tag = randomBytes(2).toString('hex');
   readonly subnet = `172.30.${100 + (parseInt(this.tag, 16) % 100)}`;
+  /** The IPv6 /64 of a dual-stack mesh (unique local addresses, canonical form), without the host part. */
+  readonly subnet6 = `fd00:6d6d:${parseInt(this.tag, 16).toString(16)}:`;
+  /** Dual stack: each pod gets an IPv6 address beside its IPv4 one, listed in its podIPs. */
+  private ipv6 = false;
   readonly kns: string;
   readonly nodeNs: string;
   private readonly bridge: string;
@@ -83,12 +89,13 @@ export class NetnsMesh {
   }
 
   /** The cluster, the PKI, the namespace and the node; `prefix` names everything (keep it short). */
-  static async create(prefix: string): Promise<NetnsMesh> {
+  static async create(prefix: string, opts: { ipv6?: boolean } = {}): Promise<NetnsMesh> {
     if (process.getuid?.() !== 0)
       throw new Error('the netns mesh runs as root (network namespaces, iptables, setpriv)');
     for (const f of [PROXY_INIT, IDENTITY, DESTINATION])
       if (!existsSync(f)) throw new Error(`${f} is missing: build the packages first (npm run build)`);
     const m = new NetnsMesh(prefix);
+    m.ipv6 = opts.ipv6 ?? false;
     try {
       m.pki = await createTestPki(TRUST_DOMAIN);
       m.cluster = await ensureCluster();
@@ -96,6 +103,7 @@ export class NetnsMesh {
       m.sh(['ip', '-n', m.nodeNs, 'link', 'set', 'lo', 'up']);
       m.sh(['ip', '-n', m.nodeNs, 'link', 'add', m.bridge, 'type', 'bridge']);
       m.sh(['ip', '-n', m.nodeNs, 'addr', 'add', `${m.subnet}.1/24`, 'dev', m.bridge]);
+      if (m.ipv6) m.sh(['ip', '-n', m.nodeNs, 'addr', 'add', `${m.subnet6}:1/64`, 'dev', m.bridge, 'nodad']);
       m.sh(['ip', '-n', m.nodeNs, 'link', 'set', m.bridge, 'up']);
       await createNamespace(m.kns);
     } catch (err) {
@@ -131,6 +139,7 @@ export class NetnsMesh {
       netns: `${this.kns}-${name}`,
       identity: this.idOf(sa),
       tokenFile: join(this.dir, `token-${name}`),
+      ...(this.ipv6 ? { ip6: `${this.subnet6}:${i.toString(16)}` } : {}),
     };
     const inner = `${this.bridge.slice(0, 8)}p${i}`;
     const outer = `${this.bridge.slice(0, 8)}n${i}`;
@@ -156,6 +165,8 @@ export class NetnsMesh {
     this.sh(['ip', '-n', pod.netns, 'addr', 'add', `${pod.ip}/24`, 'dev', inner]);
     this.sh(['ip', '-n', pod.netns, 'link', 'set', inner, 'up']);
     this.sh(['ip', '-n', pod.netns, 'route', 'add', 'default', 'via', `${this.subnet}.1`]);
+    // nodad: the address is usable at once (no duplicate address detection on a bridge made here).
+    if (pod.ip6) this.sh(['ip', '-n', pod.netns, 'addr', 'add', `${pod.ip6}/64`, 'dev', inner, 'nodad']);
     const kube = adminClient();
     await kube
       .request('POST', `/api/v1/namespaces/${this.kns}/serviceaccounts`, {
@@ -181,7 +192,7 @@ export class NetnsMesh {
         status: {
           phase: 'Running',
           podIP: pod.ip,
-          podIPs: [{ ip: pod.ip }],
+          podIPs: [{ ip: pod.ip }, ...(pod.ip6 ? [{ ip: pod.ip6 }] : [])],
           conditions: [
             { type: 'Ready', status: 'True' },
             { type: 'ContainersReady', status: 'True' },
@@ -379,8 +390,11 @@ export class NetnsMesh {
     this.bridges.push(s);
   }
 
-  /** proxy-init's real rules (the injector's arguments) and the pod's control-plane bridge. */
-  async meshPod(name: string): Promise<void> {
+  /**
+   * proxy-init's real rules (the injector's arguments) and the pod's control-plane bridge. `ipv6`: the
+   * injector's arguments with proxyInit.ipv6 on (ip6tables rules too), in its default nft mode.
+   */
+  async meshPod(name: string, opts: { ipv6?: boolean } = {}): Promise<void> {
     const pod = this.pod(name);
     this.sh([
       'ip',
@@ -399,7 +413,7 @@ export class NetnsMesh {
       '4190,4191',
       '--outbound-ports-to-ignore',
       '443,6443',
-      '--ipv6=false',
+      ...(opts.ipv6 ? ['--ipv6=true', '--iptables-mode', 'nft'] : ['--ipv6=false']),
     ]);
     const routes = [...this.cpPorts.keys()].map((svc) => `${CP_PORTS[svc]}=${join(this.dir, `${svc}.sock`)}`);
     const bridge = this.start(`bridge-${name}`, [process.execPath, CP_BRIDGE, ...routes], { pod: name });
