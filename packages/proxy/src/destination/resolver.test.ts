@@ -150,3 +150,41 @@ describe('DestinationResolver', () => {
     await cp3.close();
   });
 });
+
+describe('DestinationResolver against a destination that refuses every stream', () => {
+  it('retries one stream at a time (an error and an end of the same call are one failure)', async () => {
+    const { Server, ServerCredentials, status } = await import('@grpc/grpc-js');
+    let gets = 0;
+    const server = new Server();
+    server.addService(destination.DestinationService, {
+      get: (call: { emit(ev: string, err: unknown): void }) => {
+        gets++;
+        call.emit('error', { code: status.RESOURCE_EXHAUSTED, details: 'this client already has 1000 open streams' });
+      },
+      getProfile: (call: { emit(ev: string, err: unknown): void }) => {
+        call.emit('error', { code: status.RESOURCE_EXHAUSTED, details: 'no' });
+      },
+    } as never);
+    const port = await new Promise<number>((res, rej) =>
+      server.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (err, p) => (err ? rej(err) : res(p))),
+    );
+    const c = new destination.DestinationClient(`127.0.0.1:${port}`, credentials.createInsecure());
+    const r = new DestinationResolver({
+      client: () => c,
+      contextToken: '{"ns":"default"}',
+      idleMs: 60_000,
+      firstUpdateTimeoutMs: 200,
+      logger,
+      backoff: { minMs: 20, maxMs: 100 },
+    });
+    await r.resolve('web.default.svc.cluster.local:80');
+    await wait(1500);
+    r.close();
+    c.close();
+    server.forceShutdown();
+    // One chain of retries, 20 ms doubling to 100 ms (jitter ±50 %): well under 60 in 1.7 s. Two
+    // retries per failure would double the streams at each round (the proxy OOM-killed in the faults spec).
+    expect(gets).toBeGreaterThan(3);
+    expect(gets).toBeLessThan(60);
+  });
+});
