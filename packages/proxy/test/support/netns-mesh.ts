@@ -492,7 +492,24 @@ export class NetnsMesh {
     };
   }
 
-  /** GET inside a pod's namespace (e.g. its proxy's admin on 127.0.0.1:4191). */
+  /**
+   * GET inside a pod's namespace without blocking this process. Use it for requests that go through a
+   * proxy that may call the control plane: the control-plane bridges (unixBridge) run in this process, so
+   * while the synchronous podFetch waits, destination's answers wait in the bridge too.
+   */
+  async podFetchAsync(name: string, url: string): Promise<{ status: number; body: string }> {
+    const script = `fetch(${JSON.stringify(url)}).then(async r=>process.stdout.write(JSON.stringify({status:r.status,body:await r.text()}))).catch(e=>process.stdout.write(JSON.stringify({status:0,body:String(e)})))`;
+    const child = spawn('ip', ['netns', 'exec', this.pod(name).netns, process.execPath, '-e', script]);
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+    if (code !== 0) throw new Error(`fetch ${url} in pod ${name} failed (${code}): ${err}`);
+    return JSON.parse(out) as { status: number; body: string };
+  }
+
+  /** GET inside a pod's namespace (e.g. its proxy's admin on 127.0.0.1:4191). Blocks this process. */
   podFetch(name: string, url: string): { status: number; body: string } {
     const out = this.sh([
       'ip',
