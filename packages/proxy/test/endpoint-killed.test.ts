@@ -4,7 +4,7 @@
 // destination still lists it (it takes the kubelet and the API server a second or more to notice). Like
 // Linkerd's balancer, which only sends to endpoints whose connection is up and reconnects in the
 // background, only the requests already in flight on B1 may fail: none sent after the kill.
-import { Agent, createServer, request } from 'node:http';
+import { createServer } from 'node:http';
 import { createServer as createTcp, connect, type Server, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningProxy } from '../src/index.js';
@@ -12,6 +12,7 @@ import { listen } from './support/apps.js';
 import { startFakeControlPlane, type FakeControlPlane } from './support/fake-control-plane.js';
 import { removeTempDirs, startHarnessProxy } from './support/harness.js';
 import { createTestPki } from './support/pki.js';
+import { steadyLoad } from './support/steady-load.js';
 
 const A_ID = 'client.default.serviceaccount.identity.minimesh.cluster.local';
 const B_ID = 'web.default.serviceaccount.identity.minimesh.cluster.local';
@@ -93,64 +94,19 @@ afterAll(async () => {
   removeTempDirs();
 });
 
-interface Failure {
-  i: number;
-  sent: number;
-  why: string;
-}
-
-/** Sends RPS requests a second for `ms` through A; `during(t)` runs at t ms. Returns every failure. */
-async function load(
-  ms: number,
-  at: number,
-  during: () => void,
-): Promise<{ sent: number; answered: Set<string>; failed: Failure[] }> {
-  const agent = new Agent({ keepAlive: true, maxSockets: 64 });
-  const failed: Failure[] = [];
+/** Sends RPS requests a second for `ms` through A; `during()` runs at `at` ms. Returns every failure. */
+async function load(ms: number, at: number, during: () => void) {
   const answered = new Set<string>();
-  const pending: Promise<void>[] = [];
-  const one = (i: number) =>
-    new Promise<void>((resolve) => {
-      const sent = Date.now();
-      const req = request(
-        { host: '127.0.0.1', port: a.ports.outbound, path: `/r${i}`, headers: { host: WEB }, agent, timeout: 5000 },
-        (res) => {
-          let body = '';
-          res.on('data', (d: Buffer) => (body += d.toString()));
-          res.on('end', () => {
-            if (res.statusCode !== 200)
-              failed.push({
-                i,
-                sent,
-                why: `HTTP ${res.statusCode} ${String(res.headers['x-minimesh-proxy-error'] ?? '')}`,
-              });
-            else answered.add(`${body}@${Date.now() > killedAt && killedAt > 0 ? 'after' : 'before'}`);
-            resolve();
-          });
-        },
-      );
-      req.on('timeout', () => req.destroy(new Error('timeout')));
-      req.on('error', (e) => {
-        failed.push({ i, sent, why: e.message });
-        resolve();
-      });
-      req.end();
-    });
-  const t0 = Date.now();
-  let i = 0;
-  let fired = false;
-  while (Date.now() - t0 < ms) {
-    const due = Math.floor(((Date.now() - t0) * RPS) / 1000);
-    while (i < due) pending.push(one(i++));
-    if (!fired && Date.now() - t0 >= at) {
-      fired = true;
-      during();
-    }
-    await new Promise((r) => setTimeout(r, 5));
-  }
-  await Promise.all(pending);
-  agent.destroy();
-  return { sent: i, answered, failed };
+  const r = await steadyLoad({
+    port: a.ports.outbound,
+    host: WEB,
+    rps: RPS,
+    ms,
+    maxSockets: 64,
+    at: { ms: at, run: during },
+    onAnswer: (body) => answered.add(`${body}@${Date.now() > killedAt && killedAt > 0 ? 'after' : 'before'}`),
+  });
+  return { ...r, answered };
 }
 
 let killedAt = 0;

@@ -2,92 +2,27 @@
 // identity) goes away while traffic flows at a steady rate through client → outbound A → mTLS →
 // inbound B → app, in-process on loopback. Like Linkerd, the proxies keep serving from what they
 // already resolved and the certificates they hold: no request may fail. Every request is counted.
-import { Agent, request } from 'node:http';
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunningProxy } from '../src/index.js';
-import { h1Echo, listen } from './support/apps.js';
-import { startFakeControlPlane, type FakeControlPlane } from './support/fake-control-plane.js';
-import { removeTempDirs, startHarnessProxy } from './support/harness.js';
-import { createTestPki } from './support/pki.js';
+import { startMeshedPair, WEB, type MeshedPair } from './support/meshed-pair.js';
+import { steadyLoad } from './support/steady-load.js';
 
-const A_ID = 'client.default.serviceaccount.identity.minimesh.cluster.local';
-const B_ID = 'web.default.serviceaccount.identity.minimesh.cluster.local';
-const WEB = 'web.default.svc.cluster.local';
 const RPS = 200;
 
-let cp: FakeControlPlane;
-let a: RunningProxy;
-let b: RunningProxy;
-const closers: Array<{ close(): unknown }> = [];
+let pair: MeshedPair;
+let cp: MeshedPair['cp'];
 
 beforeAll(async () => {
-  const pki = await createTestPki();
-  cp = await startFakeControlPlane(pki);
-  const web = h1Echo('web');
-  closers.push(web);
-  const webPort = await listen(web);
-  b = await startHarnessProxy({
-    identity: B_ID,
-    anchorPem: pki.anchorPem,
-    controlAddr: cp.addr,
-    inbound: () => ({ ip: '127.0.0.1', port: webPort }),
-  });
-  a = await startHarnessProxy({
-    identity: A_ID,
-    anchorPem: pki.anchorPem,
-    controlAddr: cp.addr,
-    outbound: () => ({ ip: '10.96.0.80', port: 80 }),
-  });
-  cp.destination.set(`${WEB}:80`, [{ ip: '127.0.0.1', port: b.ports.inbound, identity: B_ID }]);
-  cp.destination.profiles.set('10.96.0.80:80', { fullyQualifiedName: WEB });
-  await Promise.all([a.ready, b.ready]);
+  pair = await startMeshedPair();
+  cp = pair.cp;
 }, 120_000);
 
 afterAll(async () => {
-  await a?.shutdown(100);
-  await b?.shutdown(100);
-  for (const c of closers) c.close();
-  await cp?.close();
-  removeTempDirs();
+  await pair?.close();
 });
 
 /** Sends RPS requests a second for `ms` through A; returns how many were sent and which failed. */
-async function load(ms: number): Promise<{ sent: number; failed: string[] }> {
-  const agent = new Agent({ keepAlive: true, maxSockets: 16 });
-  const failed: string[] = [];
-  const pending: Promise<void>[] = [];
-  const one = (i: number) =>
-    new Promise<void>((resolve) => {
-      const req = request(
-        { host: '127.0.0.1', port: a.ports.outbound, path: `/r${i}`, headers: { host: WEB }, agent, timeout: 5000 },
-        (res) => {
-          res.resume();
-          res.on('end', () => {
-            if (res.statusCode !== 200)
-              failed.push(`${i}: HTTP ${res.statusCode} ${String(res.headers['x-minimesh-proxy-error'] ?? '')}`);
-            resolve();
-          });
-        },
-      );
-      req.on('timeout', () => req.destroy(new Error('timeout')));
-      req.on('error', (e) => {
-        failed.push(`${i}: ${e.message}`);
-        resolve();
-      });
-      req.end();
-    });
-  const t0 = Date.now();
-  let i = 0;
-  while (Date.now() - t0 < ms) {
-    const due = Math.floor(((Date.now() - t0) * RPS) / 1000);
-    while (i < due) pending.push(one(i++));
-    await new Promise((r) => setTimeout(r, 5));
-  }
-  await Promise.all(pending);
-  agent.destroy();
-  return { sent: i, failed };
-}
+const load = (ms: number) => steadyLoad({ port: pair.a.ports.outbound, host: WEB, rps: RPS, ms });
 
 describe('faults under load (in-process)', () => {
   it(`the control plane goes down at ${RPS} rps: no request fails`, async () => {
