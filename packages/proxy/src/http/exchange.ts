@@ -68,24 +68,24 @@ export abstract class HttpExchange implements ExchangeHooks, TapSubject {
    * `authority` is the :authority for an HTTP/1 request without Host that is upgraded to HTTP/2.
    */
   forward(up: HttpUpstream, labels: Labels, extra: Record<string, string> = NO_EXTRA, authority = ''): void {
-    this.labels = labels;
-    this.upstream = up;
-    this.t0 = this.sink.metrics.request(labels);
-    const load = up.endpoint.load;
-    if (load) this.loadT0 = load.start();
-    const tap = this.sink.tap;
-    if (tap !== undefined && tap.active) this.tapped = tapRequest(tap, this.sink.direction, this, labels);
+    this.begin(up, labels);
     this.cancel = this.send(up, extra, authority);
-    if (this.requestTimeoutMs > 0) this.timer = setTimeout(() => this.expire(), this.requestTimeoutMs);
+    this.armTimeout();
   }
 
   /**
    * forward() with `send` in place of the protocol's own (the route retry layer's attempts,
    * src/policy/outbound-retry.ts): counted, tapped, load-tracked and bounded by the route's request
    * timeout the same way. `send` reports to the exchange's hooks and returns how to cancel it.
-   * (forward() keeps its own copy of these lines: it is the hot path.)
    */
   forwardVia(up: HttpUpstream, labels: Labels, send: (hooks: ExchangeHooks) => Cancel): void {
+    this.begin(up, labels);
+    this.cancel = send(this);
+    this.armTimeout();
+  }
+
+  /** Before the request goes to `up`: counted under `labels`, load-tracked on the endpoint, tapped. */
+  private begin(up: HttpUpstream, labels: Labels): void {
     this.labels = labels;
     this.upstream = up;
     this.t0 = this.sink.metrics.request(labels);
@@ -93,7 +93,10 @@ export abstract class HttpExchange implements ExchangeHooks, TapSubject {
     if (load) this.loadT0 = load.start();
     const tap = this.sink.tap;
     if (tap !== undefined && tap.active) this.tapped = tapRequest(tap, this.sink.direction, this, labels);
-    this.cancel = send(this);
+  }
+
+  /** After it went: the route's request timeout, when it has one. */
+  private armTimeout(): void {
     if (this.requestTimeoutMs > 0) this.timer = setTimeout(() => this.expire(), this.requestTimeoutMs);
   }
 
