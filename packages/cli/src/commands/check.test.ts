@@ -92,17 +92,31 @@ function meshedPod(name: string, ready: boolean): Record<string, unknown> {
   };
 }
 
+/** The control plane's trust roots ConfigMap and issuer Secret (certificate only), as the chart makes them. */
+function controlPlaneApi(trust: { caCrt: string; issuerCrt: string }): FakeKubeClient {
+  const api = createFakeKubeClient();
+  api.put('/api/v1/configmaps', {
+    metadata: { name: 'minimesh-identity-trust-roots', namespace: 'minimesh' },
+    data: { 'ca-bundle.crt': trust.caCrt },
+  });
+  api.put('/api/v1/secrets', {
+    metadata: { name: 'minimesh-identity-issuer', namespace: 'minimesh' },
+    data: { 'crt.pem': Buffer.from(trust.issuerCrt).toString('base64') },
+  });
+  return api;
+}
+
+/** The pod proxy answers app/<pod>'s /metrics with its certificate's expiry (seconds since the epoch). */
+function serveCertExpiry(api: FakeKubeClient, pod: string, expires: number): void {
+  api.handle('GET', `/api/v1/namespaces/app/pods/${pod}:4191/proxy/metrics`, () => ({
+    status: 200,
+    body: `${CERT_EXPIRY_METRIC} ${expires}\n`,
+  }));
+}
+
 describe('check --proxy against a fake API', () => {
   function proxyApi(): FakeKubeClient {
-    const api = createFakeKubeClient();
-    api.put('/api/v1/configmaps', {
-      metadata: { name: 'minimesh-identity-trust-roots', namespace: 'minimesh' },
-      data: { 'ca-bundle.crt': certs.caCrt },
-    });
-    api.put('/api/v1/secrets', {
-      metadata: { name: 'minimesh-identity-issuer', namespace: 'minimesh' },
-      data: { 'crt.pem': Buffer.from(certs.issuerCrt).toString('base64') },
-    });
+    const api = controlPlaneApi(certs);
     api.put('/apis/apps/v1/deployments', {
       metadata: {
         name: 'minimesh-destination',
@@ -123,10 +137,7 @@ describe('check --proxy against a fake API', () => {
       metadata: { name: 'theirs', namespace: 'app', labels: { 'minimesh.io/control-plane-ns': 'other' } },
     });
     const expires = Date.now() / 1000 + 86_400;
-    api.handle('GET', '/api/v1/namespaces/app/pods/web-1:4191/proxy/metrics', () => ({
-      status: 200,
-      body: `${CERT_EXPIRY_METRIC} ${expires}\n`,
-    }));
+    serveCertExpiry(api, 'web-1', expires);
     api.handle('GET', '/api/v1/namespaces/app/pods/web-2:4191/proxy/metrics', () => ({ status: 200, body: 'x 1\n' }));
     const { proxyChecksOnly } = await import('./check.js');
     const r = await proxyChecksOnly(api, { ...OPTS, mode: 'proxy', dataPlaneNamespace: 'app' });
@@ -148,20 +159,9 @@ describe('check --proxy against a fake API', () => {
 
 describe('check --proxy --wait against a fake API', () => {
   it('runs again while a proxy starts, and passes once it is ready', async () => {
-    const api = createFakeKubeClient();
-    api.put('/api/v1/configmaps', {
-      metadata: { name: 'minimesh-identity-trust-roots', namespace: 'minimesh' },
-      data: { 'ca-bundle.crt': certs.caCrt },
-    });
-    api.put('/api/v1/secrets', {
-      metadata: { name: 'minimesh-identity-issuer', namespace: 'minimesh' },
-      data: { 'crt.pem': Buffer.from(certs.issuerCrt).toString('base64') },
-    });
+    const api = controlPlaneApi(certs);
     api.put('/api/v1/pods', meshedPod('web-1', false));
-    api.handle('GET', '/api/v1/namespaces/app/pods/web-1:4191/proxy/metrics', () => ({
-      status: 200,
-      body: `${CERT_EXPIRY_METRIC} ${Date.now() / 1000 + 86_400}\n`,
-    }));
+    serveCertExpiry(api, 'web-1', Date.now() / 1000 + 86_400);
     const { proxyChecksOnly } = await import('./check.js');
     const opts = { ...OPTS, mode: 'proxy' as const, dataPlaneNamespace: 'app' };
     let rounds = 0;
@@ -184,21 +184,10 @@ describe('check --proxy --wait against a fake API', () => {
   });
 
   it('does not wait for a pod whose trust anchors the issuer does not chain to', async () => {
-    const api = createFakeKubeClient();
     const other = await createMeshCerts();
-    api.put('/api/v1/configmaps', {
-      metadata: { name: 'minimesh-identity-trust-roots', namespace: 'minimesh' },
-      data: { 'ca-bundle.crt': other.caCrt },
-    });
-    api.put('/api/v1/secrets', {
-      metadata: { name: 'minimesh-identity-issuer', namespace: 'minimesh' },
-      data: { 'crt.pem': Buffer.from(other.issuerCrt).toString('base64') },
-    });
+    const api = controlPlaneApi(other);
     api.put('/api/v1/pods', meshedPod('web-1', true));
-    api.handle('GET', '/api/v1/namespaces/app/pods/web-1:4191/proxy/metrics', () => ({
-      status: 200,
-      body: `${CERT_EXPIRY_METRIC} ${Date.now() / 1000 + 86_400}\n`,
-    }));
+    serveCertExpiry(api, 'web-1', Date.now() / 1000 + 86_400);
     const { proxyChecksOnly } = await import('./check.js');
     let rounds = 0;
     const r = await retryChecks(
