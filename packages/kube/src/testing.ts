@@ -42,6 +42,8 @@ export interface FakeKubeClient extends KubeClient {
   handle(method: string, pathPrefix: string, handler: FakeHandler): void;
   /** The next `times` requests (or watches, with method 'WATCH') whose path starts with the prefix get `status`. */
   failNext(method: string, pathPrefix: string, status: number, times?: number): void;
+  /** Drops every failure injected by failNext that has not been used up (the API recovers). */
+  clearFailures(): void;
   /** Forgets history up to now: a watch from an older version gets 410 Gone. */
   compact(): void;
   /** Sends an ERROR 410 event to every open watch (the server's cache moved past them). */
@@ -401,6 +403,9 @@ export function createFakeKubeClient(opts: { namespace?: string } = {}): FakeKub
     },
     failNext(method, pathPrefix, code, times = 1) {
       failures.push({ method, prefix: pathPrefix, status: code, times });
+    },
+    clearFailures() {
+      failures.length = 0;
     },
     compact() {
       compactedBelow = rv;

@@ -21,7 +21,7 @@ function fakeLeaseApi() {
   };
 }
 
-const logger = createLogger({ name: 'test', level: 'silent', format: 'json' });
+const logger = createLogger({ name: 'test', level: (process.env.LL as 'silent') ?? 'silent', format: 'json' });
 const electors: LeaseElector[] = [];
 afterEach(async () => {
   for (const e of electors.splice(0)) await e.stop({ release: false });
@@ -113,5 +113,29 @@ describe('LeaseElector', () => {
     expect(Date.now() - lastRenewal).toBeGreaterThanOrEqual(400);
     expect(fake.lease?.spec.holderIdentity).toBe('a'); // nobody wrote meanwhile: the deadline ran from that renewal
     expect(events).toEqual(['a leads', 'a stops']);
+  });
+
+  it('release survives a failed request: the shutdown retries it', async () => {
+    const fake = fakeLeaseApi();
+    const a = elector(fake.api, 'a', []);
+    a.start();
+    await until(() => a.isLeader);
+    fake.api.failNext('PUT', LEASES, 503, 1); // the release's first update fails
+    await a.stop({ release: true });
+    expect(fake.lease?.spec.holderIdentity).toBe('');
+  });
+
+  it('a leader that stepped down but is still named in the lease releases it on stop', async () => {
+    const fake = fakeLeaseApi();
+    const events: string[] = [];
+    const a = elector(fake.api, 'a', events);
+    a.start();
+    await until(() => a.isLeader);
+    fake.api.failNext('*', LEASES, 503, 1000);
+    await until(() => !a.isLeader);
+    expect(fake.lease?.spec.holderIdentity).toBe('a');
+    fake.api.clearFailures();
+    await a.stop({ release: true });
+    expect(fake.lease?.spec.holderIdentity).toBe('');
   });
 });

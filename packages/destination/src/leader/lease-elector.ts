@@ -76,7 +76,10 @@ export class LeaseElector {
     this.stopped = true;
     clearTimeout(this.timer);
     await this.running;
-    if (this.leading && (opts.release ?? true)) await this.release();
+    // A leader that stepped down after missed renewals may still be named in the lease (nobody took it
+    // over): release it too, or the next replica waits out the whole lease duration.
+    const named = this.leading || this.observed?.holder === this.opts.identity;
+    if (named && (opts.release ?? true)) await this.release();
     this.setLeading(false);
   }
 
@@ -137,6 +140,7 @@ export class LeaseElector {
       };
       const created = await api.request('POST', this.path, lease, { timeoutMs });
       if (created.status === 201 || created.status === 200) {
+        this.observed = { holder: identity, renewTime: lease.spec?.renewTime ?? '', at: Date.now() };
         this.noteLeader(identity);
         return true;
       }
@@ -195,21 +199,40 @@ export class LeaseElector {
     }
   }
 
-  private async release(): Promise<void> {
-    try {
-      const got = await this.opts.api.request<Lease>('GET', `${this.path}/${this.opts.name}`);
-      if (got.status !== 200 || got.body.spec?.holderIdentity !== this.opts.identity) return;
-      const now = toMicroTime(new Date());
-      const spec = got.body.spec;
-      const released: Lease = {
-        ...got.body,
-        spec: { ...spec, holderIdentity: '', leaseDurationSeconds: 1, renewTime: now, acquireTime: now },
-      };
-      const put = await this.opts.api.request('PUT', `${this.path}/${this.opts.name}`, released);
-      if (put.status === 200) this.log.info('released the lease');
-      else this.log.warn({ status: put.status }, 'could not release the lease');
-    } catch (err) {
-      this.log.warn({ err: (err as Error).message }, 'could not release the lease');
+  /**
+   * Clears holderIdentity if the lease still names us. A shutdown is the one moment this must not be
+   * lost to one slow or failed request, so it tries a few times (a 409 means the lease changed under
+   * us: read it again).
+   */
+  private async release(attempts = 4): Promise<void> {
+    for (let attempt = 1; attempt <= attempts; attempt++) {
+      let why: string;
+      try {
+        const got = await this.opts.api.request<Lease>('GET', `${this.path}/${this.opts.name}`, undefined, {
+          timeoutMs: 5000,
+        });
+        if (got.status === 404) return;
+        if (got.status === 200 && got.body.spec?.holderIdentity !== this.opts.identity) return;
+        if (got.status === 200) {
+          const now = toMicroTime(new Date());
+          const released: Lease = {
+            ...got.body,
+            spec: { ...got.body.spec, holderIdentity: '', leaseDurationSeconds: 1, renewTime: now, acquireTime: now },
+          };
+          const put = await this.opts.api.request('PUT', `${this.path}/${this.opts.name}`, released, {
+            timeoutMs: 5000,
+          });
+          if (put.status === 200) {
+            this.log.info('released the lease');
+            return;
+          }
+          why = `update answered ${put.status}`;
+        } else why = `read answered ${got.status}`;
+      } catch (err) {
+        why = (err as Error).message;
+      }
+      this.log.warn({ attempt, attempts, err: why }, 'could not release the lease');
+      if (attempt < attempts) await new Promise((r) => setTimeout(r, 250 * attempt));
     }
   }
 }
