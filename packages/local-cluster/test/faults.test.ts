@@ -9,7 +9,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   adminClient,
   COREDNS_IMAGE,
@@ -42,6 +42,13 @@ function freePort(): Promise<number> {
   });
 }
 
+/** What the CLI printed in the current test: a CI run on a loaded machine is where a failure is read. */
+const transcript: string[] = [];
+afterEach((ctx) => {
+  if (ctx.task.result?.state === 'fail') console.error(transcript.join('\n'));
+  transcript.length = 0;
+});
+
 /** Runs the CLI for the throw-away instance; resolves with its exit code and output. */
 function cluster(command: 'up' | 'down', images: string): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((res) => {
@@ -60,7 +67,10 @@ function cluster(command: 'up' | 'down', images: string): Promise<{ code: number
     let stderr = '';
     child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
     child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    child.on('close', (code) => res({ code: code ?? -1, stdout, stderr }));
+    child.on('close', (code) => {
+      transcript.push(`cluster ${command} (${name}): exit ${code}\n--- stdout\n${stdout}--- stderr\n${stderr}`);
+      res({ code: code ?? -1, stdout, stderr });
+    });
   });
 }
 
