@@ -486,7 +486,7 @@ describe("rendered objects (the seed's command)", () => {
         .subjects,
     ).toEqual([{ kind: 'ServiceAccount', name: 'minimesh-destination', namespace: NS }]);
     expect(rules('ClusterRole', 'minimesh-minimesh-injector')).toEqual([
-      { apiGroups: [''], resources: ['namespaces'], verbs: ['get', 'list', 'watch'] },
+      { apiGroups: [''], resources: ['namespaces'], verbs: ['get'] },
     ]);
     for (const c of ['destination', 'identity', 'injector']) {
       const b = findObject(objects, 'ClusterRoleBinding', `minimesh-minimesh-${c}`) as unknown as {

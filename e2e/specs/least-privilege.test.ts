@@ -28,7 +28,7 @@ const rw = (resource: string, verbs: string[]) => verbs.map((v) => `${resource} 
 const READ = ['get', 'list', 'watch'];
 const LEASE = 'leases.coordination.k8s.io';
 // What the code uses: identity creates TokenReviews (src/k8s/token-reviewer.ts); the injector reads
-// namespaces (src/k8s/namespace-watcher.ts); destination watches services, pods, EndpointSlices and
+// namespaces, one GET per admission (src/k8s/namespace-lookup.ts); destination watches services, pods, EndpointSlices and
 // ExternalWorkloads, writes EndpointSlices for ExternalWorkloads (leader/external-workload-mirror.ts)
 // and holds its Lease; the policy controller (same service account, as in Linkerd) reads pods,
 // services, ExternalWorkloads and the policy resources.
@@ -37,7 +37,7 @@ const LEASE = 'leases.coordination.k8s.io';
 const INFORMER = ['list', 'watch'];
 const NEEDS: Record<string, { everywhere: string[]; ownNamespace: string[] }> = {
   'minimesh-identity': { everywhere: rw('tokenreviews.authentication.k8s.io', ['create']), ownNamespace: [] },
-  'minimesh-injector': { everywhere: rw('namespaces', READ), ownNamespace: [] },
+  'minimesh-injector': { everywhere: rw('namespaces', ['get']), ownNamespace: [] },
   'minimesh-destination': {
     everywhere: [
       ...rw('services', INFORMER),

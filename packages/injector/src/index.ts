@@ -36,9 +36,5 @@ export {
   type AdmissionReview,
   type AdmissionResponse,
 } from './webhook/admission-review.js';
-export {
-  createNamespaceWatcher,
-  type NamespaceWatcher,
-  type NamespaceWatcherOptions,
-} from './k8s/namespace-watcher.js';
+export { createNamespaceLookup, type NamespaceLookup, type NamespaceLookupOptions } from './k8s/namespace-lookup.js';
 export { loadMeshConfig } from './load-config.js';

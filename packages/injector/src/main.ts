@@ -1,11 +1,11 @@
 #!/usr/bin/env node
-// minimesh-injector: its flags and wiring (config → TLS → namespace watch → admin → HTTPS webhook);
+// minimesh-injector: its flags and wiring (config → TLS → namespace lookup → admin → HTTPS webhook);
 // the skeleton (@minimesh/runtime defineProgram) does the rest.
 import { MINIMESH_VERSION } from '@minimesh/config';
 import { kubeClientFromFlags, kubeFlags, parseKubeFlags } from '@minimesh/kube';
 import { createRegistry, defineProgram, parseListenAddr, startAdminServer, UsageError } from '@minimesh/runtime';
 import { InjectorError } from './errors.js';
-import { createNamespaceWatcher } from './k8s/namespace-watcher.js';
+import { createNamespaceLookup } from './k8s/namespace-lookup.js';
 import { loadMeshConfig } from './load-config.js';
 import { createWebhookMetrics } from './webhook/webhook-metrics.js';
 import { createWebhookServer } from './webhook/webhook-server.js';
@@ -44,15 +44,15 @@ await defineProgram({
   async run({ flags: f, config: { addr, mesh }, logger }) {
     const registry = createRegistry();
     const metrics = createWebhookMetrics(registry);
-    // Load the certificate before anything listens or watches, so a bad pair exits at once.
+    // Load the certificate before anything listens, so a bad pair exits at once.
     let server;
     try {
       server = await createWebhookServer({
         certFile: f['tls-cert'],
         keyFile: f['tls-key'],
         config: () => mesh,
-        // Called only once the server listens, after the watcher below exists.
-        namespaceAnnotations: (ns) => watcher.annotations(ns),
+        // Called only once the server listens, after the lookup below exists.
+        namespaceAnnotations: (ns) => namespaces.annotations(ns),
         logger: logger.child({ component: 'webhook' }),
         metrics,
       });
@@ -67,8 +67,7 @@ await defineProgram({
         throw err;
       },
     );
-    const watcher = createNamespaceWatcher({ client: kube, logger: logger.child({ component: 'namespace-watch' }) });
-    void watcher.start();
+    const namespaces = createNamespaceLookup({ client: kube });
 
     let listening = false;
     let admin;
@@ -77,18 +76,17 @@ await defineProgram({
         addr: f['admin-addr'],
         logger,
         registry,
-        ready: () =>
-          !listening ? 'webhook not listening yet' : watcher.synced() ? true : 'namespace cache not synced',
+        ready: () => (listening ? true : 'webhook not listening yet'),
       });
     } catch (err) {
-      await Promise.allSettled([server.close(), watcher.stop(), kube.close()]);
+      await Promise.allSettled([server.close(), kube.close()]);
       throw new UsageError(`--admin-addr ${f['admin-addr']}: cannot listen: ${(err as Error).message}`, { cause: err });
     }
     let port: number;
     try {
       port = await server.listen(addr.host, addr.port);
     } catch (err) {
-      await Promise.allSettled([server.close(), watcher.stop(), admin.close(), kube.close()]);
+      await Promise.allSettled([server.close(), admin.close(), kube.close()]);
       throw new UsageError(`--addr ${f.addr}: cannot listen: ${(err as Error).message}`, { cause: err });
     }
     listening = true;
@@ -104,7 +102,6 @@ await defineProgram({
       async close() {
         listening = false;
         await server.close();
-        await watcher.stop();
         await admin.close();
         await kube.close();
       },

@@ -114,7 +114,7 @@ beforeAll(async () => {
   injector.stdout?.on('data', (d: Buffer) => (injectorLog += d.toString()));
   injector.stderr?.on('data', (d: Buffer) => (injectorLog += d.toString()));
   await eventually(
-    'the injector is ready (namespace cache synced)',
+    'the injector is ready (the webhook listens)',
     async () => (await httpGet(`http://127.0.0.1:${adminPort}/ready`)).status === 200,
     30_000,
   );
