@@ -9,7 +9,7 @@ import { createServer as createTlsServer } from 'node:tls';
 import { createTestPki } from './support/pki.js';
 import { startFakeControlPlane, type FakeControlPlane } from './support/fake-control-plane.js';
 import { removeTempDirs, startHarnessProxy, tempDir } from './support/harness.js';
-import { bannerServer, grpcFrame, h1Echo, h2Echo, listen } from './support/apps.js';
+import { bannerServer, grpcFrame, h1Echo, h2Echo, listen, oneRequestPerConnection } from './support/apps.js';
 import type { RunningProxy } from '../src/index.js';
 import { credentials } from '@grpc/grpc-js';
 import { destination, identity } from '@minimesh/proto';
@@ -27,6 +27,7 @@ const B_ID = 'web.default.serviceaccount.identity.minimesh.cluster.local';
 const WEB = 'web.default.svc.cluster.local:80';
 
 let cp: FakeControlPlane;
+const closing = oneRequestPerConnection();
 let grpcApp: FakeControlPlane;
 let pkiAnchor = '';
 let a: RunningProxy;
@@ -39,15 +40,35 @@ function get(
   path: string,
   headers: Record<string, string>,
   agent?: Agent,
+  host = '127.0.0.1',
 ): Promise<{ status: number; headers: Record<string, unknown>; body: string }> {
   return new Promise((resolve, reject) => {
-    const req = h1request({ host: '127.0.0.1', port, path, headers, agent: agent ?? false }, (res) => {
+    const req = h1request({ host, port, path, headers, agent: agent ?? false }, (res) => {
       let body = '';
       res.on('data', (c: Buffer) => (body += c.toString()));
       res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
     });
     req.on('error', reject);
     req.end();
+  });
+}
+
+/** One request with a body, on a connection of its own. */
+function request(
+  port: number,
+  host: string,
+  method: string,
+  path: string,
+  body: string,
+): Promise<{ status: number; headers: Record<string, unknown>; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = h1request({ host, port, method, path, agent: false }, (res) => {
+      let text = '';
+      res.on('data', (c: Buffer) => (text += c.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }));
+    });
+    req.on('error', reject);
+    req.end(body);
   });
 }
 
@@ -64,6 +85,8 @@ beforeAll(async () => {
   appPorts.web2 = await listen(web2);
   appPorts.h2 = await listen(h2app);
   appPorts.banner = await listen(banner);
+  servers.push(closing);
+  appPorts.closing = await listen(closing);
   // A real grpc-js server as an app: the destination service (unary-free, server streaming) and identity (unary).
   grpcApp = await startFakeControlPlane(pki);
   appPorts.grpc = Number(grpcApp.addr.split(':')[1]);
@@ -76,6 +99,7 @@ beforeAll(async () => {
     '127.0.0.5': appPorts.web2,
     '127.0.0.6': appPorts.grpc,
     '127.0.0.7': appPorts.grpc,
+    '127.0.0.9': appPorts.closing,
   };
   b = await startHarnessProxy({
     identity: B_ID,
@@ -114,6 +138,7 @@ beforeAll(async () => {
   d.set(WEB, [{ ip: '127.0.0.2', port: b.ports.inbound, identity: B_ID, labels: { pod: 'web-1' } }]);
   d.set('h2.default.svc.cluster.local:80', [{ ip: '127.0.0.3', port: b.ports.inbound, identity: B_ID }]);
   d.set('grpc.default.svc.cluster.local:80', [{ ip: '127.0.0.6', port: b.ports.inbound, identity: B_ID }]);
+  d.set('closing.default.svc.cluster.local:80', [{ ip: '127.0.0.9', port: b.ports.inbound, identity: B_ID }]);
   d.set('dead.default.svc.cluster.local:80', [{ ip: '127.0.0.1', port: deadPort }]);
   d.set('plain.default.svc.cluster.local:80', [{ ip: '127.0.0.1', port: appPorts.web1 }]);
   // An endpoint that answers for B's name but holds a certificate for another identity.
@@ -413,6 +438,29 @@ describe('proxy on loopback', () => {
     expect(Date.now() - t0).toBeLessThan(1000);
     expect(JSON.parse(body).app).toBe('web-1');
     expect(JSON.parse(body).headers['l5d-client-id']).toBeUndefined();
+  });
+
+  it('the keep-alive race: a bodiless request whose pooled app connection was closed goes again on a new one', async () => {
+    // The app answers one request per connection and closes the connection on the next: every request
+    // after the first meets a pooled connection the app has closed.
+    const before = closing.connections;
+    for (let i = 0; i < 5; i++) {
+      const meshed = await get(a.ports.outbound, `/meshed/${i}`, { host: 'closing.default.svc.cluster.local' });
+      expect(meshed.status, meshed.body).toBe(200);
+      expect(JSON.parse(meshed.body).line).toBe(`GET /meshed/${i} HTTP/1.1`);
+      const plain = await get(b.ports.inbound, `/plain/${i}`, {}, undefined, '127.0.0.9');
+      expect(plain.status, plain.body).toBe(200);
+    }
+    // Each request after the first was dropped once on a reused connection and answered on a new one.
+    expect(closing.connections - before).toBe(10);
+    expect(closing.dropped.length).toBeGreaterThanOrEqual(8);
+    // A request with a body is never sent twice: it fails with the upstream error.
+    await get(b.ports.inbound, '/warm', {}, undefined, '127.0.0.9');
+    const dropped = closing.dropped.length;
+    const post = await request(b.ports.inbound, '127.0.0.9', 'POST', '/once', 'payload');
+    expect(post.status).toBe(502);
+    expect(post.headers['x-minimesh-proxy-error']).toMatch(/socket hang up/);
+    expect(closing.dropped.slice(dropped)).toEqual(['POST /once HTTP/1.1']);
   });
 
   it("failures answer in the caller's protocol: HTTP 502, a gRPC status, a TCP reset", async () => {

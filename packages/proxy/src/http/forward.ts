@@ -5,6 +5,7 @@
 import {
   request as h1request,
   type Agent,
+  type ClientRequest,
   type IncomingMessage,
   type OutgoingHttpHeaders,
   type ServerResponse,
@@ -82,6 +83,21 @@ function hasNoBody(req: IncomingMessage): boolean {
   );
 }
 
+/** How many times a bodiless request goes again after a kept-alive app connection turned out closed. */
+const MAX_STALE_RETRIES = 3;
+
+/**
+ * The keep-alive race: an app that closes an idle connection (a graceful shutdown, its keep-alive
+ * timeout) just as the proxy picks it from the pool fails the request with ECONNRESET ("socket hang
+ * up") or EPIPE before any response byte. A request without a body loses nothing by going again on
+ * another connection (as Go's net/http and hyper do); one with a body was consumed and never goes twice,
+ * and a fresh connection that fails is a real failure. Checked in the error handler only: the
+ * exchange's hot path allocates nothing for it.
+ */
+function isStaleReuse(up: ClientRequest, err: NodeJS.ErrnoException): boolean {
+  return up.reusedSocket && (err.code === 'ECONNRESET' || err.code === 'EPIPE');
+}
+
 /** HTTP/1 downstream → HTTP/2 upstream session (outbound, between meshed proxies). */
 export function h1ToH2(
   req: IncomingMessage,
@@ -146,50 +162,59 @@ export function h1ToH1(
   delete headers['proxy-connection'];
   let headSent = false;
   let finished = false;
-  const up = h1request(
-    {
-      host: target.host,
-      port: target.port,
-      method: req.method,
-      path: req.url,
-      headers,
-      agent: target.agent,
-      timeout: target.timeoutMs,
-    },
-    (ur) => {
-      headSent = true;
-      const status = ur.statusCode ?? 502;
-      hooks.onResponse(status, undefined);
-      const rh = { ...ur.headers };
-      delete rh.connection;
-      delete rh['keep-alive'];
-      res.writeHead(status, rh);
-      ur.pipe(res);
-      ur.on('end', () => {
-        if (!finished) {
-          finished = true;
-          hooks.onEnd(false);
-        }
-      });
-      ur.on('error', (err) => {
-        if (finished) return;
+  let retries = 0;
+  // A request without a body needs no pipe (its listeners cost more than the exchange's own work).
+  const bodiless = hasNoBody(req);
+  const options = {
+    host: target.host,
+    port: target.port,
+    method: req.method,
+    path: req.url,
+    headers,
+    agent: target.agent,
+    timeout: target.timeoutMs,
+  };
+  const onResponse = (ur: IncomingMessage): void => {
+    headSent = true;
+    const status = ur.statusCode ?? 502;
+    hooks.onResponse(status, undefined);
+    const rh = { ...ur.headers };
+    delete rh.connection;
+    delete rh['keep-alive'];
+    res.writeHead(status, rh);
+    ur.pipe(res);
+    ur.on('end', () => {
+      if (!finished) {
         finished = true;
-        hooks.onEnd(true);
-        res.destroy(err);
-      });
-    },
-  );
-  up.on('error', (err) => {
+        hooks.onEnd(false);
+      }
+    });
+    ur.on('error', (err) => {
+      if (finished) return;
+      finished = true;
+      hooks.onEnd(true);
+      res.destroy(err);
+    });
+  };
+  const onError = (err: NodeJS.ErrnoException): void => {
     if (finished) return;
+    if (bodiless && !headSent && retries < MAX_STALE_RETRIES && isStaleReuse(up, err)) {
+      retries++;
+      up = h1request(options, onResponse);
+      up.on('error', onError);
+      up.end();
+      return;
+    }
     finished = true;
     if (!headSent) hooks.onError(err);
     else {
       hooks.onEnd(true);
       res.destroy(err);
     }
-  });
-  // A request without a body needs no pipe (its listeners cost more than the exchange's own work).
-  if (hasNoBody(req)) {
+  };
+  let up = h1request(options, onResponse);
+  up.on('error', onError);
+  if (bodiless) {
     req.resume();
     up.end();
   } else req.pipe(up);
@@ -274,49 +299,58 @@ export function h2ToH1(
   const out = h2ToH1Request(headers, target.extra);
   let headSent = false;
   let finished = false;
-  const up = h1request(
-    {
-      host: target.host,
-      port: target.port,
-      method: String(headers[':method'] ?? 'GET'),
-      path: String(headers[':path'] ?? '/'),
-      headers: out,
-      agent: target.agent,
-    },
-    (ur) => {
-      headSent = true;
-      const status = ur.statusCode ?? 502;
-      hooks.onResponse(status, undefined);
-      if (stream.destroyed) {
-        ur.resume();
-        return;
-      }
-      stream.respond(h1ToH2Response(status, ur.headers));
-      copyBodyToH2(ur, stream);
-      ur.on('end', () => {
-        if (!finished) {
-          finished = true;
-          hooks.onEnd(false);
-        }
-      });
-      ur.on('error', () => {
-        if (finished) return;
+  let retries = 0;
+  const bodiless = stream.endAfterHeaders;
+  const options = {
+    host: target.host,
+    port: target.port,
+    method: String(headers[':method'] ?? 'GET'),
+    path: String(headers[':path'] ?? '/'),
+    headers: out,
+    agent: target.agent,
+  };
+  const onResponse = (ur: IncomingMessage): void => {
+    headSent = true;
+    const status = ur.statusCode ?? 502;
+    hooks.onResponse(status, undefined);
+    if (stream.destroyed) {
+      ur.resume();
+      return;
+    }
+    stream.respond(h1ToH2Response(status, ur.headers));
+    copyBodyToH2(ur, stream);
+    ur.on('end', () => {
+      if (!finished) {
         finished = true;
-        hooks.onEnd(true);
-        stream.close(h2c.NGHTTP2_INTERNAL_ERROR);
-      });
-    },
-  );
-  up.on('error', (err) => {
+        hooks.onEnd(false);
+      }
+    });
+    ur.on('error', () => {
+      if (finished) return;
+      finished = true;
+      hooks.onEnd(true);
+      stream.close(h2c.NGHTTP2_INTERNAL_ERROR);
+    });
+  };
+  const onError = (err: NodeJS.ErrnoException): void => {
     if (finished) return;
+    if (bodiless && !headSent && retries < MAX_STALE_RETRIES && isStaleReuse(up, err)) {
+      retries++;
+      up = h1request(options, onResponse);
+      up.on('error', onError);
+      up.end();
+      return;
+    }
     finished = true;
     if (!headSent) hooks.onError(err);
     else {
       hooks.onEnd(true);
       stream.close(h2c.NGHTTP2_INTERNAL_ERROR);
     }
-  });
-  if (stream.endAfterHeaders) {
+  };
+  let up = h1request(options, onResponse);
+  up.on('error', onError);
+  if (bodiless) {
     stream.resume();
     up.end();
   } else stream.pipe(up);

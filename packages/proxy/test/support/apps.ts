@@ -99,3 +99,37 @@ export function grpcFrame(payload: Buffer): Buffer {
   h.writeUInt32BE(payload.length, 1);
   return Buffer.concat([h, payload]);
 }
+
+/**
+ * An HTTP/1 app that answers the first request on each connection with keep-alive, then closes the
+ * connection when the next request arrives, without answering it: the keep-alive race a pooled
+ * connection meets when the app closes idle connections (a graceful shutdown) just as it is reused.
+ */
+export function oneRequestPerConnection(): TcpServer & { connections: number; dropped: string[] } {
+  const server = createTcp((socket) => {
+    server.connections++;
+    let buffered = '';
+    let answered = false;
+    socket.on('data', (chunk: Buffer) => {
+      buffered += chunk.toString('latin1');
+      if (answered) {
+        server.dropped.push(buffered.split('\r\n')[0] ?? '');
+        socket.destroy();
+        return;
+      }
+      const end = buffered.indexOf('\r\n\r\n');
+      if (end < 0) return;
+      answered = true;
+      const line = buffered.slice(0, buffered.indexOf('\r\n'));
+      buffered = '';
+      const body = JSON.stringify({ line, connection: server.connections });
+      socket.write(
+        `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: keep-alive\r\n\r\n${body}`,
+      );
+    });
+    socket.on('error', () => undefined);
+  }) as TcpServer & { connections: number; dropped: string[] };
+  server.connections = 0;
+  server.dropped = [];
+  return server;
+}
