@@ -239,11 +239,19 @@ export function createTransport(opts: TransportOptions): Transport {
           return undefined;
         };
       }
-      const r: ClientRequest = (secure ? httpsRequest : httpRequest)(options, (res: IncomingMessage) =>
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: res }),
-      );
-      r.once('error', reject);
-      r.end(req.body);
+      // The keep-alive race: the API server closed an idle pooled connection just as it was reused.
+      // Nothing reached it, and the body is a buffer: send once more on another connection.
+      const send = (retry: boolean): void => {
+        const r: ClientRequest = (secure ? httpsRequest : httpRequest)(options, (res: IncomingMessage) =>
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: res }),
+        );
+        r.once('error', (err: NodeJS.ErrnoException) => {
+          if (retry && r.reusedSocket && (err.code === 'ECONNRESET' || err.code === 'EPIPE')) send(false);
+          else reject(err);
+        });
+        r.end(req.body);
+      };
+      send(true);
     });
   }
 

@@ -13,6 +13,8 @@ let pki: TestPki;
 let h2: TestServer;
 let h1: TestServer;
 const throttled = new Map<string, number>();
+/** /drop/<key>: how many times the server closed the connection instead of answering. */
+const dropped = new Map<string, number>();
 
 function handler(
   req: { url?: string; method?: string; headers: Record<string, unknown> },
@@ -23,6 +25,16 @@ function handler(
   if (url.pathname === '/version') return json(res, 200, { gitVersion: 'v1.33.0-test' });
   if (url.pathname === '/echo')
     return json(res, 200, { method: req.method, body: body === '' ? undefined : JSON.parse(body) });
+  // The keep-alive race, from the server's side: close the connection instead of answering (once for
+  // /drop/once-*, always for /drop/always-*).
+  if (url.pathname.startsWith('/drop/')) {
+    const n = dropped.get(url.pathname) ?? 0;
+    if (url.pathname.startsWith('/drop/always-') || n === 0) {
+      dropped.set(url.pathname, n + 1);
+      return void (req as unknown as { socket: { destroy(): void } }).socket.destroy();
+    }
+    return json(res, 200, { method: req.method, body: body === '' ? undefined : JSON.parse(body) });
+  }
   if (url.pathname === '/slow') return void setTimeout(() => json(res, 200, {}), 2000);
   if (url.pathname.startsWith('/throttle/')) {
     const left = throttled.get(url.pathname) ?? 0;
@@ -113,6 +125,21 @@ describe('KubeClient transport', () => {
     expect(h1.connections - before).toBeLessThanOrEqual(5);
     expect(client.stats().protocol).toBe('http/1.1');
     await client.close();
+  });
+
+  it('sends a request again when a reused HTTP/1.1 connection was closed under it, never a fresh one', async () => {
+    const client = createKubeClient(config(h1), { userAgent: 'test/1', poolSize: 1, rateLimit: { qps: 0, burst: 1 } });
+    await client.requestOk('GET', '/version'); // a kept-alive connection in the pool
+    const r = await client.requestOk<{ body: { n: number } }>('POST', '/drop/once-a', { n: 1 });
+    expect(r.body).toEqual({ n: 1 });
+    expect(dropped.get('/drop/once-a')).toBe(1); // dropped on the reused connection, answered on a new one
+    await client.close();
+    const fresh = createKubeClient(config(h1), { userAgent: 'test/1', poolSize: 1, rateLimit: { qps: 0, burst: 1 } });
+    await fresh.requestOk('GET', '/version');
+    // Reused: the one retry goes on a new connection, and a new connection that fails is an error.
+    await expect(fresh.requestOk('POST', '/drop/always-b', { n: 2 })).rejects.toThrow();
+    expect(dropped.get('/drop/always-b')).toBe(2);
+    await fresh.close();
   });
 
   it('through a counting relay: 200 requests and a watch are one connection for the server', async () => {
