@@ -44,6 +44,15 @@ function elector(api: KubeClient, identity: string, events: string[]) {
   return e;
 }
 
+/** A fresh fake API with candidate 'a' leading on it. */
+async function leading(events: string[] = []) {
+  const fake = fakeLeaseApi();
+  const a = elector(fake.api, 'a', events);
+  a.start();
+  await until(() => a.isLeader);
+  return { fake, a };
+}
+
 const until = async (cond: () => boolean, ms = 3000) => {
   const end = Date.now() + ms;
   while (!cond()) {
@@ -99,11 +108,8 @@ describe('LeaseElector', () => {
   });
 
   it('a leader that cannot renew steps down after the renew deadline', async () => {
-    const fake = fakeLeaseApi();
     const events: string[] = [];
-    const a = elector(fake.api, 'a', events);
-    a.start();
-    await until(() => a.isLeader);
+    const { fake, a } = await leading(events);
     // the API starts failing every request
     fake.api.failNext('*', LEASES, 503, 1000);
     // The deadline runs from the last successful renewal (its renewTime), which may lie more than a
@@ -116,21 +122,14 @@ describe('LeaseElector', () => {
   });
 
   it('release survives a failed request: the shutdown retries it', async () => {
-    const fake = fakeLeaseApi();
-    const a = elector(fake.api, 'a', []);
-    a.start();
-    await until(() => a.isLeader);
+    const { fake, a } = await leading();
     fake.api.failNext('PUT', LEASES, 503, 1); // the release's first update fails
     await a.stop({ release: true });
     expect(fake.lease?.spec.holderIdentity).toBe('');
   });
 
   it('a leader that stepped down but is still named in the lease releases it on stop', async () => {
-    const fake = fakeLeaseApi();
-    const events: string[] = [];
-    const a = elector(fake.api, 'a', events);
-    a.start();
-    await until(() => a.isLeader);
+    const { fake, a } = await leading();
     fake.api.failNext('*', LEASES, 503, 1000);
     await until(() => !a.isLeader);
     expect(fake.lease?.spec.holderIdentity).toBe('a');

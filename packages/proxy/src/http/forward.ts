@@ -8,6 +8,7 @@ import {
   type ClientRequest,
   type IncomingMessage,
   type OutgoingHttpHeaders,
+  type RequestOptions,
   type ServerResponse,
 } from 'node:http';
 import type { Readable } from 'node:stream';
@@ -96,6 +97,18 @@ const MAX_STALE_RETRIES = 3;
  */
 function isStaleReuse(up: ClientRequest, err: NodeJS.ErrnoException): boolean {
   return up.reusedSocket && (err.code === 'ECONNRESET' || err.code === 'EPIPE');
+}
+
+/** Sends a bodiless request again (on whichever connection the pool gives, a new one if none is idle). */
+function resend(
+  options: RequestOptions,
+  onResponse: (res: IncomingMessage) => void,
+  onError: (err: Error) => void,
+): ClientRequest {
+  const up = h1request(options, onResponse);
+  up.on('error', onError);
+  up.end();
+  return up;
 }
 
 /** HTTP/1 downstream → HTTP/2 upstream session (outbound, between meshed proxies). */
@@ -198,11 +211,8 @@ export function h1ToH1(
   };
   const onError = (err: NodeJS.ErrnoException): void => {
     if (finished) return;
-    if (bodiless && !headSent && retries < MAX_STALE_RETRIES && isStaleReuse(up, err)) {
-      retries++;
-      up = h1request(options, onResponse);
-      up.on('error', onError);
-      up.end();
+    if (bodiless && !headSent && isStaleReuse(up, err) && retries++ < MAX_STALE_RETRIES) {
+      up = resend(options, onResponse, onError);
       return;
     }
     finished = true;
@@ -334,11 +344,8 @@ export function h2ToH1(
   };
   const onError = (err: NodeJS.ErrnoException): void => {
     if (finished) return;
-    if (bodiless && !headSent && retries < MAX_STALE_RETRIES && isStaleReuse(up, err)) {
-      retries++;
-      up = h1request(options, onResponse);
-      up.on('error', onError);
-      up.end();
+    if (bodiless && !headSent && isStaleReuse(up, err) && retries++ < MAX_STALE_RETRIES) {
+      up = resend(options, onResponse, onError);
       return;
     }
     finished = true;
