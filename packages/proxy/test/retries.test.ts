@@ -353,8 +353,11 @@ describe.each([
     const k = key('slow');
     const r = await send(svc, `/slow-first/x/${k}`);
     expect(r.status).toBe(200);
-    expect(r.body).toBe('attempt 2');
-    expect(attempts.get(k)).toBe(2);
+    // The first attempt (3 s) was cut and a later one answered. Usually the second; on a loaded CI
+    // machine the second attempt's round trip can pass 400 ms too and be cut in turn (seen once).
+    const answered = Number(/^attempt (\d+)$/.exec(r.body)?.[1]);
+    expect(answered).toBeGreaterThanOrEqual(2);
+    expect(attempts.get(k)).toBe(answered);
     expect(r.ms).toBeGreaterThanOrEqual(390);
     expect(r.ms).toBeLessThan(2500);
   });
