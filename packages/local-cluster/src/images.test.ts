@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { parseImageList, requireNodeImages, tarImageId } from './images.js';
+import { importImages, parseImageList, requireNodeImages, tarImageId } from './images.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'mm-lc-images-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -39,5 +39,42 @@ describe('tarImageId', () => {
     expect(tarImageId(tar, 'x/y:1')).toBe(`sha256:${id}`);
     writeFileSync(join(dir, 'junk.tar'), 'not a tar');
     expect(tarImageId(join(dir, 'junk.tar'), 'x/y:1')).toBeUndefined();
+  });
+});
+
+describe('importImages', () => {
+  it('imports a tar once when two refs name it (two concurrent imports of one image race in containerd)', async () => {
+    const cache = mkdtempSync(join(tmpdir(), 'mm-lc-cache-'));
+    const saved = process.env.MINIMESH_CACHE;
+    process.env.MINIMESH_CACHE = cache;
+    try {
+      const shared = join(dir, 'shared.tar');
+      const other = join(dir, 'other.tar');
+      writeFileSync(shared, 'a');
+      writeFileSync(other, 'b');
+      const calls: string[] = [];
+      const ctr = async (args: string[]): Promise<string> => {
+        calls.push(args.join(' '));
+        return '';
+      };
+      const refs = await importImages(
+        ctr,
+        [
+          { ref: 'a:1', tar: shared },
+          { ref: 'b:1', tar: shared },
+          { ref: 'c:1', tar: other },
+        ],
+        () => undefined,
+      );
+      expect(refs).toEqual(['a:1', 'b:1', 'c:1']);
+      expect(calls.filter((c) => c.startsWith('images import')).sort()).toEqual([
+        `images import ${other}`,
+        `images import ${shared}`,
+      ]);
+    } finally {
+      if (saved === undefined) delete process.env.MINIMESH_CACHE;
+      else process.env.MINIMESH_CACHE = saved;
+      rmSync(cache, { recursive: true, force: true });
+    }
   });
 });

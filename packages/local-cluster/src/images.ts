@@ -155,20 +155,28 @@ export async function importImages(ctr: Ctr, images: ImageTar[], log: (m: string
   const record = readRecord();
   const started = Date.now();
   // Two at a time: an import is mostly reading and hashing the tar, and this machine has two cores.
-  const queue = [...todo];
+  // Each tar once, whatever number of refs name it: two concurrent imports of one image race in
+  // containerd ("already exists").
+  const byTar = new Map<string, ImageTar[]>();
+  for (const i of todo) byTar.set(i.tar, [...(byTar.get(i.tar) ?? []), i]);
+  const queue = [...byTar.values()];
   const worker = async () => {
-    for (let i = queue.shift(); i; i = queue.shift()) {
-      const st = statSync(i.tar);
+    for (let refs = queue.shift(); refs; refs = queue.shift()) {
+      const tar = refs[0]!.tar;
+      const st = statSync(tar);
       try {
-        await ctr(['images', 'import', i.tar]);
+        await ctr(['images', 'import', tar]);
       } catch (err) {
         const msg = ((err as { stderr?: string }).stderr ?? (err as Error).message).trim().split('\n').pop();
-        throw new Error(`local cluster: importing ${i.ref} from ${i.tar} into containerd failed: ${msg}`, {
+        const names = refs.map((i) => i.ref).join(', ');
+        throw new Error(`local cluster: importing ${names} from ${tar} into containerd failed: ${msg}`, {
           cause: err,
         });
       }
-      const imageId = tarImageId(i.tar, i.ref);
-      record[i.ref] = { tar: i.tar, size: st.size, mtimeMs: st.mtimeMs, ...(imageId ? { imageId } : {}) };
+      for (const i of refs) {
+        const imageId = tarImageId(tar, i.ref);
+        record[i.ref] = { tar, size: st.size, mtimeMs: st.mtimeMs, ...(imageId ? { imageId } : {}) };
+      }
     }
   };
   await Promise.all([worker(), worker()]);
