@@ -8,6 +8,7 @@ import { Agent as HttpAgent, request as httpRequest, type IncomingMessage, type 
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { connect as tlsConnect, type ConnectionOptions, type TLSSocket } from 'node:tls';
 import type { Duplex, Readable } from 'node:stream';
+import { isStaleKeepAlive } from '@minimesh/runtime';
 
 export interface TlsSettings {
   ca?: Buffer;
@@ -239,14 +240,14 @@ export function createTransport(opts: TransportOptions): Transport {
           return undefined;
         };
       }
-      // The keep-alive race: the API server closed an idle pooled connection just as it was reused.
-      // Nothing reached it, and the body is a buffer: send once more on another connection.
+      // The keep-alive race (isStaleKeepAlive): the API server closed an idle pooled connection just as
+      // it was reused. Nothing reached it, and the body is a buffer: send once more on another connection.
       const send = (retry: boolean): void => {
         const r: ClientRequest = (secure ? httpsRequest : httpRequest)(options, (res: IncomingMessage) =>
           resolve({ status: res.statusCode ?? 0, headers: res.headers, body: res }),
         );
         r.once('error', (err: NodeJS.ErrnoException) => {
-          if (retry && r.reusedSocket && (err.code === 'ECONNRESET' || err.code === 'EPIPE')) send(false);
+          if (retry && isStaleKeepAlive(r, err)) send(false);
           else reject(err);
         });
         r.end(req.body);

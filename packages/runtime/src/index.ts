@@ -37,3 +37,4 @@ export {
 } from './program.js';
 export { Backoff, backoffDelay, sleep, type BackoffOptions } from './backoff.js';
 export { tuneHeap, type HeapLimits, type HeapTuning } from './heap.js';
+export { isStaleKeepAlive } from './keep-alive.js';

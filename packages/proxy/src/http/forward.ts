@@ -27,6 +27,7 @@ import {
   h2ToH2Request,
   h2ToH2Response,
 } from './headers.js';
+import { isStaleKeepAlive } from '@minimesh/runtime';
 import { H2_REQUEST } from './h2-pool.js';
 
 export interface ExchangeHooks {
@@ -88,18 +89,13 @@ function hasNoBody(req: IncomingMessage): boolean {
 const MAX_STALE_RETRIES = 3;
 
 /**
- * The keep-alive race: an app that closes an idle connection (a graceful shutdown, its keep-alive
- * timeout) just as the proxy picks it from the pool fails the request with ECONNRESET ("socket hang
- * up") or EPIPE before any response byte. A request without a body loses nothing by going again on
- * another connection (as Go's net/http and hyper do); one with a body was consumed and never goes twice,
- * and a fresh connection that fails is a real failure. Checked in the error handler only: the
- * exchange's hot path allocates nothing for it.
+ * The keep-alive race (isStaleKeepAlive, @minimesh/runtime): an app that closes an idle connection (a
+ * graceful shutdown, its keep-alive timeout) just as the proxy picks it from the pool fails the request
+ * before any response byte. A request without a body loses nothing by going again on another
+ * connection; one with a body was consumed and never goes twice. Checked in the error handler only:
+ * the exchange's hot path allocates nothing for it. resend() sends the bodiless request again, on
+ * whichever connection the pool gives (a new one if none is idle).
  */
-function isStaleReuse(up: ClientRequest, err: NodeJS.ErrnoException): boolean {
-  return up.reusedSocket && (err.code === 'ECONNRESET' || err.code === 'EPIPE');
-}
-
-/** Sends a bodiless request again (on whichever connection the pool gives, a new one if none is idle). */
 function resend(
   options: RequestOptions,
   onResponse: (res: IncomingMessage) => void,
@@ -211,7 +207,7 @@ export function h1ToH1(
   };
   const onError = (err: NodeJS.ErrnoException): void => {
     if (finished) return;
-    if (bodiless && !headSent && isStaleReuse(up, err) && retries++ < MAX_STALE_RETRIES) {
+    if (bodiless && !headSent && isStaleKeepAlive(up, err) && retries++ < MAX_STALE_RETRIES) {
       up = resend(options, onResponse, onError);
       return;
     }
@@ -344,7 +340,7 @@ export function h2ToH1(
   };
   const onError = (err: NodeJS.ErrnoException): void => {
     if (finished) return;
-    if (bodiless && !headSent && isStaleReuse(up, err) && retries++ < MAX_STALE_RETRIES) {
+    if (bodiless && !headSent && isStaleKeepAlive(up, err) && retries++ < MAX_STALE_RETRIES) {
       up = resend(options, onResponse, onError);
       return;
     }
