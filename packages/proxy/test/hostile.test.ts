@@ -14,15 +14,9 @@ import { connect as netConnect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningProxy } from '../src/index.js';
 import { h1Echo, h2Echo, listen } from './support/apps.js';
-import { startFakeControlPlane, type FakeControlPlane } from './support/fake-control-plane.js';
-import { removeTempDirs, startHarnessProxy } from './support/harness.js';
-import { createTestPki } from './support/pki.js';
+import { A_ID, WEB, startMeshedPair, type MeshedPair } from './support/meshed-pair.js';
 
-const A_ID = 'client.default.serviceaccount.identity.minimesh.cluster.local';
-const B_ID = 'web.default.serviceaccount.identity.minimesh.cluster.local';
-const WEB = 'web.default.svc.cluster.local';
-
-let cp: FakeControlPlane;
+let pair: MeshedPair;
 let a: RunningProxy;
 let b: RunningProxy;
 const seen: string[] = [];
@@ -33,8 +27,6 @@ let h2Port: number;
 let appPort: number;
 
 beforeAll(async () => {
-  const pki = await createTestPki();
-  cp = await startFakeControlPlane(pki);
   const web = h1Echo('web');
   web.on('request', (req) => seen.push(`${req.method} ${req.url}`));
   closers.push(web);
@@ -44,29 +36,13 @@ beforeAll(async () => {
   web2.on('stream', (_s, h) => seen.push(`${String(h[':method'])} ${String(h[':path'])}`));
   closers.push(web2);
   h2Port = await listen(web2);
-  b = await startHarnessProxy({
-    identity: B_ID,
-    anchorPem: pki.anchorPem,
-    controlAddr: cp.addr,
-    inbound: () => ({ ip: '127.0.0.1', port: appPort }),
-  });
-  a = await startHarnessProxy({
-    identity: A_ID,
-    anchorPem: pki.anchorPem,
-    controlAddr: cp.addr,
-    outbound: () => ({ ip: '10.96.0.80', port: 80 }),
-  });
-  cp.destination.set(`${WEB}:80`, [{ ip: '127.0.0.1', port: b.ports.inbound, identity: B_ID }]);
-  cp.destination.profiles.set('10.96.0.80:80', { fullyQualifiedName: WEB });
-  await Promise.all([a.ready, b.ready]);
+  pair = await startMeshedPair({ appPort: () => appPort });
+  ({ a, b } = pair);
 }, 120_000);
 
 afterAll(async () => {
-  await a?.shutdown(100);
-  await b?.shutdown(100);
+  await pair?.close();
   for (const c of closers) c.close();
-  await cp?.close();
-  removeTempDirs();
 });
 
 /** Writes raw bytes, returns everything the listener answers until it closes (or 5 s). */

@@ -4,7 +4,7 @@ import { destination } from '@minimesh/proto';
 import { createLogger } from '@minimesh/runtime';
 import { createTestPki } from '../../test/support/pki.js';
 import { startFakeControlPlane, type FakeControlPlane } from '../../test/support/fake-control-plane.js';
-import { DestinationResolver } from './resolver.js';
+import { DestinationResolver, type ResolverOptions } from './resolver.js';
 
 const logger = createLogger({ name: 'test', level: 'silent' });
 let cp: FakeControlPlane;
@@ -20,14 +20,16 @@ afterAll(async () => {
 });
 
 const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
-function resolver(idleMs = 5000) {
+/** A resolver on the shared fake control plane, with short timings; overrides for the odd case. */
+function resolver(overrides: Partial<ResolverOptions> = {}) {
   return new DestinationResolver({
     client: () => client,
     contextToken: '{"ns":"default"}',
-    idleMs,
+    idleMs: 5000,
     firstUpdateTimeoutMs: 1000,
     logger,
     backoff: { minMs: 20, maxMs: 100 },
+    ...overrides,
   });
 }
 
@@ -90,7 +92,7 @@ describe('DestinationResolver', () => {
 
   it('drops a stream nobody used for the idle timeout', async () => {
     cp.destination.set('c.default.svc.cluster.local:80', [{ ip: '10.0.0.3', port: 80 }]);
-    const r = resolver(300);
+    const r = resolver({ idleMs: 300 });
     await r.resolve('c.default.svc.cluster.local:80');
     expect(r.streams.get).toBe(1);
     const active = cp.destination.activeStreams;
@@ -128,14 +130,7 @@ describe('DestinationResolver', () => {
       'grpc.initial_reconnect_backoff_ms': 50,
       'grpc.max_reconnect_backoff_ms': 100,
     });
-    const r = new DestinationResolver({
-      client: () => c2,
-      contextToken: '',
-      idleMs: 60_000,
-      firstUpdateTimeoutMs: 1000,
-      logger,
-      backoff: { minMs: 20, maxMs: 100 },
-    });
+    const r = resolver({ client: () => c2, contextToken: '', idleMs: 60_000 });
     const set = await r.resolve('d.default.svc.cluster.local:80');
     expect(set.list).toHaveLength(2);
     cp2.server.forceShutdown();
@@ -169,14 +164,7 @@ describe('DestinationResolver against a destination that refuses every stream', 
       server.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (err, p) => (err ? rej(err) : res(p))),
     );
     const c = new destination.DestinationClient(`127.0.0.1:${port}`, credentials.createInsecure());
-    const r = new DestinationResolver({
-      client: () => c,
-      contextToken: '{"ns":"default"}',
-      idleMs: 60_000,
-      firstUpdateTimeoutMs: 200,
-      logger,
-      backoff: { minMs: 20, maxMs: 100 },
-    });
+    const r = resolver({ client: () => c, idleMs: 60_000, firstUpdateTimeoutMs: 200 });
     await r.resolve('web.default.svc.cluster.local:80');
     await wait(1500);
     r.close();

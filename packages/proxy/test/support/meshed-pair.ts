@@ -1,5 +1,5 @@
 // client → outbound A → mTLS → inbound B → an echo app, in-process on loopback with the fake control plane:
-// the setup the in-process fault tests (faults, issuer-rotation) share. A's outbound sends the ClusterIP
+// the setup the in-process fault and hostile-input tests share. A's outbound sends the ClusterIP
 // 10.96.0.80:80 to the Service WEB, whose one endpoint is B.
 import type { RunningProxy } from '../../src/index.js';
 import { h1Echo, listen } from './apps.js';
@@ -19,18 +19,24 @@ export interface MeshedPair {
   close(): Promise<void>;
 }
 
-/** Starts the pair and waits until both proxies are ready. `leafLifetimeMs`: the certificates identity issues. */
-export async function startMeshedPair(opts: { leafLifetimeMs?: number } = {}): Promise<MeshedPair> {
+/**
+ * Starts the pair and waits until both proxies are ready. `leafLifetimeMs`: the certificates identity
+ * issues; `appPort`: the app B forwards to, asked per connection (default: an HTTP/1 echo of its own).
+ */
+export async function startMeshedPair(
+  opts: { leafLifetimeMs?: number; appPort?: () => number } = {},
+): Promise<MeshedPair> {
   const pki = await createTestPki();
   const cp = await startFakeControlPlane(pki);
   if (opts.leafLifetimeMs !== undefined) cp.identity.lifetimeMs = opts.leafLifetimeMs;
-  const web = h1Echo('web');
-  const webPort = await listen(web);
+  const web = opts.appPort ? undefined : h1Echo('web');
+  const webPort = web ? await listen(web) : 0;
+  const appPort = opts.appPort ?? (() => webPort);
   const b = await startHarnessProxy({
     identity: B_ID,
     anchorPem: pki.anchorPem,
     controlAddr: cp.addr,
-    inbound: () => ({ ip: '127.0.0.1', port: webPort }),
+    inbound: () => ({ ip: '127.0.0.1', port: appPort() }),
   });
   const a = await startHarnessProxy({
     identity: A_ID,
@@ -49,7 +55,7 @@ export async function startMeshedPair(opts: { leafLifetimeMs?: number } = {}): P
     async close() {
       await a.shutdown(100);
       await b.shutdown(100);
-      web.close();
+      web?.close();
       await cp.close();
       removeTempDirs();
     },
