@@ -20,7 +20,11 @@ function splitHostPort(s: string): { host: string; port: number } {
   return { host, port };
 }
 
+// Nagle off on both sides (a no-op on unix sockets): with it on, a relayed HTTP/2 exchange (HEADERS
+// then DATA, two small writes) waits for the peer's delayed ACK, ~40 ms on one request in three.
 function pipe(a: Socket, b: Socket): void {
+  a.setNoDelay(true);
+  b.setNoDelay(true);
   a.pipe(b);
   b.pipe(a);
   const close = () => {

@@ -45,6 +45,7 @@ export async function forwardToNode(target: string): Promise<Forward> {
   const sockets = new Set<Socket>();
   const server = createServer((client) => {
     const upstream = dialNode(target);
+    client.setNoDelay(true); // see bridge.ts: Nagle + delayed ACK stall relayed HTTP/2
     sockets.add(client).add(upstream);
     client.pipe(upstream).pipe(client);
     const done = () => {
