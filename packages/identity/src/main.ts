@@ -97,14 +97,9 @@ await defineProgram({
     loaded.watcher = watcher;
     const issuerValid = (): boolean => watcher.current().notAfter.getTime() > Date.now();
 
-    // HTTP/1.1 keep-alive, two connections: against a real kube-apiserver a unary request over HTTP/2
-    // stalls about 45 ms on one in three or four answers (Go's own client sees the same); over
-    // HTTP/1.1 the TokenReview p99 is a few ms. docs/identity.md, "The API server connection".
-    const kube = await kubeClientFromFlags(f, {
-      userAgent: `minimesh-identity/${MINIMESH_VERSION}`,
-      http1Only: true,
-      poolSize: 4,
-    });
+    // One HTTP/2 connection carries every TokenReview and /version probe (docs/identity.md, "The API
+    // server connection").
+    const kube = await kubeClientFromFlags(f, { userAgent: `minimesh-identity/${MINIMESH_VERSION}` });
     const reviewer = createKubeTokenReviewer({ client: kube, audience: f['token-audience'] });
     const probe = startApiProbe({ probe: () => reviewer.probe(), logger: logger.child({ component: 'api-probe' }) });
     const certifier = createCertifier({
