@@ -4,16 +4,21 @@
 // The program is what ships (packages/destination/bundle/main.mjs), started as a process with its own
 // ServiceAccount kubeconfig (least-privilege RBAC) through a relay that counts the connections the API
 // server accepts. Two Services hold 100 and 1000 endpoints (EndpointSlices of 100, no selector, so no
-// controller touches them). The clients (streams.mjs) are another process: 100 or 1000 Get streams over
-// 20 gRPC connections. One round = one PUT of an EndpointSlice replacing one address; propagation is
-// the time from just before the PUT until each stream has the add of the new address (API server, watch,
-// index, translation and gRPC included), p50/p99 over every stream of 20 rounds (after 3 warm-up
-// rounds). Also: start to ready, idle RSS, CPU to open the streams, RSS with 1000 idle streams on 1000
-// endpoints, and a plain watch of the same slices as the baseline of what the API server alone takes.
-import { fork, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+// controller touches them). The clients are another process: 100 or 1000 Get streams over 20 gRPC
+// connections, in Go by default (streams-go/: linkerd2-proxy-api's Go client on grpc-go, as Linkerd's
+// figures in ../shared/peers/README.md were measured); BENCH_CLIENT=node uses streams.mjs (grpc-js).
+// One round = one PUT of an EndpointSlice replacing one address; propagation is the time from just
+// before the PUT until each stream has the add of the new address (API server, watch, index,
+// translation and gRPC included), p50/p99 over every stream of 20 rounds (after 3 warm-up rounds).
+// The baseline, in the same rounds: a plain watch of the same slices, through the same relay, i.e.
+// what the API server alone takes; "added by destination" is the difference of the two p50s.
+// Also: start to ready, idle RSS, CPU to open the streams, RSS with 1000 idle streams on 1000 endpoints.
+import { execFileSync, fork, spawn, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
+import { homedir, tmpdir } from 'node:os';
+import { createInterface } from 'node:readline';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createKubeClient, loadKubeConfig } from '@minimesh/kube';
@@ -83,21 +88,65 @@ interface Streams {
   next<T>(): Promise<T>;
 }
 
-async function streamsProcess(): Promise<Streams> {
-  const child = fork(join(here, 'streams.mjs'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+/**
+ * The Go client (streams-go/), built once per source into ~/.cache/minimesh/bin from the Go module
+ * proxy (as scripts/go-tool.sh builds its tools); undefined when there is no Go.
+ */
+function goStreamsBinary(): string | undefined {
+  const src = join(here, 'streams-go');
+  const hash = createHash('sha256');
+  for (const f of ['go.mod', 'go.sum', 'main.go']) hash.update(readFileSync(join(src, f)));
+  const cache = process.env.MINIMESH_CACHE ?? join(homedir(), '.cache', 'minimesh');
+  const bin = join(cache, 'bin', `destination-bench-streams-${hash.digest('hex').slice(0, 12)}`);
+  if (existsSync(bin)) return bin;
+  try {
+    execFileSync('go', ['version'], { stdio: 'ignore' });
+  } catch {
+    return undefined;
+  }
+  phase('building the Go client (streams-go/)');
+  mkdirSync(join(cache, 'bin'), { recursive: true });
+  execFileSync('go', ['build', '-trimpath', '-o', `${bin}.tmp`, '.'], {
+    cwd: src,
+    stdio: ['ignore', 'inherit', 'inherit'],
+    env: {
+      ...process.env,
+      GOMODCACHE: join(cache, 'go', 'mod'),
+      GOCACHE: join(cache, 'go', 'build'),
+      GOTOOLCHAIN: 'local',
+      GOFLAGS: '-mod=mod',
+      CGO_ENABLED: '0',
+    },
+  });
+  renameSync(`${bin}.tmp`, bin);
+  return bin;
+}
+
+async function streamsProcess(client: 'go' | 'node', goBin?: string): Promise<Streams> {
   const queue: unknown[] = [];
   let wake: (() => void) | undefined;
-  child.on('message', (m) => {
+  const receive = (m: unknown) => {
     if ((m as { error?: string }).error) console.error(`stream error: ${(m as { error: string }).error}`);
     else queue.push(m);
     wake?.();
-  });
+  };
+  let child: ChildProcess;
+  let send: (m: object) => void;
+  if (client === 'go' && goBin) {
+    child = spawn(goBin, [], { stdio: ['pipe', 'pipe', 'inherit'] });
+    createInterface({ input: child.stdout! }).on('line', (line) => receive(JSON.parse(line)));
+    send = (m) => child.stdin!.write(`${JSON.stringify(m)}\n`);
+  } else {
+    child = fork(join(here, 'streams.mjs'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    child.on('message', receive);
+    send = (m) => child.send(m);
+  }
   const next = async <T>(): Promise<T> => {
     while (queue.length === 0) await new Promise<void>((r) => (wake = r));
     return queue.shift() as T;
   };
   await next(); // started
-  return { child, send: (m) => child.send(m), next };
+  return { child, send, next };
 }
 
 async function main(): Promise<void> {
@@ -202,9 +251,12 @@ async function main(): Promise<void> {
     const idle = procStat(pid);
 
     // the baseline: a plain watch of the same slices, from the same clock
-    const watchClient = createKubeClient(await loadKubeConfig({ path: cluster.kubeconfigPath }), {
-      userAgent: 'bench-baseline',
-    });
+    // through the same relay as destination, so that the two differ only by what destination does
+    const adminConfig = await loadKubeConfig({ path: cluster.kubeconfigPath });
+    const watchClient = createKubeClient(
+      { ...adminConfig, server: `https://127.0.0.1:${counter.port}` },
+      { userAgent: 'bench-baseline' },
+    );
     const seen = new Map<string, number>();
     const watchStop = new AbortController();
     void watchClient
@@ -224,7 +276,10 @@ async function main(): Promise<void> {
       await watchClient.close();
     });
 
-    const clients = await streamsProcess();
+    const goBin = process.env.BENCH_CLIENT === 'node' ? undefined : goStreamsBinary();
+    const client = goBin ? 'go' : 'node';
+    if (!goBin && process.env.BENCH_CLIENT !== 'node') phase('no Go here: the clients are streams.mjs (grpc-js)');
+    const clients = await streamsProcess(client, goBin);
     children.push(clients.child);
     const figures: Record<string, Figure> = {};
     const raw: Record<string, unknown> = {};
@@ -288,6 +343,11 @@ async function main(): Promise<void> {
           unit: 'ms',
           better: 'lower',
         };
+        figures[`${name}: added by destination p50`] = {
+          value: round2(percentile(latencies, 50) - percentile(apiDelivery, 50)),
+          unit: 'ms',
+          better: 'lower',
+        };
         figures[`${name}: CPU to open the streams`] = {
           value: round2(openCpu),
           unit: 's',
@@ -313,7 +373,7 @@ async function main(): Promise<void> {
     clients.send({ cmd: 'exit' });
     await stop(inst.child);
 
-    const run = newRun('destination', entry.replace(`${repo}/`, ''));
+    const run = newRun('destination', `${entry.replace(`${repo}/`, '')}, ${client} clients`);
     run.figures = {
       'start to ready (median of 3)': {
         value: Math.round(percentile(readies, 50)),
@@ -323,15 +383,16 @@ async function main(): Promise<void> {
       },
       'idle RSS (no streams)': { value: round2(idle.rssMb), unit: 'MB', better: 'lower', linkerd: 81, goal: 90 },
       ...figures,
-      // every start above went through the relay: 3 processes, each should open one connection
+      // every start above went through the relay: 3 processes, each should open one connection (the
+      // baseline's own connection is the one more)
       'API server connections per process (3 started)': {
-        value: round2(counter.connections / 3),
+        value: round2((counter.connections - 1) / 3),
         unit: '',
         better: 'lower',
         goal: 1,
       },
     };
-    run.raw = { readies, ...raw, rounds: ROUNDS };
+    run.raw = { readies, ...raw, rounds: ROUNDS, client };
     const previous = saveRun(join(here, 'runs.json'), run);
     console.log(`\n${table(run, previous)}\n`);
   } finally {
