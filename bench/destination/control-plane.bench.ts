@@ -13,17 +13,17 @@
 // The baseline, in the same rounds: a plain watch of the same slices, through the same relay, i.e.
 // what the API server alone takes; "added by destination" is the difference of the two p50s.
 // Also: start to ready, idle RSS, CPU to open the streams, RSS with 1000 idle streams on 1000 endpoints.
-import { execFileSync, fork, spawn, type ChildProcess } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { homedir, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { createInterface } from 'node:readline';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createKubeClient, loadKubeConfig } from '@minimesh/kube';
 import { startConnectionCounter } from '@minimesh/kube/testing';
 import { adminClient, createNamespace, ensureCluster, kubeconfigForServiceAccount } from '@minimesh/local-cluster';
+import { goBenchBinary } from '../lib/go-build.js';
 import { type Figure, newRun, percentile, phase, round, saveRun, stopProcess, table, watchdog } from '../lib/report.js';
 import { destinationRbac } from '../../packages/destination/test/helpers.js';
 
@@ -86,40 +86,6 @@ interface Streams {
   child: ChildProcess;
   send(m: object): void;
   next<T>(): Promise<T>;
-}
-
-/**
- * The Go client (streams-go/), built once per source into ~/.cache/minimesh/bin from the Go module
- * proxy (as scripts/go-tool.sh builds its tools); undefined when there is no Go.
- */
-function goStreamsBinary(): string | undefined {
-  const src = join(here, 'streams-go');
-  const hash = createHash('sha256');
-  for (const f of ['go.mod', 'go.sum', 'main.go']) hash.update(readFileSync(join(src, f)));
-  const cache = process.env.MINIMESH_CACHE ?? join(homedir(), '.cache', 'minimesh');
-  const bin = join(cache, 'bin', `destination-bench-streams-${hash.digest('hex').slice(0, 12)}`);
-  if (existsSync(bin)) return bin;
-  try {
-    execFileSync('go', ['version'], { stdio: 'ignore' });
-  } catch {
-    return undefined;
-  }
-  phase('building the Go client (streams-go/)');
-  mkdirSync(join(cache, 'bin'), { recursive: true });
-  execFileSync('go', ['build', '-trimpath', '-o', `${bin}.tmp`, '.'], {
-    cwd: src,
-    stdio: ['ignore', 'inherit', 'inherit'],
-    env: {
-      ...process.env,
-      GOMODCACHE: join(cache, 'go', 'mod'),
-      GOCACHE: join(cache, 'go', 'build'),
-      GOTOOLCHAIN: 'local',
-      GOFLAGS: '-mod=mod',
-      CGO_ENABLED: '0',
-    },
-  });
-  renameSync(`${bin}.tmp`, bin);
-  return bin;
 }
 
 async function streamsProcess(client: 'go' | 'node', goBin?: string): Promise<Streams> {
@@ -276,7 +242,10 @@ async function main(): Promise<void> {
       await watchClient.close();
     });
 
-    const goBin = process.env.BENCH_CLIENT === 'node' ? undefined : goStreamsBinary();
+    const goBin =
+      process.env.BENCH_CLIENT === 'node'
+        ? undefined
+        : goBenchBinary(join(here, 'streams-go'), 'destination-bench-streams');
     const client = goBin ? 'go' : 'node';
     if (!goBin && process.env.BENCH_CLIENT !== 'node') phase('no Go here: the clients are streams.mjs (grpc-js)');
     const clients = await streamsProcess(client, goBin);

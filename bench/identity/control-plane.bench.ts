@@ -3,8 +3,9 @@
 //
 // The program is what ships: packages/identity/bundle/main.mjs (scripts/bundle.mjs), started as a
 // process with a ServiceAccount kubeconfig whose server is a relay that counts the TCP connections the
-// API server accepts. The load generator (certify-load.mjs) is another process with 16 real
-// service-account tokens and CSRs. Figures:
+// API server accepts. The load generator is another process with 16 real service-account tokens and
+// CSRs, in Go by default (certify-go/, as Linkerd's figures were measured; BENCH_CLIENT=node uses
+// certify-load.mjs). Figures:
 //   start to first Certify    spawn → first successful Certify (a real TokenReview), median of 3 starts
 //   idle RSS                  5 s after the first Certify
 //   one client                sequential Certify for BENCH_SECONDS: p50, p99, worst
@@ -18,6 +19,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { startConnectionCounter } from '@minimesh/kube/testing';
 import {
@@ -27,6 +29,7 @@ import {
   ensureCluster,
   kubeconfigForServiceAccount,
 } from '@minimesh/local-cluster';
+import { goBenchBinary } from '../lib/go-build.js';
 import { newRun, percentile, phase, round, saveRun, stopProcess, table, watchdog } from '../lib/report.js';
 import { makeSeedPki } from '../../packages/identity/test/helpers/openssl-pki.js';
 
@@ -76,17 +79,38 @@ async function freePort(): Promise<number> {
 
 interface LoadGen {
   child: ChildProcess;
+  kind: 'go' | 'node';
   ask<T>(m: object): Promise<T>;
+  exit(): void;
 }
 
+/**
+ * The load generator: Go by default (certify-go/: linkerd2-proxy-api's Go client on grpc-go, as
+ * Linkerd's figures were measured), BENCH_CLIENT=node (or no Go) uses certify-load.mjs (grpc-js).
+ */
 async function loadGen(): Promise<LoadGen> {
-  const child = fork(join(here, 'certify-load.mjs'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const goBin =
+    process.env.BENCH_CLIENT === 'node' ? undefined : goBenchBinary(join(here, 'certify-go'), 'identity-bench-certify');
+  if (!goBin && process.env.BENCH_CLIENT !== 'node')
+    phase('no Go here: the load generator is certify-load.mjs (grpc-js)');
   const queue: unknown[] = [];
   let wake: (() => void) | undefined;
-  child.on('message', (m) => {
+  const receive = (m: unknown) => {
+    if ((m as { error?: string }).error) console.error(`load generator: ${(m as { error: string }).error}`);
     queue.push(m);
     wake?.();
-  });
+  };
+  let child: ChildProcess;
+  let send: (m: object) => void;
+  if (goBin) {
+    child = spawn(goBin, [], { stdio: ['pipe', 'pipe', 'inherit'] });
+    createInterface({ input: child.stdout! }).on('line', (line) => receive(JSON.parse(line)));
+    send = (m) => child.stdin!.write(`${JSON.stringify(m)}\n`);
+  } else {
+    child = fork(join(here, 'certify-load.mjs'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    child.on('message', receive);
+    send = (m) => child.send(m);
+  }
   const next = async <T>(): Promise<T> => {
     while (queue.length === 0) await new Promise<void>((r) => (wake = r));
     return queue.shift() as T;
@@ -94,10 +118,12 @@ async function loadGen(): Promise<LoadGen> {
   await next(); // ready
   return {
     child,
+    kind: goBin ? 'go' : 'node',
     async ask<T>(m: object): Promise<T> {
-      child.send(m);
+      send(m);
       return await next<T>();
     },
+    exit: () => send({ cmd: 'exit' }),
   };
 }
 
@@ -238,10 +264,10 @@ async function main(): Promise<void> {
     const stopped = await stop(inst.child);
     // 'exit' gets no answer (the load generator exits): wait for its exit, not for a reply
     const genExited = new Promise((r) => gen.child.once('exit', r));
-    gen.child.send({ cmd: 'exit' });
+    gen.exit();
     await genExited;
 
-    const run = newRun('identity', entry.replace(`${repo}/`, ''));
+    const run = newRun('identity', `${entry.replace(`${repo}/`, '')}, ${gen.kind} load generator`);
     const f = run.figures;
     f['start to first Certify (median of 3)'] = {
       value: round(percentile(starts, 50), 0),

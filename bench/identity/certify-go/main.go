@@ -1,0 +1,196 @@
+// The identity bench's load generator in Go, as the Linkerd comparison in ../shared/peers/README.md was
+// measured (linkerd2-proxy-api's generated Go client on grpc-go): one gRPC connection per caller, each
+// with its own identity, service-account token and P-256 CSR, calling Certify. Driven by JSON lines on
+// stdin, answering JSON lines on stdout; the same protocol as certify-load.mjs (the Node load generator):
+//
+//	{"cmd":"first","port":P,"since":T,"callers":[...]} → {"ms":M} once one Certify succeeded, M ms after T
+//	                                                     (ms since the epoch, the bench's clock)
+//	{"cmd":"run","port":P,"callers":[...],"seconds":S}   → {"count":N,"errors":E,"latencies":[ms...]}
+//	{"cmd":"exit"}
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/linkerd/linkerd2-proxy-api/go/identity"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+type caller struct {
+	Identity string `json:"identity"`
+	Token    string `json:"token"`
+}
+
+type command struct {
+	Cmd     string   `json:"cmd"`
+	Port    int      `json:"port"`
+	Since   float64  `json:"since"`
+	Seconds float64  `json:"seconds"`
+	Callers []caller `json:"callers"`
+}
+
+type client struct {
+	req  *identity.CertifyRequest
+	conn *grpc.ClientConn
+	api  identity.IdentityClient
+}
+
+func nowMs() float64 { return float64(time.Now().UnixNano()) / 1e6 }
+
+func send(v any) {
+	b, _ := json.Marshal(v)
+	os.Stdout.Write(append(b, '\n'))
+}
+
+// csr is a PKCS#10 request for one identity (CN and the one DNS SAN), ECDSA P-256, as a proxy makes it.
+func csr(id string) ([]byte, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	return x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
+		Subject:  pkix.Name{CommonName: id},
+		DNSNames: []string{id},
+	}, key)
+}
+
+func connect(port int, callers []caller) ([]*client, error) {
+	clients := make([]*client, 0, len(callers))
+	for _, c := range callers {
+		der, err := csr(c.Identity)
+		if err != nil {
+			return nil, err
+		}
+		conn, err := grpc.NewClient(fmt.Sprintf("127.0.0.1:%d", port),
+			grpc.WithTransportCredentials(insecure.NewCredentials()),
+			// a server that is still starting: retry quickly, not after grpc-go's 1 s backoff
+			grpc.WithConnectParams(grpc.ConnectParams{
+				Backoff:           backoff.Config{BaseDelay: 5 * time.Millisecond, Multiplier: 1.6, MaxDelay: 20 * time.Millisecond},
+				MinConnectTimeout: time.Second,
+			}))
+		if err != nil {
+			return nil, err
+		}
+		clients = append(clients, &client{
+			req:  &identity.CertifyRequest{Identity: c.Identity, Token: []byte(c.Token), CertificateSigningRequest: der},
+			conn: conn,
+			api:  identity.NewIdentityClient(conn),
+		})
+	}
+	return clients, nil
+}
+
+func (c *client) certify() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := c.api.Certify(ctx, c.req)
+	if err == nil && len(res.GetLeafCertificate()) == 0 {
+		err = fmt.Errorf("no leaf certificate in the answer")
+	}
+	return err
+}
+
+func closeAll(clients []*client) {
+	for _, c := range clients {
+		_ = c.conn.Close()
+	}
+}
+
+func first(c command) {
+	clients, err := connect(c.Port, c.Callers[:1])
+	if err != nil {
+		send(map[string]any{"ms": math.NaN(), "error": err.Error()})
+		return
+	}
+	defer closeAll(clients)
+	for {
+		if clients[0].certify() == nil {
+			send(map[string]float64{"ms": nowMs() - c.Since})
+			return
+		}
+		if nowMs()-c.Since > 60_000 {
+			send(map[string]any{"ms": nil})
+			return
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func run(c command) {
+	clients, err := connect(c.Port, c.Callers)
+	if err != nil {
+		send(map[string]any{"count": 0, "errors": 1, "latencies": []float64{}, "error": err.Error()})
+		return
+	}
+	defer closeAll(clients)
+	var warm sync.WaitGroup
+	for _, cl := range clients {
+		warm.Add(1)
+		go func(cl *client) { defer warm.Done(); _ = cl.certify() }(cl) // warm the channels
+	}
+	warm.Wait()
+	var (
+		mu        sync.Mutex
+		latencies = []float64{}
+		count     int
+		errors    int
+		wg        sync.WaitGroup
+	)
+	end := time.Now().Add(time.Duration(c.Seconds * float64(time.Second)))
+	for _, cl := range clients {
+		wg.Add(1)
+		go func(cl *client) {
+			defer wg.Done()
+			for time.Now().Before(end) {
+				t := time.Now()
+				err := cl.certify()
+				d := float64(time.Since(t).Nanoseconds()) / 1e6
+				mu.Lock()
+				if err != nil {
+					errors++
+				} else {
+					latencies = append(latencies, d)
+					count++
+				}
+				mu.Unlock()
+			}
+		}(cl)
+	}
+	wg.Wait()
+	send(map[string]any{"count": count, "errors": errors, "latencies": latencies})
+}
+
+func main() {
+	send(map[string]bool{"ready": true})
+	in := bufio.NewScanner(os.Stdin)
+	in.Buffer(make([]byte, 1<<20), 16<<20)
+	for in.Scan() {
+		var c command
+		if err := json.Unmarshal(in.Bytes(), &c); err != nil {
+			send(map[string]string{"error": "bad command: " + err.Error()})
+			continue
+		}
+		switch c.Cmd {
+		case "first":
+			first(c)
+		case "run":
+			run(c)
+		case "exit":
+			os.Exit(0)
+		}
+	}
+}
