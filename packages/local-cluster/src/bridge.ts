@@ -8,8 +8,9 @@
 //   bridge.js listen <host:port> <socket> <target host:port>
 //       Listens on TCP host:port; pipes each connection to the dialer at <socket>, asking for target.
 // The node namespace runs one dialer (host → node) and the host runs one (node → host, loopback only).
-import { connect, createServer, isIPv4, type Socket } from 'node:net';
+import { connect, createServer, isIPv4 } from 'node:net';
 import { rmSync } from 'node:fs';
+import { pipeBoth } from './pipe.js';
 
 function splitHostPort(s: string): { host: string; port: number } {
   const i = s.lastIndexOf(':');
@@ -18,23 +19,6 @@ function splitHostPort(s: string): { host: string; port: number } {
   if (i <= 0 || !Number.isInteger(port) || port <= 0 || port > 65535)
     throw new Error(`address ${s} is not valid: expected host:port`);
   return { host, port };
-}
-
-// Nagle off on both sides (a no-op on unix sockets): with it on, a relayed HTTP/2 exchange (HEADERS
-// then DATA, two small writes) waits for the peer's delayed ACK, ~40 ms on one request in three.
-function pipe(a: Socket, b: Socket): void {
-  a.setNoDelay(true);
-  b.setNoDelay(true);
-  a.pipe(b);
-  b.pipe(a);
-  const close = () => {
-    a.destroy();
-    b.destroy();
-  };
-  a.on('error', close);
-  b.on('error', close);
-  a.on('close', close);
-  b.on('close', close);
 }
 
 function dialer(socketPath: string, loopbackOnly: boolean): void {
@@ -81,7 +65,7 @@ function dialer(socketPath: string, loopbackOnly: boolean): void {
       }
       upstream.on('connect', () => {
         if (rest.length) upstream.write(rest);
-        pipe(client, upstream);
+        pipeBoth(client, upstream);
         client.resume();
       });
       upstream.on('error', () => client.destroy());
@@ -99,7 +83,7 @@ function listen(addr: string, socketPath: string, target: string): void {
     client.pause();
     const upstream = connect({ path: socketPath }, () => {
       upstream.write(`${target}\n`);
-      pipe(client, upstream);
+      pipeBoth(client, upstream);
       client.resume();
     });
     upstream.on('error', () => client.destroy());

@@ -5,6 +5,7 @@ import { connect, createServer, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { adminClient } from './cluster.js';
 import { ctrFor } from './images.js';
+import { pipeBoth } from './pipe.js';
 import { NODE_NETNS, packageDir, stateDir, statePaths } from './paths.js';
 import { startDetached, stopProcess } from './procs.js';
 
@@ -45,17 +46,11 @@ export async function forwardToNode(target: string): Promise<Forward> {
   const sockets = new Set<Socket>();
   const server = createServer((client) => {
     const upstream = dialNode(target);
-    client.setNoDelay(true); // see bridge.ts: Nagle + delayed ACK stall relayed HTTP/2
     sockets.add(client).add(upstream);
-    client.pipe(upstream).pipe(client);
-    const done = () => {
-      client.destroy();
-      upstream.destroy();
+    pipeBoth(client, upstream, () => {
       sockets.delete(client);
       sockets.delete(upstream);
-    };
-    client.on('error', done).on('close', done);
-    upstream.on('error', done).on('close', done);
+    });
   });
   await new Promise<void>((resolve, reject) =>
     server.once('error', reject).listen({ host: '127.0.0.1', port: 0 }, resolve),
