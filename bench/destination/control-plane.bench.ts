@@ -5,7 +5,7 @@
 // ServiceAccount kubeconfig (least-privilege RBAC) through a relay that counts the connections the API
 // server accepts. Two Services hold 100 and 1000 endpoints (EndpointSlices of 100, no selector, so no
 // controller touches them). The clients are another process: 100 or 1000 Get streams over 20 gRPC
-// connections, in Go by default (streams-go/: linkerd2-proxy-api's Go client on grpc-go, as Linkerd's
+// connections, in Go by default (../go-clients destination-streams: linkerd2-proxy-api's Go client on grpc-go, as Linkerd's
 // figures in ../shared/peers/README.md were measured); BENCH_CLIENT=node uses streams.mjs (grpc-js).
 // One round = one PUT of an EndpointSlice replacing one address; propagation is the time from just
 // before the PUT until each stream has the add of the new address (API server, watch, index,
@@ -13,16 +13,16 @@
 // The baseline, in the same rounds: a plain watch of the same slices, through the same relay, i.e.
 // what the API server alone takes; "added by destination" is the difference of the two p50s.
 // Also: start to ready, idle RSS, CPU to open the streams, RSS with 1000 idle streams on 1000 endpoints.
-import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { createInterface } from 'node:readline';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createKubeClient, loadKubeConfig } from '@minimesh/kube';
 import { startConnectionCounter } from '@minimesh/kube/testing';
 import { adminClient, createNamespace, ensureCluster, kubeconfigForServiceAccount } from '@minimesh/local-cluster';
+import { startDriven } from '../lib/driven.js';
 import { goBenchBinary } from '../lib/go-build.js';
 import { type Figure, newRun, percentile, phase, round, saveRun, stopProcess, table, watchdog } from '../lib/report.js';
 import { destinationRbac } from '../../packages/destination/test/helpers.js';
@@ -31,6 +31,7 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 20);
 const WARMUP = 3;
 const CONNECTIONS = 20;
 const here = fileURLToPath(new URL('.', import.meta.url));
+const goClients = join(here, '..', 'go-clients');
 const repo = join(here, '..', '..');
 const bundled = join(repo, 'packages', 'destination', 'bundle', 'main.mjs');
 const entry =
@@ -80,39 +81,6 @@ function slice(ns: string, svc: number, part: number, replaceLast?: string): Rec
     ports: [{ name: 'http', port: 8080, protocol: 'TCP' }],
     endpoints,
   };
-}
-
-interface Streams {
-  child: ChildProcess;
-  send(m: object): void;
-  next<T>(): Promise<T>;
-}
-
-async function streamsProcess(client: 'go' | 'node', goBin?: string): Promise<Streams> {
-  const queue: unknown[] = [];
-  let wake: (() => void) | undefined;
-  const receive = (m: unknown) => {
-    if ((m as { error?: string }).error) console.error(`stream error: ${(m as { error: string }).error}`);
-    else queue.push(m);
-    wake?.();
-  };
-  let child: ChildProcess;
-  let send: (m: object) => void;
-  if (client === 'go' && goBin) {
-    child = spawn(goBin, [], { stdio: ['pipe', 'pipe', 'inherit'] });
-    createInterface({ input: child.stdout! }).on('line', (line) => receive(JSON.parse(line)));
-    send = (m) => child.stdin!.write(`${JSON.stringify(m)}\n`);
-  } else {
-    child = fork(join(here, 'streams.mjs'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-    child.on('message', receive);
-    send = (m) => child.send(m);
-  }
-  const next = async <T>(): Promise<T> => {
-    while (queue.length === 0) await new Promise<void>((r) => (wake = r));
-    return queue.shift() as T;
-  };
-  await next(); // started
-  return { child, send, next };
 }
 
 async function main(): Promise<void> {
@@ -242,13 +210,15 @@ async function main(): Promise<void> {
       await watchClient.close();
     });
 
-    const goBin =
-      process.env.BENCH_CLIENT === 'node'
-        ? undefined
-        : goBenchBinary(join(here, 'streams-go'), 'destination-bench-streams');
-    const client = goBin ? 'go' : 'node';
+    const goBin = process.env.BENCH_CLIENT === 'node' ? undefined : goBenchBinary(goClients, 'bench-go-clients');
     if (!goBin && process.env.BENCH_CLIENT !== 'node') phase('no Go here: the clients are streams.mjs (grpc-js)');
-    const clients = await streamsProcess(client, goBin);
+    const clients = startDriven({
+      ...(goBin ? { go: { bin: goBin, args: ['destination-streams'] } } : {}),
+      script: join(here, 'streams.mjs'),
+      label: 'stream error',
+    });
+    const client = clients.kind;
+    await clients.next(); // started
     children.push(clients.child);
     const figures: Record<string, Figure> = {};
     const raw: Record<string, unknown> = {};

@@ -4,7 +4,7 @@
 // The program is what ships: packages/identity/bundle/main.mjs (scripts/bundle.mjs), started as a
 // process with a ServiceAccount kubeconfig whose server is a relay that counts the TCP connections the
 // API server accepts. The load generator is another process with 16 real service-account tokens and
-// CSRs, in Go by default (certify-go/, as Linkerd's figures were measured; BENCH_CLIENT=node uses
+// CSRs, in Go by default (../go-clients identity-certify, as Linkerd's figures were measured; BENCH_CLIENT=node uses
 // certify-load.mjs). Figures:
 //   start to first Certify    spawn → first successful Certify (a real TokenReview), median of 3 starts
 //   idle RSS                  5 s after the first Certify
@@ -14,12 +14,11 @@
 //   API connections           accepted by the API server over the measured instance's whole life
 // Raw numbers go to bench/identity/runs.json; the table compares with the previous run and Linkerd's
 // figures on this machine (../shared/peers/README.md).
-import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { startConnectionCounter } from '@minimesh/kube/testing';
 import {
@@ -29,6 +28,7 @@ import {
   ensureCluster,
   kubeconfigForServiceAccount,
 } from '@minimesh/local-cluster';
+import { startDriven } from '../lib/driven.js';
 import { goBenchBinary } from '../lib/go-build.js';
 import { newRun, percentile, phase, round, saveRun, stopProcess, table, watchdog } from '../lib/report.js';
 import { makeSeedPki } from '../../packages/identity/test/helpers/openssl-pki.js';
@@ -38,6 +38,7 @@ const CALLERS = 16;
 const STARTS = 3;
 const AUDIENCE = 'identity.minimesh.io';
 const here = fileURLToPath(new URL('.', import.meta.url));
+const goClients = join(here, '..', 'go-clients');
 const repo = join(here, '..', '..');
 const bundled = join(repo, 'packages', 'identity', 'bundle', 'main.mjs');
 const entry =
@@ -85,45 +86,28 @@ interface LoadGen {
 }
 
 /**
- * The load generator: Go by default (certify-go/: linkerd2-proxy-api's Go client on grpc-go, as
- * Linkerd's figures were measured), BENCH_CLIENT=node (or no Go) uses certify-load.mjs (grpc-js).
+ * The load generator: Go by default (../go-clients identity-certify: linkerd2-proxy-api's Go client on
+ * grpc-go, as Linkerd's figures were measured), BENCH_CLIENT=node (or no Go) certify-load.mjs (grpc-js).
  */
 async function loadGen(): Promise<LoadGen> {
-  const goBin =
-    process.env.BENCH_CLIENT === 'node' ? undefined : goBenchBinary(join(here, 'certify-go'), 'identity-bench-certify');
+  const goBin = process.env.BENCH_CLIENT === 'node' ? undefined : goBenchBinary(goClients, 'bench-go-clients');
   if (!goBin && process.env.BENCH_CLIENT !== 'node')
     phase('no Go here: the load generator is certify-load.mjs (grpc-js)');
-  const queue: unknown[] = [];
-  let wake: (() => void) | undefined;
-  const receive = (m: unknown) => {
-    if ((m as { error?: string }).error) console.error(`load generator: ${(m as { error: string }).error}`);
-    queue.push(m);
-    wake?.();
-  };
-  let child: ChildProcess;
-  let send: (m: object) => void;
-  if (goBin) {
-    child = spawn(goBin, [], { stdio: ['pipe', 'pipe', 'inherit'] });
-    createInterface({ input: child.stdout! }).on('line', (line) => receive(JSON.parse(line)));
-    send = (m) => child.stdin!.write(`${JSON.stringify(m)}\n`);
-  } else {
-    child = fork(join(here, 'certify-load.mjs'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-    child.on('message', receive);
-    send = (m) => child.send(m);
-  }
-  const next = async <T>(): Promise<T> => {
-    while (queue.length === 0) await new Promise<void>((r) => (wake = r));
-    return queue.shift() as T;
-  };
-  await next(); // ready
+  const gen = startDriven({
+    ...(goBin ? { go: { bin: goBin, args: ['identity-certify'] } } : {}),
+    script: join(here, 'certify-load.mjs'),
+    label: 'load generator',
+    queueErrors: true,
+  });
+  await gen.next(); // ready
   return {
-    child,
-    kind: goBin ? 'go' : 'node',
+    child: gen.child,
+    kind: gen.kind,
     async ask<T>(m: object): Promise<T> {
-      send(m);
-      return await next<T>();
+      gen.send(m);
+      return await gen.next<T>();
     },
-    exit: () => send({ cmd: 'exit' }),
+    exit: () => gen.send({ cmd: 'exit' }),
   };
 }
 

@@ -3,15 +3,16 @@
 // module proxy, the way scripts/go-tool.sh builds its tools.
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { phase } from './report.js';
 
-/** The binary built from the Go module in `dir` (go.mod, go.sum, main.go), or undefined when there is no Go. */
+/** The binary built from the Go module in `dir` (bench/go-clients), or undefined when there is no Go. */
 export function goBenchBinary(dir: string, name: string): string | undefined {
   const hash = createHash('sha256');
-  for (const f of ['go.mod', 'go.sum', 'main.go']) hash.update(readFileSync(join(dir, f)));
+  for (const f of readdirSync(dir).sort())
+    if (f === 'go.mod' || f === 'go.sum' || f.endsWith('.go')) hash.update(f).update(readFileSync(join(dir, f)));
   const cache = process.env.MINIMESH_CACHE ?? join(homedir(), '.cache', 'minimesh');
   const bin = join(cache, 'bin', `${name}-${hash.digest('hex').slice(0, 12)}`);
   if (existsSync(bin)) return bin;

@@ -1,7 +1,4 @@
-// The destination bench's clients in Go, as the Linkerd comparison in ../shared/peers/README.md was
-// measured (linkerd2-proxy-api's generated Go client on grpc-go): Get streams spread over a few
-// connections, driven by JSON lines on stdin, answering JSON lines on stdout. The same protocol as
-// streams.mjs (the Node client):
+// destination-streams: Get streams spread over a few connections.
 //
 //	{"cmd":"open","port":P,"path":A,"streams":N,"connections":C} → {"ready":N} once every stream has its snapshot
 //	{"cmd":"expect","ip":"10.41.0.7"}                            → {"armed":true}, then {"times":[...]} when every
@@ -11,20 +8,17 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"sync"
-	"time"
 
 	"github.com/linkerd/linkerd2-proxy-api/go/destination"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 )
 
-type command struct {
+type streamsCommand struct {
 	Cmd         string `json:"cmd"`
 	Port        int    `json:"port"`
 	Path        string `json:"path"`
@@ -39,22 +33,9 @@ type expectation struct {
 	times []float64
 }
 
-var (
-	outMu sync.Mutex
-	out   = json.NewEncoder(os.Stdout)
-)
-
-func send(v any) {
-	outMu.Lock()
-	defer outMu.Unlock()
-	_ = out.Encode(v)
-}
-
-func nowMs() float64 { return float64(time.Now().UnixNano()) / 1e6 }
-
 func ipv4(n uint32) string { return fmt.Sprintf("%d.%d.%d.%d", n>>24, (n>>16)&255, (n>>8)&255, n&255) }
 
-func main() {
+func destinationStreams() {
 	var (
 		mu      sync.Mutex
 		waiting *expectation
@@ -62,7 +43,7 @@ func main() {
 		conns   []*grpc.ClientConn
 		cancel  context.CancelFunc = func() {}
 	)
-	open := func(c command) {
+	open := func(c streamsCommand) {
 		var ctx context.Context
 		ctx, cancel = context.WithCancel(context.Background())
 		conns = make([]*grpc.ClientConn, c.Connections)
@@ -123,15 +104,13 @@ func main() {
 		}
 	}
 
-	send(map[string]bool{"started": true})
-	in := bufio.NewScanner(os.Stdin)
-	for in.Scan() {
-		var c command
-		if err := json.Unmarshal(in.Bytes(), &c); err != nil {
+	serve(map[string]bool{"started": true}, func(cmd string, line []byte) {
+		var c streamsCommand
+		if err := json.Unmarshal(line, &c); err != nil {
 			send(map[string]string{"error": "bad command: " + err.Error()})
-			continue
+			return
 		}
-		switch c.Cmd {
+		switch cmd {
 		case "open":
 			open(c)
 		case "expect":
@@ -146,8 +125,6 @@ func main() {
 			}
 			conns = nil
 			send(map[string]bool{"closed": true})
-		case "exit":
-			os.Exit(0)
 		}
-	}
+	})
 }

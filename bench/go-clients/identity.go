@@ -1,7 +1,5 @@
-// The identity bench's load generator in Go, as the Linkerd comparison in ../shared/peers/README.md was
-// measured (linkerd2-proxy-api's generated Go client on grpc-go): one gRPC connection per caller, each
-// with its own identity, service-account token and P-256 CSR, calling Certify. Driven by JSON lines on
-// stdin, answering JSON lines on stdout; the same protocol as certify-load.mjs (the Node load generator):
+// identity-certify: one gRPC connection per caller, each with its own identity, service-account token
+// and P-256 CSR, calling Certify.
 //
 //	{"cmd":"first","port":P,"since":T,"callers":[...]} → {"ms":M} once one Certify succeeded, M ms after T
 //	                                                     (ms since the epoch, the bench's clock)
@@ -10,7 +8,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -20,7 +17,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"sync"
 	"time"
 
@@ -35,7 +31,7 @@ type caller struct {
 	Token    string `json:"token"`
 }
 
-type command struct {
+type certifyCommand struct {
 	Cmd     string   `json:"cmd"`
 	Port    int      `json:"port"`
 	Since   float64  `json:"since"`
@@ -47,13 +43,6 @@ type client struct {
 	req  *identity.CertifyRequest
 	conn *grpc.ClientConn
 	api  identity.IdentityClient
-}
-
-func nowMs() float64 { return float64(time.Now().UnixNano()) / 1e6 }
-
-func send(v any) {
-	b, _ := json.Marshal(v)
-	os.Stdout.Write(append(b, '\n'))
 }
 
 // csr is a PKCS#10 request for one identity (CN and the one DNS SAN), ECDSA P-256, as a proxy makes it.
@@ -110,7 +99,7 @@ func closeAll(clients []*client) {
 	}
 }
 
-func first(c command) {
+func first(c certifyCommand) {
 	clients, err := connect(c.Port, c.Callers[:1])
 	if err != nil {
 		send(map[string]any{"ms": math.NaN(), "error": err.Error()})
@@ -130,7 +119,7 @@ func first(c command) {
 	}
 }
 
-func run(c command) {
+func run(c certifyCommand) {
 	clients, err := connect(c.Port, c.Callers)
 	if err != nil {
 		send(map[string]any{"count": 0, "errors": 1, "latencies": []float64{}, "error": err.Error()})
@@ -174,23 +163,18 @@ func run(c command) {
 	send(map[string]any{"count": count, "errors": errors, "latencies": latencies})
 }
 
-func main() {
-	send(map[string]bool{"ready": true})
-	in := bufio.NewScanner(os.Stdin)
-	in.Buffer(make([]byte, 1<<20), 16<<20)
-	for in.Scan() {
-		var c command
-		if err := json.Unmarshal(in.Bytes(), &c); err != nil {
+func identityCertify() {
+	serve(map[string]bool{"ready": true}, func(cmd string, line []byte) {
+		var c certifyCommand
+		if err := json.Unmarshal(line, &c); err != nil {
 			send(map[string]string{"error": "bad command: " + err.Error()})
-			continue
+			return
 		}
-		switch c.Cmd {
+		switch cmd {
 		case "first":
 			first(c)
 		case "run":
 			run(c)
-		case "exit":
-			os.Exit(0)
 		}
-	}
+	})
 }

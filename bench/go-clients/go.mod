@@ -1,4 +1,4 @@
-module minimesh.io/bench/destination-streams
+module minimesh.io/bench/go-clients
 
 go 1.25.0
 
