@@ -52,10 +52,12 @@ describe('k3d/cluster.yaml', () => {
       '',
       'workload.minimesh.io',
       'coordination.k8s.io',
-      'discovery.k8s.io',
       'admissionregistration.k8s.io',
     ])
       expect(groups).toContain(g);
+    // EndpointSlices are recorded (who, verb, which slice) without their bodies.
+    const slices = policy.rules.find((r) => r.resources?.some((x) => x.group === 'discovery.k8s.io'));
+    expect(slices?.level).toBe('Metadata');
     expect(policy.rules.at(-1)).toEqual({ level: 'None' });
     // Secrets, TokenRequests and TokenReviews: Metadata only (no issuer key, no token in the log), and
     // matched before the core group's RequestResponse rule (the first matching rule wins).
