@@ -21,7 +21,13 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createKubeClient, loadKubeConfig } from '@minimesh/kube';
 import { startConnectionCounter } from '@minimesh/kube/testing';
-import { adminClient, createNamespace, ensureCluster, kubeconfigForServiceAccount } from '@minimesh/local-cluster';
+import {
+  adminClient,
+  createNamespace,
+  ensureCluster,
+  kubeconfigForServiceAccount,
+  NODE_NAME,
+} from '@minimesh/local-cluster';
 import { startDriven } from '../lib/driven.js';
 import { goBenchBinary } from '../lib/go-build.js';
 import { type Figure, newRun, percentile, phase, round, saveRun, stopProcess, table, watchdog } from '../lib/report.js';
@@ -34,6 +40,10 @@ const here = fileURLToPath(new URL('.', import.meta.url));
 const goClients = join(here, '..', 'go-clients');
 const repo = join(here, '..', '..');
 const bundled = join(repo, 'packages', 'destination', 'bundle', 'main.mjs');
+// Peer mode: Linkerd's Go controller (linkerd2's controller/cmd, built outside this repository; see
+// ../shared/peers/README.md) measured by the same bench in place of minimesh-destination. It needs
+// Linkerd's ServiceProfile, Server and ExternalWorkload CRDs in the cluster.
+const peer = process.env.BENCH_LINKERD_CONTROLLER;
 const entry =
   process.env.BENCH_ENTRY ?? (existsSync(bundled) ? bundled : join(repo, 'packages', 'destination', 'dist', 'main.js'));
 
@@ -98,8 +108,18 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'mm-bench-dst-'));
   const closers: Array<() => Promise<void>> = [];
   console.log(
-    `destination bench: ${entry.replace(`${repo}/`, '')} against ${cluster.kubeconfigPath}, ${ROUNDS} rounds per case`,
+    `destination bench: ${peer ?? entry.replace(`${repo}/`, '')} against ${cluster.kubeconfigPath}, ${ROUNDS} rounds per case`,
   );
+  if (peer) {
+    if (!existsSync(peer))
+      throw new Error(`BENCH_LINKERD_CONTROLLER=${peer}: no such file (Linkerd's controller binary)`);
+    const crds = ['serviceprofiles.linkerd.io', 'servers.policy.linkerd.io', 'externalworkloads.workload.linkerd.io'];
+    const missing: string[] = [];
+    for (const crd of crds)
+      if (!(await admin.get(`/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${crd}`))) missing.push(crd);
+    if (missing.length > 0)
+      throw new Error(`Linkerd's destination waits for these CRDs, missing from the cluster: ${missing.join(', ')}`);
+  }
   try {
     phase(`namespaces, RBAC, Services and EndpointSlices in ${ns}`);
     await createNamespace(ns);
@@ -126,33 +146,55 @@ async function main(): Promise<void> {
     const api = new URL(JSON.parse(readFileSync(kubeconfig, 'utf8')).clusters[0].cluster.server as string);
     const counter = await startConnectionCounter({ host: api.hostname, port: Number(api.port) });
     closers.push(() => counter.close());
-    const kc = JSON.parse(readFileSync(kubeconfig, 'utf8')) as { clusters: { cluster: { server: string } }[] };
-    for (const c of kc.clusters) c.cluster.server = `https://127.0.0.1:${counter.port}`;
-    const relayed = join(dir, 'relayed.kubeconfig');
-    writeFileSync(relayed, JSON.stringify(kc));
+    const relay = (from: string, name: string): string => {
+      const kc = JSON.parse(readFileSync(from, 'utf8')) as { clusters: { cluster: { server: string } }[] };
+      for (const c of kc.clusters) c.cluster.server = `https://127.0.0.1:${counter.port}`;
+      writeFileSync(join(dir, name), JSON.stringify(kc));
+      return join(dir, name);
+    };
+    // Linkerd's destination (peer mode) runs as the cluster admin: its RBAC is not minimesh's to write
+    const relayed = peer
+      ? relay(cluster.kubeconfigPath, 'relayed-admin.kubeconfig')
+      : relay(kubeconfig, 'relayed.kubeconfig');
 
     const start = async () => {
       const [grpcPort, adminPort] = [await freePort(), await freePort()];
       const t0 = now();
-      const child = spawn(
-        process.execPath,
-        [
-          entry,
-          '--addr',
-          `127.0.0.1:${grpcPort}`,
-          '--admin-addr',
-          `127.0.0.1:${adminPort}`,
-          '--kubeconfig',
-          relayed,
-          '--controller-namespace',
-          cpNs,
-          '--log-level',
-          'warn',
-          '--log-format',
-          'json',
-        ],
-        { stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, POD_NAME: `bench-${suffix}` } },
-      );
+      const child = peer
+        ? spawn(
+            peer,
+            [
+              'destination',
+              `-addr=127.0.0.1:${grpcPort}`,
+              `-metrics-addr=127.0.0.1:${adminPort}`,
+              `-kubeconfig=${relayed}`,
+              `-controller-namespace=${cpNs}`,
+              '-cluster-domain=cluster.local',
+              '-identity-trust-domain=cluster.local',
+              '-log-level=warn',
+            ],
+            // HOSTNAME: its ExternalWorkload controller's Lease holder (the pod's name in a cluster)
+            { stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, HOSTNAME: `bench-${suffix}` } },
+          )
+        : spawn(
+            process.execPath,
+            [
+              entry,
+              '--addr',
+              `127.0.0.1:${grpcPort}`,
+              '--admin-addr',
+              `127.0.0.1:${adminPort}`,
+              '--kubeconfig',
+              relayed,
+              '--controller-namespace',
+              cpNs,
+              '--log-level',
+              'warn',
+              '--log-format',
+              'json',
+            ],
+            { stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, POD_NAME: `bench-${suffix}` } },
+          );
       children.push(child);
       for (;;) {
         const ok = await fetch(`http://127.0.0.1:${adminPort}/ready`).then(
@@ -160,6 +202,7 @@ async function main(): Promise<void> {
           () => false,
         );
         if (ok) break;
+        if (child.exitCode !== null) throw new Error(`destination exited (${child.exitCode}) before it was ready`);
         if (now() - t0 > 60_000) throw new Error('destination not ready within 60 s');
         await sleep(2);
       }
@@ -234,6 +277,8 @@ async function main(): Promise<void> {
           cmd: 'open',
           port: inst.grpcPort,
           path: `web-${svc}.${ns}.svc.cluster.local:80`,
+          // as a proxy on the node sends it (Linkerd's destination looks the node up for its zone)
+          contextToken: JSON.stringify({ ns, nodeName: NODE_NAME, pod: `bench-${suffix}` }),
           streams,
           connections: CONNECTIONS,
         });
@@ -312,7 +357,10 @@ async function main(): Promise<void> {
     clients.send({ cmd: 'exit' });
     await stop(inst.child);
 
-    const run = newRun('destination', `${entry.replace(`${repo}/`, '')}, ${client} clients`);
+    const run = newRun(
+      peer ? 'destination-linkerd' : 'destination',
+      `${peer ? `Linkerd's destination (${peer})` : entry.replace(`${repo}/`, '')}, ${client} clients`,
+    );
     run.figures = {
       'start to ready (median of 3)': {
         value: Math.round(percentile(readies, 50)),
@@ -332,7 +380,7 @@ async function main(): Promise<void> {
       },
     };
     run.raw = { readies, ...raw, rounds: ROUNDS, client };
-    const previous = saveRun(join(here, 'runs.json'), run);
+    const previous = saveRun(join(here, peer ? 'runs-linkerd.json' : 'runs.json'), run);
     console.log(`\n${table(run, previous)}\n`);
   } finally {
     for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');

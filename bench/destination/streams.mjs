@@ -1,6 +1,6 @@
 // The destination bench's clients, in their own process (as proxies are): Get streams spread over a
 // few gRPC connections. Driven over IPC:
-//   { cmd: 'open', port, path, streams, connections }  → { ready: n } once every stream has its snapshot
+//   { cmd: 'open', port, path, contextToken, streams, connections } → { ready: n } once every stream has its snapshot
 //   { cmd: 'expect', ip }                               → { armed }, then { times } when every stream got the add of ip
 //   { cmd: 'close' }                                    → { closed: true } after cancelling the streams
 import { credentials } from '@grpc/grpc-js';
@@ -23,7 +23,7 @@ function open(m) {
   let ready = 0;
   calls = [];
   for (let i = 0; i < m.streams; i++) {
-    const call = clients[i % m.connections].get({ scheme: 'k8s', path: m.path, contextToken: '' });
+    const call = clients[i % m.connections].get({ scheme: 'k8s', path: m.path, contextToken: m.contextToken ?? '' });
     let first = true;
     call.on('data', (u) => {
       if (first) {

@@ -1,6 +1,7 @@
 // destination-streams: Get streams spread over a few connections.
 //
-//	{"cmd":"open","port":P,"path":A,"streams":N,"connections":C} → {"ready":N} once every stream has its snapshot
+//	{"cmd":"open","port":P,"path":A,"contextToken":T,"streams":N,"connections":C}
+//	                                                             → {"ready":N} once every stream has its snapshot
 //	{"cmd":"expect","ip":"10.41.0.7"}                            → {"armed":true}, then {"times":[...]} when every
 //	                                                               stream has the add of ip (ms since the epoch)
 //	{"cmd":"close"}                                               → {"closed":true}
@@ -22,6 +23,7 @@ type streamsCommand struct {
 	Cmd         string `json:"cmd"`
 	Port        int    `json:"port"`
 	Path        string `json:"path"`
+	Context     string `json:"contextToken"`
 	Streams     int    `json:"streams"`
 	Connections int    `json:"connections"`
 	IP          string `json:"ip"`
@@ -62,7 +64,7 @@ func destinationStreams() {
 		for i := 0; i < c.Streams; i++ {
 			client := destination.NewDestinationClient(conns[i%len(conns)])
 			go func(i int) {
-				stream, err := client.Get(ctx, &destination.GetDestination{Scheme: "k8s", Path: c.Path})
+				stream, err := client.Get(ctx, &destination.GetDestination{Scheme: "k8s", Path: c.Path, ContextToken: c.Context})
 				if err != nil {
 					send(map[string]string{"error": err.Error()})
 					return

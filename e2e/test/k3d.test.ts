@@ -48,12 +48,7 @@ describe('k3d/cluster.yaml', () => {
     const groups = policy.rules
       .filter((r) => r.level === 'RequestResponse')
       .flatMap((r) => (r.resources ?? []).map((x) => x.group));
-    for (const g of [
-      '',
-      'workload.minimesh.io',
-      'coordination.k8s.io',
-      'admissionregistration.k8s.io',
-    ])
+    for (const g of ['', 'workload.minimesh.io', 'coordination.k8s.io', 'admissionregistration.k8s.io'])
       expect(groups).toContain(g);
     // EndpointSlices are recorded (who, verb, which slice) without their bodies.
     const slices = policy.rules.find((r) => r.resources?.some((x) => x.group === 'discovery.k8s.io'));
