@@ -14,6 +14,7 @@ import type {
   WatchQuery,
 } from './client.js';
 import { KubeApiError, statusMessage, statusReason } from './errors.js';
+import { pipeBoth } from '@minimesh/runtime';
 
 // Kubernetes objects are plain JSON here.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -455,21 +456,12 @@ export async function startConnectionCounter(target: { host: string; port: numbe
   const server = createServer((client) => {
     connections++;
     const upstream = connect(target.port, target.host);
-    // Nagle off: a relay that holds small writes for the peer's delayed ACK adds ~40 ms to HTTP/2 calls
-    client.setNoDelay(true);
-    upstream.setNoDelay(true);
     sockets.add(client);
     sockets.add(upstream);
-    const done = (): void => {
-      client.destroy();
-      upstream.destroy();
+    pipeBoth(client, upstream, () => {
       sockets.delete(client);
       sockets.delete(upstream);
-    };
-    client.on('error', done).on('close', done);
-    upstream.on('error', done).on('close', done);
-    client.pipe(upstream);
-    upstream.pipe(client);
+    });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {

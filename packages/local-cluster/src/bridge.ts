@@ -10,7 +10,7 @@
 // The node namespace runs one dialer (host → node) and the host runs one (node → host, loopback only).
 import { connect, createServer, isIPv4 } from 'node:net';
 import { rmSync } from 'node:fs';
-import { pipeBoth } from './pipe.js';
+import { pipeBoth } from '@minimesh/runtime/pipe';
 
 function splitHostPort(s: string): { host: string; port: number } {
   const i = s.lastIndexOf(':');

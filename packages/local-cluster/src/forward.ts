@@ -5,7 +5,7 @@ import { connect, createServer, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { adminClient } from './cluster.js';
 import { ctrFor } from './images.js';
-import { pipeBoth } from './pipe.js';
+import { pipeBoth } from '@minimesh/runtime/pipe';
 import { NODE_NETNS, packageDir, stateDir, statePaths } from './paths.js';
 import { startDetached, stopProcess } from './procs.js';
 

@@ -38,3 +38,4 @@ export {
 export { Backoff, backoffDelay, sleep, type BackoffOptions } from './backoff.js';
 export { tuneHeap, type HeapLimits, type HeapTuning } from './heap.js';
 export { isStaleKeepAlive } from './keep-alive.js';
+export { pipeBoth } from './pipe.js';

@@ -1,4 +1,6 @@
-// The byte pipe of every relay across network namespaces (bridge.ts, forwardToNode).
+// The byte pipe of minimesh's TCP relays that carry bytes untouched: the local cluster's bridges across
+// network namespaces (bridge.js, forwardToNode) and @minimesh/kube's connection-counting relay.
+// Also exported alone as @minimesh/runtime/pipe, so a relay process loads nothing else.
 import type { Socket } from 'node:net';
 
 /**
