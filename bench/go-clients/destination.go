@@ -10,7 +10,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync"
 
@@ -28,6 +27,8 @@ type streamsCommand struct {
 	Connections int    `json:"connections"`
 	IP          string `json:"ip"`
 }
+
+func (c streamsCommand) name() string { return c.Cmd }
 
 type expectation struct {
 	ip    string
@@ -106,13 +107,8 @@ func destinationStreams() {
 		}
 	}
 
-	serve(map[string]bool{"started": true}, func(cmd string, line []byte) {
-		var c streamsCommand
-		if err := json.Unmarshal(line, &c); err != nil {
-			send(map[string]string{"error": "bad command: " + err.Error()})
-			return
-		}
-		switch cmd {
+	serve(map[string]bool{"started": true}, func(c streamsCommand) {
+		switch c.Cmd {
 		case "open":
 			open(c)
 		case "expect":

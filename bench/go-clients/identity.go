@@ -14,7 +14,6 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/json"
 	"fmt"
 	"math"
 	"sync"
@@ -38,6 +37,8 @@ type certifyCommand struct {
 	Seconds float64  `json:"seconds"`
 	Callers []caller `json:"callers"`
 }
+
+func (c certifyCommand) name() string { return c.Cmd }
 
 type client struct {
 	req  *identity.CertifyRequest
@@ -164,13 +165,8 @@ func run(c certifyCommand) {
 }
 
 func identityCertify() {
-	serve(map[string]bool{"ready": true}, func(cmd string, line []byte) {
-		var c certifyCommand
-		if err := json.Unmarshal(line, &c); err != nil {
-			send(map[string]string{"error": "bad command: " + err.Error()})
-			return
-		}
-		switch cmd {
+	serve(map[string]bool{"ready": true}, func(c certifyCommand) {
+		switch c.Cmd {
 		case "first":
 			first(c)
 		case "run":

@@ -33,23 +33,25 @@ func send(v any) {
 
 func nowMs() float64 { return float64(time.Now().UnixNano()) / 1e6 }
 
-// serve announces `hello`, then hands every command line to handle until {"cmd":"exit"} or EOF.
-func serve(hello any, handle func(cmd string, line []byte)) {
+// command is what serve reads from each line: a JSON object whose "cmd" names the command.
+type command interface{ name() string }
+
+// serve announces `hello`, then reads one command of type C per line and hands it to handle, until
+// {"cmd":"exit"} or EOF. A line that is not such a command is answered with an error.
+func serve[C command](hello any, handle func(c C)) {
 	send(hello)
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(make([]byte, 1<<20), 16<<20)
 	for in.Scan() {
-		var c struct {
-			Cmd string `json:"cmd"`
-		}
+		var c C
 		if err := json.Unmarshal(in.Bytes(), &c); err != nil {
 			send(map[string]string{"error": "bad command: " + err.Error()})
 			continue
 		}
-		if c.Cmd == "exit" {
+		if c.name() == "exit" {
 			os.Exit(0)
 		}
-		handle(c.Cmd, in.Bytes())
+		handle(c)
 	}
 }
 
