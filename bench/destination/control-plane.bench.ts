@@ -29,7 +29,6 @@ import {
   NODE_NAME,
 } from '@minimesh/local-cluster';
 import { startDriven } from '../lib/driven.js';
-import { goBenchBinary } from '../lib/go-build.js';
 import { type Figure, newRun, percentile, phase, round, saveRun, stopProcess, table, watchdog } from '../lib/report.js';
 import { destinationRbac } from '../../packages/destination/test/helpers.js';
 
@@ -37,7 +36,6 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 20);
 const WARMUP = 3;
 const CONNECTIONS = 20;
 const here = fileURLToPath(new URL('.', import.meta.url));
-const goClients = join(here, '..', 'go-clients');
 const repo = join(here, '..', '..');
 const bundled = join(repo, 'packages', 'destination', 'bundle', 'main.mjs');
 // Peer mode: Linkerd's Go controller (linkerd2's controller/cmd, built outside this repository; see
@@ -253,12 +251,10 @@ async function main(): Promise<void> {
       await watchClient.close();
     });
 
-    const goBin = process.env.BENCH_CLIENT === 'node' ? undefined : goBenchBinary(goClients, 'bench-go-clients');
-    if (!goBin && process.env.BENCH_CLIENT !== 'node') phase('no Go here: the clients are streams.mjs (grpc-js)');
     const clients = startDriven({
-      ...(goBin ? { go: { bin: goBin, args: ['destination-streams'] } } : {}),
+      go: 'destination-streams',
       script: join(here, 'streams.mjs'),
-      label: 'stream error',
+      label: 'stream client',
     });
     const client = clients.kind;
     await clients.next(); // started

@@ -29,7 +29,6 @@ import {
   kubeconfigForServiceAccount,
 } from '@minimesh/local-cluster';
 import { startDriven } from '../lib/driven.js';
-import { goBenchBinary } from '../lib/go-build.js';
 import { newRun, percentile, phase, round, saveRun, stopProcess, table, watchdog } from '../lib/report.js';
 import { makeSeedPki } from '../../packages/identity/test/helpers/openssl-pki.js';
 
@@ -38,7 +37,6 @@ const CALLERS = 16;
 const STARTS = 3;
 const AUDIENCE = 'identity.minimesh.io';
 const here = fileURLToPath(new URL('.', import.meta.url));
-const goClients = join(here, '..', 'go-clients');
 const repo = join(here, '..', '..');
 const bundled = join(repo, 'packages', 'identity', 'bundle', 'main.mjs');
 const entry =
@@ -90,11 +88,8 @@ interface LoadGen {
  * grpc-go, as Linkerd's figures were measured), BENCH_CLIENT=node (or no Go) certify-load.mjs (grpc-js).
  */
 async function loadGen(): Promise<LoadGen> {
-  const goBin = process.env.BENCH_CLIENT === 'node' ? undefined : goBenchBinary(goClients, 'bench-go-clients');
-  if (!goBin && process.env.BENCH_CLIENT !== 'node')
-    phase('no Go here: the load generator is certify-load.mjs (grpc-js)');
   const gen = startDriven({
-    ...(goBin ? { go: { bin: goBin, args: ['identity-certify'] } } : {}),
+    go: 'identity-certify',
     script: join(here, 'certify-load.mjs'),
     label: 'load generator',
     queueErrors: true,

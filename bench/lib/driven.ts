@@ -1,7 +1,14 @@
 // A load-generating child process driven by JSON messages: the Go clients (bench/go-clients, one JSON
-// line per message on stdin/stdout) or their Node counterpart (a script, over the IPC channel).
+// line per message on stdin/stdout; the default, as Linkerd's figures were measured) or their Node
+// counterpart (a script over the IPC channel: BENCH_CLIENT=node, or no Go on this machine).
 import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { basename, dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { goBenchBinary } from './go-build.js';
+import { phase } from './report.js';
+
+const GO_CLIENTS = join(dirname(fileURLToPath(import.meta.url)), '..', 'go-clients');
 
 export interface Driven {
   child: ChildProcess;
@@ -12,10 +19,12 @@ export interface Driven {
 }
 
 export function startDriven(opts: {
-  /** The Go binary and its arguments; undefined: run `script` with Node. */
-  go?: { bin: string; args: string[] };
+  /** The subcommand of bench/go-clients that plays this part. */
+  go: string;
+  /** The Node script that plays it too. */
   script: string;
-  /** What a message with an `error` field is reported as (it is still queued when `queueErrors`). */
+  /** What the child is, for messages: a message with an `error` field is reported under it (and still
+   * queued when `queueErrors`). */
   label: string;
   queueErrors?: boolean;
 }): Driven {
@@ -27,10 +36,13 @@ export function startDriven(opts: {
     if (!error || opts.queueErrors) queue.push(m);
     wake?.();
   };
+  const goBin = process.env.BENCH_CLIENT === 'node' ? undefined : goBenchBinary(GO_CLIENTS, 'bench-go-clients');
+  if (!goBin && process.env.BENCH_CLIENT !== 'node')
+    phase(`no Go here: the ${opts.label} is ${basename(opts.script)} (grpc-js)`);
   let child: ChildProcess;
   let send: (m: object) => void;
-  if (opts.go) {
-    child = spawn(opts.go.bin, opts.go.args, { stdio: ['pipe', 'pipe', 'inherit'] });
+  if (goBin) {
+    child = spawn(goBin, [opts.go], { stdio: ['pipe', 'pipe', 'inherit'] });
     createInterface({ input: child.stdout! }).on('line', (line) => receive(JSON.parse(line)));
     send = (m) => child.stdin!.write(`${JSON.stringify(m)}\n`);
   } else {
@@ -40,7 +52,7 @@ export function startDriven(opts: {
   }
   return {
     child,
-    kind: opts.go ? 'go' : 'node',
+    kind: goBin ? 'go' : 'node',
     send,
     async next<T>(): Promise<T> {
       while (queue.length === 0) await new Promise<void>((r) => (wake = r));
