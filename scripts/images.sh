@@ -18,6 +18,7 @@
 #                          registry instead (the release workflow: linux/amd64,linux/arm64).
 #   bash scripts/images.sh list [--only=GROUPS]   one line per image: <image ref> <tar path>
 #   bash scripts/images.sh refs [--only=GROUPS]   one line per image: <image ref>
+#   bash scripts/images.sh stale [--only=GROUPS]  the refs `build` would build (inputs changed, or no tar)
 #   bash scripts/images.sh stop                   stops the engine this script started, if it still runs
 #
 # One source for names and tags: the program images are ghcr.io/minimesh/<program>:<version>, with the
@@ -102,6 +103,8 @@ images() {
 tar_of() { local r=${1//\//_}; echo "$IMAGES_DIR/${r//:/_}.tar"; }
 
 # ---- input keys: an image is rebuilt only when the hash of what goes into it changed ----
+PROGRAM_INPUTS=(Dockerfile .dockerignore docker/runtime-files.sh scripts/bundle.mjs package.json package-lock.json
+  tsconfig.base.json turbo.json packages e2e/package.json)
 hash_paths() { # files under the given paths (tracked or not ignored), names and contents
   {
     if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
@@ -115,8 +118,8 @@ key_of() { # <group> <name>
   local base_key="base=$base"
   [ "$base" = local ] && base_key="base=$BASE_RECIPE"
   case "$1" in
-    programs) echo "$base_key $2 $(hash_paths Dockerfile .dockerignore package.json package-lock.json tsconfig.base.json turbo.json packages e2e/package.json)" ;;
-    fixtures) echo "$base_key $2 $(hash_paths Dockerfile .dockerignore package.json package-lock.json tsconfig.base.json turbo.json packages e2e/package.json e2e/fixtures e2e/scripts/grpc-client.mjs)" ;;
+    programs) echo "$base_key $2 $(hash_paths "${PROGRAM_INPUTS[@]}")" ;;
+    fixtures) echo "$base_key $2 $(hash_paths "${PROGRAM_INPUTS[@]}" e2e/fixtures e2e/scripts/grpc-client.mjs e2e/scripts/fixture.mjs)" ;;
     node) case "$2" in
       pause) echo "pause ${K8S_VERSION} ${PAUSE_SOURCE_VERSION} $(hash_paths docker/pause.Dockerfile)" ;;
       coredns) echo "coredns ${COREDNS_VERSION} $(hash_paths docker/coredns.Dockerfile)" ;;
@@ -372,11 +375,19 @@ build() {
   done
 }
 
+stale() {
+  local group name ref
+  while read -r group name ref; do
+    up_to_date "$(tar_of "$ref")" "$(key_of "$group" "$name")" || echo "$ref"
+  done < <(images)
+}
+
 case "$cmd" in
   build) build ;;
+  stale) stale ;;
   list) images | while read -r _ _ ref; do echo "$ref $(tar_of "$ref")"; done ;;
   refs) images | while read -r _ _ ref; do echo "$ref"; done ;;
   stop) engine=own; stop_engine ;;
   -h | --help | help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//' ;;
-  *) echo "usage: bash scripts/images.sh build|list|refs|stop [options] (--help for the options)" >&2; exit 2 ;;
+  *) echo "usage: bash scripts/images.sh build|list|refs|stale|stop [options] (--help for the options)" >&2; exit 2 ;;
 esac
