@@ -10,8 +10,10 @@
 #   chain of links to one binary);
 # - every shared library those files load, as `ldd` resolves them, and the dynamic loader;
 # - for every Debian package one of those files belongs to: its dpkg status stanza in
-#   OUT/var/lib/dpkg/status.d/<package> and its copyright file, as distroless images have them, so that
-#   an SBOM scanner (syft) names exactly the Debian packages, and versions, whose files are inside.
+#   OUT/var/lib/dpkg/status.d/<package>, the md5sums of the files copied from it in
+#   OUT/var/lib/dpkg/status.d/<package>.md5sums, and its copyright file, as distroless images have them:
+#   an SBOM scanner (syft) names exactly the Debian packages, and versions, whose files are inside, and
+#   every file is accounted for (e2e/test/sbom.test.ts).
 # --skip-in DIR: leave out files DIR already has at the same path (the shared Node base, for proxy-init's
 #   iptables layer), and their packages.
 # File attributes are kept (cp -a: mode, owner, and the security.capability of the xtables binaries).
@@ -52,7 +54,13 @@ copy_one() {
   # dpkg knows bookworm's libraries by their /lib path, the rest by their real one.
   owner=$(dpkg -S "$p" 2>/dev/null | head -1 | cut -d: -f1) || true
   [ -n "$owner" ] || owner=$(dpkg -S "$(readlink -f "$p")" 2>/dev/null | head -1 | cut -d: -f1) || true
-  [ -n "$owner" ] && echo "$owner" >>"$owners"
+  if [ -n "$owner" ]; then
+    if [ -f "$p" ] && [ ! -L "$p" ]; then
+      printf '%s %s  %s\n' "$owner" "$(md5sum <"$p" | cut -d' ' -f1)" "${p#/}" >>"$owners"
+    else
+      printf '%s\n' "$owner" >>"$owners"
+    fi
+  fi
   if [ -L "$p" ]; then
     target=$(readlink "$p")
     case "$target" in
@@ -86,9 +94,10 @@ done
 
 # The packages' status stanzas and copyright files (a package the skipped base has is left out).
 mkdir -p "$out/var/lib/dpkg/status.d"
-sort -u "$owners" | while read -r pkg; do
+cut -d' ' -f1 "$owners" | sort -u | while read -r pkg; do
   [ -n "$skip" ] && [ -e "$skip/var/lib/dpkg/status.d/$pkg" ] && continue
   dpkg-query -s "$pkg" >"$out/var/lib/dpkg/status.d/$pkg"
+  grep "^$pkg " "$owners" | cut -d' ' -f2- | grep -v '^$' | sort -k2 >"$out/var/lib/dpkg/status.d/$pkg.md5sums" || true
   if [ -f "/usr/share/doc/$pkg/copyright" ]; then
     mkdir -p "$out/usr/share/doc/$pkg"
     cp "/usr/share/doc/$pkg/copyright" "$out/usr/share/doc/$pkg/copyright"

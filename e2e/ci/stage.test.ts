@@ -1,5 +1,5 @@
-// The stage runner (scripts/stage.sh) and the console of scripts/setup.sh: one line per stage, the
-// stages' own output in log files, and that output shown when a stage fails.
+// The stage runner (scripts/stage.sh) of setup, demo and test: one line per stage, the stages' own output
+// in log files, and that output shown when a stage fails. (setup's real console: e2e/test/setup-console.test.ts.)
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -24,7 +24,9 @@ async function withStage(script: string, env: Record<string, string> = {}) {
 
 describe('scripts/stage.sh', () => {
   it('prints one line for a stage that succeeds, with its output in the log file the line names', async () => {
-    const r = await withStage(`stage "Kubernetes binaries" "building (first time, ~18 min)" bash -c 'echo go: downloading x; echo built >&2'`);
+    const r = await withStage(
+      `stage "Kubernetes binaries" "building (first time, ~18 min)" bash -c 'echo go: downloading x; echo built >&2'`,
+    );
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toBe('');
     const log = join(r.logs, 'try-kubernetes-binaries.log');
@@ -33,13 +35,17 @@ describe('scripts/stage.sh', () => {
   });
 
   it('runs shell functions, with no standard input', async () => {
-    const r = await withStage(`f() { read -r x || echo "no input"; }; stage "A function" "running" f; cat "$STAGE_LOG_DIR/try-a-function.log"`);
+    const r = await withStage(
+      `f() { read -r x || echo "no input"; }; stage "A function" "running" f; cat "$STAGE_LOG_DIR/try-a-function.log"`,
+    );
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toBe('no input\n');
   });
 
   it('shows the whole log of a stage that fails, and returns its exit code', async () => {
-    const r = await withStage(`stage "npm packages" "installing" bash -c 'echo step one; echo "npm ERR! 404" >&2; exit 3'`);
+    const r = await withStage(
+      `stage "npm packages" "installing" bash -c 'echo step one; echo "npm ERR! 404" >&2; exit 3'`,
+    );
     expect(r.code).toBe(3);
     const log = join(r.logs, 'try-npm-packages.log');
     expect(r.stderr).toBe(
@@ -69,22 +75,5 @@ describe('scripts/stage.sh', () => {
       '[try] x: y, output in ~/.cache/minimesh/logs/try-x.log… done in 0 s\n[try] npm packages: up to date\n',
     );
     expect(r.stdout).toBe('7\n999\n1,093\n1,234,567\n');
-  });
-});
-
-describe('scripts/setup.sh', () => {
-  // After the setup npm test itself ran: everything is cached, so this is the console of a warm run.
-  // Whether a stage has work or not, the console shows stage lines and nothing else.
-  it('prints stage lines only: no build output on the console', async () => {
-    const r = await run('bash', ['scripts/setup.sh'], { cwd: repoRoot, timeoutMs: 900_000 });
-    expect(r.code, r.stderr).toBe(0);
-    expect(r.stdout).toBe('');
-    const lines = r.stderr.trimEnd().split('\n');
-    for (const line of lines) expect(line).toMatch(/^\[setup\] (?:[\w .-]+: \S.*|ready in [\d,]+ s)$/);
-    const names = lines.map((l) => /^\[setup\] ([^:]+):/.exec(l)?.[1]).filter(Boolean);
-    expect(names).toEqual(expect.arrayContaining(['Debian packages', 'npm packages', 'minimesh CLI']));
-    expect(new Set(names).size).toBe(names.length);
-    expect(lines.at(-1)).toMatch(/^\[setup\] ready in [\d,]+ s$/);
-    expect(r.stderr).not.toMatch(/go: downloading|npm (?:WARN|ERR)|Step \d+\/|#\d+ \[/);
   });
 });
