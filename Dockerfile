@@ -32,7 +32,8 @@ ARG NODE_IMAGE=node:20-bookworm-slim
 # ---- the base every Node program starts from: node, the libraries ldd names, and a few /etc files ----
 # docker/runtime-files.sh copies them with the dpkg status stanza and copyright of each Debian package
 # they come from (libc6, libgcc-s1, libstdc++6), so an SBOM names exactly those. /etc/passwd names the
-# users the images run as (os.homedir() needs one); nsswitch.conf makes glibc read /etc/hosts before DNS.
+# users the images run as (os.homedir() needs one); nsswitch.conf makes glibc read /etc/hosts before DNS;
+# os-release (Debian's) names the distribution, so that scanners name the packages pkg:deb/debian/...
 FROM ${NODE_IMAGE} AS node-runtime
 COPY docker/runtime-files.sh /usr/local/lib/runtime-files.sh
 RUN sh /usr/local/lib/runtime-files.sh /out /usr/local/bin/node \
@@ -41,6 +42,7 @@ RUN sh /usr/local/lib/runtime-files.sh /out /usr/local/bin/node \
       'minimesh:x:2103:2103::/nonexistent:/sbin/nologin' 'nobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin' >/out/etc/passwd \
  && printf '%s\n' 'root:x:0:' 'minimesh-proxy:x:2102:' 'minimesh:x:2103:' 'nogroup:x:65534:' >/out/etc/group \
  && printf '%s\n' 'passwd: files' 'group: files' 'hosts: files dns' >/out/etc/nsswitch.conf \
+ && cp "$(readlink -f /etc/os-release)" /out/etc/os-release \
  && /out/usr/local/bin/node --version >/dev/null
 
 FROM scratch AS node-base
