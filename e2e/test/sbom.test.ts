@@ -118,39 +118,43 @@ describe('the SBOM of every program image', () => {
 });
 
 describe('the files of the images', () => {
-  /** Every entry of every layer: type ('-' file, 'l' link, 'd' directory, 'h' hard link) and path. */
-  function layerEntries(tar: string): { type: string; path: string }[] {
+  /** The layer tars of a docker-archive image, in order. */
+  function layers(tar: string): string[] {
     const manifest = JSON.parse(execFileSync('tar', ['-xOf', tar, 'manifest.json'], { encoding: 'utf8' })) as {
       Layers: string[];
     }[];
-    return manifest[0]!.Layers.flatMap((layer) =>
+    return manifest[0]!.Layers;
+  }
+  /** Every entry of every layer: type ('-' file, 'l' link, 'd' directory, 'h' hard link) and path. */
+  function layerEntries(tar: string): { type: string; path: string }[] {
+    return layers(tar).flatMap((layer) =>
       execFileSync('bash', ['-c', 'tar -xOf "$1" "$2" | tar -tvf -', '--', tar, layer], {
         encoding: 'utf8',
         maxBuffer: 64 << 20,
       })
         .trim()
         .split('\n')
+        .filter(Boolean)
         .map((l) => ({ type: l[0]!, path: l.split(/\s+/)[5]!.replace(/^\.?\//, '') })),
     );
   }
   /** The paths in the md5sums files the image carries for its Debian packages, under merged /usr. */
   function packageFiles(tar: string): Set<string> {
-    const manifest = JSON.parse(execFileSync('tar', ['-xOf', tar, 'manifest.json'], { encoding: 'utf8' })) as {
-      Layers: string[];
-    }[];
-    const text = manifest[0]!.Layers.map((layer) =>
-      execFileSync(
-        'bash',
-        [
-          '-c',
-          `tar -xOf "$1" "$2" | tar -xOf - --wildcards 'var/lib/dpkg/status.d/*.md5sums' 2>/dev/null || true`,
-          '--',
-          tar,
-          layer,
-        ],
-        { encoding: 'utf8', maxBuffer: 64 << 20 },
-      ),
-    ).join('');
+    const text = layers(tar)
+      .map((layer) =>
+        execFileSync(
+          'bash',
+          [
+            '-c',
+            `tar -xOf "$1" "$2" | tar -xOf - --wildcards 'var/lib/dpkg/status.d/*.md5sums' 2>/dev/null || true`,
+            '--',
+            tar,
+            layer,
+          ],
+          { encoding: 'utf8', maxBuffer: 64 << 20 },
+        ),
+      )
+      .join('');
     return new Set(
       text
         .split('\n')
