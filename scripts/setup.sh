@@ -104,7 +104,7 @@ fi
 if [ "$(id -u)" -eq 0 ] && [ -z "${MINIMESH_SKIP_IMAGES:-}" ]; then
   stale=$(bash scripts/images.sh stale | wc -l)
   if [ "$stale" -gt 0 ]; then
-    stage "container images" "building ${stale} of $(bash scripts/images.sh refs | wc -l) (first time, ~15 min; after a change under packages/, ~4 min)" \
+    stage "container images" "building ${stale} of $(bash scripts/images.sh refs | wc -l) (first time, ~20 min; after a change under packages/, ~4 min)" \
       bash scripts/images.sh build
   else
     stage_note "container images" "up to date"
