@@ -29,7 +29,8 @@
 #   bash scripts/images.sh sign --key=FILE [--only=GROUPS] [--out=DIR]
 #   bash scripts/images.sh verify --key=FILE [--only=GROUPS] [--out=DIR]
 #       cosign (scripts/go-tool.sh) signs, or verifies, each image's tar and its SBOM with a key pair
-#       (cosign generate-key-pair; COSIGN_PASSWORD for its password): <file>.sig beside the SBOMs in DIR.
+#       (cosign generate-key-pair; COSIGN_PASSWORD for its password): a Sigstore bundle
+#       <file>.sigstore.json per file beside the SBOMs in DIR.
 #       Offline, no transparency log: the local check of what the release does keyless (release.yml).
 #
 # One source for names and tags: the program images are ghcr.io/minimesh/<program>:<version>, with the
@@ -427,21 +428,29 @@ syft_scan() { # <syft> <source> <out file> [syft args]
   mv "$file.tmp" "$file"
 }
 
-# sign|verify: the image tar and its SBOM, each with <file>.sig in the SBOM directory.
+# sign|verify: the image tar and its SBOM, each with a Sigstore bundle <file>.sigstore.json in the SBOM
+# directory (the format the release's signatures have). Offline: no transparency log, and verify is given
+# a trusted root with no Sigstore service in it (else cosign asks Sigstore's TUF repository for one): the
+# key alone is trusted.
 signatures() { # sign|verify
   [ -n "$key" ] || die "$1 needs --key=FILE (make a pair with: cosign generate-key-pair)"
   [ -f "$key" ] || die "--key=$key: no such file"
-  local cosign group name ref f sig failed=0
+  local cosign group name ref f sig failed=0 root
   cosign=$(bash scripts/go-tool.sh cosign)
+  root=$(mktemp)
+  # shellcheck disable=SC2064 # the path is fixed now
+  trap "rm -f '$root'" RETURN
+  echo '{"mediaType":"application/vnd.dev.sigstore.trustedroot+json;version=0.1"}' >"$root"
   while read -r group name ref; do
     for f in "$(tar_of "$ref")" "$(sbom_of "$ref")"; do
       [ -f "$f" ] || die "$ref: $f is missing: run bash scripts/images.sh build and sbom first"
-      sig="$(sbom_dir)/$(basename "$f").sig"
+      sig="$(sbom_dir)/$(basename "$f").sigstore.json"
       if [ "$1" = sign ]; then
-        "$cosign" sign-blob --yes --key "$key" --tlog-upload=false --output-signature "$sig" "$f" >/dev/null 2>&1 \
+        "$cosign" sign-blob --yes --key "$key" --tlog-upload=false --new-bundle-format --bundle "$sig" "$f" >/dev/null 2>&1 \
           || die "cosign could not sign $f with $key (is COSIGN_PASSWORD its password?)"
         echo "$ref $sig"
-      elif "$cosign" verify-blob --key "$key" --insecure-ignore-tlog=true --signature "$sig" "$f" >/dev/null 2>&1; then
+      elif "$cosign" verify-blob --key "$key" --insecure-ignore-tlog=true --new-bundle-format --trusted-root "$root" \
+        --bundle "$sig" "$f" >/dev/null 2>&1; then
         echo "$ref $f verified"
       else
         echo "$ref $f NOT verified by $key (signature $sig)"
