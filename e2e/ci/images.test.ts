@@ -189,7 +189,7 @@ describe('the workflows and scripts/k3d.sh build and import what images.sh lists
     expect(runs).toMatch(/cosign=\$\(bash scripts\/go-tool\.sh cosign\)/);
     expect(runs).toMatch(/"\$cosign" sign --yes "\$image"/);
     expect(runs).toMatch(/"\$cosign" attest --yes --type spdxjson --predicate "\$sbom" "\$image"/);
-    expect(runs).toMatch(/"\$cosign" sign-blob --yes --bundle/);
+    expect(runs).toMatch(/"\$cosign" sign-blob --yes --new-bundle-format --bundle/);
     // Keyless: the workflow's OIDC token, and no key anywhere.
     expect(wf.jobs.images.permissions['id-token']).toBe('write');
     expect(release).not.toMatch(/--key|COSIGN_PRIVATE_KEY|COSIGN_PASSWORD/);
