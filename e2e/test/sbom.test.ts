@@ -97,7 +97,7 @@ describe('the SBOM of every program image', () => {
       for (const purl of purls(file)) {
         const deb = /^pkg:deb\/debian\/([^@]+)@[^?]+\?(?:.*&)?distro=debian-12/.exec(purl);
         const js = /^pkg:npm\/([^@]+|@[^@]+)@([^?#]+)/.exec(purl);
-        if (deb) debian.push(deb[1]!);
+        if (deb) debian.push(decodeURIComponent(deb[1]!));
         else if (js && inLock(decodeURIComponent(js[1]!), js[2]!)) npm++;
         // The bundle's own lock names the program itself (@minimesh/<program>, the fixtures' @minimesh/e2e).
         else if (js && decodeURIComponent(js[1]!).startsWith('@minimesh/') && js[2] === VERSION) continue;
