@@ -20,20 +20,35 @@
 #                build and the npm registry): docker build --secret id=npm_ca,src=/etc/ssl/certs/ca-certificates.crt
 #                It is mounted for that one RUN step and is in no layer of any image.
 #
-# Final stages hold Node, the built JavaScript and production node_modules only: no compiler, no npm,
-# no Node headers, no sources, no dev dependencies, no CA bundle.
+# Final stages are minimal (docs/images.md): `FROM scratch` with only what the program runs: the `node`
+# binary and the shared libraries it loads (one base layer, the same in every image), the program as one
+# bundle (scripts/bundle.mjs), and for proxy-init iptables with its libraries and xtables modules. No shell,
+# no package manager, no compiler, no npm, no node_modules, no CA bundle (Node carries Mozilla's roots; the
+# programs trust only the cluster's CA and the mesh's anchors); non-root. Debugging goes through an
+# ephemeral debug container (docs/cli.md), never `kubectl exec`.
 
 ARG NODE_IMAGE=node:20-bookworm-slim
 
-# ---- the base every final stage starts from: NODE_IMAGE without npm, yarn and the Node headers ----
-# Deleting files in a layer above would not make the image smaller, so the trimmed tree is copied into
-# a single layer (FROM scratch + COPY), and the environment the base image had is set again.
-FROM ${NODE_IMAGE} AS node-trimmed
-RUN rm -rf /usr/local/lib/node_modules/npm /usr/local/lib/node_modules/corepack /usr/local/bin/npm \
-      /usr/local/bin/npx /usr/local/bin/corepack /opt/yarn-* /usr/local/bin/yarn /usr/local/bin/yarnpkg \
-      /usr/local/include/node /usr/local/share/doc/node /usr/local/share/man /var/lib/apt/lists/* \
-      /var/cache/apt/* /var/log/* /root/.npm /tmp/*
+# ---- the base every Node program starts from: node, the libraries ldd names, and a few /etc files ----
+# docker/runtime-files.sh copies them with the dpkg status stanza and copyright of each Debian package
+# they come from (libc6, libgcc-s1, libstdc++6), so an SBOM names exactly those. /etc/passwd names the
+# users the images run as (os.homedir() needs one); nsswitch.conf makes glibc read /etc/hosts before DNS;
+# os-release (Debian's) names the distribution, so that scanners name the packages pkg:deb/debian/...
+FROM ${NODE_IMAGE} AS node-runtime
+COPY docker/runtime-files.sh /usr/local/lib/runtime-files.sh
+RUN sh /usr/local/lib/runtime-files.sh /out /usr/local/bin/node \
+ && mkdir -p /out/etc /out/app /out/tmp && chmod 1777 /out/tmp \
+ && printf '%s\n' 'root:x:0:0:root:/root:/sbin/nologin' 'minimesh-proxy:x:2102:2102::/nonexistent:/sbin/nologin' \
+      'minimesh:x:2103:2103::/nonexistent:/sbin/nologin' 'nobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin' >/out/etc/passwd \
+ && printf '%s\n' 'root:x:0:' 'minimesh-proxy:x:2102:' 'minimesh:x:2103:' 'nogroup:x:65534:' >/out/etc/group \
+ && printf '%s\n' 'passwd: files' 'group: files' 'hosts: files dns' >/out/etc/nsswitch.conf \
+ && cp "$(readlink -f /etc/os-release)" /out/etc/os-release \
+ && /out/usr/local/bin/node --version >/dev/null
 
+FROM scratch AS node-base
+COPY --from=node-runtime /out/ /
+ENV PATH=/usr/local/bin:/usr/bin:/usr/sbin NODE_ENV=production
+WORKDIR /app
 
 # ---- package manifests only, so that `npm ci` is cached until a manifest or the lock file changes ----
 FROM ${NODE_IMAGE} AS manifests
@@ -60,123 +75,110 @@ RUN --mount=type=secret,id=npm_ca,required=false --mount=type=cache,target=/root
 COPY tsconfig.base.json turbo.json ./
 COPY packages ./packages
 RUN TURBO_TELEMETRY_DISABLED=1 npx turbo run build --filter='./packages/*' --output-logs=errors-only
-# The control-plane programs ship as bundles (scripts/bundle.mjs: one ES module plus lazy chunks and the
-# .proto files reflection reads): they start in half the CPU and idle ~12 MB smaller than from
-# node_modules (docs/identity.md). Made while esbuild (a dev dependency) is still installed.
+# Every program ships as a bundle (scripts/bundle.mjs: one ES module, lazy chunks, and the run-time files
+# it reads: .proto files, the dashboard's page scripts): no node_modules in any image. Bundled, the control
+# plane starts in half the CPU and idles ~12 MB smaller than from node_modules (docs/identity.md).
+# Made while esbuild (a dev dependency) is installed.
 COPY scripts/bundle.mjs ./scripts/bundle.mjs
-RUN node scripts/bundle.mjs destination policy identity injector \
- && mkdir -p /bundles && for p in destination policy identity injector; do mv "packages/$p/bundle" "/bundles/$p"; done
-# The base image carries Node's headers in /usr/local/include/node: build against them, offline.
+RUN node scripts/bundle.mjs destination policy identity injector proxy proxy-init viz cli >/dev/null \
+ && mkdir -p /bundles \
+ && for p in destination policy identity injector proxy proxy-init viz cli; do mv "packages/$p/bundle" "/bundles/$p"; done
+# The SO_ORIGINAL_DST addon, against the base's Node headers in /usr/local/include/node (offline).
 RUN cd packages/proxy/native \
- && node /src/node_modules/node-gyp/bin/node-gyp.js rebuild --nodedir=/usr/local --loglevel=warn
-# Production dependencies only; each package keeps its manifest, dist/ and run-time data (proto files,
-# the addon), nothing else.
-RUN npm prune --omit=dev --ignore-scripts --no-audit --no-fund --loglevel=error \
- && rm -rf node_modules/.cache node_modules/.package-lock.json node_modules/@minimesh/e2e e2e \
- && for p in packages/*; do \
-      find "$p" -mindepth 1 -maxdepth 1 ! -name package.json ! -name dist ! -name proto ! -name native -exec rm -rf {} +; \
-      rm -rf "$p"/dist/*.tsbuildinfo; \
-    done \
- && mv packages/proxy/native/build/Release/original_dst.node /tmp/ && rm -rf packages/proxy/native \
- && mkdir -p packages/proxy/native/build/Release && mv /tmp/original_dst.node packages/proxy/native/build/Release/ \
- && find packages -path '*/dist/*' -name '*.test.*' -delete
+ && node /src/node_modules/node-gyp/bin/node-gyp.js rebuild --nodedir=/usr/local --loglevel=warn \
+ && mkdir -p /bundles/proxy/native && cp build/Release/original_dst.node /bundles/proxy/native/
 
-# ---- proxy-init: iptables with both backends (nft and legacy), non-root with file capabilities ----
+# ---- iptables for proxy-init: both backends (nft and legacy), their libraries and xtables modules ----
 # As Linkerd's image: the xtables binaries carry cap_net_admin and cap_net_raw, so uid 65534 can write
-# rules when the pod grants NET_ADMIN and NET_RAW (without them in its bounding set the kernel refuses
-# to run the binaries at all: "Operation not permitted"). setcap (libcap2-bin) is removed again, and
-# the xtables lock file is made writable for that user, as in Linkerd's image.
-FROM ${NODE_IMAGE} AS proxy-init-root
+# rules when the pod grants NET_ADMIN and NET_RAW (without them in its bounding set the kernel refuses to
+# run the binaries at all: "Operation not permitted"). The xtables lock file is writable for that user.
+# Only what the Node base does not have already goes into this layer.
+FROM ${NODE_IMAGE} AS iptables-runtime
 RUN apt-get update -qq \
  && apt-get install -y -qq --no-install-recommends iptables libcap2-bin >/dev/null \
  && for b in /usr/sbin/xtables-nft-multi /usr/sbin/xtables-legacy-multi; do \
-      setcap cap_net_admin,cap_net_raw+ep "$(readlink -f "$b")"; done \
- && apt-get purge -y -qq libcap2-bin >/dev/null \
- && touch /run/xtables.lock && chmod 0666 /run/xtables.lock \
- && rm -rf /usr/local/lib/node_modules/npm /usr/local/lib/node_modules/corepack /usr/local/bin/npm \
-      /usr/local/bin/npx /usr/local/bin/corepack /opt/yarn-* /usr/local/bin/yarn /usr/local/bin/yarnpkg \
-      /usr/local/include/node /usr/local/share/doc/node /usr/local/share/man /var/lib/apt/lists/* \
-      /var/cache/apt/* /var/log/* /root/.npm /tmp/*
+      setcap cap_net_admin,cap_net_raw+ep "$(readlink -f "$b")"; done
+COPY --from=node-runtime /out /node-base
+COPY docker/runtime-files.sh /usr/local/lib/runtime-files.sh
+RUN bins=""; for f in iptables ip6tables; do for m in "" -legacy -nft; do for t in "" -save -restore; do \
+      bins="$bins /usr/sbin/$f$m$t"; done; done; done \
+ && xt=$(dirname "$(dpkg -L iptables | grep '/xtables/libxt_owner.so$')") \
+ && sh /usr/local/lib/runtime-files.sh --skip-in /node-base /out $bins "$xt" \
+ && mkdir -p /out/run && touch /out/run/xtables.lock && chmod 0666 /out/run/xtables.lock \
+ && getcap /out/usr/sbin/xtables-nft-multi | grep -q cap_net_admin \
+ && getcap /out/usr/sbin/xtables-legacy-multi | grep -q cap_net_admin
 
-FROM scratch AS proxy-init
-COPY --from=proxy-init-root / /
-ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin NODE_ENV=production
-WORKDIR /app
-COPY --from=build /src/package.json ./package.json
-COPY --from=build /src/node_modules ./node_modules
-COPY --from=build /src/packages ./packages
+# ---- proxy-init: iptables, then its bundle; uid 65534 ----
+FROM node-base AS proxy-init
+COPY --from=iptables-runtime /out/ /
+COPY --from=build /bundles/proxy-init /app
 USER 65534:65534
-ENTRYPOINT ["node", "/app/packages/proxy-init/dist/main.js"]
-
-# ---- the programs: the trimmed base, then the same three layers of JavaScript in every image ----
-FROM scratch AS app
-COPY --from=node-trimmed / /
-ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin NODE_ENV=production
-WORKDIR /app
-COPY --from=build /src/package.json ./package.json
-COPY --from=build /src/node_modules ./node_modules
-COPY --from=build /src/packages ./packages
+ENTRYPOINT ["node", "/app/main.mjs"]
 
 # ---- proxy: uid 2102, with the SO_ORIGINAL_DST addon ----
-FROM app AS proxy
-ENV MINIMESH_ORIGINAL_DST_ADDON=/app/packages/proxy/native/build/Release/original_dst.node
+FROM node-base AS proxy
+COPY --from=build /bundles/proxy /app
+ENV MINIMESH_ORIGINAL_DST_ADDON=/app/native/original_dst.node
 USER 2102:2102
 EXPOSE 4143 4191 4190
-ENTRYPOINT ["node", "/app/packages/proxy/dist/main.js"]
+ENTRYPOINT ["node", "/app/main.mjs"]
 
-# ---- the control plane: the trimmed base and the program's bundle, no node_modules ----
-FROM scratch AS control-plane
-COPY --from=node-trimmed / /
-ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin NODE_ENV=production
-WORKDIR /app
-
-FROM control-plane AS destination
+# ---- the control plane ----
+FROM node-base AS destination
 COPY --from=build /bundles/destination /app
 USER 2103:2103
 EXPOSE 8086 9996
 ENTRYPOINT ["node", "/app/main.mjs"]
 
 # The policy controller: a second container of the destination pod (gRPC 8090, admin 9990).
-FROM control-plane AS policy
+FROM node-base AS policy
 COPY --from=build /bundles/policy /app
 USER 2103:2103
 EXPOSE 8090 9990
 ENTRYPOINT ["node", "/app/main.mjs"]
 
-FROM control-plane AS identity
+FROM node-base AS identity
 COPY --from=build /bundles/identity /app
 USER 2103:2103
 EXPOSE 8080 9990
 ENTRYPOINT ["node", "/app/main.mjs"]
 
-FROM control-plane AS injector
+FROM node-base AS injector
 COPY --from=build /bundles/injector /app
 USER 2103:2103
 EXPOSE 8443 9995
 ENTRYPOINT ["node", "/app/main.mjs"]
 
-# ---- the CLI (minimesh inject, check, certs create, ...) ----
-FROM app AS cli
+# ---- the CLI (minimesh inject, check, certs create, viz dashboard, ...) ----
+FROM node-base AS cli
+COPY --from=build /bundles/cli /app
 USER 65534:65534
-ENTRYPOINT ["node", "/app/packages/cli/dist/main.js"]
+ENTRYPOINT ["node", "/app/main.mjs"]
 
 # ---- viz's tap service (minimesh-tap: live requests from the proxies' tap servers) ----
-FROM app AS viz
+FROM node-base AS viz
+COPY --from=build /bundles/viz /app
 USER 2103:2103
 EXPOSE 8089 9998
-ENTRYPOINT ["node", "/app/packages/viz/dist/main.js"]
+ENTRYPOINT ["node", "/app/main.mjs"]
 
 # ---- the e2e test apps (e2e/fixtures/<name>.mjs) as images minimesh.test/<name>:e2e ----
 #   docker build --target fixture --build-arg FIXTURE=http-echo -t minimesh.test/http-echo:e2e .
-# The same base and node_modules as the programs (@grpc/grpc-js and @grpc/proto-loader from the lock
-# file), so a fixture image adds one small layer. The repository's layout under /app is kept, so that a
-# container `command: [node, e2e/scripts/grpc-client.mjs]` means the same thing here and on a checkout.
-FROM app AS fixture
+# The Node base and every fixture script bundled with its npm dependencies (@grpc/grpc-js and
+# @grpc/proto-loader from the lock file), at the repository's paths under /app: a container
+# `command: [node, e2e/scripts/grpc-client.mjs]` means the same here and on a checkout. Like the
+# programs, no shell: e2e/scripts/fixture.mjs starts the fixture FIXTURE names.
+FROM build AS fixture-bundles
+COPY e2e/fixtures ./e2e/fixtures
+COPY e2e/scripts/grpc-client.mjs e2e/scripts/fixture.mjs ./e2e/scripts/
+RUN mkdir -p /fixtures/e2e/fixtures /fixtures/e2e/scripts \
+ && cp e2e/fixtures/*.proto /fixtures/e2e/fixtures/ \
+ && node scripts/bundle.mjs --script e2e/fixtures/*.mjs e2e/scripts/grpc-client.mjs e2e/scripts/fixture.mjs \
+      --out /fixtures >/dev/null
+
+FROM node-base AS fixture
 ARG FIXTURE
 ENV FIXTURE=${FIXTURE}
-COPY e2e/fixtures/ ./e2e/fixtures/
-COPY e2e/scripts/grpc-client.mjs ./e2e/scripts/grpc-client.mjs
-RUN test -n "${FIXTURE}" && test -f "e2e/fixtures/${FIXTURE}.mjs" \
- || { echo "FIXTURE=${FIXTURE}: expected the name of a file e2e/fixtures/<name>.mjs" >&2; exit 1; }
+COPY --from=fixture-bundles /fixtures/ /app/
 USER 65534:65534
-ENTRYPOINT ["/bin/sh", "-c", "exec node /app/e2e/fixtures/${FIXTURE}.mjs \"$@\"", "--"]
+ENTRYPOINT ["node", "/app/e2e/scripts/fixture.mjs"]

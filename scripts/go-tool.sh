@@ -2,14 +2,22 @@
 # Pinned Go tools, built from the Go module proxy into ~/.cache/minimesh/bin once, and their path printed:
 #   bash scripts/go-tool.sh actionlint   # rhysd/actionlint v1.7.12 (npm run lint: the workflows)
 #   bash scripts/go-tool.sh k3d          # k3d-io/k3d v5.8.3 (scripts/k3d.sh, the k3d config test)
+#   bash scripts/go-tool.sh syft         # anchore/syft v1.57.1 (scripts/images.sh sbom: an SBOM per image)
+#   bash scripts/go-tool.sh cosign       # sigstore/cosign v2.6.5 (scripts/images.sh sign|verify; the release)
 # The module zips are checked against the Go checksum database (sum.golang.org) by the go command, so a
 # pinned version is also a pinned, verified checksum: CI (.github/workflows) builds them the same way.
 # Built inside a throw-away module that requires the tool's module (not `go install tool@version`: the
 # proxy here answers 403 to k3d's version list, which `go install` reads for deprecation notices).
+#   bash scripts/go-tool.sh --check TOOL # exit 0 when TOOL is built already, 1 when not; prints nothing
 # Environment: MINIMESH_CACHE (default ~/.cache/minimesh).
 set -euo pipefail
 
 CACHE="${MINIMESH_CACHE:-$HOME/.cache/minimesh}"
+check=0
+if [ "${1:-}" = "--check" ]; then
+  check=1
+  shift
+fi
 tool=${1:-}
 case "$tool" in
   actionlint)
@@ -25,13 +33,27 @@ case "$tool" in
     # As k3d's release builds: the version decides the helper images' tags (k3d-tools, k3d-proxy).
     ldflags="-s -w -X github.com/k3d-io/k3d/v5/version.Version=${version}"
     ;;
+  syft)
+    version=v1.57.1
+    module=github.com/anchore/syft
+    package=github.com/anchore/syft/cmd/syft
+    # As syft's release builds (.goreleaser.yaml): `syft version` reports the version.
+    ldflags="-s -w -X main.version=${version#v}"
+    ;;
+  cosign)
+    version=v2.6.5
+    module=github.com/sigstore/cosign/v2
+    package=github.com/sigstore/cosign/v2/cmd/cosign
+    ldflags="-s -w -X sigs.k8s.io/release-utils/version.gitVersion=${version}"
+    ;;
   *)
-    echo "usage: bash scripts/go-tool.sh actionlint|k3d" >&2
+    echo "usage: bash scripts/go-tool.sh [--check] actionlint|k3d|syft|cosign" >&2
     exit 2
     ;;
 esac
 
 bin="$CACHE/bin/${tool}-${version}"
+if [ "$check" = 1 ]; then [ -x "$bin" ]; exit; fi
 if [ ! -x "$bin" ]; then
   command -v go >/dev/null 2>&1 || {
     echo "[go-tool] Go >= 1.24 is needed to build ${tool} ${version} (https://go.dev/doc/install)" >&2

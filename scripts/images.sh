@@ -18,7 +18,20 @@
 #                          registry instead (the release workflow: linux/amd64,linux/arm64).
 #   bash scripts/images.sh list [--only=GROUPS]   one line per image: <image ref> <tar path>
 #   bash scripts/images.sh refs [--only=GROUPS]   one line per image: <image ref>
+#   bash scripts/images.sh stale [--only=GROUPS]  the refs `build` would build (inputs changed, or no tar)
 #   bash scripts/images.sh stop                   stops the engine this script started, if it still runs
+#   bash scripts/images.sh sbom [--only=GROUPS] [--out=DIR] [--from=tar|registry] [--platform=P,...]
+#       An SPDX 2.3 JSON SBOM per image (syft, built by scripts/go-tool.sh), default into
+#       ~/.cache/minimesh/sbom/<image>.spdx.json; one line per image: <image ref> <SBOM path>.
+#         --from=tar       (default) the docker-archive tars `build` wrote
+#         --from=registry  the pushed image (the release); with --platform, one SBOM per platform,
+#                          <image>.<os>-<arch>.spdx.json
+#   bash scripts/images.sh sign --key=FILE [--only=GROUPS] [--out=DIR]
+#   bash scripts/images.sh verify --key=FILE [--only=GROUPS] [--out=DIR]
+#       cosign (scripts/go-tool.sh) signs, or verifies, each image's tar and its SBOM with a key pair
+#       (cosign generate-key-pair; COSIGN_PASSWORD for its password): a Sigstore bundle
+#       <file>.sigstore.json per file beside the SBOMs in DIR.
+#       Offline, no transparency log: the local check of what the release does keyless (release.yml).
 #
 # One source for names and tags: the program images are ghcr.io/minimesh/<program>:<version>, with the
 # version of the root package.json (scripts/version.mjs); the e2e fixtures are minimesh.test/<name>:e2e
@@ -65,20 +78,23 @@ have() { command -v "$1" >/dev/null 2>&1; }
 # ---- options ----
 cmd=${1:-}
 [ $# -gt 0 ] && shift
-engine=own base="" only="programs,fixtures,node,viz" save=1 platform="" push=0
+engine=own base="" only="programs,fixtures,node,viz" save=1 platform="" push=0 out="" from=tar key=""
 for arg in "$@"; do
   case "$arg" in
+    --out=?*) out=${arg#--out=} ;;
+    --from=tar | --from=registry) from=${arg#--from=} ;;
+    --key=?*) key=${arg#--key=} ;;
     --engine=own | --engine=system) engine=${arg#--engine=} ;;
     --base=local | --base=default) base=${arg#--base=} ;;
     --only=*) only=${arg#--only=} ;;
     --no-save) save=0 ;;
     --platform=?*) platform=${arg#--platform=} ;;
     --push) push=1 save=0 ;;
-    *) die "unknown option \"$arg\": expected --engine=own|system, --base=local|default, --only=programs,fixtures,node,viz, --no-save, --platform=P or --push" ;;
+    *) die "unknown option \"$arg\": expected --engine=own|system, --base=local|default, --only=programs,fixtures,node,viz, --no-save, --platform=P, --push, --out=DIR, --from=tar|registry or --key=FILE" ;;
   esac
 done
 [ -n "$base" ] || { [ "$engine" = own ] && base=local || base=default; }
-if [ -n "$platform" ] || [ "$push" = 1 ]; then
+if [ "$cmd" = build ] && { [ -n "$platform" ] || [ "$push" = 1 ]; }; then
   [ "$engine" = system ] || die "--platform and --push need --engine=system (docker buildx and a registry login)"
 fi
 for g in ${only//,/ }; do
@@ -102,6 +118,8 @@ images() {
 tar_of() { local r=${1//\//_}; echo "$IMAGES_DIR/${r//:/_}.tar"; }
 
 # ---- input keys: an image is rebuilt only when the hash of what goes into it changed ----
+PROGRAM_INPUTS=(Dockerfile .dockerignore docker/runtime-files.sh scripts/bundle.mjs package.json package-lock.json
+  tsconfig.base.json turbo.json packages e2e/package.json)
 hash_paths() { # files under the given paths (tracked or not ignored), names and contents
   {
     if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
@@ -115,8 +133,8 @@ key_of() { # <group> <name>
   local base_key="base=$base"
   [ "$base" = local ] && base_key="base=$BASE_RECIPE"
   case "$1" in
-    programs) echo "$base_key $2 $(hash_paths Dockerfile .dockerignore package.json package-lock.json tsconfig.base.json turbo.json packages e2e/package.json)" ;;
-    fixtures) echo "$base_key $2 $(hash_paths Dockerfile .dockerignore package.json package-lock.json tsconfig.base.json turbo.json packages e2e/package.json e2e/fixtures e2e/scripts/grpc-client.mjs)" ;;
+    programs) echo "$base_key $2 $(hash_paths "${PROGRAM_INPUTS[@]}")" ;;
+    fixtures) echo "$base_key $2 $(hash_paths "${PROGRAM_INPUTS[@]}" e2e/fixtures e2e/scripts/grpc-client.mjs e2e/scripts/fixture.mjs)" ;;
     node) case "$2" in
       pause) echo "pause ${K8S_VERSION} ${PAUSE_SOURCE_VERSION} $(hash_paths docker/pause.Dockerfile)" ;;
       coredns) echo "coredns ${COREDNS_VERSION} $(hash_paths docker/coredns.Dockerfile)" ;;
@@ -372,11 +390,93 @@ build() {
   done
 }
 
+# ---- SBOMs and signatures ----
+sbom_dir() { echo "${out:-$CACHE/sbom}"; }
+sbom_of() { local t; t=$(basename "$(tar_of "$1")" .tar); echo "$(sbom_dir)/$t${2:+.$2}.spdx.json"; }
+
+sbom() {
+  local syft group name ref tar file plat
+  syft=$(bash scripts/go-tool.sh syft)
+  mkdir -p "$(sbom_dir)"
+  while read -r group name ref; do
+    if [ "$from" = registry ] && [ -n "$platform" ]; then
+      for plat in ${platform//,/ }; do
+        file=$(sbom_of "$ref" "${plat//\//-}")
+        syft_scan "$syft" "registry:$ref" "$file" --platform "$plat"
+        echo "$ref $file"
+      done
+      continue
+    fi
+    file=$(sbom_of "$ref")
+    if [ "$from" = registry ]; then
+      syft_scan "$syft" "registry:$ref" "$file"
+    else
+      tar=$(tar_of "$ref")
+      [ -f "$tar" ] || die "$ref: no image tar $tar: run bash scripts/images.sh build first"
+      syft_scan "$syft" "docker-archive:$tar" "$file"
+    fi
+    echo "$ref $file"
+  done < <(images)
+}
+# The catalogers syft runs on an image, plus the npm lock files the bundles carry (scripts/bundle.mjs):
+# the npm packages inside a bundle are known by those alone.
+syft_scan() { # <syft> <source> <out file> [syft args]
+  local bin=$1 src=$2 file=$3
+  shift 3
+  SYFT_CHECK_FOR_APP_UPDATE=false "$bin" scan "$src" --quiet --select-catalogers '+javascript-lock-cataloger' \
+    -o "spdx-json=$file.tmp" "$@" || die "syft could not scan $src"
+  mv "$file.tmp" "$file"
+}
+
+# sign|verify: the image tar and its SBOM, each with a Sigstore bundle <file>.sigstore.json in the SBOM
+# directory (the format the release's signatures have). Offline: no transparency log, and verify is given
+# a trusted root with no Sigstore service in it (else cosign asks Sigstore's TUF repository for one): the
+# key alone is trusted.
+signatures() { # sign|verify
+  [ -n "$key" ] || die "$1 needs --key=FILE (make a pair with: cosign generate-key-pair)"
+  [ -f "$key" ] || die "--key=$key: no such file"
+  local cosign group name ref f sig failed=0 root
+  cosign=$(bash scripts/go-tool.sh cosign)
+  root=$(mktemp)
+  # shellcheck disable=SC2064 # the path is fixed now
+  trap "rm -f '$root'" RETURN
+  echo '{"mediaType":"application/vnd.dev.sigstore.trustedroot+json;version=0.1"}' >"$root"
+  while read -r group name ref; do
+    for f in "$(tar_of "$ref")" "$(sbom_of "$ref")"; do
+      [ -f "$f" ] || die "$ref: $f is missing: run bash scripts/images.sh build and sbom first"
+      sig="$(sbom_dir)/$(basename "$f").sigstore.json"
+      if [ "$1" = sign ]; then
+        "$cosign" sign-blob --yes --key "$key" --tlog-upload=false --new-bundle-format --bundle "$sig" "$f" >/dev/null 2>&1 \
+          || die "cosign could not sign $f with $key (is COSIGN_PASSWORD its password?)"
+        echo "$ref $sig"
+      elif "$cosign" verify-blob --key "$key" --insecure-ignore-tlog=true --new-bundle-format --trusted-root "$root" \
+        --bundle "$sig" "$f" >/dev/null 2>&1; then
+        echo "$ref $f verified"
+      else
+        echo "$ref $f NOT verified by $key (signature $sig)"
+        failed=1
+      fi
+    done
+  done < <(images)
+  [ "$failed" = 0 ] || die "some signatures did not verify"
+}
+
+stale() {
+  local group name ref
+  while read -r group name ref; do
+    up_to_date "$(tar_of "$ref")" "$(key_of "$group" "$name")" || echo "$ref"
+  done < <(images)
+}
+
 case "$cmd" in
   build) build ;;
+  stale) stale ;;
+  sbom) sbom ;;
+  sign) signatures sign ;;
+  verify) signatures verify ;;
   list) images | while read -r _ _ ref; do echo "$ref $(tar_of "$ref")"; done ;;
   refs) images | while read -r _ _ ref; do echo "$ref"; done ;;
   stop) engine=own; stop_engine ;;
-  -h | --help | help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//' ;;
-  *) echo "usage: bash scripts/images.sh build|list|refs|stop [options] (--help for the options)" >&2; exit 2 ;;
+  -h | --help | help) sed -n '2,/^[^#]/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' ;;
+  *) echo "usage: bash scripts/images.sh build|list|refs|stale|sbom|sign|verify|stop [options] (--help for the options)" >&2; exit 2 ;;
 esac

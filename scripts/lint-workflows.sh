@@ -9,4 +9,5 @@ if ! command -v shellcheck >/dev/null 2>&1; then
 fi
 actionlint=$(bash scripts/go-tool.sh actionlint)
 "$actionlint" -shellcheck="$(command -v shellcheck)" .github/workflows/*.yml
-shellcheck scripts/images.sh scripts/k3d.sh scripts/go-tool.sh scripts/lint-workflows.sh
+shellcheck -x scripts/images.sh scripts/k3d.sh scripts/go-tool.sh scripts/lint-workflows.sh scripts/stage.sh scripts/setup.sh \
+  scripts/demo.sh scripts/test.sh docker/runtime-files.sh packages/local-cluster/scripts/build-k8s.sh

@@ -3,10 +3,15 @@
 #   Debian packages (iptables with both backends, iproute2, openssl, curl, util-linux, chromium), npm packages,
 #   and the native SO_ORIGINAL_DST addon (npm 11 blocks dependency install scripts, so we build it here).
 # Safe to run repeatedly; every step checks before it acts.
+# One line per stage on stderr (scripts/stage.sh): what it does and, the first time, about how long it
+# takes on a 2-core machine; the build output goes to a log file under ~/.cache/minimesh/logs, shown
+# when a stage fails. Measured on a fresh 2-core machine: README.md (first run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-
-log() { printf '[setup] %s\n' "$*"; }
+STAGE_PREFIX=setup
+# shellcheck source=scripts/stage.sh
+source scripts/stage.sh
+setup_started=$SECONDS
 
 need_apt=()
 have() { command -v "$1" >/dev/null 2>&1; }
@@ -29,15 +34,19 @@ have containerd || need_apt+=(containerd)
 [ -x /usr/sbin/runc ] || have runc || need_apt+=(runc)
 [ -x /usr/lib/cni/bridge ] || need_apt+=(containernetworking-plugins)
 have unshare || need_apt+=(util-linux)
+apt_install() {
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "$@"
+}
 if [ "${#need_apt[@]}" -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "[setup] missing Debian packages: ${need_apt[*]} (run as root, or: sudo apt-get install ${need_apt[*]})" >&2
     exit 1
   fi
-  log "installing Debian packages: ${need_apt[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+  stage "Debian packages" "installing ${need_apt[*]} (apt-get, ~3 min)" apt_install "${need_apt[@]}"
+else
+  stage_note "Debian packages" "all there"
 fi
 
 # npm packages: `npm ci` from the lock file when node_modules is missing or older than the lock.
@@ -45,40 +54,62 @@ fi
 # package.json to versions the registry serves for all platforms), so `npm ci` works here, in the
 # image build and in users' CI alike.
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-  log "installing npm packages (npm ci)"
-  npm ci --no-audit --no-fund --loglevel=error
+  stage "npm packages" "installing (npm ci, ~3 min)" npm ci --no-audit --no-fund --loglevel=error
+else
+  stage_note "npm packages" "up to date"
 fi
 
 # The SO_ORIGINAL_DST addon (packages/proxy/native), built once per source change.
+build_addon() {
+  # Use the headers that came with this node when it has them (no download needed, works offline).
+  local gyp_args=() node_prefix
+  node_prefix="$(dirname "$(dirname "$(readlink -f "$(command -v node)")")")"
+  [ -f "$node_prefix/include/node/node_api.h" ] && gyp_args+=(--nodedir="$node_prefix")
+  (cd packages/proxy/native && node ../../../node_modules/node-gyp/bin/node-gyp.js rebuild --loglevel=warn "${gyp_args[@]}")
+}
 if [ -f packages/proxy/native/binding.gyp ]; then
   addon=packages/proxy/native/build/Release/original_dst.node
   if [ ! -f "$addon" ] || [ -n "$(find packages/proxy/native -maxdepth 1 -newer "$addon" -name '*.c*' -o -maxdepth 1 -newer "$addon" -name 'binding.gyp')" ]; then
-    log "building the SO_ORIGINAL_DST addon"
-    # Use the headers that came with this node when it has them (no download needed, works offline).
-    gyp_args=()
-    node_prefix="$(dirname "$(dirname "$(readlink -f "$(command -v node)")")")"
-    [ -f "$node_prefix/include/node/node_api.h" ] && gyp_args+=(--nodedir="$node_prefix")
-    (cd packages/proxy/native && node ../../../node_modules/node-gyp/bin/node-gyp.js rebuild --loglevel=warn "${gyp_args[@]}")
+    stage "SO_ORIGINAL_DST addon" "building (node-gyp, ~30 s)" build_addon
+  else
+    stage_note "SO_ORIGINAL_DST addon" "up to date"
   fi
 fi
 # The local cluster's Kubernetes binaries (kube-apiserver ... kubelet, kube-proxy, kubectl), built once
-# from the Go module proxy into ~/.cache/minimesh (minutes cold): here, so no test hook ever waits on it.
+# from the Go module proxy into ~/.cache/minimesh: here, so no test hook ever waits on it.
 # Left out with MINIMESH_SKIP_IMAGES=1 too (no cluster without images).
 if [ -z "${MINIMESH_SKIP_K8S_BUILD:-}${MINIMESH_SKIP_IMAGES:-}" ]; then
-  bash packages/local-cluster/scripts/build-k8s.sh | sed 's/^\[build-k8s\]/[setup]/' >&2
+  if bash packages/local-cluster/scripts/build-k8s.sh --check; then
+    stage_note "Kubernetes binaries" "cached"
+  else
+    stage "Kubernetes binaries" "building etcd, kube-apiserver ... kubelet from the Go module proxy (first time, ~18 min)" \
+      bash packages/local-cluster/scripts/build-k8s.sh
+  fi
 fi
-# The pinned Go tools (actionlint for npm run lint, k3d for its config test) and the images (docs/images.md):
-# built here, before any test, into ~/.cache/minimesh; later runs only compare input hashes (about 1 s).
-# The image build installs docker.io and mmdebstrap when missing and stops the engine it started.
+# The pinned Go tools (actionlint for npm run lint, k3d for its config test, syft and cosign for the
+# images' SBOMs and signatures) and the images (docs/images.md): built here, before any test, into
+# ~/.cache/minimesh; later runs only compare input hashes (about 1 s). The image build installs
+# docker.io and mmdebstrap when missing and stops the engine it started.
 # MINIMESH_SKIP_IMAGES=1 leaves this part out (CI's unit job).
 if have go && [ -z "${MINIMESH_SKIP_IMAGES:-}" ]; then
-  bash scripts/go-tool.sh actionlint >/dev/null
-  bash scripts/go-tool.sh k3d >/dev/null
+  missing_tools=()
+  for t in actionlint k3d syft cosign; do bash scripts/go-tool.sh --check "$t" || missing_tools+=("$t"); done
+  build_go_tools() { local t; for t in "$@"; do bash scripts/go-tool.sh "$t"; done; }
+  if [ "${#missing_tools[@]}" -gt 0 ]; then
+    stage "Go tools" "building ${missing_tools[*]} from the Go module proxy (first time, ~12 min)" build_go_tools "${missing_tools[@]}"
+  else
+    stage_note "Go tools" "cached (actionlint, k3d, syft, cosign)"
+  fi
 fi
 if [ "$(id -u)" -eq 0 ] && [ -z "${MINIMESH_SKIP_IMAGES:-}" ]; then
-  bash scripts/images.sh build
+  stale=$(bash scripts/images.sh stale | wc -l)
+  if [ "$stale" -gt 0 ]; then
+    stage "container images" "building ${stale} of $(bash scripts/images.sh refs | wc -l) (first time, ~20 min; after a change under packages/, ~4 min)" \
+      bash scripts/images.sh build
+  else
+    stage_note "container images" "up to date"
+  fi
 fi
 # The CLI: `npx minimesh` runs packages/cli/bin/minimesh.js, which runs the build (turbo: cached, ~1 s when unchanged).
-log "building the CLI (npx minimesh)"
-npx turbo run build --filter=@minimesh/cli... --output-logs=errors-only >/dev/null
-log "ready"
+stage "minimesh CLI" "building (turbo)" npx turbo run build --filter=@minimesh/cli... --output-logs=errors-only
+printf '[setup] ready in %s s\n' "$(stage_number $((SECONDS - setup_started)))" >&2

@@ -7,6 +7,7 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
 import { MINIMESH_VERSION } from '@minimesh/config';
 import { createK3dDriver } from '../drivers/k3d.js';
 import { createTestCerts } from '../src/certs.js';
@@ -78,7 +79,17 @@ describe('scripts/images.sh', () => {
     expect(r.stderr).toContain('--only: "lasers" is not a group: expected programs, fixtures, node or viz');
     const usage = await run('bash', [join(repoRoot, 'scripts', 'images.sh'), 'sideways']);
     expect(usage.code).toBe(2);
-    expect(usage.stderr).toContain('usage: bash scripts/images.sh build|list|refs|stop');
+    expect(usage.stderr).toContain('usage: bash scripts/images.sh build|list|refs|stale|sbom|sign|verify|stop');
+    const sign = await run('bash', [join(repoRoot, 'scripts', 'images.sh'), 'sign']);
+    expect(sign.code).toBe(1);
+    expect(sign.stderr).toContain('sign needs --key=FILE (make a pair with: cosign generate-key-pair)');
+  });
+
+  it('lists as stale every image whose tar is missing', async () => {
+    const out = await runOk('bash', [join(repoRoot, 'scripts', 'images.sh'), 'stale', '--only=node'], {
+      env: { ...process.env, MINIMESH_CACHE: join(tmp, 'empty-cache') },
+    });
+    expect(out.trim().split('\n')).toEqual(await refs('node'));
   });
 });
 
@@ -88,6 +99,26 @@ describe('the Dockerfile', () => {
     const targets = [...dockerfile.matchAll(/^FROM \S+ AS ([\w-]+)$/gm)].map((m) => m[1]);
     for (const ref of await refs('programs')) expect(targets).toContain(ref.split('/')[2]!.split(':')[0]);
     expect(targets).toContain('fixture');
+  });
+
+  it('makes every image FROM the one Node base, itself FROM scratch: no shell to RUN, exec-form node entry points', async () => {
+    const stages = dockerfile
+      .replace(/^#.*$/gm, '')
+      .split(/^(?=FROM )/m)
+      .filter((s) => s.startsWith('FROM '))
+      .map((s) => ({ from: s.split(/\s+/)[1]!, name: /^FROM \S+ AS ([\w-]+)/.exec(s)?.[1] ?? '', body: s }));
+    const base = stages.find((s) => s.name === 'node-base')!;
+    expect(base.from).toBe('scratch');
+    expect(base.body).not.toMatch(/^RUN /m);
+    const finals = [...(await refs('programs')).map((r) => r.split('/')[2]!.split(':')[0]!), 'fixture'];
+    for (const name of finals) {
+      const stage = stages.find((s) => s.name === name);
+      expect(stage?.from, `${name}: FROM`).toBe('node-base');
+      expect(stage!.body, `${name}: no RUN (no shell in the image)`).not.toMatch(/^RUN /m);
+      expect(stage!.body, `${name}: its entry point`).toMatch(/^ENTRYPOINT \["node", "\/app\/[\w/.-]+\.mjs"\]$/m);
+      expect(stage!.body, `${name}: runs as a non-root user`).toMatch(/^USER [1-9]\d*:[1-9]\d*$/m);
+      expect(stage!.body, `${name}: no node_modules`).not.toMatch(/node_modules/);
+    }
   });
 
   it('pulls no frontend image and keeps its base an argument', () => {
@@ -144,5 +175,23 @@ describe('the workflows and scripts/k3d.sh build and import what images.sh lists
       'run: bash scripts/images.sh build --engine=system --base=default --only=programs --platform=linux/amd64,linux/arm64 --push',
     );
     expect(release).not.toMatch(/ghcr\.io\/minimesh\/(proxy|destination|identity|injector|cli|viz)/);
+  });
+
+  it('release: an SBOM per image and platform (syft), images signed and SBOMs attested keyless (cosign)', () => {
+    const release = read('.github', 'workflows', 'release.yml');
+    const wf = parse(release) as {
+      jobs: { images: { permissions: Record<string, string>; steps: { run?: string }[] } };
+    };
+    const runs = wf.jobs.images.steps.map((s) => s.run ?? '').join('\n');
+    expect(runs).toContain(
+      'bash scripts/images.sh sbom --from=registry --only=programs --platform=linux/amd64,linux/arm64',
+    );
+    expect(runs).toMatch(/cosign=\$\(bash scripts\/go-tool\.sh cosign\)/);
+    expect(runs).toMatch(/"\$cosign" sign --yes "\$image"/);
+    expect(runs).toMatch(/"\$cosign" attest --yes --type spdxjson --predicate "\$sbom" "\$image"/);
+    expect(runs).toMatch(/"\$cosign" sign-blob --yes --new-bundle-format --bundle/);
+    // Keyless: the workflow's OIDC token, and no key anywhere.
+    expect(wf.jobs.images.permissions['id-token']).toBe('write');
+    expect(release).not.toMatch(/--key|COSIGN_PRIVATE_KEY|COSIGN_PASSWORD/);
   });
 });

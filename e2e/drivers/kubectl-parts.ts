@@ -14,7 +14,7 @@ export interface KubectlParts {
 }
 
 /**
- * @param debugImage the image of the debug container (one with a shell and iptables: proxy-init's)
+ * @param debugImage the image of the debug container (one with the iptables binaries: proxy-init's; no shell)
  * @param pullPolicy Never where images are imported, never pulled (the local cluster)
  */
 export function kubectlParts(kubectl: Kubectl, debugImage: string, pullPolicy: 'Never' | 'IfNotPresent'): KubectlParts {
@@ -63,13 +63,14 @@ export function kubectlParts(kubectl: Kubectl, debugImage: string, pullPolicy: '
   return {
     execInPod: debug,
     async natRules(namespace, pod) {
-      // Whichever backend proxy-init used (nft by default, legacy on request): both listings, one container.
-      const r = await debug(namespace, pod, [
-        'sh',
-        '-c',
-        'iptables-nft-save -t nat 2>/dev/null; iptables-legacy-save -t nat 2>/dev/null; true',
-      ]);
-      return r.code === 0 ? r.stdout : '';
+      // Whichever backend proxy-init used (nft by default, legacy on request): both listings, one debug
+      // container each (the proxy-init image has no shell to run both in one).
+      const out: string[] = [];
+      for (const bin of ['iptables-nft-save', 'iptables-legacy-save']) {
+        const r = await debug(namespace, pod, [bin, '-t', 'nat']);
+        if (r.code === 0) out.push(r.stdout);
+      }
+      return out.join('\n');
     },
     async logs(namespace, pod, container) {
       const r = await kubectl(['logs', '-n', namespace, pod, '-c', container]);

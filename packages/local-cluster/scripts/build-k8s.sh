@@ -5,6 +5,7 @@
 # Prints how long the build took.
 #   MINIMESH_K8S_VERSION (default v1.33.13)   MINIMESH_CACHE (default ~/.cache/minimesh)
 #   --force: rebuild even when the binaries exist.
+#   --check: exit 0 when every binary is there, 1 when one is missing; prints nothing.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 version="${MINIMESH_K8S_VERSION:-v1.33.13}"
@@ -14,6 +15,7 @@ binaries=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-pro
 
 missing=0
 for b in "${binaries[@]}"; do [ -x "$bin/$b" ] || missing=1; done
+if [ "${1:-}" = "--check" ]; then exit "$missing"; fi
 if [ "$missing" = 0 ] && [ "${1:-}" != "--force" ]; then
   echo "[build-k8s] using cached binaries in $bin"
   exit 0

@@ -3,7 +3,7 @@
 // CoreDNS as the cluster DNS). `up` is idempotent (it starts only what is not running);
 // ensureCluster() runs it under a file lock so parallel test files and packages can call it.
 import { execFileSync, spawn } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, copyFileSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { coreDnsObjects, objectPath } from './coredns.js';
 import {
@@ -168,11 +168,31 @@ function assertRunning(p: StatePaths, name: string): void {
   throw new ComponentError(name, log, `exited${why ? `: ${why}` : ''}`);
 }
 
-function buildBinaries(log: Log): void {
+/**
+ * Builds the Kubernetes binaries when one is missing (scripts/setup.sh normally has): one line before,
+ * one after, the go command's output in build-k8s.log (its tail in the error when the build fails).
+ */
+function buildBinaries(p: StatePaths, log: Log): void {
   const missing = K8S_BINARIES.filter((b) => !existsSync(join(binDir(), b)));
   if (missing.length === 0) return;
-  log(`Kubernetes binaries missing (${missing.join(', ')}): building them (scripts/build-k8s.sh)`);
-  execFileSync('bash', [join(packageDir, 'scripts', 'build-k8s.sh')], { stdio: ['ignore', 2, 2] });
+  mkdirSync(p.logs, { recursive: true });
+  const buildLog = join(p.logs, 'build-k8s.log');
+  log(
+    `Kubernetes binaries (${missing.join(', ')} missing): building from the Go module proxy (first time, ~18 min), output in ${buildLog}`,
+  );
+  const started = Date.now();
+  const out = openSync(buildLog, 'w');
+  try {
+    execFileSync('bash', [join(packageDir, 'scripts', 'build-k8s.sh')], { stdio: ['ignore', out, out] });
+  } catch (err) {
+    const tail = readFileSync(buildLog, 'utf8').trimEnd().split('\n').slice(-20).join('\n');
+    throw new Error(`local cluster: building the Kubernetes binaries failed; the end of ${buildLog}:\n${tail}`, {
+      cause: err,
+    });
+  } finally {
+    closeSync(out);
+  }
+  log(`Kubernetes binaries: built in ${Math.round((Date.now() - started) / 1000)} s`);
 }
 
 /** Host programs the node needs; setup.sh installs them (Debian packages). */
@@ -360,7 +380,7 @@ export async function up(log: Log = () => {}): Promise<ClusterInfo> {
     await down(log);
   }
   requireHostTools();
-  buildBinaries(log);
+  buildBinaries(p, log);
   const images = listImages();
   requireNodeImages(images);
   if (!existsSync(distFile('bridge.js')))

@@ -154,6 +154,8 @@ export async function importImages(ctr: Ctr, images: ImageTar[], log: (m: string
   if (todo.length === 0) return [];
   const record = readRecord();
   const started = Date.now();
+  const mb = Math.round(todo.reduce((n, i) => n + statSync(i.tar).size, 0) / 1e6);
+  log(`importing ${todo.length} image(s) into containerd (${mb} MB of docker-archive tars)`);
   // Two at a time: an import is mostly reading and hashing the tar, and this machine has two cores.
   // Each tar once, whatever number of refs name it: two concurrent imports of one image race in
   // containerd ("already exists").

@@ -1,3 +1,7 @@
+import { spawnSync } from 'node:child_process';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { KubeApiError, type KubeClient } from '@minimesh/kube';
 import {
@@ -65,13 +69,34 @@ function debugLog(parts: [string, number, string][]): string {
 }
 
 describe('debugScript and parseDebugOutput', () => {
-  it('runs every save binary of the family, each fenced with its exit code', () => {
-    expect(debugScript(4)).toBe(
-      'echo \'### minimesh-explain iptables-legacy-save\'; iptables-legacy-save -t nat 2>&1; echo "### minimesh-explain exit $?"; ' +
-        'echo \'### minimesh-explain iptables-nft-save\'; iptables-nft-save -t nat 2>&1; echo "### minimesh-explain exit $?"; ' +
-        'echo \'### minimesh-explain iptables-save\'; iptables-save -t nat 2>&1; echo "### minimesh-explain exit $?"',
-    );
-    expect(debugScript(6)).toContain('ip6tables-nft-save -t nat');
+  it('runs every save binary of the family with node alone (no shell in the image), each fenced with its exit code', () => {
+    // Stand-ins for the save binaries on PATH: one prints a table, one fails, the third is missing.
+    const dir = mkdtempSync(join(tmpdir(), 'mm-debug-script-'));
+    try {
+      const bin = (name: string, body: string) => {
+        writeFileSync(join(dir, name), `#!/bin/sh\n${body}\n`);
+        chmodSync(join(dir, name), 0o755);
+      };
+      bin('iptables-legacy-save', 'echo "*nat"; echo "args: $*"; echo COMMIT');
+      bin('iptables-nft-save', 'echo "iptables-nft-save: Permission denied" >&2; exit 4');
+      const r = spawnSync(process.execPath, ['-e', debugScript(4)], {
+        encoding: 'utf8',
+        env: { PATH: dir },
+      });
+      expect(r.status, r.stderr).toBe(0);
+      const out = parseDebugOutput(r.stdout);
+      expect([...out.keys()]).toEqual(['iptables-legacy-save', 'iptables-nft-save', 'iptables-save']);
+      expect(out.get('iptables-legacy-save')).toEqual({ code: 0, stdout: '*nat\nargs: -t nat\nCOMMIT\n', stderr: '' });
+      expect(out.get('iptables-nft-save')).toEqual({
+        code: 4,
+        stdout: '',
+        stderr: 'iptables-nft-save: Permission denied\n',
+      });
+      expect(out.get('iptables-save')).toMatchObject({ code: 127, stderr: expect.stringContaining('ENOENT') });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    expect(debugScript(6)).toContain('"ip6tables-legacy-save","ip6tables-nft-save","ip6tables-save"');
   });
   it('splits the log back into one result per binary', () => {
     const out = parseDebugOutput(
@@ -146,6 +171,7 @@ describe('debugContainerNatSource', () => {
     const added = JSON.parse(calls[0]!.slice(4)) as Record<string, unknown>;
     expect(added).toMatchObject({
       image: 'ghcr.io/minimesh/proxy-init:9.9.9',
+      command: ['node', '-e', debugScript(4)],
       imagePullPolicy: 'Never',
       securityContext: { capabilities: { add: ['NET_ADMIN', 'NET_RAW'] } },
     });

@@ -67,11 +67,22 @@ export function execNatSource(exec: ExecInPod, describe: string): NatSource {
   };
 }
 
-/** The shell script the debug container runs: every save binary of one family, each output fenced. */
+/**
+ * The program the debug container runs (`node -e`): every save binary of one family, each output
+ * fenced with its exit code. Node, because the images have no shell: proxy-init's image carries node
+ * (its runtime) and the save binaries, nothing else.
+ */
 export function debugScript(family: 4 | 6): string {
-  return saveBinaries(family)
-    .map((b) => `echo '${FENCE} ${b}'; ${b} -t nat 2>&1; echo "${FENCE} exit $?"`)
-    .join('; ');
+  const bins = JSON.stringify(saveBinaries(family));
+  const fence = JSON.stringify(FENCE);
+  return `const { spawnSync } = require('node:child_process');
+for (const bin of ${bins}) {
+  const r = spawnSync(bin, ['-t', 'nat'], { encoding: 'utf8' });
+  let text = r.error ? bin + ': ' + r.error.message : (r.stdout ?? '') + (r.stderr ?? '');
+  if (text && !text.endsWith('\\n')) text += '\\n';
+  const code = r.error ? 127 : (r.status ?? 1);
+  process.stdout.write(${fence} + ' ' + bin + '\\n' + text + ${fence} + ' exit ' + code + '\\n');
+}`;
 }
 const FENCE = '### minimesh-explain';
 
@@ -131,7 +142,7 @@ export interface DebugPod {
 }
 
 export interface DebugContainerOptions {
-  /** Image with a shell and the iptables save binaries; default: the pod's proxy-init image, else this one. */
+  /** Image with node and the iptables save binaries; default: the pod's proxy-init image, else this one. */
   fallbackImage: string;
   timeoutMs?: number;
   pollMs?: number;
@@ -169,7 +180,7 @@ export function debugContainerNatSource(api: DebugContainerApi, opts: DebugConta
         name,
         image,
         imagePullPolicy: init?.imagePullPolicy ?? 'IfNotPresent',
-        command: ['sh', '-c', debugScript(family)],
+        command: ['node', '-e', debugScript(family)],
         securityContext: { capabilities: { add: ['NET_ADMIN', 'NET_RAW'] } },
         terminationMessagePolicy: 'File',
       };
