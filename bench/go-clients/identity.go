@@ -4,6 +4,11 @@
 //	{"cmd":"first","port":P,"since":T,"callers":[...]} → {"ms":M} once one Certify succeeded, M ms after T
 //	                                                     (ms since the epoch, the bench's clock)
 //	{"cmd":"run","port":P,"callers":[...],"seconds":S}   → {"count":N,"errors":E,"latencies":[ms...]}
+//	{"cmd":"storm","port":P,"callers":[...]}             → {"ms":M,"errors":E,"failed":F,"latencies":[ms...]}:
+//	                                                       every caller (one per pod, its own connection)
+//	                                                       certifies at once, as proxies do when every pod
+//	                                                       restarts; a failed Certify is retried after 100 ms,
+//	                                                       as long as 120 s; M: until the last succeeded
 //	{"cmd":"exit"}
 package main
 
@@ -164,6 +169,55 @@ func run(c certifyCommand) {
 	send(map[string]any{"count": count, "errors": errors, "latencies": latencies})
 }
 
+// storm certifies every caller once, all at once, retrying failures; see the command list above.
+func storm(c certifyCommand) {
+	clients, err := connect(c.Port, c.Callers)
+	if err != nil {
+		send(map[string]any{"ms": nil, "errors": 1, "failed": len(c.Callers), "latencies": []float64{}, "error": err.Error()})
+		return
+	}
+	defer closeAll(clients)
+	var (
+		mu        sync.Mutex
+		latencies = make([]float64, 0, len(clients))
+		errors    int
+		failed    int
+		wg        sync.WaitGroup
+		start     = make(chan struct{})
+	)
+	t0 := time.Now()
+	deadline := t0.Add(120 * time.Second)
+	for _, cl := range clients {
+		wg.Add(1)
+		go func(cl *client) {
+			defer wg.Done()
+			<-start
+			for {
+				t := time.Now()
+				err := cl.certify()
+				mu.Lock()
+				if err == nil {
+					latencies = append(latencies, float64(time.Since(t).Nanoseconds())/1e6)
+					mu.Unlock()
+					return
+				}
+				errors++
+				if time.Now().After(deadline) {
+					failed++
+					mu.Unlock()
+					return
+				}
+				mu.Unlock()
+				time.Sleep(100 * time.Millisecond)
+			}
+		}(cl)
+	}
+	t0 = time.Now()
+	close(start)
+	wg.Wait()
+	send(map[string]any{"ms": float64(time.Since(t0).Nanoseconds()) / 1e6, "errors": errors, "failed": failed, "latencies": latencies})
+}
+
 func identityCertify() {
 	serve(map[string]bool{"ready": true}, func(c certifyCommand) {
 		switch c.Cmd {
@@ -171,6 +225,8 @@ func identityCertify() {
 			first(c)
 		case "run":
 			run(c)
+		case "storm":
+			storm(c)
 		}
 	})
 }
