@@ -5,8 +5,9 @@
 //     one destination Get and one outbound policy Watch per Service (the Services they talk to);
 //   - every pod's proxy opens one inbound policy WatchPort per pod port (pods share a connection per
 //     podsPerConn pods: one connection per pod would be 10,000 connections from one process);
-//   - a stream that fails is opened again after a short backoff (against the next address given),
-//     starting from an empty view, as linkerd2-proxy does.
+//   - with several addresses (replicas), client proxies start on different ones; a stream that fails is
+//     opened again after a short backoff against the next address, from an empty view, as linkerd2-proxy
+//     does (behind a Service, a new stream lands on a live replica).
 //
 // Commands (JSON lines; see main.go):
 //
@@ -264,7 +265,7 @@ func (s *scaleState) open(c scaleCommand) {
 			go s.keep(ctx, stats["get"], false, func() func(int) error {
 				counted := false
 				return func(attempt int) error {
-					client := destination.NewDestinationClient(dst[attempt%len(dst)])
+					client := destination.NewDestinationClient(dst[(ci+attempt)%len(dst)])
 					stream, err := client.Get(ctx, &destination.GetDestination{Scheme: "k8s", Path: g.authority, ContextToken: token})
 					if err != nil {
 						return err
@@ -319,7 +320,7 @@ func (s *scaleState) open(c scaleCommand) {
 			go s.keep(ctx, stats["outbound"], false, func() func(int) error {
 				counted := false
 				return func(attempt int) error {
-					client := outbound.NewOutboundPoliciesClient(pol[attempt%len(pol)])
+					client := outbound.NewOutboundPoliciesClient(pol[(ci+attempt)%len(pol)])
 					stream, err := client.Watch(ctx, target)
 					if err != nil {
 						return err
@@ -356,7 +357,7 @@ func (s *scaleState) open(c scaleCommand) {
 		go s.keep(ctx, stats["inbound"], true, func() func(int) error {
 			counted := false
 			return func(attempt int) error {
-				client := inbound.NewInboundServerPoliciesClient(conns[attempt%len(conns)])
+				client := inbound.NewInboundServerPoliciesClient(conns[(i+attempt)%len(conns)])
 				stream, err := client.WatchPort(ctx, spec)
 				if err != nil {
 					return err

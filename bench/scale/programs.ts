@@ -151,7 +151,9 @@ export const minimesh: Subject = {
         return await launch(
           c,
           node,
-          (g, a) => [bundle('destination'), ...common(g, a)],
+          // every simulated proxy connects from 127.0.0.1; in a cluster each has its own pod IP, so the
+          // per-client stream limit (1,000 by default) would be hit by the bench, not by a proxy
+          (g, a) => [bundle('destination'), ...common(g, a), '--max-streams-per-client', '1000000'],
           { POD_NAME: ctx.podName },
           '/ready',
           'minimesh-destination',

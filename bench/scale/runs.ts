@@ -16,6 +16,8 @@ export interface ScaleRun {
   settings: Record<string, number>;
   /** Pod count → how long the workload took to be Ready, and the results. */
   sizes: Record<string, { workloadReadyS: number; subjects: Record<string, SizeResult> }>;
+  /** Leader kill and API server restart at `size` pods (reliability.ts). */
+  reliability?: { size: number; leaderKill?: Record<string, unknown>; apiServerRestart?: Record<string, unknown> };
 }
 
 export function loadRuns(file: string): ScaleRun[] {

@@ -55,6 +55,7 @@ import {
 } from './programs.js';
 import { loadRuns, saveRuns, type ScaleRun, type SizeResult } from './runs.js';
 import { addSlice, apiEndpoints, compareViews, type Views } from './views.js';
+import { apiServerRestart, leaderKill, type ReliabilityContext } from './reliability.js';
 
 const here = fileURLToPath(new URL('.', import.meta.url));
 const repo = join(here, '..', '..');
@@ -641,6 +642,42 @@ async function main(): Promise<void> {
         console.log(`size ${size} injector: ${JSON.stringify(result.injector.figures)}`);
       }
       saveRuns(file, runs);
+      if (process.env.BENCH_SCALE_RELIABILITY !== '0' && size === Math.max(...SIZES)) {
+        const services = (await listServices(admin)).map((s) => ({ authority: s.authority, ip: s.ip, port: s.port }));
+        const pods = (await listPods(admin)).map((p) => ({ ns: p.ns, name: p.name, port: 8080 }));
+        const rctx: ReliabilityContext = {
+          admin,
+          layout,
+          start: {
+            kubeconfig: cluster.kubeconfigPath,
+            controllerNamespace: CP_NS,
+            issuerCrt: pki.issuerCrt,
+            issuerKey: pki.issuerKey,
+            trustAnchors: pki.caCrt,
+            dir,
+            podName: 'scale',
+          },
+          services,
+          pods,
+          clients: () => {
+            const d = startDriven({ go: 'scale-streams', script: '', label: 'reliability clients', requireGo: true });
+            children.push(d.child);
+            return d;
+          },
+          clientCount: CLIENTS,
+          churnPodsPerS: CHURN,
+          churnSeconds: CHURN_SECONDS,
+          waitSettled: () => waitSettled(admin, layout),
+          track: (s) => children.push(s.child),
+        };
+        run.reliability = { size };
+        run.reliability.leaderKill = await leaderKill(rctx);
+        console.log(`leader kill at ${size} pods: ${JSON.stringify(run.reliability.leaderKill)}`);
+        saveRuns(file, runs);
+        run.reliability.apiServerRestart = await apiServerRestart(rctx);
+        console.log(`API server restart at ${size} pods: ${JSON.stringify(run.reliability.apiServerRestart)}`);
+        saveRuns(file, runs);
+      }
     }
     console.log(`\nrun ${id} saved to ${file}; draw it: npx tsx bench/scale/report.ts ${id}`);
   } finally {
