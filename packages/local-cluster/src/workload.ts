@@ -197,7 +197,13 @@ async function create(admin: KubeClient, o: KubeObject): Promise<void> {
   try {
     await admin.request('POST', collectionPath(o), o);
   } catch (err) {
-    if (!(err instanceof KubeApiError && err.status === 409)) throw err;
+    if (err instanceof KubeApiError && err.status === 409) return;
+    if (err instanceof KubeApiError && err.status === 404 && String(o.apiVersion).startsWith('policy.'))
+      throw new Error(
+        `workload: the ${o.kind} CRD of ${String(o.apiVersion).split('/')[0]} is not installed: install the mesh's CRDs first (the chart, or npm run bench -- scale does), or make no policy (--no-policy)`,
+        { cause: err },
+      );
+    throw err;
   }
 }
 
