@@ -4,7 +4,8 @@
 //	{"cmd":"first","port":P,"since":T,"callers":[...]} → {"ms":M} once one Certify succeeded, M ms after T
 //	                                                     (ms since the epoch, the bench's clock)
 //	{"cmd":"run","port":P,"callers":[...],"seconds":S}   → {"count":N,"errors":E,"latencies":[ms...]}
-//	{"cmd":"storm","port":P,"callers":[...]}             → {"ms":M,"errors":E,"failed":F,"latencies":[ms...]}:
+//	{"cmd":"storm","port":P,"callers":[...]}             → {"ms":M,"errors":E,"failed":F,"latencies":[ms...],
+//	                                                        "reasons":{"<gRPC code>: <message>":count}}:
 //	                                                       every caller (one per pod, its own connection)
 //	                                                       certifies at once, as proxies do when every pod
 //	                                                       restarts; a failed Certify is retried after 100 ms,
@@ -21,6 +22,7 @@ import (
 	"crypto/x509/pkix"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"time"
 
@@ -28,6 +30,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 )
 
 type caller struct {
@@ -182,6 +185,7 @@ func storm(c certifyCommand) {
 		latencies = make([]float64, 0, len(clients))
 		errors    int
 		failed    int
+		reasons   = map[string]int{}
 		wg        sync.WaitGroup
 		start     = make(chan struct{})
 	)
@@ -202,6 +206,9 @@ func storm(c certifyCommand) {
 					return
 				}
 				errors++
+				if len(reasons) < 20 || reasons[reason(err)] > 0 {
+					reasons[reason(err)]++
+				}
 				if time.Now().After(deadline) {
 					failed++
 					mu.Unlock()
@@ -215,7 +222,23 @@ func storm(c certifyCommand) {
 	t0 = time.Now()
 	close(start)
 	wg.Wait()
-	send(map[string]any{"ms": float64(time.Since(t0).Nanoseconds()) / 1e6, "errors": errors, "failed": failed, "latencies": latencies})
+	send(map[string]any{"ms": float64(time.Since(t0).Nanoseconds()) / 1e6, "errors": errors, "failed": failed, "latencies": latencies, "reasons": reasons})
+}
+
+// reason is an error's gRPC code and message, with what varies between calls (numbers) left out, so
+// that errors of one kind count together.
+func reason(err error) string {
+	st, _ := status.FromError(err)
+	msg := st.Message()
+	if len(msg) > 160 {
+		msg = msg[:160]
+	}
+	return st.Code().String() + ": " + strings.Map(func(r rune) rune {
+		if r >= '0' && r <= '9' {
+			return '#'
+		}
+		return r
+	}, msg)
 }
 
 func identityCertify() {

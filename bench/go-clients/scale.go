@@ -11,7 +11,7 @@
 //
 // Commands (JSON lines; see main.go):
 //
-//	{"cmd":"open","destination":["127.0.0.1:P",...],"policy":["127.0.0.1:Q"],"clients":C,"podsPerConn":N,
+//	{"cmd":"open","destination":["127.0.0.1:P",...],"policy":["127.0.0.1:Q"],"clients":C,"podsPerConn":N,"node":"kwok-0",
 //	 "services":[{"authority":"web-0.ns.svc.cluster.local:80","ip":"10.247.0.7","port":80}],
 //	 "pods":[{"ns":"ns","name":"pod","port":8080}]}
 //	                 → {"ready":{...counts},"ms":M} once every stream has its first message
@@ -67,6 +67,7 @@ type scaleCommand struct {
 	Pods        []scalePod     `json:"pods"`
 	PodKeys     []string       `json:"podKeys"`
 	Protocol    string         `json:"protocol"`
+	Node        string         `json:"node"`
 }
 
 func (c scaleCommand) name() string { return c.Cmd }
@@ -257,7 +258,8 @@ func (s *scaleState) open(c scaleCommand) {
 				return
 			}
 		}
-		token := fmt.Sprintf(`{"ns":"bench-clients","nodeName":"bench","pod":"client-%d"}`, ci)
+		// the node a client proxy runs on: Linkerd's destination looks it up (its zone) for every Get
+		token := fmt.Sprintf(`{"ns":"bench-clients","nodeName":%q,"pod":"client-%d"}`, c.Node, ci)
 		workload := fmt.Sprintf(`{"ns":"bench-clients","pod":"client-%d"}`, ci)
 		for _, svc := range c.Services {
 			g := &getStream{authority: svc.Authority, view: map[string]bool{}, seen: map[string]bool{}}

@@ -78,6 +78,7 @@ export async function leaderKill(ctx: ReliabilityContext): Promise<Record<string
     destination: [`127.0.0.1:${a.grpcPort}`, `127.0.0.1:${b.grpcPort}`],
     policy: [],
     clients: ctx.clientCount,
+    node: 'kwok-0',
     services: ctx.services,
     pods: [],
   });
@@ -156,6 +157,7 @@ export async function apiServerRestart(ctx: ReliabilityContext): Promise<Record<
     destination: [`127.0.0.1:${dst.grpcPort}`],
     policy: [`127.0.0.1:${pol.grpcPort}`],
     clients: ctx.clientCount,
+    node: 'kwok-0',
     services: ctx.services,
     pods: ctx.pods,
   });

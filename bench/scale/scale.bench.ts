@@ -245,6 +245,7 @@ async function measureSubject(subject: Subject, ctx: Ctx): Promise<SizeResult> {
       policy: pol ? [`127.0.0.1:${pol.grpcPort}`] : [],
       clients: CLIENTS,
       podsPerConn: 50,
+      node: 'kwok-0',
       services: services.map((s) => ({ authority: s.authority, ip: s.ip, port: s.port })),
       pods: pol ? pods.map((p) => ({ ns: p.ns, name: p.name, port: 8080 })) : [],
     });
@@ -378,7 +379,13 @@ async function measureSubject(subject: Subject, ctx: Ctx): Promise<SizeResult> {
       const i0 = procStat(id.pid).cpu;
       const s0 = apiCpu();
       const peak = rssPeak(id.pid, 100);
-      const storm = await ask<{ ms: number; errors: number; failed: number; latencies: number[] }>(gen, {
+      const storm = await ask<{
+        ms: number;
+        errors: number;
+        failed: number;
+        latencies: number[];
+        reasons: Record<string, number>;
+      }>(gen, {
         cmd: 'storm',
         port: id.grpcPort,
         callers,
@@ -393,6 +400,7 @@ async function measureSubject(subject: Subject, ctx: Ctx): Promise<SizeResult> {
       f['identity.stormP50Ms'] = round(percentile(lat, 50));
       f['identity.stormP99Ms'] = round(percentile(lat, 99));
       raw.stormCallers = callers.length;
+      raw.stormErrorReasons = storm.reasons;
       gen.send({ cmd: 'exit' });
     }
   } finally {

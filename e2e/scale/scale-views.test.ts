@@ -110,6 +110,7 @@ describe(`${PODS} simulated pods: destination's Get streams against the API serv
       destination: [`127.0.0.1:${destination!.grpcPort}`],
       policy: [],
       clients: CLIENTS,
+      node: 'kwok-0',
       services,
       pods: [],
     });
