@@ -46,8 +46,11 @@ export const FIGURES: FigureSpec[] = [
   { key: 'api.cpuStormS', title: 'API server CPU for the storm (TokenReviews)', unit: 's' },
   { key: 'streams.openMs', title: 'every stream has its first answer', unit: 'ms' },
   { key: 'views.divergingStreams', title: 'Get streams whose final view differs from the API', unit: '', goal: 0 },
+  { key: 'injector.baselineCreateP50Ms', title: 'pod creation without a webhook (baseline), p50', unit: 'ms' },
+  { key: 'injector.baselineCreateP99Ms', title: 'pod creation without a webhook (baseline), p99', unit: 'ms' },
   { key: 'injector.createP50Ms', title: 'pod creation through the injector, p50', unit: 'ms' },
   { key: 'injector.createP99Ms', title: 'pod creation through the injector, p99', unit: 'ms' },
+  { key: 'injector.errors', title: 'pod creations that failed through the injector', unit: '' },
 ];
 
 function value(run: ScaleRun, size: string, key: string): { minimesh?: number; linkerd?: number } {

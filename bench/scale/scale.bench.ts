@@ -21,6 +21,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { createKubeClient, loadKubeConfig } from '@minimesh/kube';
 import {
   adminClient,
   applyWorkload,
@@ -532,31 +533,52 @@ async function measureInjector(ctx: Ctx): Promise<SizeResult> {
       if (i > 100) throw new Error('the webhook was never called');
       await sleep(200);
     }
+    // pods at a constant rate (open loop) over one kept-alive HTTP/2 connection, as a controller
+    // creates them (a TLS handshake per pod would measure the client)
+    const kube = createKubeClient(await loadKubeConfig({ path: ctx.kubeconfig }), {
+      userAgent: 'bench-scale-pods',
+      rateLimit: { qps: INJECT_RATE * 4, burst: INJECT_RATE * 4 },
+    });
+    const createPods = async (namespace: string, tag: string) => {
+      const total = INJECT_RATE * INJECT_SECONDS;
+      const lat: number[] = [];
+      let injected = 0;
+      let errors = 0;
+      const started = now();
+      const inflight: Promise<void>[] = [];
+      for (let i = 0; i < total; i++) {
+        const wait = started + (i * 1000) / INJECT_RATE - now();
+        if (wait > 0) await sleep(wait);
+        const t = now();
+        const body = { ...pod(`${tag}-${i}`), metadata: { ...pod(`${tag}-${i}`).metadata, namespace } };
+        inflight.push(
+          kube.request<KubeObject>('POST', `/api/v1/namespaces/${namespace}/pods`, body).then(
+            (r) => {
+              if (r.status !== 201) return void errors++;
+              lat.push(now() - t);
+              if (r.body.spec?.initContainers?.length) injected++;
+            },
+            () => void errors++,
+          ),
+        );
+      }
+      await Promise.all(inflight);
+      lat.sort((a, b) => a - b);
+      return { lat, injected, errors };
+    };
+    // the baseline: the same pods into a namespace the webhook does not select
+    phase(`injector: baseline, ${INJECT_RATE} pod creations/s for ${INJECT_SECONDS} s without the webhook`);
+    await createNamespace(`${ns}-base`);
+    const base = await createPods(`${ns}-base`, 'b');
+    f['injector.baselineCreateP50Ms'] = round(percentile(base.lat, 50));
+    f['injector.baselineCreateP99Ms'] = round(percentile(base.lat, 99));
+    await admin.request('DELETE', `/api/v1/namespaces/${ns}-base`).catch(() => undefined);
+    await sleep(5000);
     phase(`injector: ${INJECT_RATE} pod creations/s for ${INJECT_SECONDS} s`);
     const metrics0 = await fetch(`http://127.0.0.1:${adminPort}/metrics`).then((r) => r.text());
-    const total = INJECT_RATE * INJECT_SECONDS;
-    const lat: number[] = [];
-    let injected = 0;
-    let errors = 0;
-    const started = now();
-    const inflight: Promise<void>[] = [];
-    for (let i = 0; i < total; i++) {
-      const wait = started + (i * 1000) / INJECT_RATE - now();
-      if (wait > 0) await sleep(wait);
-      const t = now();
-      inflight.push(
-        admin.request<KubeObject>('POST', `/api/v1/namespaces/${ns}/pods`, pod(`p-${i}`)).then(
-          (p) => {
-            lat.push(now() - t);
-            if (p.spec.initContainers?.length) injected++;
-          },
-          () => void errors++,
-        ),
-      );
-    }
-    await Promise.all(inflight);
+    const { lat, injected, errors } = await createPods(ns, 'p');
+    await kube.close();
     const metrics1 = await fetch(`http://127.0.0.1:${adminPort}/metrics`).then((r) => r.text());
-    lat.sort((a, b) => a - b);
     f['injector.createP50Ms'] = round(percentile(lat, 50));
     f['injector.createP99Ms'] = round(percentile(lat, 99));
     f['injector.injected'] = injected;
