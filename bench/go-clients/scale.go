@@ -14,7 +14,7 @@
 //	{"cmd":"open","destination":["127.0.0.1:P",...],"policy":["127.0.0.1:Q"],"clients":C,"podsPerConn":N,"node":"kwok-0",
 //	 "services":[{"authority":"web-0.ns.svc.cluster.local:80","ip":"10.247.0.7","port":80}],
 //	 "pods":[{"ns":"ns","name":"pod","port":8080}]}
-//	                 → {"ready":{...counts},"ms":M} once every stream has its first message
+//	                 → {"ready":{...counts},"ms":M,"msByKind":{"get":M,...}} once every stream has its first message
 //	{"cmd":"record"} → {"recording":true}: from now on, remember when each Get stream first sees each address
 //	{"cmd":"adds"}   → {"adds":[{"authority":A,"ip":"10.64.0.7","times":[ms...]}]} (ms since the epoch), and clears
 //	{"cmd":"expectInbound","podKeys":["ns/pod",...],"protocol":"http2"}
@@ -107,6 +107,8 @@ type scaleState struct {
 	stats     map[string]*streamStats
 	total     int
 	ready     int
+	expected  map[string]int
+	readyMs   map[string]float64
 	openedAt  time.Time
 	readySent bool
 	gets      []*getStream
@@ -159,13 +161,16 @@ func (s *scaleState) first(kind string, counted *bool) {
 	*counted = true
 	s.stats[kind].Ready++
 	s.ready++
+	if s.stats[kind].Ready == s.expected[kind] {
+		s.readyMs[kind] = float64(time.Since(s.openedAt).Nanoseconds()) / 1e6
+	}
 	if s.ready == s.total && !s.readySent {
 		s.readySent = true
 		counts := map[string]int{}
 		for k, st := range s.stats {
 			counts[k] = st.Ready
 		}
-		send(map[string]any{"ready": counts, "ms": float64(time.Since(s.openedAt).Nanoseconds()) / 1e6})
+		send(map[string]any{"ready": counts, "ms": float64(time.Since(s.openedAt).Nanoseconds()) / 1e6, "msByKind": s.readyMs})
 	}
 }
 
@@ -228,10 +233,16 @@ func (s *scaleState) open(c scaleCommand) {
 		perConn = 50
 	}
 	hasPolicy := len(c.Policy) > 0
-	s.total = clients * len(c.Services)
+	s.expected = map[string]int{"get": clients * len(c.Services)}
 	if hasPolicy {
-		s.total += clients*len(c.Services) + len(c.Pods)
+		s.expected["outbound"] = clients * len(c.Services)
+		s.expected["inbound"] = len(c.Pods)
 	}
+	s.total = 0
+	for _, n := range s.expected {
+		s.total += n
+	}
+	s.readyMs = map[string]float64{}
 	// one connection per address per client (reopened streams go to the next address)
 	connsTo := func(addrs []string) ([]*grpc.ClientConn, error) {
 		out := make([]*grpc.ClientConn, len(addrs))

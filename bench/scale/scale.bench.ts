@@ -240,17 +240,21 @@ async function measureSubject(subject: Subject, ctx: Ctx): Promise<SizeResult> {
     phase(
       `${subject.name}: opening streams (${CLIENTS} clients x ${services.length} Services, ${pods.length} inbound)`,
     );
-    const opened = await ask<{ ready: Record<string, number>; ms: number }>(clients, {
-      cmd: 'open',
-      destination: dst ? [`127.0.0.1:${dst.grpcPort}`] : [],
-      policy: pol ? [`127.0.0.1:${pol.grpcPort}`] : [],
-      clients: CLIENTS,
-      podsPerConn: 50,
-      node: 'kwok-0',
-      services: services.map((s) => ({ authority: s.authority, ip: s.ip, port: s.port })),
-      pods: pol ? pods.map((p) => ({ ns: p.ns, name: p.name, port: 8080 })) : [],
-    });
+    const opened = await ask<{ ready: Record<string, number>; ms: number; msByKind?: Record<string, number> }>(
+      clients,
+      {
+        cmd: 'open',
+        destination: dst ? [`127.0.0.1:${dst.grpcPort}`] : [],
+        policy: pol ? [`127.0.0.1:${pol.grpcPort}`] : [],
+        clients: CLIENTS,
+        podsPerConn: 50,
+        node: 'kwok-0',
+        services: services.map((s) => ({ authority: s.authority, ip: s.ip, port: s.port })),
+        pods: pol ? pods.map((p) => ({ ns: p.ns, name: p.name, port: 8080 })) : [],
+      },
+    );
     f['streams.openMs'] = round(opened.ms, 0);
+    for (const [kind, ms] of Object.entries(opened.msByKind ?? {})) f[`streams.${kind}OpenMs`] = round(ms, 0);
     f['streams.get'] = opened.ready.get ?? 0;
     f['streams.outbound'] = opened.ready.outbound ?? 0;
     f['streams.inbound'] = opened.ready.inbound ?? 0;
