@@ -28,14 +28,15 @@ const PALETTE = ['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e', '#9467bd', '#8c564b
 const esc = (s: string): string =>
   s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
 
-/** Round tick values covering [lo, hi], about `count` of them (1, 2 or 5 times a power of ten apart). */
+/** Round tick values from at or below lo to at or above hi, about `count` of them (1, 2 or 5 times a power of ten apart). */
 export function niceTicks(lo: number, hi: number, count = 5): number[] {
   if (!(hi > lo)) hi = lo + 1;
   const raw = (hi - lo) / count;
   const mag = 10 ** Math.floor(Math.log10(raw));
   const step = [1, 2, 5, 10].map((m) => m * mag).find((s) => s >= raw) ?? 10 * mag;
   const ticks: number[] = [];
-  for (let v = Math.floor(lo / step) * step; v <= hi + step * 1e-9; v += step) ticks.push(Number(v.toPrecision(12)));
+  const last = Math.ceil(hi / step - 1e-9) * step;
+  for (let v = Math.floor(lo / step) * step; v <= last + step * 1e-9; v += step) ticks.push(Number(v.toPrecision(12)));
   return ticks;
 }
 
