@@ -5,6 +5,7 @@
 //   BENCH_LINKERD_POLICY      Linkerd's policy controller (linkerd2's policy-controller, Rust)
 // Built outside this repository from Linkerd's public source, never kept here (bench/scale/README.md).
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
@@ -127,7 +128,12 @@ async function launch(
 
 export const minimesh: Subject = {
   name: 'minimesh',
-  describe: (c) => bundle(c).replace(`${repo}/`, ''),
+  // with a hash of the file: a run names exactly the code it measured, whatever HEAD says
+  describe: (c) =>
+    `${bundle(c).replace(`${repo}/`, '')} (sha256 ${createHash('sha256')
+      .update(readFileSync(bundle(c)))
+      .digest('hex')
+      .slice(0, 12)})`,
   has: () => true,
   tokenAudience: 'identity.minimesh.io',
   async start(c, ctx) {
