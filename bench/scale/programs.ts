@@ -6,11 +6,13 @@
 // Built outside this repository from Linkerd's public source, never kept here (bench/scale/README.md).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { freePort, procStat } from '../lib/proc.js';
 import { stopProcess } from '../lib/report.js';
+
+export { apiServerPid, freePort, procStat } from '../lib/proc.js';
 
 export type Component = 'destination' | 'policy' | 'identity';
 export type SubjectName = 'minimesh' | 'linkerd';
@@ -44,15 +46,6 @@ export interface StartContext {
   dir: string;
   /** A name for leader-election holders. */
   podName: string;
-}
-
-export async function freePort(): Promise<number> {
-  return await new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 /** The shipped bundle (npm run bench makes it), else the build's dist/main.js (the e2e spec after a build). */
@@ -278,33 +271,6 @@ export function linkerd(controller: string | undefined, policy: string | undefin
       }
     },
   };
-}
-
-/** The kube-apiserver process (it runs in the node's network namespace, visible in /proc). */
-export function apiServerPid(): number | undefined {
-  for (const d of readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      if (readFileSync(`/proc/${d}/cmdline`, 'utf8').split('\0')[0]?.endsWith('kube-apiserver')) return Number(d);
-    } catch {
-      // gone
-    }
-  }
-  return undefined;
-}
-
-/** CPU seconds (user + system) and RSS of a process. */
-export function procStat(pid: number): { cpu: number; rssMb: number } {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-    return {
-      cpu: (Number(stat[11]) + Number(stat[12])) / 100,
-      rssMb: Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? NaN) / 1024,
-    };
-  } catch {
-    return { cpu: NaN, rssMb: NaN };
-  }
 }
 
 /** Samples a process's RSS every intervalMs; stop() returns the peak. */

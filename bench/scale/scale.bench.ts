@@ -42,6 +42,7 @@ import { policyCrds } from '@minimesh/policy';
 import { startDriven, type Driven } from '../lib/driven.js';
 import { percentile, phase, round, watchdog } from '../lib/report.js';
 import { makeSeedPki } from '../../packages/identity/test/helpers/openssl-pki.js';
+import { makeCert } from '../../packages/injector/test/tls.js';
 import {
   apiServerPid,
   freePort,
@@ -425,31 +426,8 @@ async function measureInjector(ctx: Ctx): Promise<SizeResult> {
   const hook = `${ns}.minimesh.io`;
   const f: Record<string, number> = {};
   const dir = join(ctx.dir, 'injector');
-  const tls = join(dir, 'tls');
-  mkdirSync(tls, { recursive: true });
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:prime256v1',
-      '-nodes',
-      '-keyout',
-      join(tls, 'tls.key'),
-      '-out',
-      join(tls, 'tls.crt'),
-      '-days',
-      '1',
-      '-subj',
-      '/CN=injector',
-      '-addext',
-      'subjectAltName=IP:127.0.0.1',
-    ],
-    { stdio: 'ignore' },
-  );
+  mkdirSync(dir, { recursive: true });
+  const cert = makeCert(dir, 'injector');
   const config = join(dir, 'config.json');
   writeFileSync(config, JSON.stringify({ identityTrustAnchorsPEM: readFileSync(ctx.pki.caCrt, 'utf8') }));
   const [port, adminPort] = [await freePort(), await freePort()];
@@ -463,9 +441,9 @@ async function measureInjector(ctx: Ctx): Promise<SizeResult> {
       '--admin-addr',
       `127.0.0.1:${adminPort}`,
       '--tls-cert',
-      join(tls, 'tls.crt'),
+      cert.certFile,
       '--tls-key',
-      join(tls, 'tls.key'),
+      cert.keyFile,
       '--config',
       config,
       '--kubeconfig',
@@ -504,7 +482,7 @@ async function measureInjector(ctx: Ctx): Promise<SizeResult> {
           name: hook,
           clientConfig: {
             url: `https://127.0.0.1:${port}/`,
-            caBundle: readFileSync(join(tls, 'tls.crt')).toString('base64'),
+            caBundle: Buffer.from(cert.cert).toString('base64'),
           },
           rules: [
             { operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['pods'], scope: 'Namespaced' },
