@@ -16,7 +16,7 @@
 // Raw numbers go to bench/scale/runs.json (one run, all sizes; BENCH_SCALE_RUN=<id> adds sizes to an
 // earlier run, so a long run can be split in sessions); bench/scale/report.ts draws the plots and the
 // table of docs/scale.md from it.
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -40,7 +40,7 @@ import {
 } from '@minimesh/local-cluster';
 import { policyCrds } from '@minimesh/policy';
 import { startDriven, type Driven } from '../lib/driven.js';
-import { percentile, phase, round, watchdog } from '../lib/report.js';
+import { newRun, percentile, phase, round, watchdog } from '../lib/report.js';
 import { makeSeedPki } from '../../packages/identity/test/helpers/openssl-pki.js';
 import { makeCert } from '../../packages/injector/test/tls.js';
 import {
@@ -699,17 +699,12 @@ async function main(): Promise<void> {
 }
 
 function newScaleRun(id: string): ScaleRun {
-  let commit = 'unknown';
-  try {
-    commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
-  } catch {
-    // not a git checkout
-  }
+  const { date, commit, node } = newRun('scale', 'the control plane at scale');
   return {
     id,
-    date: new Date().toISOString(),
+    date,
     commit,
-    node: process.version,
+    node,
     settings: { clients: CLIENTS, churnPodsPerS: CHURN, churnSeconds: CHURN_SECONDS, injectRate: INJECT_RATE },
     sizes: {},
   };
