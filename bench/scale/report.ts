@@ -1,7 +1,7 @@
 // Draws one scale run (bench/scale/runs.json): a plot of each figure against cluster size
 // (docs/scale/<figure>.svg) and the table, written into docs/scale.md between its result markers.
 //   npx tsx bench/scale/report.ts [run id]      (default: the newest run)
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { linePlot, type Series } from '../lib/svg-plot.js';
@@ -101,6 +101,8 @@ export function plots(run: ScaleRun, outDir: string): string[] {
     );
     written.push(file);
   }
+  // a figure this run has no value for (or one no longer drawn) leaves no stale plot behind
+  for (const f of readdirSync(outDir)) if (f.endsWith('.svg') && !written.includes(f)) rmSync(join(outDir, f));
   return written;
 }
 
