@@ -9,7 +9,8 @@ import { shared } from '../vitest.shared.js';
 export const specs: string[] = (
   JSON.parse(readFileSync(new URL('./specs.json', import.meta.url), 'utf8')) as { specs: string[] }
 ).specs;
-const others = ['src/**/*.test.ts', 'test/**/*.test.ts', 'chart/**/*.test.ts', 'ci/**/*.test.ts'];
+// scale/: the local cluster only (simulated nodes beside its API server), so not in specs.json.
+const others = ['src/**/*.test.ts', 'test/**/*.test.ts', 'chart/**/*.test.ts', 'ci/**/*.test.ts', 'scale/**/*.test.ts'];
 
 export default mergeConfig(shared, {
   test: { include: process.env.MINIMESH_E2E_SPECS_ONLY === '1' ? specs : [...others, ...specs] },

@@ -15,7 +15,6 @@
 // Also: start to ready, idle RSS, CPU to open the streams, RSS with 1000 idle streams on 1000 endpoints.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -29,6 +28,7 @@ import {
   NODE_NAME,
 } from '@minimesh/local-cluster';
 import { startDriven } from '../lib/driven.js';
+import { freePort, procStat } from '../lib/proc.js';
 import { type Figure, newRun, percentile, phase, round, saveRun, stopProcess, table, watchdog } from '../lib/report.js';
 import { destinationRbac } from '../../packages/destination/test/helpers.js';
 
@@ -47,24 +47,6 @@ const entry =
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const now = () => performance.timeOrigin + performance.now();
-
-function procStat(pid: number): { cpu: number; rssMb: number } {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  return {
-    cpu: (Number(stat[11]) + Number(stat[12])) / 100,
-    rssMb: Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? NaN) / 1024,
-  };
-}
-
-async function freePort(): Promise<number> {
-  return await new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 const endpointIp = (svc: number, i: number) => `10.40.${svc === 100 ? 0 : 10 + Math.floor(i / 250)}.${(i % 250) + 1}`;
 const roundIp = (svc: number, round: number) => `10.41.${svc === 100 ? 0 : 100}.${(round % 250) + 1}`;

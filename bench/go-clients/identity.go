@@ -4,6 +4,12 @@
 //	{"cmd":"first","port":P,"since":T,"callers":[...]} → {"ms":M} once one Certify succeeded, M ms after T
 //	                                                     (ms since the epoch, the bench's clock)
 //	{"cmd":"run","port":P,"callers":[...],"seconds":S}   → {"count":N,"errors":E,"latencies":[ms...]}
+//	{"cmd":"storm","port":P,"callers":[...]}             → {"ms":M,"errors":E,"failed":F,"latencies":[ms...],
+//	                                                        "reasons":{"<gRPC code>: <message>":count}}:
+//	                                                       every caller (one per pod, its own connection)
+//	                                                       certifies at once, as proxies do when every pod
+//	                                                       restarts; a failed Certify is retried after 100 ms,
+//	                                                       as long as 120 s; M: until the last succeeded
 //	{"cmd":"exit"}
 package main
 
@@ -16,6 +22,7 @@ import (
 	"crypto/x509/pkix"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,6 +30,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 )
 
 type caller struct {
@@ -164,6 +172,75 @@ func run(c certifyCommand) {
 	send(map[string]any{"count": count, "errors": errors, "latencies": latencies})
 }
 
+// storm certifies every caller once, all at once, retrying failures; see the command list above.
+func storm(c certifyCommand) {
+	clients, err := connect(c.Port, c.Callers)
+	if err != nil {
+		send(map[string]any{"ms": nil, "errors": 1, "failed": len(c.Callers), "latencies": []float64{}, "error": err.Error()})
+		return
+	}
+	defer closeAll(clients)
+	var (
+		mu        sync.Mutex
+		latencies = make([]float64, 0, len(clients))
+		errors    int
+		failed    int
+		reasons   = map[string]int{}
+		wg        sync.WaitGroup
+		start     = make(chan struct{})
+	)
+	t0 := time.Now()
+	deadline := t0.Add(120 * time.Second)
+	for _, cl := range clients {
+		wg.Add(1)
+		go func(cl *client) {
+			defer wg.Done()
+			<-start
+			for {
+				t := time.Now()
+				err := cl.certify()
+				mu.Lock()
+				if err == nil {
+					latencies = append(latencies, float64(time.Since(t).Nanoseconds())/1e6)
+					mu.Unlock()
+					return
+				}
+				errors++
+				if len(reasons) < 20 || reasons[reason(err)] > 0 {
+					reasons[reason(err)]++
+				}
+				if time.Now().After(deadline) {
+					failed++
+					mu.Unlock()
+					return
+				}
+				mu.Unlock()
+				time.Sleep(100 * time.Millisecond)
+			}
+		}(cl)
+	}
+	t0 = time.Now()
+	close(start)
+	wg.Wait()
+	send(map[string]any{"ms": float64(time.Since(t0).Nanoseconds()) / 1e6, "errors": errors, "failed": failed, "latencies": latencies, "reasons": reasons})
+}
+
+// reason is an error's gRPC code and message, with what varies between calls (numbers) left out, so
+// that errors of one kind count together.
+func reason(err error) string {
+	st, _ := status.FromError(err)
+	msg := st.Message()
+	if len(msg) > 160 {
+		msg = msg[:160]
+	}
+	return st.Code().String() + ": " + strings.Map(func(r rune) rune {
+		if r >= '0' && r <= '9' {
+			return '#'
+		}
+		return r
+	}, msg)
+}
+
 func identityCertify() {
 	serve(map[string]bool{"ready": true}, func(c certifyCommand) {
 		switch c.Cmd {
@@ -171,6 +248,8 @@ func identityCertify() {
 			first(c)
 		case "run":
 			run(c)
+		case "storm":
+			storm(c)
 		}
 	})
 }

@@ -2,7 +2,8 @@
 // grpc-go, as Linkerd's own figures in ../shared/peers/README.md were measured:
 //
 //	go-clients destination-streams   Get streams for bench/destination (see destination.go)
-//	go-clients identity-certify      Certify callers for bench/identity (see identity.go)
+//	go-clients identity-certify      Certify callers for bench/identity and bench/scale (see identity.go)
+//	go-clients scale-streams         a simulated mesh's discovery streams for bench/scale (see scale.go)
 //
 // Each is driven by JSON lines on stdin and answers JSON lines on stdout, the protocol of its Node
 // counterpart (bench/destination/streams.mjs, bench/identity/certify-load.mjs). Built once per source
@@ -64,8 +65,11 @@ func main() {
 		case "identity-certify":
 			identityCertify()
 			return
+		case "scale-streams":
+			scaleStreams()
+			return
 		}
 	}
-	fmt.Fprintln(os.Stderr, "usage: go-clients destination-streams | identity-certify (JSON lines on stdin; see main.go)")
+	fmt.Fprintln(os.Stderr, "usage: go-clients destination-streams | identity-certify | scale-streams (JSON lines on stdin; see main.go)")
 	os.Exit(2)
 }

@@ -15,8 +15,7 @@
 // Raw numbers go to bench/identity/runs.json; the table compares with the previous run and Linkerd's
 // figures on this machine (../shared/peers/README.md).
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -29,6 +28,7 @@ import {
   kubeconfigForServiceAccount,
 } from '@minimesh/local-cluster';
 import { startDriven } from '../lib/driven.js';
+import { apiServerPid, freePort, procStat } from '../lib/proc.js';
 import { newRun, percentile, phase, round, saveRun, stopProcess, table, watchdog } from '../lib/report.js';
 import { makeSeedPki } from '../../packages/identity/test/helpers/openssl-pki.js';
 
@@ -44,37 +44,6 @@ const entry =
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const now = () => performance.timeOrigin + performance.now();
-
-function procStat(pid: number): { cpu: number; rssMb: number } {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  return {
-    cpu: (Number(stat[11]) + Number(stat[12])) / 100,
-    rssMb: Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? NaN) / 1024,
-  };
-}
-
-/** The kube-apiserver process, for its CPU per certificate (undefined when it cannot be found). */
-function apiServerPid(): number | undefined {
-  for (const d of readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      if (readFileSync(`/proc/${d}/cmdline`, 'utf8').split('\0')[0]?.endsWith('kube-apiserver')) return Number(d);
-    } catch {
-      // gone
-    }
-  }
-  return undefined;
-}
-
-async function freePort(): Promise<number> {
-  return await new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 interface LoadGen {
   child: ChildProcess;

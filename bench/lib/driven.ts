@@ -27,6 +27,8 @@ export function startDriven(opts: {
    * queued when `queueErrors`). */
   label: string;
   queueErrors?: boolean;
+  /** No Node counterpart: without Go, throw (the message says what to install). */
+  requireGo?: boolean;
 }): Driven {
   const queue: unknown[] = [];
   let wake: (() => void) | undefined;
@@ -36,7 +38,10 @@ export function startDriven(opts: {
     if (!error || opts.queueErrors) queue.push(m);
     wake?.();
   };
-  const goBin = process.env.BENCH_CLIENT === 'node' ? undefined : goBenchBinary(GO_CLIENTS, 'bench-go-clients');
+  const goBin =
+    process.env.BENCH_CLIENT === 'node' && !opts.requireGo ? undefined : goBenchBinary(GO_CLIENTS, 'bench-go-clients');
+  if (!goBin && opts.requireGo)
+    throw new Error(`the ${opts.label} is written in Go only (bench/go-clients ${opts.go}): install Go >= 1.24`);
   if (!goBin && process.env.BENCH_CLIENT !== 'node')
     phase(`no Go here: the ${opts.label} is ${basename(opts.script)} (grpc-js)`);
   let child: ChildProcess;

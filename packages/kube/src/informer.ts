@@ -149,9 +149,13 @@ export class Informer<R> {
     }
   }
 
-  /** Lists every page; resets the handler. Returns false when an optional API is missing. */
+  /**
+   * Lists every page; resets the handler. Returns false when an optional API is missing. Each page is
+   * turned into records as it arrives, so only one page of whole objects is held at a time (holding a
+   * 5,000-pod list whole before transforming it grew the heap, and a V8 heap keeps what it grew to).
+   */
   private async list(): Promise<boolean> {
-    const items: unknown[] = [];
+    const records: R[] = [];
     let cont = '';
     let rv = '';
     const limit = this.opts.pageSize ?? 500;
@@ -173,7 +177,7 @@ export class Informer<R> {
       }
       if (res.status === 410 && cont !== '') {
         cont = '';
-        items.length = 0;
+        records.length = 0;
         continue; // the continue token expired: list again from the start
       }
       if (res.status !== 200)
@@ -183,16 +187,13 @@ export class Informer<R> {
           res.status,
           (res.body as { message?: string } | undefined)?.message ?? '',
         );
-      const page = res.body.items ?? [];
-      for (const item of page) items.push(item);
+      for (const item of res.body.items ?? []) {
+        records.push(this.opts.transform(item));
+        if (this.opts.shortName) this.log.debug(`Adding ${this.opts.shortName} ${this.opts.keyOf(item)}`);
+      }
       rv = res.body.metadata?.resourceVersion ?? '';
       cont = res.body.metadata?.continue ?? '';
     } while (cont !== '');
-    const records: R[] = [];
-    for (const item of items) {
-      records.push(this.opts.transform(item));
-      if (this.opts.shortName) this.log.debug(`Adding ${this.opts.shortName} ${this.opts.keyOf(item)}`);
-    }
     this.opts.handler.reset(records);
     this.resourceVersion = rv;
     this.listCount++;

@@ -41,6 +41,36 @@ export {
   type WatchEvent,
 } from './kube-client.js';
 export { createNamespace } from './namespaces.js';
+export {
+  ensureSimulatedNodes,
+  removeSimulatedNodes,
+  buildKwok,
+  kwokPaths,
+  simulatedNode,
+  simulatedNodeName,
+  KWOK_VERSION,
+  SIMULATED_NODE_LABELS,
+  SIMULATED_NODE_TAINT,
+  SIMULATED_NODE_TOLERATION,
+  SIMULATED_POD_CIDR,
+  type SimulatedNodesOptions,
+} from './kwok.js';
+export {
+  applyWorkload,
+  startChurn,
+  workloadLayout,
+  workloadStatus,
+  deploymentObjects,
+  namespaceObjects,
+  collectionPath,
+  WORKLOAD_LABEL,
+  APP_PORT,
+  SERVICE_PORT,
+  type WorkloadSpec,
+  type WorkloadLayout,
+  type ApplyOptions,
+  type Churn,
+} from './workload.js';
 export { listImages, parseImageList, type ImageTar } from './images.js';
 export {
   API_SERVER,

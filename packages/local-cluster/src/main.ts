@@ -2,10 +2,17 @@
 // npm run cluster -- <up|down|status|exec|logs|kubectl>: the local cluster's command line.
 import { spawnSync } from 'node:child_process';
 import { componentStatus, down, isHealthy, up, upLockPath } from './cluster.js';
+import { ensureSimulatedNodes } from './kwok.js';
+import { applyWorkload, startChurn } from './workload.js';
 import { binPath, stateDir, statePaths } from './paths.js';
 
 const USAGE = `usage: npm run cluster -- <command>
-  up                                     start (and on first use build) the local cluster; prints KUBECONFIG= and AUDIT_LOG=
+  up [--simulated-nodes N]               start (and on first use build) the local cluster; prints KUBECONFIG= and AUDIT_LOG=;
+                                         with N: also N simulated nodes (kwok, built on first use) for big workloads
+  workload --pods N [--pods-per-deployment P] [--no-policy] [--churn PODS_PER_S --for SECONDS]
+                                         make the simulated nodes hold N pods in Deployments of P (default 10) with a
+                                         Service, Server, AuthorizationPolicy and HTTPRoute each (docs/scale.md);
+                                         --churn: then rolling updates at that many pods per second
   down                                   stop everything; leaves no process, network namespace, mount, cgroup or file
   status                                 show the components and whether the API answers
   exec <namespace>/<pod> [-c <container>] -- <command>   kubectl exec: run a command in a container
@@ -45,6 +52,51 @@ function relockedExitCode(argv: string[]): number | undefined {
   return r.status ?? 1;
 }
 
+/** A whole number from an option's value, or the usage error that names the option. */
+function wholeNumber(flag: string, value: string | undefined, min: number): number {
+  const n = Number(value);
+  if (value === undefined || !/^\d+$/.test(value) || n < min)
+    usage(`${flag} ${value ?? '(missing)'} is not valid: expected a whole number of at least ${min}`);
+  return n;
+}
+
+function simulatedNodesFlag(args: string[]): number {
+  if (args[0] !== '--simulated-nodes' || args.length !== 2) usage(`up: unexpected ${args.join(' ')}`);
+  return wholeNumber('--simulated-nodes', args[1], 0);
+}
+
+async function workload(args: string[]): Promise<number> {
+  let pods: number | undefined;
+  let perDeployment = 10;
+  let policy = true;
+  let churn: number | undefined;
+  let seconds: number | undefined;
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i];
+    if (a === '--pods') pods = wholeNumber(a, args[++i], 0);
+    else if (a === '--pods-per-deployment') perDeployment = wholeNumber(a, args[++i], 1);
+    else if (a === '--no-policy') policy = false;
+    else if (a === '--churn') churn = wholeNumber(a, args[++i], 1);
+    else if (a === '--for') seconds = wholeNumber(a, args[++i], 1);
+    else usage(`workload: unknown option ${a}`);
+  }
+  if (pods === undefined) usage('workload needs --pods N');
+  if ((churn === undefined) !== (seconds === undefined)) usage('workload: --churn and --for go together');
+  const log = (m: string) => err(`[workload] ${m}`);
+  const layout = await applyWorkload(
+    { pods, podsPerDeployment: perDeployment, policyGroups: policy ? ['policy.minimesh.io'] : [] },
+    { log },
+  );
+  if (churn !== undefined && seconds !== undefined) {
+    log(`churn: ${churn} pods/s for ${seconds} s`);
+    const c = startChurn(layout, { podsPerSecond: churn, log });
+    await new Promise((r) => setTimeout(r, seconds * 1000));
+    await c.stop();
+    log(`churn: ${c.restarts} rolling update(s)`);
+  }
+  return 0;
+}
+
 async function main(argv: string[]): Promise<number> {
   const [cmd, ...rest] = argv;
   const p = statePaths(stateDir());
@@ -54,11 +106,15 @@ async function main(argv: string[]): Promise<number> {
   }
   switch (cmd) {
     case 'up': {
+      const nodes = rest.length > 0 ? simulatedNodesFlag(rest) : undefined;
       const info = await up((m) => err(`[cluster] ${m}`));
+      if (nodes !== undefined) await ensureSimulatedNodes({ nodes, log: (m) => err(`[cluster] ${m}`) });
       out(`KUBECONFIG=${info.kubeconfigPath}`);
       out(`AUDIT_LOG=${info.auditLogPath}`);
       return 0;
     }
+    case 'workload':
+      return await workload(rest);
     case 'down':
       await down((m) => err(`[cluster] ${m}`));
       err('[cluster] down: nothing left');

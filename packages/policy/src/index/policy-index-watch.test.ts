@@ -148,3 +148,83 @@ describe('outbound watches', () => {
     expect(rec.ends).toEqual(['Service shop/web was deleted']);
   });
 });
+
+describe('which watches a change reaches', () => {
+  const inNs = <T extends { metadata: Record<string, unknown> }>(o: T, namespace: string): T => ({
+    ...o,
+    metadata: { ...o.metadata, namespace },
+  });
+
+  it('a Server, AuthorizationPolicy or HTTPRoute reaches the watches of its own namespace', () => {
+    const index = new PolicyIndex(TEST_CLUSTER);
+    index.apply('Pod', pod('web-1'));
+    index.apply('Pod', inNs(pod('web-1'), 'other'));
+    const shop = recorder<InboundServer>();
+    const other = recorder<InboundServer>();
+    index.watchInbound('pod', 'shop', 'web-1', 8080, shop.listener);
+    index.watchInbound('pod', 'other', 'web-1', 8080, other.listener);
+    index.apply('Server', server('web'));
+    index.apply('Server', inNs(server('web', { proxyProtocol: 'HTTP/2' }), 'other'));
+    expect(shop.updates.map((u) => u.protocol.kind)).toEqual(['detect']);
+    expect(other.updates.map((u) => u.protocol.kind)).toEqual(['http2']);
+    index.delete('Server', 'other', 'web');
+    expect(other.updates.at(-1)?.ref).toEqual({ kind: 'default', name: 'all-unauthenticated' });
+    expect(shop.updates).toHaveLength(1);
+  });
+
+  it('an authentication reaches policies that name it from another namespace', () => {
+    const index = new PolicyIndex(TEST_CLUSTER);
+    index.apply('Pod', pod('web-1'));
+    index.apply('Server', server('web'));
+    index.apply('AuthorizationPolicy', {
+      apiVersion: 'policy.minimesh.io/v1alpha1',
+      kind: 'AuthorizationPolicy',
+      metadata: { name: 'web', namespace: 'shop' },
+      spec: {
+        targetRef: { group: 'policy.minimesh.io', kind: 'Server', name: 'web' },
+        requiredAuthenticationRefs: [
+          { group: 'policy.minimesh.io', kind: 'MeshTLSAuthentication', name: 'mesh', namespace: 'security' },
+        ],
+      },
+    });
+    const rec = recorder<InboundServer>();
+    const sub = index.watchInbound('pod', 'shop', 'web-1', 8080, rec.listener);
+    const before = JSON.stringify(sub?.current.authorizations);
+    index.apply('MeshTLSAuthentication', {
+      apiVersion: 'policy.minimesh.io/v1alpha1',
+      kind: 'MeshTLSAuthentication',
+      metadata: { name: 'mesh', namespace: 'security' },
+      spec: { identities: ['*'] },
+    });
+    expect(rec.updates).toHaveLength(1);
+    expect(JSON.stringify(rec.updates[0]?.authorizations)).not.toBe(before);
+  });
+
+  it("a consumer HTTPRoute in the client's namespace reaches the outbound watch of a Service elsewhere", () => {
+    const index = new PolicyIndex(TEST_CLUSTER);
+    index.apply('Service', service('web'));
+    const rec = recorder<OutboundPolicy>();
+    index.watchOutbound('shop', 'web', 80, 'frontend', rec.listener);
+    index.apply('HTTPRoute', {
+      apiVersion: 'policy.minimesh.io/v1beta3',
+      kind: 'HTTPRoute',
+      metadata: { name: 'mine', namespace: 'frontend' },
+      spec: {
+        parentRefs: [{ group: 'core', kind: 'Service', name: 'web', namespace: 'shop', port: 80 }],
+        rules: [{ matches: [{ path: { type: 'PathPrefix', value: '/mine' } }] }],
+      },
+    });
+    expect(rec.updates).toHaveLength(1);
+    // a route in a third namespace is neither the Service's nor the client's: no update
+    index.apply('HTTPRoute', {
+      apiVersion: 'policy.minimesh.io/v1beta3',
+      kind: 'HTTPRoute',
+      metadata: { name: 'theirs', namespace: 'elsewhere' },
+      spec: {
+        parentRefs: [{ group: 'core', kind: 'Service', name: 'web', namespace: 'shop', port: 80 }],
+        rules: [{ matches: [{ path: { type: 'PathPrefix', value: '/theirs' } }] }],
+      },
+    });
+    expect(rec.updates).toHaveLength(1);
+  });
+});

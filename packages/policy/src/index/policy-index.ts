@@ -170,10 +170,20 @@ export class PolicyIndex {
     return { json: JSON.stringify(value), value, diagnostics };
   }
 
-  /** Recomputes the answers a change may affect. A deleted workload or Service ends its streams. */
+  /**
+   * Recomputes the answers a change may affect. A deleted workload or Service ends its streams.
+   * Servers, AuthorizationPolicies and HTTPRoutes take effect in their own namespace only (a Server
+   * selects pods of its namespace, a policy targets a Server, a route or the namespace it is in, a
+   * route attaches to a Server or Service of its namespace or, as a consumer route, serves clients of
+   * it): a change to one recomputes the watches of that namespace, not of the whole cluster (at 5,000
+   * watched pods, every Server change recomputed 5,000 answers; docs/scale.md). Authentications may be
+   * referenced from any namespace: a change to one recomputes everything, as a re-list does.
+   */
   private changed(kind: IndexedKind, namespace?: string, name?: string): void {
     const inbound = kind !== 'Service';
     const outbound = kind === 'Service' || kind === 'HTTPRoute';
+    const scoped =
+      namespace !== undefined && (kind === 'Server' || kind === 'AuthorizationPolicy' || kind === 'HTTPRoute');
     if (inbound) {
       for (const [id, g] of this.inboundGroups) {
         const k = g.key;
@@ -181,7 +191,7 @@ export class PolicyIndex {
           const mine = (kind === 'Pod') === (k.kind === 'pod');
           if (!mine) continue;
           if (namespace !== undefined && (k.namespace !== namespace || k.name !== name)) continue;
-        }
+        } else if (scoped && k.namespace !== namespace) continue;
         const result = this.inbound(k.kind, k.namespace, k.name, k.port);
         if (!result) {
           this.end(this.inboundGroups, id, g, `${k.kind} ${k.namespace}/${k.name} was deleted`);
@@ -193,6 +203,7 @@ export class PolicyIndex {
     if (outbound) {
       for (const [id, g] of this.outboundGroups) {
         const k = g.key;
+        if (scoped && k.namespace !== namespace && k.sourceNamespace !== namespace) continue;
         const policy = this.outbound(k.namespace, k.name, k.port, k.sourceNamespace);
         if (!policy) {
           this.end(this.outboundGroups, id, g, `Service ${k.namespace}/${k.name} was deleted`);

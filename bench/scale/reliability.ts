@@ -1,0 +1,209 @@
+// Reliability at size (issue 29 item 5), run by the scale bench at its largest size (minimesh):
+//   leader kill   two destination replicas, the client proxies spread over both; during churn the Lease
+//                 holder is killed (SIGKILL, as an OOM kill or a node loss: the Lease is not released).
+//                 Figures: how long until the other replica holds the Lease (goal: within the Lease's
+//                 duration), streams reopened, and every stream's final view against the API.
+//   API restart   destination and policy with every stream open; kube-apiserver stopped and started
+//                 again. From the audit log: each program's LIST and WATCH requests after the restart
+//                 (a WATCH that resumes carries its resourceVersion; a LIST is a relist).
+import { createReadStream, existsSync, readFileSync, statSync } from 'node:fs';
+import { createInterface } from 'node:readline';
+import { join } from 'node:path';
+import { ensureCluster, startChurn, stateDir, type KubeClient, type WorkloadLayout } from '@minimesh/local-cluster';
+import type { Driven } from '../lib/driven.js';
+import { phase, round } from '../lib/report.js';
+import { minimesh, now, type StartContext, type Started } from './programs.js';
+import { apiEndpoints, compareViews, type Views } from './views.js';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const LEASE = 'minimesh-destination-endpoint-write';
+/** destination's default --lease-duration */
+const LEASE_DURATION_MS = 30_000;
+
+export interface ReliabilityContext {
+  admin: KubeClient;
+  layout: WorkloadLayout;
+  start: StartContext;
+  services: Array<{ authority: string; ip: string; port: number }>;
+  pods: Array<{ ns: string; name: string; port: number }>;
+  clients: () => Driven;
+  clientCount: number;
+  churnPodsPerS: number;
+  churnSeconds: number;
+  waitSettled: () => Promise<void>;
+  track: (s: Started) => void;
+}
+
+async function ask<T>(d: Driven, m: object): Promise<T> {
+  d.send(m);
+  return await d.next<T>();
+}
+
+async function holder(admin: KubeClient, ns: string): Promise<string | undefined> {
+  const lease = await admin.get<{ spec?: { holderIdentity?: string } }>(
+    `/apis/coordination.k8s.io/v1/namespaces/${ns}/leases/${LEASE}`,
+  );
+  return lease?.spec?.holderIdentity;
+}
+
+async function viewsAgainstApi(admin: KubeClient, clients: Driven): Promise<ReturnType<typeof compareViews>> {
+  let d = compareViews((await ask<{ views: Views }>(clients, { cmd: 'views' })).views, await apiEndpoints(admin));
+  // the API has settled: give the last updates up to 10 s to arrive
+  for (let i = 0; i < 20 && d.diverging > 0; i++) {
+    await sleep(500);
+    d = compareViews((await ask<{ views: Views }>(clients, { cmd: 'views' })).views, await apiEndpoints(admin));
+  }
+  return d;
+}
+
+export async function leaderKill(ctx: ReliabilityContext): Promise<Record<string, unknown>> {
+  const { admin } = ctx;
+  const ns = ctx.start.controllerNamespace;
+  phase('reliability: two destination replicas');
+  const a = await minimesh.start('destination', { ...ctx.start, podName: 'scale-destination-a' });
+  ctx.track(a);
+  const b = await minimesh.start('destination', { ...ctx.start, podName: 'scale-destination-b' });
+  ctx.track(b);
+  let lead: string | undefined;
+  for (let i = 0; i < 300 && !lead; i++) {
+    lead = await holder(admin, ns);
+    if (!lead) await sleep(200);
+  }
+  if (!lead) throw new Error('no destination replica took the Lease in 60 s');
+  const [leader, other] = lead === 'scale-destination-a' ? [a, b] : [b, a];
+  const clients = ctx.clients();
+  await clients.next();
+  await ask(clients, {
+    cmd: 'open',
+    destination: [`127.0.0.1:${a.grpcPort}`, `127.0.0.1:${b.grpcPort}`],
+    policy: [],
+    clients: ctx.clientCount,
+    node: 'kwok-0',
+    services: ctx.services,
+    pods: [],
+  });
+  phase(`reliability: churn, then SIGKILL to the leader (${lead})`);
+  const churn = startChurn(ctx.layout, { podsPerSecond: ctx.churnPodsPerS, admin });
+  await sleep(Math.min(10_000, (ctx.churnSeconds * 1000) / 3));
+  const killedAt = now();
+  leader.child.kill('SIGKILL');
+  let tookOverMs = NaN;
+  const otherName = lead === 'scale-destination-a' ? 'scale-destination-b' : 'scale-destination-a';
+  while (now() - killedAt < LEASE_DURATION_MS * 3) {
+    if ((await holder(admin, ns).catch(() => undefined)) === otherName) {
+      tookOverMs = now() - killedAt;
+      break;
+    }
+    await sleep(200);
+  }
+  const left = ctx.churnSeconds * 1000 - (now() - killedAt) - 10_000;
+  if (left > 0) await sleep(left);
+  await churn.stop();
+  await ctx.waitSettled();
+  await sleep(3000);
+  const d = await viewsAgainstApi(admin, clients);
+  const { stats } = await ask<{ stats: Record<string, { open: number; errors: number; reopens: number }> }>(clients, {
+    cmd: 'stats',
+  });
+  await ask(clients, { cmd: 'close' });
+  clients.send({ cmd: 'exit' });
+  await other.stop();
+  return {
+    leaseDurationMs: LEASE_DURATION_MS,
+    newLeaderAfterMs: round(tookOverMs, 0),
+    withinLeaseDuration: tookOverMs <= LEASE_DURATION_MS,
+    getStreams: ctx.clientCount * ctx.services.length,
+    streamsOpenAtEnd: stats.get?.open,
+    streamsReopened: stats.get?.reopens,
+    divergingStreams: d.diverging,
+    missingEndpoints: d.missing,
+    extraEndpoints: d.extra,
+    examples: d.examples,
+  };
+}
+
+/** Audit events since byte `offset` whose user agent starts with one of `agents`: [agent, verb, uri]. */
+async function auditSince(offset: number, agents: string[]): Promise<Array<[string, string, string]>> {
+  const file = join(stateDir(), 'audit.log');
+  if (!existsSync(file)) return [];
+  const out: Array<[string, string, string]> = [];
+  const lines = createInterface({ input: createReadStream(file, { start: offset }) });
+  for await (const line of lines) {
+    if (!agents.some((a) => line.includes(a))) continue;
+    try {
+      const e = JSON.parse(line) as { stage: string; verb: string; requestURI: string; userAgent?: string };
+      const agent = agents.find((x) => e.userAgent?.startsWith(x));
+      // one event per request: a watch when its response starts, anything else when it completes
+      const once = e.verb === 'watch' ? e.stage === 'ResponseStarted' : e.stage === 'ResponseComplete';
+      if (agent && once) out.push([agent, e.verb, e.requestURI]);
+    } catch {
+      // a line being written
+    }
+  }
+  return out;
+}
+
+export async function apiServerRestart(ctx: ReliabilityContext): Promise<Record<string, unknown>> {
+  const { admin } = ctx;
+  phase('reliability: destination and policy with every stream open, then kube-apiserver restarted');
+  const dst = await minimesh.start('destination', { ...ctx.start, podName: 'scale-destination-r' });
+  ctx.track(dst);
+  const pol = await minimesh.start('policy', { ...ctx.start, podName: 'scale-policy-r' });
+  ctx.track(pol);
+  const clients = ctx.clients();
+  await clients.next();
+  await ask(clients, {
+    cmd: 'open',
+    destination: [`127.0.0.1:${dst.grpcPort}`],
+    policy: [`127.0.0.1:${pol.grpcPort}`],
+    clients: ctx.clientCount,
+    node: 'kwok-0',
+    services: ctx.services,
+    pods: ctx.pods,
+  });
+  const file = join(stateDir(), 'audit.log');
+  const pidFile = join(stateDir(), 'pids', 'kube-apiserver.pid');
+  const pid = Number(readFileSync(pidFile, 'utf8').trim());
+  const offset = statSync(file).size;
+  const t0 = now();
+  process.kill(pid, 'SIGTERM');
+  for (let i = 0; i < 300; i++) {
+    try {
+      process.kill(pid, 0);
+      await sleep(100);
+    } catch {
+      break;
+    }
+  }
+  await ensureCluster();
+  const backMs = now() - t0;
+  await sleep(30_000);
+  const events = await auditSince(offset, ['minimesh-destination', 'minimesh-policy']);
+  const count = (agent: string, verb: string) => events.filter(([a, v]) => a === agent && v === verb).length;
+  const resumed = (agent: string) =>
+    events.filter(([a, v, uri]) => a === agent && v === 'watch' && /[?&]resourceVersion=\d+/.test(uri)).length;
+  const d = await viewsAgainstApi(admin, clients);
+  const { stats } = await ask<{ stats: Record<string, { open: number; errors: number; reopens: number }> }>(clients, {
+    cmd: 'stats',
+  });
+  await ask(clients, { cmd: 'close' });
+  clients.send({ cmd: 'exit' });
+  await dst.stop();
+  await pol.stop();
+  return {
+    apiServerBackMs: round(backMs, 0),
+    destination: {
+      lists: count('minimesh-destination', 'list'),
+      watches: count('minimesh-destination', 'watch'),
+      resumedWatches: resumed('minimesh-destination'),
+    },
+    policy: {
+      lists: count('minimesh-policy', 'list'),
+      watches: count('minimesh-policy', 'watch'),
+      resumedWatches: resumed('minimesh-policy'),
+    },
+    streams: stats,
+    divergingStreams: d.diverging,
+    examples: d.examples,
+  };
+}
