@@ -3,7 +3,7 @@
 // defineProgram) maps bad settings to one line and exit 2, and SIGTERM to the graceful drain.
 import { MINIMESH_VERSION, PROXY_ENV } from '@minimesh/config';
 import { defineProgram } from '@minimesh/runtime';
-import { parseProxyConfig } from './config.js';
+import { parseProxyConfig } from './config/proxy.js';
 import { startProxy } from './proxy.js';
 
 const USAGE = `minimesh-proxy   (configured by environment, MINIMESH_PROXY_*, as the injector writes it;

@@ -3,7 +3,7 @@
 import { createServer, type Server } from 'node:net';
 import { createRegistry, type Logger } from '@minimesh/runtime';
 import { destination, inbound as inboundApi, outbound as outboundApi } from '@minimesh/proto';
-import type { ProxyConfig } from './config.js';
+import type { ProxyConfig } from './config/proxy.js';
 import { ReadyLatch, startProxyAdmin } from './admin/admin.js';
 import { controlChannel } from './control/client.js';
 import { DestinationResolver } from './destination/resolver.js';

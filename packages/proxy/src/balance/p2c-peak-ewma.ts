@@ -20,14 +20,14 @@ export class PeakEwma {
   /**
    * False while the endpoint's connection is broken (reset, refused, closed by the peer) and no
    * reconnect has succeeded yet: the balancer leaves it out while another endpoint is ready, as
-   * Linkerd's balancer only dispatches to ready endpoints (stack/connect.ts reconnects in the background).
+   * Linkerd's balancer only dispatches to ready endpoints (transport/connector.ts reconnects in the background).
    */
   ready = true;
-  /** A background reconnect is scheduled (stack/connect.ts). */
+  /** A background reconnect is scheduled (transport/connector.ts). */
   reconnecting = false;
   /** Failed connections in a row, for the reconnect backoff. */
   failures = 0;
-  /** Not ready again before this time (epoch ms), however soon a reconnect works (stack/connect.ts). */
+  /** Not ready again before this time (epoch ms), however soon a reconnect works (transport/connector.ts). */
   ejectedUntil = 0;
   private readonly now: () => number;
 

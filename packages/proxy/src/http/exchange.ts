@@ -9,7 +9,7 @@ import type { Logger } from '@minimesh/runtime';
 import { ProxyError, toConnectError, unwrapCause } from '../errors.js';
 import type { Labels, ProxyMetrics } from '../metrics/metrics.js';
 import { errorCode, isGrpc, respondH1, respondH2 } from '../respond.js';
-import type { HttpUpstream } from '../stack/connect.js';
+import type { HttpUpstream } from './upstream.js';
 import { tapRequest, type TapSubject } from '../tap/exchange-tap.js';
 import type { TapLayer, TappedRequest } from '../tap/tap.js';
 import type { Direction } from '../targets.js';

@@ -3,7 +3,6 @@
 // against the trust anchors); any other TLS passes through untouched; no ClientHello → plaintext.
 import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
-import { X509Certificate } from 'node:crypto';
 import { createSecureServer, type Http2Session } from 'node:http2';
 import type { Logger } from '@minimesh/runtime';
 import { peek } from '../detect/detect.js';
@@ -13,7 +12,7 @@ import type { HttpHandoff } from '../http/handoff.js';
 import type { ProxyMetrics } from '../metrics/metrics.js';
 import type { InboundConn } from '../targets.js';
 import { parseClientHello } from '../tls/client-hello.js';
-import { chainsToAnchors, identityOf, type TlsCredentials } from '../tls/credentials.js';
+import { clientIdentity, type TlsCredentials } from '../tls/credentials.js';
 
 export type InboundTls =
   { kind: 'terminate' } | { kind: 'passthrough'; sni: string | undefined } | { kind: 'plaintext' };
@@ -36,25 +35,6 @@ export async function peekTls(
   if (h.kind === 'not-tls') return { tls: { kind: 'plaintext' }, prefix: r.prefix, ended: r.ended };
   if (h.sni === localIdentity) return { tls: { kind: 'terminate' }, prefix: r.prefix, ended: r.ended };
   return { tls: { kind: 'passthrough', sni: h.sni }, prefix: r.prefix, ended: r.ended };
-}
-
-/** The client's mesh identity on a terminated connection: only when its chain verifies against the anchors. */
-export function clientIdentity(socket: TLSSocket, creds: TlsCredentials): string | undefined {
-  const peer = socket.getPeerCertificate(true);
-  if (!peer || !peer.raw) return undefined;
-  if (!socket.authorized) {
-    // OpenSSL checked against the same anchors; fall back to our own check for chains it could not build.
-    const chain: X509Certificate[] = [];
-    let c: typeof peer | undefined = peer;
-    const seen = new Set<string>();
-    while (c?.raw && !seen.has(c.fingerprint256)) {
-      seen.add(c.fingerprint256);
-      chain.push(new X509Certificate(c.raw));
-      c = c.issuerCertificate;
-    }
-    if (!chainsToAnchors(chain, creds.anchors)) return undefined;
-  }
-  return identityOf(peer);
 }
 
 export interface TlsTerminatorOptions {

@@ -7,7 +7,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Server, Socket } from 'node:net';
 import type { Logger } from '@minimesh/runtime';
-import type { ProxyConfig } from '../config.js';
+import type { ProxyConfig } from '../config/proxy.js';
 import type { DestinationResolver } from '../destination/resolver.js';
 import { drainConnections } from '../drain.js';
 import { toConnectError } from '../errors.js';
@@ -18,7 +18,7 @@ import { LabelCache } from '../metrics/label-cache.js';
 import { toLabels, trackSocket, type Labels, type ProxyMetrics } from '../metrics/metrics.js';
 import { errorCode, resetSocket, respondUpgrade } from '../respond.js';
 import { createAccept, type OriginalDstFn } from '../stack/accept.js';
-import { Connector } from '../stack/connect.js';
+import { Connector } from '../transport/connector.js';
 import { relay } from '../stack/relay.js';
 import type { Accept, Addr, Concrete, Endpoint, Opaque } from '../targets.js';
 import type { OutboundPolicies } from '../policy/outbound-policies.js';

@@ -32,7 +32,7 @@ import {
   ORIG_PROTO_HTTP11,
 } from '../http/headers.js';
 import type { Labels } from '../metrics/metrics.js';
-import type { HttpUpstream } from '../stack/connect.js';
+import type { HttpUpstream } from '../http/upstream.js';
 import type { Endpoint } from '../targets.js';
 import type { RouteRetryCounters } from './retry-metrics.js';
 import { attemptTimeoutMs, decideRetry, retryBackoffMs, type AttemptOutcome, type BodyState } from './retry-policy.js';

@@ -12,8 +12,7 @@ import {
 import type { TLSSocket } from 'node:tls';
 import type { Logger } from '@minimesh/runtime';
 import { tap } from '@minimesh/proto';
-import { clientIdentity } from '../inbound/tls.js';
-import type { TlsCredentials } from '../tls/credentials.js';
+import { clientIdentity, type TlsCredentials } from '../tls/credentials.js';
 import { TapMatchError } from './match.js';
 import type { ActiveTap, TapLayer } from './tap.js';
 

@@ -1,4 +1,4 @@
-// Connect: Endpoint → an upstream to send on, for both directions. Meshed endpoints (an identity, and a
+// The connector: Endpoint → an upstream to send on, for both directions (the connect stages use it). Meshed endpoints (an identity, and a
 // certificate of ours to present) get ONE multiplexed HTTP/2 session over mTLS that HTTP/1 rides too,
 // upgraded; unmeshed endpoints (and the app behind the inbound proxy) get an HTTP/1 keep-alive pool or
 // a plaintext HTTP/2 session. TCP gets a fresh connection (mTLS when meshed).
@@ -6,21 +6,10 @@ import { Agent, type AgentOptions } from 'node:http';
 import { connect as netConnect, type Socket } from 'node:net';
 import type { ClientHttp2Session } from 'node:http2';
 import { H2Pool } from '../http/h2-pool.js';
+import type { HttpUpstream } from '../http/upstream.js';
 import { armConnectTimeout, connectMtls } from '../tls/connect.js';
 import type { TlsCredentials } from '../tls/credentials.js';
 import type { Endpoint } from '../targets.js';
-
-/** Where an HTTP exchange goes: a multiplexed HTTP/2 session, or an HTTP/1 keep-alive pool. */
-export type HttpUpstream =
-  | {
-      readonly kind: 'h2';
-      readonly endpoint: Endpoint;
-      /** The identity the peer must prove over mTLS; undefined for plaintext. */
-      readonly identity: string | undefined;
-      readonly session: ClientHttp2Session;
-      readonly pool: H2Pool;
-    }
-  | { readonly kind: 'h1'; readonly endpoint: Endpoint; readonly agent: Agent };
 
 /** Background reconnects to a broken endpoint: 100 ms, doubling, at most every 10 s. */
 const RECONNECT_MIN_MS = 100;
