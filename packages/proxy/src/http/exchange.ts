@@ -2,8 +2,8 @@
 // an HTTP/2 stream. It knows how to answer an error in the caller's protocol (respond.ts), how to go to
 // an upstream (the four combinations in forward.ts), and it is its own metrics and load hook, so a
 // request costs one object rather than a handful of closures.
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Writable } from 'node:stream';
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { Readable, Writable } from 'node:stream';
 import { constants as http2constants, type IncomingHttpHeaders as H2Headers, type ServerHttp2Stream } from 'node:http2';
 import type { Logger } from '@minimesh/runtime';
 import { ProxyError, toConnectError, unwrapCause } from '../errors.js';
@@ -13,8 +13,25 @@ import type { HttpUpstream } from './upstream.js';
 import { tapRequest, type TapSubject } from '../tap/exchange-tap.js';
 import type { TapLayer, TappedRequest } from '../tap/tap.js';
 import type { Direction } from '../targets.js';
-import { h1ToH1, h1ToH2, h2ToH1, h2ToH2, type Cancel, type ExchangeHooks } from './forward.js';
-import { ORIG_PROTO_HEADER, ORIG_PROTO_HTTP11 } from './headers.js';
+import {
+  hasNoBody,
+  sendH1,
+  sendH2,
+  writeResponseH1,
+  writeResponseH2,
+  type BodySource,
+  type CallSink,
+  type ExchangeHooks,
+  type UpstreamCall,
+} from './forward.js';
+import {
+  h1ToH1Request,
+  h1ToH2Request,
+  h2ToH1Request,
+  h2ToH2Request,
+  ORIG_PROTO_HEADER,
+  ORIG_PROTO_HTTP11,
+} from './headers.js';
 
 /** What every exchange of one stack reports to. */
 export interface ExchangeSink {
@@ -27,7 +44,17 @@ export interface ExchangeSink {
 
 const NO_EXTRA: Record<string, string> = {};
 
-export abstract class HttpExchange implements ExchangeHooks, TapSubject {
+/** Something sending an exchange upstream that a route's timeout or a gone caller can stop. */
+export interface Cancellable {
+  cancel(): void;
+}
+
+/** Another way to send an exchange (the retry transport, retry.ts): started once the exchange is counted. */
+export interface ExchangeTransport extends Cancellable {
+  start(hooks: ExchangeHooks): void;
+}
+
+export abstract class HttpExchange implements ExchangeHooks, CallSink, TapSubject {
   abstract readonly protocol: 'http1' | 'h2';
   /** Host (HTTP/1) or :authority (HTTP/2), as the caller sent it. */
   abstract readonly authority: string | undefined;
@@ -47,7 +74,7 @@ export abstract class HttpExchange implements ExchangeHooks, TapSubject {
   private grpcStatus: number | undefined;
   /** A route's request timeout (src/policy/outbound-routes.ts), armed by forward(); 0: none. */
   requestTimeoutMs = 0;
-  private cancel: Cancel | undefined;
+  private sending: Cancellable | undefined;
   private timer: NodeJS.Timeout | undefined;
   private expired = false;
   /** Set only while a tap takes this request. */
@@ -63,24 +90,61 @@ export abstract class HttpExchange implements ExchangeHooks, TapSubject {
   /** Answers the caller with `err` (a stage failed before anything was sent upstream). */
   abstract fail(err: unknown): void;
 
+  /** A stage cannot take the request (no endpoints, ...): counted in proxy_errors_total and answered with `err`. */
+  reject(err: unknown): void {
+    this.sink.metrics.error(this.sink.direction, errorCode(err));
+    this.fail(err);
+  }
+
+  /** The request body as it arrives (read only when the request has one). */
+  abstract readonly requestStream: Readable;
+  /** The request has a body to send. */
+  abstract readonly hasBody: boolean;
+
+  /**
+   * Sends the request to `up` with `body` (the request half of forward.ts, headers converted for the
+   * upstream), its answer going to `sink`: the exchange itself, or a retry attempt that holds it.
+   */
+  abstract sendTo(
+    up: HttpUpstream,
+    extra: Record<string, string>,
+    authority: string,
+    body: BodySource | undefined,
+    sink: CallSink,
+  ): UpstreamCall | undefined;
+
+  /** Writes `call`'s response to the caller (the response half of forward.ts), reported to this exchange. */
+  abstract respondFrom(call: UpstreamCall): void;
+
+  /** Ties `call` to the caller: the caller going away cancels it. */
+  abstract couple(call: UpstreamCall): void;
+
+  onHead(call: UpstreamCall): void {
+    this.respondFrom(call);
+  }
+
   /**
    * Sends the exchange to `up`, counting it under `labels`. `extra` headers are added on the way;
    * `authority` is the :authority for an HTTP/1 request without Host that is upgraded to HTTP/2.
    */
   forward(up: HttpUpstream, labels: Labels, extra: Record<string, string> = NO_EXTRA, authority = ''): void {
     this.begin(up, labels);
-    this.cancel = this.send(up, extra, authority);
+    const call = this.send(up, extra, authority);
+    if (call !== undefined) {
+      this.sending = call;
+      this.couple(call);
+    }
     this.armTimeout();
   }
 
   /**
-   * forward() with `send` in place of the protocol's own (the route retry layer's attempts,
-   * src/policy/outbound-retry.ts): counted, tapped, load-tracked and bounded by the route's request
-   * timeout the same way. `send` reports to the exchange's hooks and returns how to cancel it.
+   * forward() through `transport` (the retry transport, retry.ts) with `up` as the first attempt's
+   * upstream: counted, tapped, load-tracked and bounded by the route's request timeout the same way.
    */
-  forwardVia(up: HttpUpstream, labels: Labels, send: (hooks: ExchangeHooks) => Cancel): void {
+  forwardVia(up: HttpUpstream, labels: Labels, transport: ExchangeTransport): void {
     this.begin(up, labels);
-    this.cancel = send(this);
+    this.sending = transport;
+    transport.start(this);
     this.armTimeout();
   }
 
@@ -100,7 +164,8 @@ export abstract class HttpExchange implements ExchangeHooks, TapSubject {
     if (this.requestTimeoutMs > 0) this.timer = setTimeout(() => this.expire(), this.requestTimeoutMs);
   }
 
-  protected abstract send(up: HttpUpstream, extra: Record<string, string>, authority: string): Cancel;
+  /** forward()'s send: the request's own body, straight to the caller when the head comes. */
+  protected abstract send(up: HttpUpstream, extra: Record<string, string>, authority: string): UpstreamCall | undefined;
 
   /** Resets the downstream side (the response had begun when the route's timeout fired). */
   protected abstract reset(): void;
@@ -115,7 +180,7 @@ export abstract class HttpExchange implements ExchangeHooks, TapSubject {
     this.sink.log.debug({ err: err.message }, `${this.sink.direction} request timed out (route timeout)`);
     this.endLoad();
     this.tapped?.responseEnd({ failed: true });
-    this.cancel?.();
+    this.sending?.cancel();
     if (this.status === 0) this.fail(err);
     else this.reset();
   }
@@ -203,6 +268,14 @@ export class H1Exchange extends HttpExchange {
     return this.res;
   }
 
+  get requestStream(): Readable {
+    return this.req;
+  }
+
+  get hasBody(): boolean {
+    return !hasNoBody(this.req);
+  }
+
   fail(err: unknown): void {
     respondH1(this.res, err);
   }
@@ -211,19 +284,45 @@ export class H1Exchange extends HttpExchange {
     this.res.destroy();
   }
 
-  protected send(up: HttpUpstream, extra: Record<string, string>, authority: string): Cancel {
-    const { req, res } = this;
-    if (up.kind === 'h1')
-      return h1ToH1(req, res, { host: up.endpoint.ip, port: up.endpoint.port, agent: up.agent, headers: extra }, this);
+  protected send(up: HttpUpstream, extra: Record<string, string>, authority: string): UpstreamCall | undefined {
+    const bodiless = hasNoBody(this.req);
+    // A bodiless request is still read to its end, so the caller's connection can be reused.
+    if (bodiless && up.kind === 'h1') this.req.resume();
+    return this.sendTo(up, extra, authority, bodiless ? undefined : this.req, this);
+  }
+
+  sendTo(
+    up: HttpUpstream,
+    extra: Record<string, string>,
+    authority: string,
+    body: BodySource | undefined,
+    sink: CallSink,
+  ): UpstreamCall | undefined {
+    const req = this.req;
+    if (up.kind === 'h1') {
+      const target = { host: up.endpoint.ip, port: up.endpoint.port, agent: up.agent };
+      return sendH1(target, req.method, req.url, h1ToH1Request(req.headers, extra), body, sink);
+    }
     // Over HTTP/2 (between proxies): marked, so the far side restores HTTP/1.
-    return h1ToH2(
-      req,
-      res,
-      up.session,
+    const headers: OutgoingHttpHeaders = h1ToH2Request(
+      req.method ?? 'GET',
+      req.url ?? '/',
+      req.headers,
       req.headers.host ?? authority,
       { [ORIG_PROTO_HEADER]: ORIG_PROTO_HTTP11, ...extra },
-      this,
     );
+    return sendH2(up.session, headers, body, sink);
+  }
+
+  respondFrom(call: UpstreamCall): void {
+    writeResponseH1(this.res, call, this);
+  }
+
+  couple(call: UpstreamCall): void {
+    const res = this.res;
+    res.on('close', () => {
+      if (!res.writableFinished) call.cancel();
+    });
   }
 }
 
@@ -270,18 +369,50 @@ export class H2Exchange extends HttpExchange {
     return this.headers[ORIG_PROTO_HEADER] === ORIG_PROTO_HTTP11;
   }
 
+  get requestStream(): Readable {
+    return this.stream;
+  }
+
+  get hasBody(): boolean {
+    return !this.stream.endAfterHeaders;
+  }
+
   fail(err: unknown): void {
     respondH2(this.stream, this.grpc, err);
   }
 
-  protected send(up: HttpUpstream, extra: Record<string, string>): Cancel {
-    if (up.kind === 'h2') return h2ToH2(this.stream, this.headers, up.session, extra, this);
-    return h2ToH1(
-      this.stream,
-      this.headers,
-      { host: up.endpoint.ip, port: up.endpoint.port, agent: up.agent, extra },
-      this,
-    );
+  protected send(up: HttpUpstream, extra: Record<string, string>, authority: string): UpstreamCall | undefined {
+    const bodiless = this.stream.endAfterHeaders;
+    if (bodiless && up.kind === 'h1') this.stream.resume();
+    return this.sendTo(up, extra, authority, bodiless ? undefined : this.stream, this);
+  }
+
+  sendTo(
+    up: HttpUpstream,
+    extra: Record<string, string>,
+    _authority: string,
+    body: BodySource | undefined,
+    sink: CallSink,
+  ): UpstreamCall | undefined {
+    if (up.kind === 'h2') return sendH2(up.session, h2ToH2Request(this.headers, extra), body, sink);
+    const target = { host: up.endpoint.ip, port: up.endpoint.port, agent: up.agent };
+    return sendH1(target, this.method, this.path, h2ToH1Request(this.headers, extra), body, sink);
+  }
+
+  respondFrom(call: UpstreamCall): void {
+    writeResponseH2(this.stream, call, this);
+  }
+
+  couple(call: UpstreamCall): void {
+    const stream = this.stream;
+    if (call.kind === 'h2')
+      stream.on('close', () => {
+        if (stream.rstCode !== undefined && stream.rstCode !== http2constants.NGHTTP2_NO_ERROR) call.cancel();
+      });
+    else
+      stream.on('close', () => {
+        if (!call.finished) call.cancel();
+      });
   }
 
   protected reset(): void {

@@ -13,6 +13,7 @@ import { drainConnections } from '../drain.js';
 import { toConnectError } from '../errors.js';
 import type { ExchangeSink, HttpExchange } from '../http/exchange.js';
 import { HttpHandoff } from '../http/handoff.js';
+import { sendWithRetries, type RetryPolicy } from '../http/retry.js';
 import { requestHead } from '../http/headers.js';
 import { LabelCache } from '../metrics/label-cache.js';
 import { toLabels, trackSocket, type Labels, type ProxyMetrics } from '../metrics/metrics.js';
@@ -23,7 +24,6 @@ import { relay } from '../stack/relay.js';
 import type { Accept, Addr, Concrete, Endpoint, Opaque } from '../targets.js';
 import type { OutboundPolicies } from '../policy/outbound-policies.js';
 import { applyOutboundRoute } from '../policy/outbound-routes.js';
-import { sendWithRetries, type RetryPlan } from '../policy/outbound-retry.js';
 import type { TlsCredentials } from '../tls/credentials.js';
 import { balance } from './balance.js';
 import { createOutboundDetect } from './detect.js';
@@ -158,17 +158,22 @@ export function createOutboundStack(opts: OutboundStackOptions): OutboundStack {
   }
 
   /** A request on a route with retries: each retry is balanced again over the same Concrete target. */
-  function sendRetrying(concrete: Concrete, ep: Endpoint, ex: HttpExchange, plan: RetryPlan): void {
-    sendWithRetries({
+  function sendRetrying(concrete: Concrete, ep: Endpoint, ex: HttpExchange, policy: RetryPolicy): void {
+    const labels = endpointLabels(concrete.authority, ep);
+    sendWithRetries(
       ex,
-      plan,
-      ep,
-      pick: () => balance(concrete),
-      connect: (e) => connector.http(e, ex.protocol),
-      labels: endpointLabels(concrete.authority, ep),
-      authority: concrete.authority,
+      policy,
+      (attempt) => {
+        let e: Endpoint;
+        try {
+          e = attempt.n === 1 ? ep : balance(concrete);
+        } catch (err) {
+          return attempt.reject(err);
+        }
+        attempt.forward(connector.http(e, ex.protocol), labels, undefined, concrete.authority);
+      },
       log,
-    });
+    );
   }
 
   /** HTTP/1 Upgrade (WebSocket): replay the request to the endpoint, then relay raw bytes both ways. */

@@ -8,8 +8,8 @@ import { H1Exchange, type HttpExchange } from '../http/exchange.js';
 import type { Addr } from '../targets.js';
 import { respondWith } from './inbound-layer.js';
 import type { OutboundPolicies, OutboundTarget } from './outbound-policies.js';
-import type { RetryPlan } from './outbound-retry.js';
-import { canBuffer } from './retry-policy.js';
+import type { RetryPolicy } from '../http/retry.js';
+import { canBuffer, routeRetryPolicy } from './retry-policy.js';
 
 /** The policy target of a request: the Service name when the authority is one, else the original destination. */
 export function outboundTarget(
@@ -25,8 +25,8 @@ export function outboundTarget(
 
 /**
  * Applies the route of `ex` in the target's policy: sets the exchange's request timeout. False: the
- * route injects a failure and the exchange was answered with it. A RetryPlan: the route retries and
- * the request can be buffered (src/policy/outbound-retry.ts sends it); true: forward it as it is.
+ * route injects a failure and the exchange was answered with it. A RetryPolicy: the route retries and
+ * the request can be buffered (the retry transport, http/retry.ts, sends it); true: forward it as it is.
  */
 export function applyOutboundRoute(
   policies: OutboundPolicies,
@@ -34,7 +34,7 @@ export function applyOutboundRoute(
   authority: string,
   orig: Addr | undefined,
   clusterDomain: string,
-): boolean | RetryPlan {
+): boolean | RetryPolicy {
   if (!policies.enabled) return true;
   const target = outboundTarget(authority, orig, clusterDomain);
   if (!target) return true;
@@ -65,5 +65,5 @@ export function applyOutboundRoute(
   // A body declared larger than the buffer is never retried: it goes as it is (linkerd2-proxy's ReplayBody).
   const length = headers['content-length'];
   if (!canBuffer(retry, Array.isArray(length) ? length[0] : length)) return true;
-  return { retry, counters: policies.retryMetrics.counters(policy, hit.route) };
+  return routeRetryPolicy(retry, policies.retryMetrics.counters(policy, hit.route));
 }
