@@ -1,17 +1,16 @@
 // One HTTP exchange as the stages see it, whatever the caller spoke: an HTTP/1 request/response pair or
-// an HTTP/2 stream. It knows how to answer an error in the caller's protocol (respond.ts), how to go to
-// an upstream (the four combinations in forward.ts), and it is its own metrics and load hook, so a
-// request costs one object rather than a handful of closures.
+// an HTTP/2 stream. It is the request's state (targets are values; this is what changes): it knows how
+// to answer in the caller's protocol (respond.ts), how to go to an upstream (the one forwarder,
+// forward.ts), and it is its own metrics, load and timeout hook, so a request costs one object rather
+// than a handful of closures.
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Readable, Writable } from 'node:stream';
 import { constants as http2constants, type IncomingHttpHeaders as H2Headers, type ServerHttp2Stream } from 'node:http2';
 import type { Logger } from '@minimesh/runtime';
 import { ProxyError, toConnectError, unwrapCause } from '../errors.js';
+import type { Rejectable } from '../layers.js';
 import type { Labels, ProxyMetrics } from '../metrics/metrics.js';
-import { errorCode, isGrpc, respondH1, respondH2 } from '../respond.js';
-import type { HttpUpstream } from './upstream.js';
-import { tapRequest, type TapSubject } from '../tap/exchange-tap.js';
-import type { TapLayer, TappedRequest } from '../tap/tap.js';
+import { answerH1, answerH2, errorCode, isGrpc, respondH1, respondH2 } from '../respond.js';
 import type { Direction } from '../targets.js';
 import {
   hasNoBody,
@@ -32,14 +31,33 @@ import {
   ORIG_PROTO_HEADER,
   ORIG_PROTO_HTTP11,
 } from './headers.js';
+import type { Connected, HttpUpstream } from './upstream.js';
 
 /** What every exchange of one stack reports to. */
 export interface ExchangeSink {
   readonly direction: Direction;
   readonly metrics: ProxyMetrics;
   readonly log: Logger;
-  /** The tap layer, when this proxy serves tap (MINIMESH_PROXY_TAP_SVC_NAME). */
-  readonly tap?: TapLayer | undefined;
+}
+
+/** What the stages below the route see of a request: an exchange, an HTTP/1 Upgrade, or a retry's attempt. */
+export interface HttpRequest extends Rejectable {
+  /** The protocol the caller spoke. */
+  readonly protocol: 'http1' | 'h2';
+  /** An HTTP/1 Upgrade (WebSocket): connect opens a raw connection for it, forward relays its bytes. */
+  readonly upgrade: boolean;
+  /** The exchange tap may observe through this request: the exchange itself, or a retry's first attempt. */
+  readonly observable: HttpExchange | undefined;
+  /** Answers the caller with `err`, uncounted (a connection that could not even be opened). */
+  fail(err: unknown): void;
+  /** Sends it where the connect stage said. */
+  forward(t: Connected): void;
+}
+
+/** Told how an exchange's response goes (the tap layer's view of a tapped request). */
+export interface ExchangeObserver {
+  responseInit(status: number): void;
+  responseEnd(opts: { grpcStatus?: number | undefined; failed?: boolean }): void;
 }
 
 const NO_EXTRA: Record<string, string> = {};
@@ -54,8 +72,9 @@ export interface ExchangeTransport extends Cancellable {
   start(hooks: ExchangeHooks): void;
 }
 
-export abstract class HttpExchange implements ExchangeHooks, CallSink, TapSubject {
+export abstract class HttpExchange implements ExchangeHooks, CallSink, HttpRequest {
   abstract readonly protocol: 'http1' | 'h2';
+  readonly upgrade = false;
   /** Host (HTTP/1) or :authority (HTTP/2), as the caller sent it. */
   abstract readonly authority: string | undefined;
   /** The request headers, for stages that read or strip some (never pseudo-headers). */
@@ -72,15 +91,19 @@ export abstract class HttpExchange implements ExchangeHooks, CallSink, TapSubjec
   private loadT0 = -1;
   private status = 0;
   private grpcStatus: number | undefined;
-  /** A route's request timeout (src/policy/outbound-routes.ts), armed by forward(); 0: none. */
+  /** A route's request timeout (the outbound route stage sets it), armed once the request is sent; 0: none. */
   requestTimeoutMs = 0;
   private sending: Cancellable | undefined;
   private timer: NodeJS.Timeout | undefined;
   private expired = false;
   /** Set only while a tap takes this request. */
-  private tapped: TappedRequest | undefined;
+  private observer: ExchangeObserver | undefined;
 
   constructor(protected readonly sink: ExchangeSink) {}
+
+  get observable(): HttpExchange {
+    return this;
+  }
 
   /** A peer proxy upgraded this request from HTTP/1 (l5d-orig-proto): the app gets HTTP/1 back. */
   get upgradedHttp1(): boolean {
@@ -94,6 +117,20 @@ export abstract class HttpExchange implements ExchangeHooks, CallSink, TapSubjec
   reject(err: unknown): void {
     this.sink.metrics.error(this.sink.direction, errorCode(err));
     this.fail(err);
+  }
+
+  /** Answers the caller as a route says (a redirect, an injected failure): `status`, and why. */
+  abstract answer(status: number, message: string, location: string | undefined): void;
+
+  /** Drops the request headers `omit` matches (the inbound side drops the mesh's own). */
+  stripHeaders(omit: (lowerCaseName: string) => boolean): void {
+    const headers = this.headers;
+    for (const name in headers) if (omit(name)) delete headers[name];
+  }
+
+  /** A tap takes this request: it hears how the response goes. */
+  observe(observer: ExchangeObserver | undefined): void {
+    this.observer = observer;
   }
 
   /** The request body as it arrives (read only when the request has one). */
@@ -123,13 +160,11 @@ export abstract class HttpExchange implements ExchangeHooks, CallSink, TapSubjec
     this.respondFrom(call);
   }
 
-  /**
-   * Sends the exchange to `up`, counting it under `labels`. `extra` headers are added on the way;
-   * `authority` is the :authority for an HTTP/1 request without Host that is upgraded to HTTP/2.
-   */
-  forward(up: HttpUpstream, labels: Labels, extra: Record<string, string> = NO_EXTRA, authority = ''): void {
-    this.begin(up, labels);
-    const call = this.send(up, extra, authority);
+  /** Sends the exchange where the connect stage said, counting it under its labels. */
+  forward(t: Connected): void {
+    const up = t.upstream as HttpUpstream;
+    this.begin(up, t.labels);
+    const call = this.send(up, t.extra ?? NO_EXTRA, t.authority);
     if (call !== undefined) {
       this.sending = call;
       this.couple(call);
@@ -148,15 +183,13 @@ export abstract class HttpExchange implements ExchangeHooks, CallSink, TapSubjec
     this.armTimeout();
   }
 
-  /** Before the request goes to `up`: counted under `labels`, load-tracked on the endpoint, tapped. */
+  /** Before the request goes to `up`: counted under `labels`, load-tracked on the endpoint. */
   private begin(up: HttpUpstream, labels: Labels): void {
     this.labels = labels;
     this.upstream = up;
     this.t0 = this.sink.metrics.request(labels);
     const load = up.endpoint.load;
     if (load) this.loadT0 = load.start();
-    const tap = this.sink.tap;
-    if (tap !== undefined && tap.active) this.tapped = tapRequest(tap, this.sink.direction, this, labels);
   }
 
   /** After it went: the route's request timeout, when it has one. */
@@ -179,7 +212,7 @@ export abstract class HttpExchange implements ExchangeHooks, CallSink, TapSubjec
     this.sink.metrics.error(this.sink.direction, err.code);
     this.sink.log.debug({ err: err.message }, `${this.sink.direction} request timed out (route timeout)`);
     this.endLoad();
-    this.tapped?.responseEnd({ failed: true });
+    this.observer?.responseEnd({ failed: true });
     this.sending?.cancel();
     if (this.status === 0) this.fail(err);
     else this.reset();
@@ -190,12 +223,12 @@ export abstract class HttpExchange implements ExchangeHooks, CallSink, TapSubjec
     this.endLoad();
     this.status = status;
     this.grpcStatus = grpcStatus;
-    this.tapped?.responseInit(status);
+    this.observer?.responseInit(status);
   }
 
   onEnd(failed: boolean): void {
     if (this.timer) clearTimeout(this.timer);
-    this.tapped?.responseEnd({ grpcStatus: this.grpcStatus, failed });
+    this.observer?.responseEnd({ grpcStatus: this.grpcStatus, failed });
     if (this.status === 0 || !this.labels) return;
     this.sink.metrics.response(this.labels, this.t0, this.status, this.grpcStatus, failed);
   }
@@ -204,7 +237,7 @@ export abstract class HttpExchange implements ExchangeHooks, CallSink, TapSubjec
     if (this.timer) clearTimeout(this.timer);
     if (this.expired) return;
     this.endLoad();
-    this.tapped?.responseEnd({ failed: true });
+    this.observer?.responseEnd({ failed: true });
     const err = this.explain(raw);
     this.sink.metrics.error(this.sink.direction, errorCode(err));
     this.sink.log.debug({ err: err.message }, `${this.sink.direction} request failed`);
@@ -278,6 +311,10 @@ export class H1Exchange extends HttpExchange {
 
   fail(err: unknown): void {
     respondH1(this.res, err);
+  }
+
+  answer(status: number, message: string, location: string | undefined): void {
+    answerH1(this.res, status, message, location);
   }
 
   protected reset(): void {
@@ -379,6 +416,10 @@ export class H2Exchange extends HttpExchange {
 
   fail(err: unknown): void {
     respondH2(this.stream, this.grpc, err);
+  }
+
+  answer(status: number, message: string, location: string | undefined): void {
+    answerH2(this.stream, status, message, location);
   }
 
   protected send(up: HttpUpstream, extra: Record<string, string>, authority: string): UpstreamCall | undefined {

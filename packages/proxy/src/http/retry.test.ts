@@ -72,7 +72,8 @@ function toApp(port: number) {
   const agent = new Agent({ keepAlive: true });
   closers.push(() => agent.destroy());
   const ep = plainEndpoint('127.0.0.1', port);
-  return (attempt: RetryAttempt) => attempt.forward({ kind: 'h1', endpoint: ep, agent }, {});
+  return (attempt: RetryAttempt) =>
+    attempt.forward({ upstream: { kind: 'h1', endpoint: ep, agent }, labels: {}, authority: '', extra: undefined });
 }
 
 function post(port: number, body: string): Promise<{ status: number; body: string; error?: string }> {

@@ -16,9 +16,9 @@
 import type { Readable, Writable } from 'node:stream';
 import { sleep, type Logger } from '@minimesh/runtime';
 import { ProxyError } from '../errors.js';
-import type { ExchangeTransport, HttpExchange } from './exchange.js';
+import type { ExchangeTransport, HttpExchange, HttpRequest } from './exchange.js';
 import type { BodySource, CallSink, ExchangeHooks, UpstreamCall } from './forward.js';
-import type { HttpUpstream } from './upstream.js';
+import type { Connected, HttpUpstream } from './upstream.js';
 import type { Labels } from '../metrics/metrics.js';
 
 /** What an attempt came back with. */
@@ -42,6 +42,8 @@ export interface BodyState {
  */
 export type RetryDecision = 'done' | 'unbuffered' | 'limit' | 'retry';
 
+const NO_EXTRA: Record<string, string> = {};
+
 /** A counter the transport bumps (a metric series handle). */
 export interface Count {
   value: number;
@@ -64,11 +66,12 @@ export interface RetryPolicy {
  * One attempt as the stack below the route sees it: balanced and connected like the exchange, but sent
  * by the transport. `forward()` only says where it goes; `reject()` that it can go nowhere.
  */
-export class RetryAttempt implements CallSink {
-  /** Where the stack sent it (its first attempt's labels count the exchange). */
+export class RetryAttempt implements CallSink, HttpRequest {
+  readonly upgrade = false;
+  /** Where the stack sent it (the first attempt's labels count the exchange). */
   up: HttpUpstream | undefined;
   labels: Labels | undefined;
-  extra: Record<string, string> = {};
+  extra: Record<string, string> = NO_EXTRA;
   authority = '';
   /** Why no stage could take it. */
   rejected: unknown;
@@ -89,19 +92,23 @@ export class RetryAttempt implements CallSink {
   }
 
   /** The exchange is tapped once, on its first attempt. */
-  get first(): boolean {
-    return this.n === 1;
+  get observable(): HttpExchange | undefined {
+    return this.n === 1 ? this.exchange : undefined;
   }
 
   reject(err: unknown): void {
     this.rejected = err;
   }
 
-  forward(up: HttpUpstream, labels: Labels, extra?: Record<string, string>, authority?: string): void {
-    this.up = up;
-    this.labels = labels;
-    if (extra !== undefined) this.extra = extra;
-    if (authority !== undefined) this.authority = authority;
+  fail(err: unknown): void {
+    this.rejected = err;
+  }
+
+  forward(t: Connected): void {
+    this.up = t.upstream as HttpUpstream;
+    this.labels = t.labels;
+    this.extra = t.extra ?? NO_EXTRA;
+    this.authority = t.authority;
   }
 
   /** Sends it with `body`; resolves once its response head, its failure, or its timeout is known. */

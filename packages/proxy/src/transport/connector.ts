@@ -11,20 +11,11 @@ import { armConnectTimeout, connectMtls } from '../tls/connect.js';
 import type { TlsCredentials } from '../tls/credentials.js';
 import type { Endpoint } from '../targets.js';
 
-/** Background reconnects to a broken endpoint: 100 ms, doubling, at most every 10 s. */
-const RECONNECT_MIN_MS = 100;
-const RECONNECT_MAX_MS = 10_000;
-/**
- * A broken endpoint stays out of balancing at least this long even when a reconnect works sooner (an
- * ejection time, as Envoy's outlier detection has): a killed pod's proxy is restarted by the kubelet
- * within a second or two, before its app listens and before the API server has marked the pod not ready;
- * by then destination has dropped it.
- */
-export const MIN_EJECTION_MS = 3000;
-
 export class Connector {
-  /** Sessions to meshed endpoints; one that breaks takes its endpoint out of balancing until a reconnect works. */
-  readonly meshed = new H2Pool(60_000, (ep) => this.broken(ep as Endpoint));
+  /** Sessions to meshed endpoints; one that breaks is reported (`onBroken`: endpoint health takes it out of balancing). */
+  readonly meshed = new H2Pool(60_000, (ep) => {
+    if (!this.closed) this.onBroken?.(ep as Endpoint);
+  });
   private closed = false;
   readonly plainH2 = new H2Pool();
   readonly agent = new Agent({
@@ -38,6 +29,8 @@ export class Connector {
   constructor(
     private readonly creds: TlsCredentials,
     private readonly timeoutMs: number,
+    /** A meshed endpoint's session broke (reset, refused, TLS failure, closed by the peer). */
+    private readonly onBroken?: (ep: Endpoint) => void,
   ) {}
 
   /** The identity to require of `ep`, when we can originate mTLS to it (it is meshed and we have a certificate). */
@@ -67,42 +60,12 @@ export class Connector {
   }
 
   /**
-   * A meshed endpoint's session broke (reset, refused, TLS failure, closed by the peer): the balancer
-   * leaves the endpoint out while it reconnects in the background, with backoff, without a request on
-   * the line. A pod killed mid-stream then fails only the requests in flight on it, not the ones sent
-   * until destination learns it is gone. The reconnect stops once the endpoint is dropped (garbage).
+   * The endpoint's HTTP/2 session, opened again if it broke (endpoint health's background reconnect,
+   * balance/endpoint-health.ts); undefined when the connector is closed or cannot originate mTLS to it.
    */
-  private broken(ep: Endpoint): void {
-    const load = ep.load;
-    if (!load || this.closed) return;
-    load.ready = false;
-    load.ejectedUntil = Date.now() + MIN_EJECTION_MS;
-    if (load.reconnecting) return;
-    load.reconnecting = true;
-    const delay = Math.min(RECONNECT_MAX_MS, RECONNECT_MIN_MS * 2 ** Math.min(load.failures, 10));
-    load.failures++;
-    const ref = new WeakRef(ep);
-    setTimeout(() => {
-      const e = ref.deref();
-      if (!e?.load) return;
-      e.load.reconnecting = false;
-      const identity = this.closed ? undefined : this.meshIdentity(e);
-      if (identity === undefined) return;
-      const session = this.meshedSession(e, identity);
-      const up = () => {
-        const l = e.load;
-        if (!l || l.reconnecting) return;
-        const wait = l.ejectedUntil - Date.now();
-        if (wait > 0) {
-          setTimeout(up, wait).unref();
-          return;
-        }
-        l.ready = true;
-        l.failures = 0;
-      };
-      if (session.connecting) session.once('connect', up);
-      else if (!session.destroyed && !session.closed) up();
-    }, delay).unref();
+  reconnect(ep: Endpoint): ClientHttp2Session | undefined {
+    const identity = this.closed ? undefined : this.meshIdentity(ep);
+    return identity === undefined ? undefined : this.meshedSession(ep, identity);
   }
 
   /** A raw connection for TCP or an upgraded (WebSocket) exchange; mTLS without ALPN when meshed. */
