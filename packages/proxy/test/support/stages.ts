@@ -6,7 +6,15 @@ import type { ExchangeObserver, HttpExchange } from '../../src/http/exchange.js'
 import type { IncomingRequest } from '../../src/http/handoff.js';
 import type { Connected } from '../../src/http/upstream.js';
 import type { UpgradeExchange } from '../../src/http/upgrade.js';
-import { keyOf, plainEndpoint, toAddr, type Concrete, type Endpoint, type InboundConn, type Logical } from '../../src/targets.js';
+import {
+  keyOf,
+  plainEndpoint,
+  toAddr,
+  type Concrete,
+  type Endpoint,
+  type InboundConn,
+  type Logical,
+} from '../../src/targets.js';
 
 /** A request (an exchange, or with `upgrade` an HTTP/1 Upgrade) that records what the stages did with it. */
 export class FakeRequest {
@@ -27,7 +35,10 @@ export class FakeRequest {
   observer: ExchangeObserver | undefined;
   omit: ((name: string) => boolean) | undefined;
 
-  constructor(public authority: string | undefined = undefined, opts: Partial<FakeRequest> = {}) {
+  constructor(
+    public authority: string | undefined = undefined,
+    opts: Partial<FakeRequest> = {},
+  ) {
     Object.assign(this, opts);
   }
 
