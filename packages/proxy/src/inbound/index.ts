@@ -1,8 +1,8 @@
 // The inbound proxy (mesh → :4143 → the app), as three chains of stages, each read top-down in the order
 // a request or connection meets them (layers.ts; docs/proxy.md draws the same path):
-//   requests     authorize → route (filters) → connect (the app) → tap → forward
+//   http         authorize → route (filters) → connect (the app) → tap → forward
 //   opaque TCP   authorize → relay (the app)
-//   connections  accept → admit → tls → detect → (HTTP server → requests | opaque TCP)
+//   connections  accept → admit → tls → detect → (HTTP server → http | opaque TCP)
 // TLS hands HTTP/2 over our mTLS (ALPN h2) straight to the HTTP server.
 import type { Server, Socket } from 'node:net';
 import { portInRanges } from '@minimesh/config';

@@ -1,8 +1,8 @@
 // The outbound proxy (app → 127.0.0.1:4140 → mesh), as three chains of stages, each read top-down in
 // the order a request or connection meets them (layers.ts; docs/proxy.md draws the same path):
-//   requests     discover → route → backend → balance → connect → tap → forward
+//   http         discover → route → backend → balance → connect → tap → forward
 //   opaque TCP   discover → balance → relay
-//   connections  accept → detect → (HTTP server → requests | opaque TCP)
+//   connections  accept → detect → (HTTP server → http | opaque TCP)
 import type { Server, Socket } from 'node:net';
 import type { Logger } from '@minimesh/runtime';
 import { EndpointHealth } from '../balance/endpoint-health.js';
@@ -64,7 +64,7 @@ export function createOutboundStack(opts: OutboundStackOptions): OutboundStack {
   const labels = new OutboundLabels();
   const sockets = new Set<Socket>();
 
-  const requests = stack(
+  const http = stack(
     pushHttpServer<Accept>({ sink, headerReadTimeoutMs: config.headerReadTimeoutMs }),
     pushDiscover(discovery),
     pushRoute({ policies: opts.policies, log }),
@@ -88,7 +88,7 @@ export function createOutboundStack(opts: OutboundStackOptions): OutboundStack {
       count: { metrics, labels: (orig) => labels.accept(orig) },
     }),
     pushDetect({ resolver: opts.resolver, opaquePorts: config.opaquePorts, timeoutMs: config.detectTimeoutMs }),
-    { http: (t) => requests.serve(t), opaque },
+    { http: (t) => http.serve(t), opaque },
   );
 
   return {
@@ -98,8 +98,8 @@ export function createOutboundStack(opts: OutboundStackOptions): OutboundStack {
       drainConnections(
         {
           server,
-          h1: requests.h1,
-          serverSessions: requests.sessions,
+          h1: http.h1,
+          serverSessions: http.sessions,
           sockets,
           release: () => {
             health.close();
