@@ -1,3 +1,4 @@
+import type { Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { detectProtocol } from './detect.js';
 
@@ -37,7 +38,7 @@ describe('peek after peek (the inbound TLS check, then protocol detection)', () 
     const { createServer, connect } = await import('node:net');
     const { peek, detect } = await import('./detect.js');
     const result = await new Promise<{ protocol: string; ms: number }>((resolve, reject) => {
-      const peekTwice = async (sock: import('node:net').Socket) => {
+      const peekTwice = async (sock: Socket) => {
         const t0 = Date.now();
         const first = await peek(sock, (b) => (b.length > 0 ? 'seen' : 'more'), 5000, 'timeout');
         sock.unshift(first.prefix);

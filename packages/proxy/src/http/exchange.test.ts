@@ -1,28 +1,18 @@
 // An HTTP/1 exchange (a real caller and a real app on loopback) forwarded as the connect stage says: it
 // counts its request and response, tells an observer (tap) how the response goes, answers upstream
 // failures as proxy errors, enforces a route's request timeout, and counts what a stage refuses.
-import { Agent, createServer, request, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { Agent, createServer, request, type IncomingMessage } from 'node:http';
 import { createLogger } from '@minimesh/runtime';
 import { Registry } from 'prom-client';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ProxyError } from '../errors.js';
 import { ProxyMetrics, toLabels } from '../metrics/metrics.js';
 import { plainEndpoint } from '../targets.js';
 import { H1Exchange, type ExchangeObserver } from './exchange.js';
 import type { Connected } from './upstream.js';
+import { afterTest, listen } from '../../test/support/loopback.js';
 
 const log = createLogger({ name: 'test', level: 'silent' });
-const closers: Array<() => void> = [];
-afterEach(() => {
-  for (const c of closers.splice(0)) c();
-});
-
-function listen(server: Server): Promise<number> {
-  closers.push(() => server.close());
-  return new Promise((r) => server.listen(0, '127.0.0.1', () => r((server.address() as AddressInfo).port)));
-}
-
 const LABELS = toLabels({ direction: 'outbound', authority: 'web:80', targetAddr: '127.0.0.1:1', tls: 'no_identity' });
 
 /** A proxy whose every request is an H1Exchange handed to `handle`, and a GET to it. */
@@ -46,7 +36,7 @@ async function proxy(handle: (ex: H1Exchange) => void) {
 
 async function upstreamTo(answer: Parameters<typeof createServer>[1]): Promise<Connected> {
   const agent = new Agent({ keepAlive: true });
-  closers.push(() => agent.destroy());
+  afterTest(() => agent.destroy());
   const port = await listen(createServer(answer));
   return {
     upstream: { kind: 'h1', endpoint: plainEndpoint('127.0.0.1', port), agent },
@@ -84,7 +74,7 @@ describe('HTTP exchange', () => {
     const port = await listen(closed);
     closed.close();
     const agent = new Agent();
-    closers.push(() => agent.destroy());
+    afterTest(() => agent.destroy());
     const p = await proxy((ex) =>
       ex.forward({
         upstream: { kind: 'h1', endpoint: plainEndpoint('127.0.0.1', port), agent },

@@ -3,23 +3,21 @@
 // release() handing an unread HTTP/1 response's connection back to the pool.
 import {
   Agent,
+  type AgentOptions,
   createServer,
   request,
   type IncomingHttpHeaders,
   type IncomingMessage,
-  type Server,
   type ServerResponse,
 } from 'node:http';
 import {
   connect as h2connect,
   createServer as createH2Server,
   type ClientHttp2Session,
-  type Http2Server,
   type IncomingHttpHeaders as H2Headers,
   type ServerHttp2Stream,
 } from 'node:http2';
-import type { AddressInfo } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   sendH1,
   sendH2,
@@ -30,16 +28,7 @@ import {
   type UpstreamCall,
 } from './forward.js';
 import { h1ToH1Request, h1ToH2Request, h2ToH1Request, h2ToH2Request } from './headers.js';
-
-const closers: Array<() => void> = [];
-afterEach(() => {
-  for (const c of closers.splice(0)) c();
-});
-
-function listen<T extends Server | Http2Server>(server: T): Promise<number> {
-  closers.push(() => server.close());
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as AddressInfo).port)));
-}
+import { afterTest, closedPort, listen, until } from '../../test/support/loopback.js';
 
 /** Hooks that write down what the forwarder told them. */
 function recordingHooks(): ExchangeHooks & { events: string[] } {
@@ -86,7 +75,7 @@ async function h2App() {
   });
   const port = await listen(server);
   const session: ClientHttp2Session = h2connect(`http://127.0.0.1:${port}`);
-  closers.push(() => session.destroy());
+  afterTest(() => session.destroy());
   return { port, seen, session };
 }
 
@@ -127,7 +116,7 @@ function fetchH2(
 ): Promise<{ headers: H2Headers; trailers: H2Headers | undefined; body: string }> {
   return new Promise((resolve, reject) => {
     const session = h2connect(`http://127.0.0.1:${port}`);
-    closers.push(() => session.destroy());
+    afterTest(() => session.destroy());
     const req = session.request({ ':method': 'POST', ':path': '/h2', ...headers });
     let head: H2Headers = {};
     let trailers: H2Headers | undefined;
@@ -141,22 +130,63 @@ function fetchH2(
   });
 }
 
-describe('the forwarder', () => {
-  it('HTTP/1 caller → HTTP/1 upstream: connection headers dropped, extra added, body and response intact', async () => {
-    const app = await h1App();
-    const agent = new Agent({ keepAlive: true });
-    closers.push(() => agent.destroy());
-    const hooks = recordingHooks();
-    const proxy = createServer((req, res) => {
-      const sink = passThrough(
+/** A keep-alive pool, destroyed after the test. */
+function pool(opts: AgentOptions = { keepAlive: true }): Agent {
+  const a = new Agent(opts);
+  afterTest(() => a.destroy());
+  return a;
+}
+
+/** An HTTP/1 proxy: `send` forwards each request, its answer written at once (502 on an early failure). */
+async function h1Proxy(send: (req: IncomingMessage, sink: CallSink) => void) {
+  const hooks = recordingHooks();
+  const proxy = createServer((req, res) =>
+    send(
+      req,
+      passThrough(
         (call) => writeResponseH1(res, call, hooks),
         () => res.writeHead(502).end(),
         hooks,
-      );
-      const headers = h1ToH1Request(req.headers, { 'x-extra': 'added' });
-      sendH1({ host: '127.0.0.1', port: app.port, agent }, req.method, req.url, headers, req, sink);
-    });
-    const port = await listen(proxy);
+      ),
+    ),
+  );
+  return { port: await listen(proxy), hooks };
+}
+
+/** An HTTP/2 proxy, likewise. */
+async function h2Proxy(send: (stream: ServerHttp2Stream, headers: H2Headers, sink: CallSink) => void) {
+  const hooks = recordingHooks();
+  const proxy = createH2Server();
+  proxy.on('stream', (stream: ServerHttp2Stream, headers: H2Headers) =>
+    send(
+      stream,
+      headers,
+      passThrough(
+        (call) => writeResponseH2(stream, call, hooks),
+        () => stream.respond({ ':status': 502 }, { endStream: true }),
+        hooks,
+      ),
+    ),
+  );
+  return { port: await listen(proxy), hooks };
+}
+
+const settle = () => new Promise((resolve) => setTimeout(resolve, 20));
+
+describe('the forwarder', () => {
+  it('HTTP/1 caller → HTTP/1 upstream: connection headers dropped, extra added, body and response intact', async () => {
+    const app = await h1App();
+    const agent = pool();
+    const { port, hooks } = await h1Proxy((req, sink) =>
+      sendH1(
+        { host: '127.0.0.1', port: app.port, agent },
+        req.method,
+        req.url,
+        h1ToH1Request(req.headers, { 'x-extra': 'added' }),
+        req,
+        sink,
+      ),
+    );
     const r = await fetchH1(port, {
       method: 'POST',
       path: '/p?q=1',
@@ -172,85 +202,57 @@ describe('the forwarder', () => {
 
   it('HTTP/2 caller → HTTP/2 upstream: trailers and the gRPC status go through', async () => {
     const app = await h2App();
-    const hooks = recordingHooks();
-    const proxy = createH2Server();
-    proxy.on('stream', (stream: ServerHttp2Stream, headers: H2Headers) => {
-      const sink = passThrough(
-        (call) => writeResponseH2(stream, call, hooks),
-        () => stream.respond({ ':status': 502 }, { endStream: true }),
-        hooks,
-      );
-      sendH2(app.session, h2ToH2Request(headers, { 'x-extra': 'added' }), stream, sink);
-    });
-    const port = await listen(proxy);
+    const { port, hooks } = await h2Proxy((stream, headers, sink) =>
+      sendH2(app.session, h2ToH2Request(headers, { 'x-extra': 'added' }), stream, sink),
+    );
     const r = await fetchH2(port, { 'content-type': 'application/grpc', te: 'trailers' }, 'ping');
     expect(r.headers[':status']).toBe(200);
     expect(r.headers['x-app']).toBe('h2');
     expect(r.body).toBe('echo:ping');
     expect(r.trailers).toMatchObject({ 'grpc-status': '0', 'x-trailer': 'kept' });
     expect(app.seen[0]!.headers).toMatchObject({ ':path': '/h2', 'x-extra': 'added', te: 'trailers' });
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    await settle();
     expect(hooks.events).toEqual(['response 200', 'end']);
   });
 
   it('HTTP/2 caller → HTTP/1 upstream (an upgraded request to the app): Host from :authority', async () => {
     const app = await h1App();
-    const agent = new Agent({ keepAlive: true });
-    closers.push(() => agent.destroy());
-    const hooks = recordingHooks();
-    const proxy = createH2Server();
-    proxy.on('stream', (stream: ServerHttp2Stream, headers: H2Headers) => {
-      const sink = passThrough(
-        (call) => writeResponseH2(stream, call, hooks),
-        () => stream.respond({ ':status': 502 }, { endStream: true }),
-        hooks,
-      );
-      const target = { host: '127.0.0.1', port: app.port, agent };
-      sendH1(target, String(headers[':method']), String(headers[':path']), h2ToH1Request(headers), stream, sink);
-    });
-    const port = await listen(proxy);
+    const agent = pool();
+    const { port, hooks } = await h2Proxy((stream, headers, sink) =>
+      sendH1(
+        { host: '127.0.0.1', port: app.port, agent },
+        String(headers[':method']),
+        String(headers[':path']),
+        h2ToH1Request(headers),
+        stream,
+        sink,
+      ),
+    );
     const r = await fetchH2(port, { ':authority': 'web.shop.svc.cluster.local:80' }, 'body');
     expect(r.headers[':status']).toBe(201);
     expect(r.body).toBe('echo:body');
     expect(app.seen[0]).toMatchObject({ method: 'POST', url: '/h2', body: 'body' });
     expect(app.seen[0]!.headers.host).toBe('web.shop.svc.cluster.local:80');
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    await settle();
     expect(hooks.events).toEqual(['response 201', 'end']);
   });
 
   it('HTTP/1 caller → HTTP/2 upstream: the HTTP/2 head becomes an HTTP/1 one', async () => {
     const app = await h2App();
-    const hooks = recordingHooks();
-    const proxy = createServer((req, res) => {
-      const sink = passThrough(
-        (call) => writeResponseH1(res, call, hooks),
-        () => res.writeHead(502).end(),
-        hooks,
-      );
-      const headers = h1ToH2Request(req.method ?? 'GET', req.url ?? '/', req.headers, 'web:80', {});
-      sendH2(app.session, headers, req, sink);
-    });
-    const port = await listen(proxy);
+    const { port, hooks } = await h1Proxy((req, sink) =>
+      sendH2(app.session, h1ToH2Request(req.method ?? 'GET', req.url ?? '/', req.headers, 'web:80', {}), req, sink),
+    );
     const r = await fetchH1(port, { method: 'PUT', path: '/x', body: 'up' });
     expect(r).toMatchObject({ status: 200, body: 'echo:up', headers: { 'x-app': 'h2' } });
     expect(app.seen[0]!.headers).toMatchObject({ ':method': 'PUT', ':path': '/x', ':authority': 'web:80' });
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    await settle();
     expect(hooks.events).toEqual(['response 200', 'end']);
   });
 
   it('a failure before the head goes to the sink; the hooks hear nothing else', async () => {
-    const closed = createServer();
-    const deadPort = await listen(closed);
-    closed.close();
-    const agent = new Agent();
-    closers.push(() => agent.destroy());
-    const hooks = recordingHooks();
-    const proxy = createServer((req, res) => {
-      const sink = passThrough(
-        (call) => writeResponseH1(res, call, hooks),
-        () => res.writeHead(502).end(),
-        hooks,
-      );
+    const deadPort = await closedPort();
+    const agent = pool({});
+    const { port, hooks } = await h1Proxy((req, sink) =>
       sendH1(
         { host: '127.0.0.1', port: deadPort, agent },
         req.method,
@@ -258,11 +260,9 @@ describe('the forwarder', () => {
         h1ToH1Request(req.headers, {}),
         undefined,
         sink,
-      );
-    });
-    const port = await listen(proxy);
-    const r = await fetchH1(port);
-    expect(r.status).toBe(502);
+      ),
+    );
+    expect((await fetchH1(port)).status).toBe(502);
     expect(hooks.events).toEqual(['error ECONNREFUSED']);
   });
 
@@ -272,15 +272,8 @@ describe('the forwarder', () => {
       res.write('partial');
       setTimeout(() => res.socket?.destroy(), 20);
     });
-    const agent = new Agent();
-    closers.push(() => agent.destroy());
-    const hooks = recordingHooks();
-    const proxy = createServer((req, res) => {
-      const sink = passThrough(
-        (call) => writeResponseH1(res, call, hooks),
-        () => res.writeHead(502).end(),
-        hooks,
-      );
+    const agent = pool({});
+    const { port, hooks } = await h1Proxy((req, sink) =>
       sendH1(
         { host: '127.0.0.1', port: app.port, agent },
         req.method,
@@ -288,25 +281,22 @@ describe('the forwarder', () => {
         h1ToH1Request(req.headers, {}),
         undefined,
         sink,
-      );
-    });
-    const port = await listen(proxy);
+      ),
+    );
     await expect(fetchH1(port)).rejects.toThrow();
     expect(hooks.events).toEqual(['response 200', 'end failed']);
   });
 
   it('release() reads an unwanted HTTP/1 response to its end: the next request reuses the connection', async () => {
     const app = await h1App();
-    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
-    closers.push(() => agent.destroy());
-    const target = { host: '127.0.0.1', port: app.port, agent };
+    const target = { host: '127.0.0.1', port: app.port, agent: pool({ keepAlive: true, maxSockets: 1 }) };
     const heads: UpstreamCall[] = [];
     const sink: CallSink = { onHead: (call) => heads.push(call), onError: (err) => expect.fail(err.message) };
     sendH1(target, 'GET', '/first', {}, undefined, sink);
-    while (heads.length < 1) await new Promise((resolve) => setTimeout(resolve, 5));
+    await until(() => heads.length === 1);
     heads[0]!.release();
     sendH1(target, 'GET', '/second', {}, undefined, sink);
-    while (heads.length < 2) await new Promise((resolve) => setTimeout(resolve, 5));
+    await until(() => heads.length === 2);
     heads[1]!.release();
     expect(app.seen.map((s) => s.url)).toEqual(['/first', '/second']);
     expect(app.sockets.size).toBe(1);

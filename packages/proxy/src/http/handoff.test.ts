@@ -2,20 +2,16 @@
 // already read reaches the chain as an H2Exchange with the connection's target; a request whose host
 // disagrees with :authority, and an HTTP/1 request Node's parser refuses, are answered 400 and go nowhere.
 import { connect as h2connect } from 'node:http2';
-import { connect, createServer, type AddressInfo, type Server, type Socket } from 'node:net';
+import { createServer, type Server, type Socket } from 'node:net';
 import { createLogger } from '@minimesh/runtime';
 import { Registry } from 'prom-client';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ProxyMetrics } from '../metrics/metrics.js';
 import { H2Exchange } from './exchange.js';
 import { HttpHandoff, type IncomingRequest } from './handoff.js';
+import { afterTest, dial, listen } from '../../test/support/loopback.js';
 
 const log = createLogger({ name: 'test', level: 'silent' });
-const closers: Array<() => void> = [];
-afterEach(() => {
-  for (const c of closers.splice(0)) c();
-});
-
 /** A listener whose connections are handed to `handoff` as detection does: the first bytes read, then served. */
 async function listener(protocol: 'http1' | 'h2') {
   const calls: Array<[string, IncomingRequest]> = [];
@@ -26,23 +22,19 @@ async function listener(protocol: 'http1' | 'h2') {
       if (!req.upgrade) req.answer(204, 'ok', undefined);
     },
   );
-  closers.push(() => handoff.h1.close());
+  afterTest(() => handoff.h1.close());
   const server: Server = createServer((socket: Socket) => {
     socket.once('data', (prefix: Buffer) => {
       socket.pause();
       handoff.serve({ kind: 'http', protocol, parent: 'conn-h2', socket, prefix });
     });
   });
-  closers.push(() => server.close());
-  const port = await new Promise<number>((r) =>
-    server.listen(0, '127.0.0.1', () => r((server.address() as AddressInfo).port)),
-  );
-  return { port, calls, handoff };
+  return { port: await listen(server), calls, handoff };
 }
 
 function h2request(port: number, headers: Record<string, string>): Promise<{ status: number; error?: string }> {
   const session = h2connect(`http://127.0.0.1:${port}`);
-  closers.push(() => session.destroy());
+  afterTest(() => session.destroy());
   return new Promise((resolve, reject) => {
     const req = session.request({ ':path': '/x', ...headers });
     req.on('response', (h) =>
@@ -73,10 +65,9 @@ describe('the HTTP handoff', () => {
 
   it('answers an HTTP/1 request the parser refuses (Content-Length with Transfer-Encoding) with 400', async () => {
     const l = await listener('http1');
-    const c = connect(l.port, '127.0.0.1', () =>
-      c.write('POST / HTTP/1.1\r\nhost: web\r\ncontent-length: 3\r\ntransfer-encoding: chunked\r\n\r\n0\r\n\r\n'),
+    const c = dial(l.port, (s) =>
+      s.write('POST / HTTP/1.1\r\nhost: web\r\ncontent-length: 3\r\ntransfer-encoding: chunked\r\n\r\n0\r\n\r\n'),
     );
-    closers.push(() => c.destroy());
     const answer = await new Promise<string>((r) => {
       let got = '';
       c.on('data', (d: Buffer) => (got += d.toString()));

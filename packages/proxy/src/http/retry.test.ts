@@ -1,28 +1,18 @@
 // The retry transport alone: a real HTTP/1 exchange (a caller on loopback), a real upstream app, the
 // stack below the route replaced by `route` (it picks the upstream, or rejects), and a policy stub that
 // retries 503 up to twice. The decision itself is tested in policy/retry-policy.test.ts.
-import { Agent, createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { Agent, createServer, request, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createLogger } from '@minimesh/runtime';
 import { Registry } from 'prom-client';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ProxyError } from '../errors.js';
 import { ProxyMetrics } from '../metrics/metrics.js';
 import { plainEndpoint } from '../targets.js';
 import { H1Exchange, type ExchangeSink, type HttpExchange } from './exchange.js';
 import { sendWithRetries, type RetryAttempt, type RetryPolicy } from './retry.js';
+import { afterTest, listen } from '../../test/support/loopback.js';
 
 const log = createLogger({ name: 'test', level: 'silent' });
-const closers: Array<() => void> = [];
-afterEach(() => {
-  for (const c of closers.splice(0)) c();
-});
-
-function listen(server: Server): Promise<number> {
-  closers.push(() => server.close());
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as AddressInfo).port)));
-}
-
 /** A policy stub: 503 and a timed-out attempt are retryable; two retries at most; no backoff. */
 function policy(opts: { maxRequestBytes?: number; attemptTimeoutMs?: number } = {}): RetryPolicy {
   return {
@@ -70,7 +60,7 @@ async function proxy(p: RetryPolicy, route: (attempt: RetryAttempt, ex: HttpExch
 /** Sends every attempt to the app at `port`. */
 function toApp(port: number) {
   const agent = new Agent({ keepAlive: true });
-  closers.push(() => agent.destroy());
+  afterTest(() => agent.destroy());
   const ep = plainEndpoint('127.0.0.1', port);
   return (attempt: RetryAttempt) =>
     attempt.forward({ upstream: { kind: 'h1', endpoint: ep, agent }, labels: {}, authority: '', extra: undefined });

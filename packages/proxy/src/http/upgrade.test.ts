@@ -1,27 +1,18 @@
 // An HTTP/1 Upgrade (a real caller and a real app on loopback): forward() replays the request head to
 // the connect stage's raw connection, the mesh's headers left out where a stage said so and extra ones
 // added, then relays bytes both ways; a failed connect is answered with an HTTP error response.
-import { createServer, request, type Server } from 'node:http';
-import { connect, createServer as createTcpServer, type AddressInfo, type Socket } from 'node:net';
+import { createServer, request } from 'node:http';
+import { connect, createServer as createTcpServer, type Socket } from 'node:net';
 import { createLogger } from '@minimesh/runtime';
 import { Registry } from 'prom-client';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ProxyMetrics, toLabels } from '../metrics/metrics.js';
 import { plainEndpoint } from '../targets.js';
 import { isMeshRequestHeader } from './headers.js';
 import { UpgradeExchange } from './upgrade.js';
+import { afterTest, listen } from '../../test/support/loopback.js';
 
 const log = createLogger({ name: 'test', level: 'silent' });
-const closers: Array<() => void> = [];
-afterEach(() => {
-  for (const c of closers.splice(0)) c();
-});
-
-function listen(server: Server | ReturnType<typeof createTcpServer>): Promise<number> {
-  closers.push(() => server.close());
-  return new Promise((r) => server.listen(0, '127.0.0.1', () => r((server.address() as AddressInfo).port)));
-}
-
 const LABELS = toLabels({ direction: 'outbound', authority: 'ws:80', targetAddr: '127.0.0.1:1', tls: 'no_identity' });
 
 /** A proxy that hands each Upgrade to `handle`, and a WebSocket-like upgrade through it. */
@@ -41,7 +32,7 @@ async function proxy(direction: 'inbound' | 'outbound', handle: (u: UpgradeExcha
         headers: { host: 'ws:80', connection: 'upgrade', upgrade: 'test', 'l5d-client-id': 'forged' },
       });
       req.on('upgrade', (res, socket) => {
-        closers.push(() => socket.destroy());
+        afterTest(() => socket.destroy());
         resolve({ status: res.statusCode ?? 0, socket });
       });
       req.on('response', (res) => resolve({ status: res.statusCode ?? 0 }));

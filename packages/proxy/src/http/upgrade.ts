@@ -27,23 +27,22 @@ export class UpgradeExchange implements HttpRequest {
     /** Bytes after the request head that arrived with it. */
     readonly head: Buffer,
     private readonly sink: ExchangeSink,
-  ) {}
+  ) {
+    this.method = req.method ?? 'GET';
+    this.path = req.url ?? '/';
+  }
 
+  /** What the stages read of the request (Node's parsed head). */
   get authority(): string | undefined {
     return this.req.headers.host;
   }
 
-  get headers(): Record<string, string | string[] | undefined> {
+  get headers(): IncomingMessage['headers'] {
     return this.req.headers;
   }
 
-  get method(): string {
-    return this.req.method ?? 'GET';
-  }
-
-  get path(): string {
-    return this.req.url ?? '/';
-  }
+  readonly method: string;
+  readonly path: string;
 
   fail(err: unknown): void {
     respondUpgrade(this.socket, err);

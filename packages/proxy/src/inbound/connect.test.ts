@@ -1,25 +1,16 @@
 // The inbound connect stage with a fake connector and next stage: to the app's port on 127.0.0.1, the
 // mesh's own headers dropped, l5d-client-id set only for a client mTLS named, labels for the client.
 import { describe, expect, it } from 'vitest';
-import type { Connected, HttpUpstream } from '../http/upstream.js';
+import type { Connected } from '../http/upstream.js';
 import { InboundLabels } from '../metrics/traffic-labels.js';
-import { fakeSocket, FakeRequest, inboundConn, recorder } from '../../test/support/stages.js';
-import type { Endpoint, InboundConn } from '../targets.js';
+import { FakeRequest, inboundConn, recorder, fakeConnector } from '../../test/support/stages.js';
+import type { InboundConn } from '../targets.js';
 import { AppEndpoints } from '../transport/app.js';
 import { pushConnect } from './connect.js';
 
 function setup() {
-  const asked: string[] = [];
-  const connector = {
-    http: (ep: Endpoint, protocol: 'http1' | 'h2'): HttpUpstream => {
-      asked.push(`http ${ep.key} ${protocol}`);
-      return { kind: 'h1', endpoint: ep, agent: undefined as never };
-    },
-    stream: (ep: Endpoint) => {
-      asked.push(`stream ${ep.key}`);
-      return fakeSocket();
-    },
-  };
+  const connector = fakeConnector();
+  const asked = connector.asked;
   const next = recorder<Connected, unknown>();
   const handler = pushConnect({ connector, labels: new InboundLabels(), app: new AppEndpoints() })(next.next);
   const run = (conn: InboundConn, req: FakeRequest) => handler({ conn, filters: [] }, req.asIncoming);

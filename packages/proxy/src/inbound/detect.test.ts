@@ -1,28 +1,9 @@
 // The inbound detect stage on real loopback connections with fake next stages: HTTP to the HTTP server;
 // TLS passed through, opaque ports and anything not HTTP to the opaque chain, with the bytes read so far.
-import { connect, createServer, type AddressInfo, type Server, type Socket } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { acceptedSending } from '../../test/support/loopback.js';
 import { inboundConn } from '../../test/support/stages.js';
 import { pushDetect } from './detect.js';
-
-const closers: Array<() => void> = [];
-afterEach(() => {
-  for (const c of closers.splice(0)) c();
-});
-
-async function socketSending(send: string): Promise<Socket> {
-  const server: Server = createServer();
-  closers.push(() => server.close());
-  const port = await new Promise<number>((r) =>
-    server.listen(0, '127.0.0.1', () => r((server.address() as AddressInfo).port)),
-  );
-  const accepted = new Promise<Socket>((r) => server.once('connection', r));
-  const client = connect(port, '127.0.0.1', () => client.write(send));
-  closers.push(() => client.destroy());
-  const s = await accepted;
-  closers.push(() => s.destroy());
-  return s;
-}
 
 async function detect(opts: { port?: number; send: string; prefix?: string; opaque?: boolean }): Promise<string> {
   const seen: string[] = [];
@@ -32,7 +13,7 @@ async function detect(opts: { port?: number; send: string; prefix?: string; opaq
   });
   await handler({
     parent: inboundConn(opts.port ?? 8080),
-    socket: await socketSending(opts.send),
+    socket: await acceptedSending(opts.send),
     prefix: Buffer.from(opts.prefix ?? ''),
     opaque: opts.opaque ?? false,
   });

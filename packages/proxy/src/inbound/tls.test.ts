@@ -3,11 +3,11 @@
 // identity is terminated and names the client, HTTP/2 over it going straight to the HTTP server.
 import { X509Certificate } from 'node:crypto';
 import { connect as h2connect } from 'node:http2';
-import { connect, createServer, type AddressInfo, type Server, type Socket } from 'node:net';
+import { createServer, type Server, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import { createLogger } from '@minimesh/runtime';
 import { Registry } from 'prom-client';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { HttpHandoff, type IncomingRequest } from '../http/handoff.js';
 import { ProxyMetrics } from '../metrics/metrics.js';
 import { InboundLabels } from '../metrics/traffic-labels.js';
@@ -15,6 +15,7 @@ import { toAddr, type InboundConn } from '../targets.js';
 import { TlsCredentials } from '../tls/credentials.js';
 import { createTestPki, type TestPki } from '../../test/support/pki.js';
 import { pushTls, type Detecting } from './tls.js';
+import { afterTest, dial, listen, until } from '../../test/support/loopback.js';
 
 const log = createLogger({ name: 'test', level: 'silent' });
 const PROXY_ID = 'web.shop.serviceaccount.identity.minimesh.cluster.local';
@@ -23,7 +24,6 @@ const CLIENT_ID = 'client.shop.serviceaccount.identity.minimesh.cluster.local';
 let pki: TestPki;
 let creds: TlsCredentials;
 let client: { certPem: string; keyPem: string };
-const closers: Array<() => void> = [];
 
 beforeAll(async () => {
   pki = await createTestPki();
@@ -32,9 +32,6 @@ beforeAll(async () => {
   const x = new X509Certificate(leaf.certPem);
   creds.set({ chainPem: leaf.certPem, keyPem: leaf.keyPem, leaf: x, notAfter: new Date(x.validTo) });
   client = await pki.leaf(CLIENT_ID);
-});
-afterEach(() => {
-  for (const c of closers.splice(0)) c();
 });
 
 /** The stage behind a listener: what went on to detection, and the HTTP server's requests. */
@@ -58,22 +55,13 @@ async function proxy() {
   const server: Server = createServer(
     (socket: Socket) => void handler({ socket, orig: toAddr('10.0.0.9', 8080), clientIp: socket.remoteAddress ?? '' }),
   );
-  closers.push(() => server.close());
-  const port = await new Promise<number>((r) =>
-    server.listen(0, '127.0.0.1', () => r((server.address() as AddressInfo).port)),
-  );
-  return { port, metrics, detecting, requests };
+  return { port: await listen(server), metrics, detecting, requests };
 }
-
-const until = async (check: () => boolean) => {
-  for (let i = 0; i < 100 && !check(); i++) await new Promise((r) => setTimeout(r, 10));
-};
 
 describe('inbound TLS', () => {
   it('plaintext goes on to detection with the bytes read, and is counted as no_identity', async () => {
     const p = await proxy();
-    const c = connect(p.port, '127.0.0.1', () => c.write('GET / HTTP/1.1\r\n\r\n'));
-    closers.push(() => c.destroy());
+    dial(p.port, (c) => c.write('GET / HTTP/1.1\r\n\r\n'));
     await until(() => p.detecting.length > 0);
     expect(p.detecting[0]).toMatchObject({ opaque: false, parent: { tls: 'no_identity', clientId: undefined } });
     expect(p.detecting[0]!.prefix.toString()).toBe('GET / HTTP/1.1\r\n\r\n');
@@ -84,7 +72,7 @@ describe('inbound TLS', () => {
     const p = await proxy();
     const c = tlsConnect({ host: '127.0.0.1', port: p.port, servername: 'db.example.com', rejectUnauthorized: false });
     c.on('error', () => undefined);
-    closers.push(() => c.destroy());
+    afterTest(() => c.destroy());
     await until(() => p.detecting.length > 0);
     expect(p.detecting[0]).toMatchObject({ opaque: true, parent: { tls: 'opaque', sni: 'db.example.com' } });
     expect(p.detecting[0]!.prefix[0]).toBe(0x16);
@@ -101,7 +89,7 @@ describe('inbound TLS', () => {
       key: client.keyPem,
       checkServerIdentity: () => undefined,
     });
-    closers.push(() => c.destroy());
+    afterTest(() => c.destroy());
     await until(() => p.detecting.length > 0);
     expect(p.detecting[0]).toMatchObject({ opaque: false, parent: { tls: 'true', clientId: CLIENT_ID } });
     expect(p.detecting[0]!.prefix.length).toBe(0);
@@ -119,7 +107,7 @@ describe('inbound TLS', () => {
       key: client.keyPem,
       checkServerIdentity: () => undefined,
     });
-    closers.push(() => session.destroy());
+    afterTest(() => session.destroy());
     const status = await new Promise<number>((resolve, reject) => {
       const req = session.request({ ':path': '/h2' });
       req.on('response', (h) => resolve(Number(h[':status'])));

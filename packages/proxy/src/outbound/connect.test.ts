@@ -3,27 +3,17 @@
 // meshed, the authority is the Concrete's.
 import type { Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import type { Connected, HttpUpstream } from '../http/upstream.js';
+import type { Connected } from '../http/upstream.js';
 import { OutboundLabels } from '../metrics/traffic-labels.js';
-import { discovered, fakeSocket, FakeRequest, recorder } from '../../test/support/stages.js';
-import type { Balanced, Endpoint } from '../targets.js';
+import { discovered, fakeSocket, FakeRequest, recorder, fakeConnector } from '../../test/support/stages.js';
+import type { Balanced } from '../targets.js';
 import { pushConnect } from './connect.js';
 
 const ID = 'web.shop.serviceaccount.identity.minimesh.cluster.local';
 
 function setup(stream: () => Socket = () => fakeSocket()) {
-  const asked: string[] = [];
-  const connector = {
-    meshIdentity: (ep: Endpoint) => ep.identity,
-    http: (ep: Endpoint, protocol: 'http1' | 'h2'): HttpUpstream => {
-      asked.push(`http ${ep.key} ${protocol}`);
-      return { kind: 'h1', endpoint: ep, agent: undefined as never };
-    },
-    stream: (ep: Endpoint) => {
-      asked.push(`stream ${ep.key}`);
-      return stream();
-    },
-  };
+  const connector = fakeConnector(stream);
+  const asked = connector.asked;
   const next = recorder<Connected, FakeRequest>();
   const handler = pushConnect<FakeRequest>({ connector, labels: new OutboundLabels() })(next.next);
   return { asked, next, handler };

@@ -1,30 +1,15 @@
 // The outbound detect stage on real loopback connections, with a fake profile lookup and next stages:
 // HTTP goes to the HTTP server, anything else (or a port configured or profiled opaque) to the opaque
 // chain with the bytes read so far.
-import { connect, createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { parsePortRanges } from '@minimesh/config';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Profile } from '../destination/resolver.js';
 import { toAddr, type Accept, type Detected } from '../targets.js';
+import { acceptedSending } from '../../test/support/loopback.js';
 import { pushDetect } from './detect.js';
 
-const closers: Array<() => void> = [];
-afterEach(() => {
-  for (const c of closers.splice(0)) c();
-});
-
 async function accepted(port: number, send: string): Promise<Accept> {
-  const server: Server = createServer();
-  closers.push(() => server.close());
-  const listening = await new Promise<number>((r) =>
-    server.listen(0, '127.0.0.1', () => r((server.address() as AddressInfo).port)),
-  );
-  const socket = new Promise<Socket>((r) => server.once('connection', r));
-  const client = connect(listening, '127.0.0.1', () => client.write(send));
-  closers.push(() => client.destroy());
-  const s = await socket;
-  closers.push(() => s.destroy());
-  return { direction: 'outbound', socket: s, orig: toAddr('10.96.0.10', port) };
+  return { direction: 'outbound', socket: await acceptedSending(send), orig: toAddr('10.96.0.10', port) };
 }
 
 async function detect(port: number, send: string, profile?: Partial<Profile>): Promise<string> {

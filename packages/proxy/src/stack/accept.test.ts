@@ -1,36 +1,16 @@
 // The accept stage on a real listener with a fake next stage: each connection becomes an Accept with its
 // original destination, is kept for the drain while open and counted when asked; what the chain throws
 // closes the connection.
-import { connect, type AddressInfo, type Server, type Socket } from 'node:net';
+import { type Socket } from 'node:net';
 import { createLogger } from '@minimesh/runtime';
 import { Registry } from 'prom-client';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ProxyMetrics, toLabels } from '../metrics/metrics.js';
 import type { Accept } from '../targets.js';
 import { pushAccept } from './accept.js';
+import { dial, listen, until } from '../../test/support/loopback.js';
 
 const log = createLogger({ name: 'test', level: 'silent' });
-const closers: Array<() => void> = [];
-afterEach(() => {
-  for (const c of closers.splice(0)) c();
-});
-
-async function listen(server: Server): Promise<number> {
-  closers.push(() => server.close());
-  return new Promise((r) => server.listen(0, '127.0.0.1', () => r((server.address() as AddressInfo).port)));
-}
-
-function dial(port: number): Socket {
-  const c = connect(port, '127.0.0.1');
-  c.on('error', () => undefined);
-  closers.push(() => c.destroy());
-  return c;
-}
-
-const until = async (check: () => boolean) => {
-  for (let i = 0; i < 100 && !check(); i++) await new Promise((r) => setTimeout(r, 10));
-};
-
 describe('accept', () => {
   it('makes an Accept with the original destination, tracks the socket while open, and counts it', async () => {
     const metrics = new ProxyMetrics(new Registry());

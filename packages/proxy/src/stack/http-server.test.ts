@@ -1,22 +1,17 @@
 // The HTTP server stage on real loopback connections with a fake next stage: every request of a
 // connection detected as HTTP reaches the chain with the connection's target, an exchange for a
 // request, an UpgradeExchange for an HTTP/1 Upgrade.
-import { connect, createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { createLogger } from '@minimesh/runtime';
 import { Registry } from 'prom-client';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { H1Exchange } from '../http/exchange.js';
 import type { IncomingRequest } from '../http/handoff.js';
 import { UpgradeExchange } from '../http/upgrade.js';
 import { ProxyMetrics } from '../metrics/metrics.js';
 import { pushHttpServer } from './http-server.js';
+import { afterTest, socketPair, until } from '../../test/support/loopback.js';
 
 const log = createLogger({ name: 'test', level: 'silent' });
-const closers: Array<() => void> = [];
-afterEach(() => {
-  for (const c of closers.splice(0)) c();
-});
-
 /** A connection whose proxy side is served by the stage (as detection hands it over, prefix included). */
 async function served(send: string, prefixLength: number) {
   const calls: Array<[string, IncomingRequest]> = [];
@@ -28,23 +23,15 @@ async function served(send: string, prefixLength: number) {
     if (req.upgrade) req.socket.end('HTTP/1.1 200 not upgraded\r\ncontent-length: 0\r\n\r\n');
     else req.answer(200, 'seen', undefined);
   });
-  closers.push(() => http.h1.close());
-  const server: Server = createServer();
-  closers.push(() => server.close());
-  const port = await new Promise<number>((r) =>
-    server.listen(0, '127.0.0.1', () => r((server.address() as AddressInfo).port)),
-  );
-  const accepted = new Promise<Socket>((r) => server.once('connection', r));
-  const client = connect(port, '127.0.0.1', () => client.write(send));
-  closers.push(() => client.destroy());
-  const socket = await accepted;
+  afterTest(() => http.h1.close());
+  const { client, accepted: socket } = await socketPair((c) => c.write(send));
   // What detection would have read: the first bytes, then handed over.
   const prefix = await new Promise<Buffer>((r) => socket.once('data', (c: Buffer) => (socket.pause(), r(c))));
   if (prefix.length > prefixLength) socket.unshift(prefix.subarray(prefixLength));
   http.serve({ kind: 'http', protocol: 'http1', parent: 'conn-1', socket, prefix: prefix.subarray(0, prefixLength) });
   let response = '';
   client.on('data', (c: Buffer) => (response += c.toString()));
-  for (let i = 0; i < 100 && !response.includes('\r\n\r\n'); i++) await new Promise((r) => setTimeout(r, 10));
+  await until(() => response.includes('\r\n\r\n'));
   return { calls, response };
 }
 

@@ -12,7 +12,7 @@ import type { HttpHandoff } from '../http/handoff.js';
 import type { ProxyMetrics } from '../metrics/metrics.js';
 import type { InboundAccept, InboundConn } from '../targets.js';
 import { parseClientHello } from './client-hello.js';
-import { clientIdentity, type TlsCredentials } from './credentials.js';
+import { clientIdentity, mtlsServerOptions, type TlsCredentials } from './credentials.js';
 
 export type InboundTls =
   { kind: 'terminate' } | { kind: 'passthrough'; sni: string | undefined } | { kind: 'plaintext' };
@@ -62,11 +62,7 @@ export function createTlsTerminator(opts: TlsTerminatorOptions): {
   // The target of each terminated connection, made once its handshake named the client.
   const conns = new WeakMap<TLSSocket, InboundConn>();
   const server = createSecureServer({
-    SNICallback: (_name, cb) => cb(null, creds.context),
-    requestCert: true,
-    rejectUnauthorized: false,
-    minVersion: 'TLSv1.3',
-    maxVersion: 'TLSv1.3',
+    ...mtlsServerOptions(creds),
     peerMaxConcurrentStreams: 10_000,
     settings: H2_SETTINGS,
   });

@@ -4,7 +4,7 @@ import type { Socket } from 'node:net';
 import { PassThrough } from 'node:stream';
 import type { ExchangeObserver, HttpExchange } from '../../src/http/exchange.js';
 import type { IncomingRequest } from '../../src/http/handoff.js';
-import type { Connected } from '../../src/http/upstream.js';
+import type { Connected, HttpUpstream } from '../../src/http/upstream.js';
 import type { UpgradeExchange } from '../../src/http/upgrade.js';
 import {
   keyOf,
@@ -134,6 +134,23 @@ export function fakeSocket(remoteAddress = '10.0.0.7'): Socket & { destroyedBy: 
     return destroy();
   };
   return s;
+}
+
+/** A connector that writes down what it was asked for: HTTP upstreams (HTTP/1 pools) and raw connections. */
+export function fakeConnector(stream: () => Socket = () => fakeSocket()) {
+  const asked: string[] = [];
+  return {
+    asked,
+    meshIdentity: (ep: Endpoint) => ep.identity,
+    http: (ep: Endpoint, protocol: 'http1' | 'h2'): HttpUpstream => {
+      asked.push(`http ${ep.key} ${protocol}`);
+      return { kind: 'h1', endpoint: ep, agent: undefined as never };
+    },
+    stream: (ep: Endpoint): Socket => {
+      asked.push(`stream ${ep.key}`);
+      return stream();
+    },
+  };
 }
 
 export { keyOf, toAddr };
