@@ -113,6 +113,9 @@ export abstract class HttpExchange implements ExchangeHooks, CallSink, HttpReque
   /** Answers the caller with `err` (a stage failed before anything was sent upstream). */
   abstract fail(err: unknown): void;
 
+  /** The response broke after its head: ended as failed, the caller's side broken off. */
+  abstract onBroken(err: Error): void;
+
   /** A stage cannot take the request (no endpoints, ...): counted in proxy_errors_total and answered with `err`. */
   reject(err: unknown): void {
     this.sink.metrics.error(this.sink.direction, errorCode(err));
@@ -321,6 +324,11 @@ export class H1Exchange extends HttpExchange {
     this.res.destroy();
   }
 
+  onBroken(err: Error): void {
+    this.onEnd(true);
+    this.res.destroy(err);
+  }
+
   protected send(up: HttpUpstream, extra: Record<string, string>, authority: string): UpstreamCall | undefined {
     const bodiless = hasNoBody(this.req);
     // A bodiless request is still read to its end, so the caller's connection can be reused.
@@ -458,5 +466,10 @@ export class H2Exchange extends HttpExchange {
 
   protected reset(): void {
     if (!this.stream.destroyed) this.stream.close(http2constants.NGHTTP2_CANCEL);
+  }
+
+  onBroken(): void {
+    this.onEnd(true);
+    this.stream.close(http2constants.NGHTTP2_INTERNAL_ERROR);
   }
 }

@@ -30,14 +30,20 @@ import {
 import { h1ToH1Request, h1ToH2Request, h2ToH1Request, h2ToH2Request } from './headers.js';
 import { afterTest, closedPort, listen, until } from '../../test/support/loopback.js';
 
-/** Hooks that write down what the forwarder told them. */
-function recordingHooks(): ExchangeHooks & { events: string[] } {
-  const events: string[] = [];
+/** Hooks that write down what the forwarder told them; a broken response breaks `downstream` off. */
+function recordingHooks(
+  events: string[] = [],
+  downstream?: { destroy(err?: Error): unknown },
+): ExchangeHooks & { events: string[] } {
   return {
     events,
     onResponse: (status, grpc) => events.push(`response ${status}${grpc === undefined ? '' : ` grpc ${grpc}`}`),
     onEnd: (failed) => events.push(`end${failed ? ' failed' : ''}`),
     onError: (err) => events.push(`error ${(err as NodeJS.ErrnoException).code ?? err.message}`),
+    onBroken: (err) => {
+      events.push('end failed');
+      downstream?.destroy(err);
+    },
   };
 }
 
@@ -139,8 +145,9 @@ function pool(opts: AgentOptions = { keepAlive: true }): Agent {
 
 /** An HTTP/1 proxy: `send` forwards each request, its answer written at once (502 on an early failure). */
 async function h1Proxy(send: (req: IncomingMessage, sink: CallSink) => void) {
-  const hooks = recordingHooks();
-  const proxy = createServer((req, res) =>
+  const events: string[] = [];
+  const proxy = createServer((req, res) => {
+    const hooks = recordingHooks(events, res);
     send(
       req,
       passThrough(
@@ -148,16 +155,17 @@ async function h1Proxy(send: (req: IncomingMessage, sink: CallSink) => void) {
         () => res.writeHead(502).end(),
         hooks,
       ),
-    ),
-  );
-  return { port: await listen(proxy), hooks };
+    );
+  });
+  return { port: await listen(proxy), hooks: { events } };
 }
 
 /** An HTTP/2 proxy, likewise. */
 async function h2Proxy(send: (stream: ServerHttp2Stream, headers: H2Headers, sink: CallSink) => void) {
-  const hooks = recordingHooks();
+  const events: string[] = [];
   const proxy = createH2Server();
-  proxy.on('stream', (stream: ServerHttp2Stream, headers: H2Headers) =>
+  proxy.on('stream', (stream: ServerHttp2Stream, headers: H2Headers) => {
+    const hooks = recordingHooks(events, stream);
     send(
       stream,
       headers,
@@ -166,9 +174,9 @@ async function h2Proxy(send: (stream: ServerHttp2Stream, headers: H2Headers, sin
         () => stream.respond({ ':status': 502 }, { endStream: true }),
         hooks,
       ),
-    ),
-  );
-  return { port: await listen(proxy), hooks };
+    );
+  });
+  return { port: await listen(proxy), hooks: { events } };
 }
 
 const settle = () => new Promise((resolve) => setTimeout(resolve, 20));
