@@ -105,6 +105,23 @@ export default tseslint.config(
   },
   ...layerRules,
   {
+    // packages/proxy and its bench, type-checked (typescript-eslint reads each one's own tsconfig): no
+    // promise left unhandled, no promise where a callback's result is ignored, no switch over a union
+    // that misses a case. Self-contained, so each package can add its own such block.
+    files: ['packages/proxy/**/*.ts', 'bench/proxy/**/*.ts'],
+    languageOptions: {
+      parserOptions: {
+        projectService: { allowDefaultProject: ['packages/proxy/vitest.config.ts'] },
+        tsconfigRootDir: import.meta.dirname,
+      },
+    },
+    rules: {
+      '@typescript-eslint/no-floating-promises': 'error',
+      '@typescript-eslint/no-misused-promises': 'error',
+      '@typescript-eslint/switch-exhaustiveness-check': 'error',
+    },
+  },
+  {
     // Tests, scripts, benchmarks and CLIs may print.
     files: [
       '**/*.test.ts',

@@ -107,8 +107,14 @@ const RETRY_ANNOTATIONS = {
   'retry.minimesh.io/limit': '2',
   'retry.minimesh.io/timeout': '2s',
 };
-/** The proxy's retry layer: present once route retries are in this checkout. */
-const RETRY_LAYER = join(ROOT, 'packages/proxy/dist/policy/outbound-retry.js');
+/**
+ * The proxy's retry transport: present once route retries are in this checkout (http/retry.js; before
+ * 2026-11-28 it was policy/outbound-retry.js, which older checkouts still have).
+ */
+const RETRY_LAYER =
+  ['packages/proxy/dist/http/retry.js', 'packages/proxy/dist/policy/outbound-retry.js']
+    .map((p) => join(ROOT, p))
+    .find((p) => existsSync(p)) ?? join(ROOT, 'packages/proxy/dist/http/retry.js');
 
 const peerArg = args['linkerd2-proxy'];
 const peer = findLinkerd2Proxy(peerArg, 'MINIMESH_BENCH_LINKERD2_PROXY');

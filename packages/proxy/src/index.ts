@@ -1,5 +1,5 @@
 // @minimesh/proxy: the sidecar's building blocks (the program is dist/main.js, `minimesh-proxy`).
-export { parseProxyConfig, EXTRA_ENV, type ProxyConfig, type ControlAddr } from './config.js';
+export { parseProxyConfig, EXTRA_ENV, type ProxyConfig, type ControlAddr } from './config/proxy.js';
 export { startProxy, type RunningProxy } from './proxy.js';
 export { ProxyError, type ProxyErrorCode } from './errors.js';
 export { ERROR_HEADER, toHttpErrorResponse, toGrpcErrorHeaders } from './respond.js';

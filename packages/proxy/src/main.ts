@@ -1,9 +1,11 @@
 #!/usr/bin/env node
 // minimesh-proxy: wiring only. Environment → config → logger → proxy; the skeleton (@minimesh/runtime
 // defineProgram) maps bad settings to one line and exit 2, and SIGTERM to the graceful drain.
+// First: no young-generation growth while the modules below load (see heap-start.ts).
+import './heap-start.js';
 import { MINIMESH_VERSION, PROXY_ENV } from '@minimesh/config';
 import { defineProgram } from '@minimesh/runtime';
-import { parseProxyConfig } from './config.js';
+import { parseProxyConfig } from './config/proxy.js';
 import { startProxy } from './proxy.js';
 
 const USAGE = `minimesh-proxy   (configured by environment, MINIMESH_PROXY_*, as the injector writes it;

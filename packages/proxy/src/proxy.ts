@@ -3,15 +3,15 @@
 import { createServer, type Server } from 'node:net';
 import { createRegistry, type Logger } from '@minimesh/runtime';
 import { destination, inbound as inboundApi, outbound as outboundApi } from '@minimesh/proto';
-import type { ProxyConfig } from './config.js';
+import type { ProxyConfig } from './config/proxy.js';
 import { ReadyLatch, startProxyAdmin } from './admin/admin.js';
 import { controlChannel } from './control/client.js';
 import { DestinationResolver } from './destination/resolver.js';
 import { CertifyClient } from './identity/certify-client.js';
 import { installCheapAsyncBind } from './http/cheap-async-bind.js';
-import { createInboundStack } from './inbound/stack.js';
+import { createInboundStack } from './inbound/index.js';
 import { ProxyMetrics } from './metrics/metrics.js';
-import { createOutboundStack } from './outbound/stack.js';
+import { createOutboundStack } from './outbound/index.js';
 import { createPolicyRuntime, type PolicyRuntime } from './policy/runtime.js';
 import type { OriginalDstFn } from './stack/accept.js';
 import { createTapServer } from './tap/server.js';

@@ -1,5 +1,8 @@
-// The one module that turns proxy errors into wire responses: HTTP status + x-minimesh-proxy-error,
-// gRPC status (a trailers-only response), or a TCP reset — in the caller's protocol, whichever stage failed.
+// The one module that writes the proxy's own answers on the wire, in the caller's protocol, whichever
+// stage gave them: a proxy error (errors.ts) as an HTTP status + x-minimesh-proxy-error, a gRPC status (a
+// trailers-only response), an Upgrade's error response or a TCP reset; a route's answer (a redirect, an
+// injected failure); a request Node's HTTP/1 parser refused. (The tap server's gRPC statuses and the admin
+// server's pages are those servers' own API, not answers to proxied traffic.)
 import type { ServerResponse } from 'node:http';
 import type { ServerHttp2Stream } from 'node:http2';
 import type { Socket } from 'node:net';
@@ -121,6 +124,50 @@ export function respondUpgrade(socket: Socket, err: unknown): void {
   let head = `HTTP/1.1 ${r.status} Proxy Error\r\n`;
   for (const k in r.headers) head += `${k}: ${r.headers[k]}\r\n`;
   socket.end(`${head}content-length: ${Buffer.byteLength(r.body)}\r\n\r\n${r.body}`);
+}
+
+/** A route's own answer to an HTTP/1 caller (a redirect, an injected failure): `status`, and why. */
+export function answerH1(res: ServerResponse, status: number, message: string, location: string | undefined): void {
+  const headers: Record<string, string> = { 'content-type': 'text/plain', [ERROR_HEADER]: message };
+  if (location) headers.location = location;
+  res.writeHead(status, headers).end(`${message}\n`);
+}
+
+/** A route's own answer to an HTTP/2 caller. */
+export function answerH2(
+  stream: ServerHttp2Stream,
+  status: number,
+  message: string,
+  location: string | undefined,
+): void {
+  if (stream.destroyed || stream.headersSent) return;
+  const headers: Record<string, string | number> = { ':status': status, [ERROR_HEADER]: message };
+  if (location) headers.location = location;
+  stream.respond(headers, { endStream: true });
+}
+
+/**
+ * A request Node's strict HTTP/1 parser refused (smuggling shapes: Content-Length with
+ * Transfer-Encoding, obs-fold, a bare CR, a pseudo-header; or headers over the size limit), or one
+ * whose headers did not arrive within the header read timeout: answer 400, 431 or 408 and close, as
+ * Node does without a handler, instead of a silent reset. Nothing was forwarded. A socket in the
+ * middle of a response is only closed.
+ */
+export function respondBadRequest(err: NodeJS.ErrnoException, socket: Socket): void {
+  const busy = (socket as Socket & { _httpMessage?: unknown })._httpMessage;
+  if (err.code === 'ECONNRESET' || !socket.writable || busy) return void socket.destroy();
+  const status =
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? '431 Request Header Fields Too Large'
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? '408 Request Timeout'
+        : '400 Bad Request';
+  const reason =
+    err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? 'request headers not received within the header read timeout'
+      : `invalid HTTP/1 request (${err.code ?? 'parse error'})`;
+  socket.end(`HTTP/1.1 ${status}\r\nconnection: close\r\ncontent-length: 0\r\n${ERROR_HEADER}: ${reason}\r\n\r\n`);
+  socket.destroySoon?.();
 }
 
 /** Raw TCP has no error message: reset the connection (RST) so the client sees the failure at once. */

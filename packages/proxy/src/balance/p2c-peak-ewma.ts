@@ -20,14 +20,14 @@ export class PeakEwma {
   /**
    * False while the endpoint's connection is broken (reset, refused, closed by the peer) and no
    * reconnect has succeeded yet: the balancer leaves it out while another endpoint is ready, as
-   * Linkerd's balancer only dispatches to ready endpoints (stack/connect.ts reconnects in the background).
+   * Linkerd's balancer only dispatches to ready endpoints (balance/endpoint-health.ts reconnects in the background).
    */
   ready = true;
-  /** A background reconnect is scheduled (stack/connect.ts). */
+  /** A background reconnect is scheduled (balance/endpoint-health.ts). */
   reconnecting = false;
   /** Failed connections in a row, for the reconnect backoff. */
   failures = 0;
-  /** Not ready again before this time (epoch ms), however soon a reconnect works (stack/connect.ts). */
+  /** Not ready again before this time (epoch ms), however soon a reconnect works (balance/endpoint-health.ts). */
   ejectedUntil = 0;
   private readonly now: () => number;
 
@@ -80,16 +80,22 @@ export interface Balanced {
   readonly load: PeakEwma | undefined;
 }
 
+const LOAD_READY = (e: Balanced): boolean => e.load?.ready !== false;
+
 /**
  * Picks an endpoint with P2C among the ready ones (all of them when none is ready). `random` is
- * injectable for tests.
+ * injectable for tests; `ready` is endpoint health's verdict (balance/endpoint-health.ts).
  */
-export function pickP2c<T extends Balanced>(all: readonly T[], random: () => number = Math.random): T | undefined {
+export function pickP2c<T extends Balanced>(
+  all: readonly T[],
+  random: () => number = Math.random,
+  ready: (e: T) => boolean = LOAD_READY,
+): T | undefined {
   let endpoints = all;
   for (const e of all) {
-    if (e.load?.ready === false) {
-      const ready = all.filter((x) => x.load?.ready !== false);
-      if (ready.length > 0) endpoints = ready;
+    if (!ready(e)) {
+      const readyOnes = all.filter(ready);
+      if (readyOnes.length > 0) endpoints = readyOnes;
       break;
     }
   }

@@ -4,7 +4,7 @@
 // mTLS and forwards to the local gRPC port). Before the proxy has a certificate (bootstrap, for identity)
 // it dials without a client certificate; afterwards it presents its leaf.
 import { credentials, type ChannelCredentials, type ChannelOptions } from '@grpc/grpc-js';
-import type { ControlAddr } from '../config.js';
+import type { ControlAddr } from '../config/proxy.js';
 import type { TlsCredentials } from '../tls/credentials.js';
 import { checkPeerIdentity } from '../tls/credentials.js';
 

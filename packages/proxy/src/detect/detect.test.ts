@@ -1,3 +1,4 @@
+import type { Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { detectProtocol } from './detect.js';
 
@@ -36,8 +37,8 @@ describe('peek after peek (the inbound TLS check, then protocol detection)', () 
   it('decides on bytes given back by the first peek without waiting for the timeout', async () => {
     const { createServer, connect } = await import('node:net');
     const { peek, detect } = await import('./detect.js');
-    const result = await new Promise<{ protocol: string; ms: number }>((resolve) => {
-      const srv = createServer(async (sock) => {
+    const result = await new Promise<{ protocol: string; ms: number }>((resolve, reject) => {
+      const peekTwice = async (sock: Socket) => {
         const t0 = Date.now();
         const first = await peek(sock, (b) => (b.length > 0 ? 'seen' : 'more'), 5000, 'timeout');
         sock.unshift(first.prefix);
@@ -45,7 +46,8 @@ describe('peek after peek (the inbound TLS check, then protocol detection)', () 
         resolve({ protocol: d.protocol, ms: Date.now() - t0 });
         sock.destroy();
         srv.close();
-      });
+      };
+      const srv = createServer((sock) => void peekTwice(sock).catch(reject));
       srv.listen(0, '127.0.0.1', () => {
         const c = connect((srv.address() as { port: number }).port, '127.0.0.1', () =>
           c.write('GET /live HTTP/1.1\r\nHost: x\r\n\r\n'),

@@ -1,34 +1,80 @@
 // One HTTP exchange as the stages see it, whatever the caller spoke: an HTTP/1 request/response pair or
-// an HTTP/2 stream. It knows how to answer an error in the caller's protocol (respond.ts), how to go to
-// an upstream (the four combinations in forward.ts), and it is its own metrics and load hook, so a
-// request costs one object rather than a handful of closures.
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Writable } from 'node:stream';
+// an HTTP/2 stream. It is the request's state (targets are values; this is what changes): it knows how
+// to answer in the caller's protocol (respond.ts), how to go to an upstream (the one forwarder,
+// forward.ts), and it is its own metrics, load and timeout hook, so a request costs one object rather
+// than a handful of closures.
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { Readable, Writable } from 'node:stream';
 import { constants as http2constants, type IncomingHttpHeaders as H2Headers, type ServerHttp2Stream } from 'node:http2';
 import type { Logger } from '@minimesh/runtime';
 import { ProxyError, toConnectError, unwrapCause } from '../errors.js';
+import type { Rejectable } from '../layers.js';
 import type { Labels, ProxyMetrics } from '../metrics/metrics.js';
-import { errorCode, isGrpc, respondH1, respondH2 } from '../respond.js';
-import type { HttpUpstream } from '../stack/connect.js';
-import { tapRequest, type TapSubject } from '../tap/exchange-tap.js';
-import type { TapLayer, TappedRequest } from '../tap/tap.js';
+import { answerH1, answerH2, errorCode, isGrpc, respondH1, respondH2 } from '../respond.js';
 import type { Direction } from '../targets.js';
-import { h1ToH1, h1ToH2, h2ToH1, h2ToH2, type Cancel, type ExchangeHooks } from './forward.js';
-import { ORIG_PROTO_HEADER, ORIG_PROTO_HTTP11 } from './headers.js';
+import {
+  hasNoBody,
+  sendH1,
+  sendH2,
+  writeResponseH1,
+  writeResponseH2,
+  type BodySource,
+  type CallSink,
+  type ExchangeHooks,
+  type UpstreamCall,
+} from './forward.js';
+import {
+  h1ToH1Request,
+  h1ToH2Request,
+  h2ToH1Request,
+  h2ToH2Request,
+  ORIG_PROTO_HEADER,
+  ORIG_PROTO_HTTP11,
+} from './headers.js';
+import type { Connected, HttpUpstream } from './upstream.js';
 
 /** What every exchange of one stack reports to. */
 export interface ExchangeSink {
   readonly direction: Direction;
   readonly metrics: ProxyMetrics;
   readonly log: Logger;
-  /** The tap layer, when this proxy serves tap (MINIMESH_PROXY_TAP_SVC_NAME). */
-  readonly tap?: TapLayer | undefined;
+}
+
+/** What the stages below the route see of a request: an exchange, an HTTP/1 Upgrade, or a retry's attempt. */
+export interface HttpRequest extends Rejectable {
+  /** The protocol the caller spoke. */
+  readonly protocol: 'http1' | 'h2';
+  /** An HTTP/1 Upgrade (WebSocket): connect opens a raw connection for it, forward relays its bytes. */
+  readonly upgrade: boolean;
+  /** The exchange tap may observe through this request: the exchange itself, or a retry's first attempt. */
+  readonly observable: HttpExchange | undefined;
+  /** Answers the caller with `err`, uncounted (a connection that could not even be opened). */
+  fail(err: unknown): void;
+  /** Sends it where the connect stage said. */
+  forward(t: Connected): void;
+}
+
+/** Told how an exchange's response goes (the tap layer's view of a tapped request). */
+export interface ExchangeObserver {
+  responseInit(status: number): void;
+  responseEnd(opts: { grpcStatus?: number | undefined; failed?: boolean }): void;
 }
 
 const NO_EXTRA: Record<string, string> = {};
 
-export abstract class HttpExchange implements ExchangeHooks, TapSubject {
+/** Something sending an exchange upstream that a route's timeout or a gone caller can stop. */
+export interface Cancellable {
+  cancel(): void;
+}
+
+/** Another way to send an exchange (the retry transport, retry.ts): started once the exchange is counted. */
+export interface ExchangeTransport extends Cancellable {
+  start(hooks: ExchangeHooks): void;
+}
+
+export abstract class HttpExchange implements ExchangeHooks, CallSink, HttpRequest {
   abstract readonly protocol: 'http1' | 'h2';
+  readonly upgrade = false;
   /** Host (HTTP/1) or :authority (HTTP/2), as the caller sent it. */
   abstract readonly authority: string | undefined;
   /** The request headers, for stages that read or strip some (never pseudo-headers). */
@@ -45,15 +91,19 @@ export abstract class HttpExchange implements ExchangeHooks, TapSubject {
   private loadT0 = -1;
   private status = 0;
   private grpcStatus: number | undefined;
-  /** A route's request timeout (src/policy/outbound-routes.ts), armed by forward(); 0: none. */
+  /** A route's request timeout (the outbound route stage sets it), armed once the request is sent; 0: none. */
   requestTimeoutMs = 0;
-  private cancel: Cancel | undefined;
+  private sending: Cancellable | undefined;
   private timer: NodeJS.Timeout | undefined;
   private expired = false;
   /** Set only while a tap takes this request. */
-  private tapped: TappedRequest | undefined;
+  private observer: ExchangeObserver | undefined;
 
   constructor(protected readonly sink: ExchangeSink) {}
+
+  get observable(): HttpExchange {
+    return this;
+  }
 
   /** A peer proxy upgraded this request from HTTP/1 (l5d-orig-proto): the app gets HTTP/1 back. */
   get upgradedHttp1(): boolean {
@@ -63,36 +113,86 @@ export abstract class HttpExchange implements ExchangeHooks, TapSubject {
   /** Answers the caller with `err` (a stage failed before anything was sent upstream). */
   abstract fail(err: unknown): void;
 
+  /** The response broke after its head: ended as failed, the caller's side broken off. */
+  abstract onBroken(err: Error): void;
+
+  /** A stage cannot take the request (no endpoints, ...): counted in proxy_errors_total and answered with `err`. */
+  reject(err: unknown): void {
+    this.sink.metrics.error(this.sink.direction, errorCode(err));
+    this.fail(err);
+  }
+
+  /** Answers the caller as a route says (a redirect, an injected failure): `status`, and why. */
+  abstract answer(status: number, message: string, location: string | undefined): void;
+
+  /** Drops the request headers `omit` matches (the inbound side drops the mesh's own). */
+  stripHeaders(omit: (lowerCaseName: string) => boolean): void {
+    const headers = this.headers;
+    for (const name in headers) if (omit(name)) delete headers[name];
+  }
+
+  /** A tap takes this request: it hears how the response goes. */
+  observe(observer: ExchangeObserver | undefined): void {
+    this.observer = observer;
+  }
+
+  /** The request body as it arrives (read only when the request has one). */
+  abstract readonly requestStream: Readable;
+  /** The request has a body to send. */
+  abstract readonly hasBody: boolean;
+
   /**
-   * Sends the exchange to `up`, counting it under `labels`. `extra` headers are added on the way;
-   * `authority` is the :authority for an HTTP/1 request without Host that is upgraded to HTTP/2.
+   * Sends the request to `up` with `body` (the request half of forward.ts, headers converted for the
+   * upstream), its answer going to `sink`: the exchange itself, or a retry attempt that holds it.
    */
-  forward(up: HttpUpstream, labels: Labels, extra: Record<string, string> = NO_EXTRA, authority = ''): void {
-    this.begin(up, labels);
-    this.cancel = this.send(up, extra, authority);
+  abstract sendTo(
+    up: HttpUpstream,
+    extra: Record<string, string>,
+    authority: string,
+    body: BodySource | undefined,
+    sink: CallSink,
+  ): UpstreamCall | undefined;
+
+  /** Writes `call`'s response to the caller (the response half of forward.ts), reported to this exchange. */
+  abstract respondFrom(call: UpstreamCall): void;
+
+  /** Ties `call` to the caller: the caller going away cancels it. */
+  abstract couple(call: UpstreamCall): void;
+
+  onHead(call: UpstreamCall): void {
+    this.respondFrom(call);
+  }
+
+  /** Sends the exchange where the connect stage said, counting it under its labels. */
+  forward(t: Connected): void {
+    const up = t.upstream as HttpUpstream;
+    this.begin(up, t.labels);
+    const call = this.send(up, t.extra ?? NO_EXTRA, t.authority);
+    if (call !== undefined) {
+      this.sending = call;
+      this.couple(call);
+    }
     this.armTimeout();
   }
 
   /**
-   * forward() with `send` in place of the protocol's own (the route retry layer's attempts,
-   * src/policy/outbound-retry.ts): counted, tapped, load-tracked and bounded by the route's request
-   * timeout the same way. `send` reports to the exchange's hooks and returns how to cancel it.
+   * forward() through `transport` (the retry transport, retry.ts) with `up` as the first attempt's
+   * upstream: counted, tapped, load-tracked and bounded by the route's request timeout the same way.
    */
-  forwardVia(up: HttpUpstream, labels: Labels, send: (hooks: ExchangeHooks) => Cancel): void {
+  forwardVia(up: HttpUpstream, labels: Labels, transport: ExchangeTransport): void {
     this.begin(up, labels);
-    this.cancel = send(this);
+    this.sending = transport;
+    transport.start(this);
     this.armTimeout();
   }
 
-  /** Before the request goes to `up`: counted under `labels`, load-tracked on the endpoint, tapped. */
+  /** Before the request goes to `up`: counted under `labels`, load-tracked on the endpoint. */
   private begin(up: HttpUpstream, labels: Labels): void {
     this.labels = labels;
     this.upstream = up;
     this.t0 = this.sink.metrics.request(labels);
     const load = up.endpoint.load;
     if (load) this.loadT0 = load.start();
-    const tap = this.sink.tap;
-    if (tap !== undefined && tap.active) this.tapped = tapRequest(tap, this.sink.direction, this, labels);
   }
 
   /** After it went: the route's request timeout, when it has one. */
@@ -100,7 +200,8 @@ export abstract class HttpExchange implements ExchangeHooks, TapSubject {
     if (this.requestTimeoutMs > 0) this.timer = setTimeout(() => this.expire(), this.requestTimeoutMs);
   }
 
-  protected abstract send(up: HttpUpstream, extra: Record<string, string>, authority: string): Cancel;
+  /** forward()'s send: the request's own body, straight to the caller when the head comes. */
+  protected abstract send(up: HttpUpstream, extra: Record<string, string>, authority: string): UpstreamCall | undefined;
 
   /** Resets the downstream side (the response had begun when the route's timeout fired). */
   protected abstract reset(): void;
@@ -114,8 +215,8 @@ export abstract class HttpExchange implements ExchangeHooks, TapSubject {
     this.sink.metrics.error(this.sink.direction, err.code);
     this.sink.log.debug({ err: err.message }, `${this.sink.direction} request timed out (route timeout)`);
     this.endLoad();
-    this.tapped?.responseEnd({ failed: true });
-    this.cancel?.();
+    this.observer?.responseEnd({ failed: true });
+    this.sending?.cancel();
     if (this.status === 0) this.fail(err);
     else this.reset();
   }
@@ -125,12 +226,12 @@ export abstract class HttpExchange implements ExchangeHooks, TapSubject {
     this.endLoad();
     this.status = status;
     this.grpcStatus = grpcStatus;
-    this.tapped?.responseInit(status);
+    this.observer?.responseInit(status);
   }
 
   onEnd(failed: boolean): void {
     if (this.timer) clearTimeout(this.timer);
-    this.tapped?.responseEnd({ grpcStatus: this.grpcStatus, failed });
+    this.observer?.responseEnd({ grpcStatus: this.grpcStatus, failed });
     if (this.status === 0 || !this.labels) return;
     this.sink.metrics.response(this.labels, this.t0, this.status, this.grpcStatus, failed);
   }
@@ -139,7 +240,7 @@ export abstract class HttpExchange implements ExchangeHooks, TapSubject {
     if (this.timer) clearTimeout(this.timer);
     if (this.expired) return;
     this.endLoad();
-    this.tapped?.responseEnd({ failed: true });
+    this.observer?.responseEnd({ failed: true });
     const err = this.explain(raw);
     this.sink.metrics.error(this.sink.direction, errorCode(err));
     this.sink.log.debug({ err: err.message }, `${this.sink.direction} request failed`);
@@ -203,27 +304,70 @@ export class H1Exchange extends HttpExchange {
     return this.res;
   }
 
+  get requestStream(): Readable {
+    return this.req;
+  }
+
+  get hasBody(): boolean {
+    return !hasNoBody(this.req);
+  }
+
   fail(err: unknown): void {
     respondH1(this.res, err);
+  }
+
+  answer(status: number, message: string, location: string | undefined): void {
+    answerH1(this.res, status, message, location);
   }
 
   protected reset(): void {
     this.res.destroy();
   }
 
-  protected send(up: HttpUpstream, extra: Record<string, string>, authority: string): Cancel {
-    const { req, res } = this;
-    if (up.kind === 'h1')
-      return h1ToH1(req, res, { host: up.endpoint.ip, port: up.endpoint.port, agent: up.agent, headers: extra }, this);
+  onBroken(err: Error): void {
+    this.onEnd(true);
+    this.res.destroy(err);
+  }
+
+  protected send(up: HttpUpstream, extra: Record<string, string>, authority: string): UpstreamCall | undefined {
+    const bodiless = hasNoBody(this.req);
+    // A bodiless request is still read to its end, so the caller's connection can be reused.
+    if (bodiless && up.kind === 'h1') this.req.resume();
+    return this.sendTo(up, extra, authority, bodiless ? undefined : this.req, this);
+  }
+
+  sendTo(
+    up: HttpUpstream,
+    extra: Record<string, string>,
+    authority: string,
+    body: BodySource | undefined,
+    sink: CallSink,
+  ): UpstreamCall | undefined {
+    const req = this.req;
+    if (up.kind === 'h1') {
+      const target = { host: up.endpoint.ip, port: up.endpoint.port, agent: up.agent };
+      return sendH1(target, req.method, req.url, h1ToH1Request(req.headers, extra), body, sink);
+    }
     // Over HTTP/2 (between proxies): marked, so the far side restores HTTP/1.
-    return h1ToH2(
-      req,
-      res,
-      up.session,
+    const headers: OutgoingHttpHeaders = h1ToH2Request(
+      req.method ?? 'GET',
+      req.url ?? '/',
+      req.headers,
       req.headers.host ?? authority,
       { [ORIG_PROTO_HEADER]: ORIG_PROTO_HTTP11, ...extra },
-      this,
     );
+    return sendH2(up.session, headers, body, sink);
+  }
+
+  respondFrom(call: UpstreamCall): void {
+    writeResponseH1(this.res, call, this);
+  }
+
+  couple(call: UpstreamCall): void {
+    const res = this.res;
+    res.on('close', () => {
+      if (!res.writableFinished) call.cancel();
+    });
   }
 }
 
@@ -270,21 +414,62 @@ export class H2Exchange extends HttpExchange {
     return this.headers[ORIG_PROTO_HEADER] === ORIG_PROTO_HTTP11;
   }
 
+  get requestStream(): Readable {
+    return this.stream;
+  }
+
+  get hasBody(): boolean {
+    return !this.stream.endAfterHeaders;
+  }
+
   fail(err: unknown): void {
     respondH2(this.stream, this.grpc, err);
   }
 
-  protected send(up: HttpUpstream, extra: Record<string, string>): Cancel {
-    if (up.kind === 'h2') return h2ToH2(this.stream, this.headers, up.session, extra, this);
-    return h2ToH1(
-      this.stream,
-      this.headers,
-      { host: up.endpoint.ip, port: up.endpoint.port, agent: up.agent, extra },
-      this,
-    );
+  answer(status: number, message: string, location: string | undefined): void {
+    answerH2(this.stream, status, message, location);
+  }
+
+  protected send(up: HttpUpstream, extra: Record<string, string>, authority: string): UpstreamCall | undefined {
+    const bodiless = this.stream.endAfterHeaders;
+    if (bodiless && up.kind === 'h1') this.stream.resume();
+    return this.sendTo(up, extra, authority, bodiless ? undefined : this.stream, this);
+  }
+
+  sendTo(
+    up: HttpUpstream,
+    extra: Record<string, string>,
+    _authority: string,
+    body: BodySource | undefined,
+    sink: CallSink,
+  ): UpstreamCall | undefined {
+    if (up.kind === 'h2') return sendH2(up.session, h2ToH2Request(this.headers, extra), body, sink);
+    const target = { host: up.endpoint.ip, port: up.endpoint.port, agent: up.agent };
+    return sendH1(target, this.method, this.path, h2ToH1Request(this.headers, extra), body, sink);
+  }
+
+  respondFrom(call: UpstreamCall): void {
+    writeResponseH2(this.stream, call, this);
+  }
+
+  couple(call: UpstreamCall): void {
+    const stream = this.stream;
+    if (call.kind === 'h2')
+      stream.on('close', () => {
+        if (stream.rstCode !== undefined && stream.rstCode !== http2constants.NGHTTP2_NO_ERROR) call.cancel();
+      });
+    else
+      stream.on('close', () => {
+        if (!call.finished) call.cancel();
+      });
   }
 
   protected reset(): void {
     if (!this.stream.destroyed) this.stream.close(http2constants.NGHTTP2_CANCEL);
+  }
+
+  onBroken(): void {
+    this.onEnd(true);
+    this.stream.close(http2constants.NGHTTP2_INTERNAL_ERROR);
   }
 }

@@ -1,7 +1,8 @@
 // Hands a detected connection to Node's HTTP/1 or HTTP/2 server together with the proxy's target for
 // that connection (original destination, TLS state, peer identity), and turns what those servers parse
-// into exchanges for the stack: every request, whichever protocol, reaches `onRequest(conn, exchange)`.
-// Shared by the inbound and outbound stacks.
+// into requests for the stack: every request, whichever protocol, reaches `next(conn, request)` as an
+// exchange (HTTP/1 or HTTP/2) or an HTTP/1 Upgrade. The HTTP server stage (stack/http-server.ts) of both
+// directions is one of these.
 import {
   createServer as createH1Server,
   type IncomingMessage,
@@ -20,16 +21,13 @@ import type { Socket } from 'node:net';
 import { prefixedDuplex, unshiftPrefix } from '../detect/socket-prefix.js';
 import type { Http } from '../targets.js';
 import { H1Exchange, H2Exchange, type ExchangeSink, type HttpExchange } from './exchange.js';
+import { UpgradeExchange } from './upgrade.js';
 import { H2_SETTINGS, widenConnectionWindow } from './h2-pool.js';
 import { ProxyError } from '../errors.js';
-import { isGrpc, respondH2 } from '../respond.js';
+import { isGrpc, respondBadRequest, respondH2 } from '../respond.js';
 
-export interface HttpHandlers<C> {
-  /** One request on a connection whose target is `conn`. */
-  onRequest(conn: C, exchange: HttpExchange): void;
-  /** An HTTP/1 Upgrade (WebSocket): the socket is the caller's from here. */
-  onUpgrade(conn: C, req: IncomingMessage, socket: Socket, head: Buffer): void;
-}
+/** A request as the HTTP server hands it to the stack: an exchange, or an HTTP/1 Upgrade (WebSocket). */
+export type IncomingRequest = HttpExchange | UpgradeExchange;
 
 /** How often Node's HTTP/1 server checks its connections' header deadlines: a fraction of the timeout. */
 export function checkingIntervalFor(headersTimeoutMs: number): number {
@@ -56,7 +54,8 @@ export class HttpHandoff<C> {
 
   constructor(
     private readonly sink: ExchangeSink,
-    private readonly handlers: HttpHandlers<C>,
+    /** Every request on a connection whose target is `conn`. */
+    private readonly next: (conn: C, req: IncomingRequest) => void,
     headersTimeoutMs = 30_000,
   ) {
     this.h1 = createH1Server({
@@ -74,14 +73,14 @@ export class HttpHandoff<C> {
     this.h1.on('request', (req: IncomingMessage, res: ServerResponse) => {
       const conn = this.bySocket.get(req.socket);
       if (conn === undefined) return void res.destroy();
-      handlers.onRequest(conn, new H1Exchange(req, res, sink));
+      next(conn, new H1Exchange(req, res, sink));
     });
     this.h1.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => {
       const conn = this.bySocket.get(socket);
       if (conn === undefined) return void socket.destroy();
-      handlers.onUpgrade(conn, req, socket, head);
+      next(conn, new UpgradeExchange(req, socket, head, sink));
     });
-    this.h1.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => refuseBadRequest(err, socket));
+    this.h1.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => respondBadRequest(err, socket));
   }
 
   /** A stream of a server-side session, from h2 or another server (the inbound mTLS one). */
@@ -98,7 +97,7 @@ export class HttpHandoff<C> {
       this.sink.log.debug({ err: err.message }, `${this.sink.direction} HTTP/2 request refused`);
       return respondH2(stream, isGrpc(headers['content-type']), err);
     }
-    this.handlers.onRequest(conn, new H2Exchange(stream, headers, this.sink));
+    this.next(conn, new H2Exchange(stream, headers, this.sink));
   }
 
   /** Every server-side HTTP/2 session, from h2 or another server (the inbound mTLS one), goes through here. */
@@ -157,29 +156,4 @@ export function hostDisagreement(headers: H2Headers): string | undefined {
     }
   }
   return undefined;
-}
-
-/**
- * A request Node's strict HTTP/1 parser refused (smuggling shapes: Content-Length with
- * Transfer-Encoding, obs-fold, a bare CR, a pseudo-header; or headers over the size limit), or one
- * whose headers did not arrive within the header read timeout: answer 400, 431 or 408 and close, as Node does without a handler, instead of a silent
- * reset. Nothing was forwarded. A socket in the middle of a response is only closed.
- */
-export function refuseBadRequest(err: NodeJS.ErrnoException, socket: Socket): void {
-  const busy = (socket as Socket & { _httpMessage?: unknown })._httpMessage;
-  if (err.code === 'ECONNRESET' || !socket.writable || busy) return void socket.destroy();
-  const status =
-    err.code === 'HPE_HEADER_OVERFLOW'
-      ? '431 Request Header Fields Too Large'
-      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-        ? '408 Request Timeout'
-        : '400 Bad Request';
-  const reason =
-    err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-      ? 'request headers not received within the header read timeout'
-      : `invalid HTTP/1 request (${err.code ?? 'parse error'})`;
-  socket.end(
-    `HTTP/1.1 ${status}\r\nconnection: close\r\ncontent-length: 0\r\nx-minimesh-proxy-error: ${reason}\r\n\r\n`,
-  );
-  socket.destroySoon?.();
 }

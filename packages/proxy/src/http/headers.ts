@@ -63,6 +63,26 @@ function addExtra(out: Record<string, unknown>, extra: Record<string, string> | 
 }
 
 /**
+ * HTTP/1 request headers → HTTP/1 request headers for the next hop: the caller's as they came, `extra`
+ * added, without the connection-level ones (the upstream connection is the pool's, kept alive).
+ */
+export function h1ToH1Request(headers: IncomingHttpHeaders, extra: Record<string, string>): OutgoingHttpHeaders {
+  const out: OutgoingHttpHeaders = { ...headers, ...extra };
+  delete out.connection;
+  delete out['keep-alive'];
+  delete out['proxy-connection'];
+  return out;
+}
+
+/** HTTP/1 response headers → HTTP/1 response headers for the caller (whose connection is its own). */
+export function h1ToH1Response(headers: IncomingHttpHeaders): OutgoingHttpHeaders {
+  const out: OutgoingHttpHeaders = { ...headers };
+  delete out.connection;
+  delete out['keep-alive'];
+  return out;
+}
+
+/**
  * HTTP/1 request headers → HTTP/2 request headers (for the multiplexed connection between proxies).
  * Host is kept beside :authority (RFC 9113 §8.3.1 lets an intermediary retain it): Linkerd's inbound
  * proxy restores HTTP/1 from the request as it came, without rebuilding Host from :authority, so an

@@ -5,7 +5,7 @@ import { X509Certificate } from 'node:crypto';
 import { Metadata } from '@grpc/grpc-js';
 import { identity } from '@minimesh/proto';
 import { backoffDelay, type Logger } from '@minimesh/runtime';
-import type { ControlAddr } from '../config.js';
+import type { ControlAddr } from '../config/proxy.js';
 import { controlChannel } from '../control/client.js';
 import { ProxyError } from '../errors.js';
 import type { ProxyMetrics } from '../metrics/metrics.js';

@@ -1,121 +1,76 @@
-// Inbound TLS: peek the ClientHello. SNI equal to our identity → we terminate mTLS (TLS 1.3, client
-// certificate requested but optional, its identity learned from the DNS SAN after the chain is verified
-// against the trust anchors); any other TLS passes through untouched; no ClientHello → plaintext.
-import type { Socket } from 'node:net';
-import type { TLSSocket } from 'node:tls';
-import { X509Certificate } from 'node:crypto';
-import { createSecureServer, type Http2Session } from 'node:http2';
+// Inbound TLS: InboundAccept → InboundConn, from the ClientHello (tls/terminate.ts). SNI equal to our
+// identity → we terminate mTLS and learn the client's identity; HTTP/2 (ALPN h2) then goes straight to
+// the HTTP server, anything else to detection on the decrypted stream. Other TLS passes through
+// untouched (detection skipped: it is opaque); no ClientHello → plaintext, to detection. The connection
+// is counted here, once its labels (TLS, client identity, SNI) are known.
 import type { Logger } from '@minimesh/runtime';
-import { peek } from '../detect/detect.js';
-import { unshiftPrefix } from '../detect/socket-prefix.js';
-import { H2_SETTINGS } from '../http/h2-pool.js';
 import type { HttpHandoff } from '../http/handoff.js';
-import type { ProxyMetrics } from '../metrics/metrics.js';
-import type { InboundConn } from '../targets.js';
-import { parseClientHello } from '../tls/client-hello.js';
-import { chainsToAnchors, identityOf, type TlsCredentials } from '../tls/credentials.js';
+import type { Handler, Layer } from '../layers.js';
+import { trackSocket, type ProxyMetrics } from '../metrics/metrics.js';
+import type { InboundLabels } from '../metrics/traffic-labels.js';
+import type { InboundAccept, InboundConn, Prefixed } from '../targets.js';
+import { createTlsTerminator, peekTls } from '../tls/terminate.js';
+import type { TlsCredentials } from '../tls/credentials.js';
 
-export type InboundTls =
-  { kind: 'terminate' } | { kind: 'passthrough'; sni: string | undefined } | { kind: 'plaintext' };
+/** Short ClientHello wait on opaque ports, so an unmeshed server-speaks-first client is barely delayed. */
+const OPAQUE_TLS_PEEK_MS = 300;
+const EMPTY = Buffer.alloc(0);
 
-export async function peekTls(
-  socket: Socket,
-  localIdentity: string,
-  timeoutMs: number,
-): Promise<{ tls: InboundTls; prefix: Buffer; ended: boolean }> {
-  const r = await peek(
-    socket,
-    (buf) => {
-      const h = parseClientHello(buf);
-      return h === 'more' ? 'more' : h;
-    },
-    timeoutMs,
-    { kind: 'not-tls' } as const,
-  );
-  const h = r.result;
-  if (h.kind === 'not-tls') return { tls: { kind: 'plaintext' }, prefix: r.prefix, ended: r.ended };
-  if (h.sni === localIdentity) return { tls: { kind: 'terminate' }, prefix: r.prefix, ended: r.ended };
-  return { tls: { kind: 'passthrough', sni: h.sni }, prefix: r.prefix, ended: r.ended };
-}
+/** Detection's target: a connection, the bytes read so far, and whether it is opaque already (TLS passed through). */
+export type Detecting = Prefixed<InboundConn> & { readonly opaque: boolean };
 
-/** The client's mesh identity on a terminated connection: only when its chain verifies against the anchors. */
-export function clientIdentity(socket: TLSSocket, creds: TlsCredentials): string | undefined {
-  const peer = socket.getPeerCertificate(true);
-  if (!peer || !peer.raw) return undefined;
-  if (!socket.authorized) {
-    // OpenSSL checked against the same anchors; fall back to our own check for chains it could not build.
-    const chain: X509Certificate[] = [];
-    let c: typeof peer | undefined = peer;
-    const seen = new Set<string>();
-    while (c?.raw && !seen.has(c.fingerprint256)) {
-      seen.add(c.fingerprint256);
-      chain.push(new X509Certificate(c.raw));
-      c = c.issuerCertificate;
-    }
-    if (!chainsToAnchors(chain, creds.anchors)) return undefined;
-  }
-  return identityOf(peer);
-}
-
-export interface TlsTerminatorOptions {
+export interface InboundTlsOptions {
   creds: TlsCredentials;
   metrics: ProxyMetrics;
+  labels: InboundLabels;
   log: Logger;
-  /** Where HTTP/2 over our mTLS (ALPN h2) goes: its sessions and streams. */
+  /** Ports whose traffic is opaque (configured or by policy): their ClientHello wait is short. */
+  opaquePort: (port: number) => boolean;
+  detectTimeoutMs: number;
+  /** Where HTTP/2 over our mTLS (ALPN h2) goes. */
   http: HttpHandoff<InboundConn>;
-  /** The handshake named the client (conn.tls and conn.clientId are final now). */
-  onIdentified(conn: InboundConn, socket: TLSSocket): void;
-  /** A terminated connection without ALPN h2: detection continues on the decrypted stream. */
-  onDecrypted(conn: InboundConn, socket: TLSSocket): void;
 }
 
-/**
- * Terminates mTLS for our identity: TLS 1.3, a client certificate requested but optional. HTTP/2 (ALPN
- * h2) is served straight from the TLS server's sessions; other connections come back decrypted.
- */
-export function createTlsTerminator(opts: TlsTerminatorOptions): {
-  terminate(conn: InboundConn, socket: Socket, prefix: Buffer): void;
-} {
-  const { creds, metrics, http } = opts;
-  // TLS sockets the server makes are matched to their connection by the peer address.
-  const byPeer = new Map<string, InboundConn>();
-  const server = createSecureServer({
-    SNICallback: (_name, cb) => cb(null, creds.context),
-    requestCert: true,
-    rejectUnauthorized: false,
-    minVersion: 'TLSv1.3',
-    maxVersion: 'TLSv1.3',
-    peerMaxConcurrentStreams: 10_000,
-    settings: H2_SETTINGS,
-  });
-  const identify = (t: TLSSocket): InboundConn | undefined => {
-    const conn = byPeer.get(`${t.remoteAddress}:${t.remotePort}`);
-    if (conn && conn.tls !== 'true') {
-      conn.tls = 'true';
-      conn.clientId = clientIdentity(t, creds);
-      opts.onIdentified(conn, t);
-    }
-    return conn;
-  };
-  server.on('session', (s: Http2Session) => http.adopt(s, identify(s.socket as TLSSocket)));
-  server.on('stream', (stream, headers) => http.stream(stream, headers));
-  server.on('tlsClientError', (err: Error, t: TLSSocket) => {
-    metrics.error('inbound', 'MINIMESH_PROXY_TLS_FAILED');
-    opts.log.debug({ err: err.message }, 'inbound TLS handshake failed');
-    t.destroy();
-  });
-  server.on('unknownProtocol', (t: TLSSocket) => {
-    const conn = identify(t);
-    if (!conn) return void t.destroy();
-    opts.onDecrypted(conn, t);
-  });
-  return {
-    terminate(conn, socket, prefix) {
-      const peer = `${socket.remoteAddress}:${socket.remotePort}`;
-      byPeer.set(peer, conn);
-      socket.once('close', () => byPeer.delete(peer));
-      unshiftPrefix(socket, prefix);
-      server.emit('connection', socket);
-    },
+export function pushTls(opts: InboundTlsOptions): Layer<Handler<Detecting>, Handler<InboundAccept>> {
+  const { creds, metrics, labels } = opts;
+  const count = (conn: InboundConn, socket: Parameters<typeof trackSocket>[0]) =>
+    trackSocket(socket, metrics.connection(labels.of(conn, undefined)));
+  return (next) => {
+    const tls = createTlsTerminator({
+      creds,
+      metrics,
+      log: opts.log,
+      http: opts.http,
+      onIdentified: count,
+      onDecrypted: (parent, socket) => {
+        const pending = next({ parent, socket, prefix: EMPTY, opaque: false });
+        if (pending)
+          pending.catch((err: unknown) => {
+            opts.log.warn({ err }, 'inbound connection failed');
+            socket.destroy();
+          });
+      },
+    });
+    return async (accepted) => {
+      const { socket, orig, clientIp } = accepted;
+      const timeoutMs = opts.opaquePort(orig.port)
+        ? Math.min(OPAQUE_TLS_PEEK_MS, opts.detectTimeoutMs)
+        : opts.detectTimeoutMs;
+      const peeked = await peekTls(socket, creds.localIdentity, timeoutMs);
+      if (peeked.ended && peeked.prefix.length === 0) return void socket.destroy();
+      if (peeked.tls.kind === 'terminate' && creds.context) return tls.terminate(accepted, peeked.prefix);
+      const passthrough = peeked.tls.kind !== 'plaintext';
+      const conn: InboundConn = passthrough
+        ? {
+            orig,
+            clientIp,
+            tls: 'opaque',
+            clientId: undefined,
+            sni: peeked.tls.kind === 'passthrough' ? peeked.tls.sni : creds.localIdentity,
+          }
+        : { orig, clientIp, tls: 'no_identity', clientId: undefined, sni: undefined };
+      count(conn, socket);
+      await next({ parent: conn, socket, prefix: peeked.prefix, opaque: passthrough });
+    };
   };
 }

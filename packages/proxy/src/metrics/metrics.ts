@@ -1,4 +1,7 @@
-// Prometheus metrics with Linkerd's names and labels (REFERENCE-linkerd.md §7).
+// Prometheus metrics with Linkerd's names and labels, as linkerd2-proxy reports them (its 2026 sources,
+// linkerd/app/core/src/transport/labels.rs and linkerd/http/metrics): request_total, response_total and
+// response_latency_ms per direction, authority, target_addr, tls (client_id / server_id, or
+// no_tls_reason), the endpoint's metric labels re-emitted as dst_*; tcp_* per connection and peer.
 // Label sets are built once per connection/route and the labelled children cached, so the per-request
 // cost is a few increments, not label hashing.
 import { Counter, Gauge, type Registry } from 'prom-client';

@@ -13,6 +13,8 @@ import {
   type InboundRouteFilter,
 } from '@minimesh/policy/client';
 import type { Logger } from '@minimesh/runtime';
+import { ProxyError } from '../errors.js';
+import type { InboundConn } from '../targets.js';
 import type { AuthzConnLabels, AuthzMetrics } from './authz-metrics.js';
 import type { InboundPolicies } from './inbound-policies.js';
 
@@ -165,4 +167,36 @@ export function applyRequestFilters(
     }
   }
   return undefined;
+}
+
+const conns = new WeakMap<InboundConn, AuthzConn>();
+
+/** The authorization view of a connection (made once per connection). */
+export function authzConnOf(conn: InboundConn): AuthzConn {
+  let a = conns.get(conn);
+  if (!a) {
+    a = {
+      targetAddr: conn.orig.key,
+      targetIp: conn.orig.ip,
+      targetPort: conn.orig.port,
+      tls: conn.tls,
+      clientId: conn.clientId,
+      clientIp: conn.clientIp,
+    };
+    conns.set(conn, a);
+  }
+  return a;
+}
+
+/** Whether the port's policy makes it opaque (or TLS): no protocol detection, connection-level authorization. */
+export function policyIsOpaque(authz: InboundAuthz, port: number): boolean {
+  const p = authz.policy(port).protocol;
+  return p === 'opaque' || p === 'tls';
+}
+
+/** A verdict that refuses a request, as the proxy error that answers it (403, 404, else 500: respond.ts). */
+export function verdictError(v: Extract<RequestVerdict, { kind: 'respond' }>): ProxyError {
+  if (v.status === 403) return new ProxyError('MINIMESH_PROXY_UNAUTHORIZED', v.message);
+  if (v.status === 404) return new ProxyError('MINIMESH_PROXY_ROUTE_NOT_FOUND', v.message);
+  return new ProxyError('MINIMESH_PROXY_INVALID_POLICY', v.message);
 }

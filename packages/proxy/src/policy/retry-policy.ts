@@ -1,5 +1,6 @@
 // The retry decision of an outbound route, as linkerd2-proxy makes it (linkerd/http/retry and
-// app/outbound/src/http/logical/policy/route/retry.rs), with no I/O: the I/O is outbound-retry.ts.
+// app/outbound/src/http/logical/policy/route/retry.rs), with no I/O: the I/O is the retry transport,
+// http/retry.ts, which sends every attempt through the one forwarder.
 //   - A request is retried only if its body can be replayed: bodies are buffered up to the route's
 //     max_request_bytes (64 KiB from minimesh's controller, as Linkerd's); a larger body (by
 //     Content-Length up front, or once more has streamed) is not retried, and neither is a request
@@ -15,27 +16,10 @@
 //     request timeout, over all attempts, bounds it.
 import type { CompiledRetry } from '@minimesh/policy/client';
 import { isRetryableStatus } from '@minimesh/policy/client';
+import type { AttemptOutcome, BodyState, RetryDecision, RetryPolicy } from '../http/retry.js';
+import type { RouteRetryCounters } from './retry-metrics.js';
 
-/** What an attempt came back with. */
-export type AttemptOutcome =
-  { kind: 'response'; status: number } | { kind: 'timeout' } | { kind: 'refused' } | { kind: 'error' };
-
-/** The request body as the retry layer has seen it so far. */
-export interface BodyState {
-  /** The body has ended (a bodiless request has, from the start). */
-  complete: boolean;
-  /** More than max_request_bytes went by: the buffer was dropped and the body cannot be replayed. */
-  capped: boolean;
-}
-
-/**
- * After an attempt:
- *   done      the outcome is not retryable: it goes to the caller (a retry's own success when attempt > 1);
- *   unbuffered it is retryable, but the body cannot be replayed: it goes to the caller;
- *   limit     it is retryable and the attempts are used up: it goes to the caller (retry_limit_exceeded);
- *   retry     send the request again after backoffMs(attempt).
- */
-export type RetryDecision = 'done' | 'unbuffered' | 'limit' | 'retry';
+export type { AttemptOutcome, BodyState, RetryDecision };
 
 export function isRetryableOutcome(retry: CompiledRetry, o: AttemptOutcome): boolean {
   switch (o.kind) {
@@ -88,4 +72,15 @@ export function retryBackoffMs(retry: CompiledRetry, n: number, random: () => nu
   const base = Math.min(maxMs, minMs * 2 ** Math.min(Math.max(0, n - 1), 30));
   if (jitter <= 0) return base;
   return base + Math.min(random() * jitter * base, maxMs - base);
+}
+
+/** A route's retry policy as the retry transport asks it, counting into the route's retry metrics. */
+export function routeRetryPolicy(retry: CompiledRetry, counters: RouteRetryCounters): RetryPolicy {
+  return {
+    maxRequestBytes: retry.maxRequestBytes,
+    decide: (attempt, outcome, body) => decideRetry(retry, attempt, outcome, body),
+    backoffMs: (n) => retryBackoffMs(retry, n),
+    attemptTimeoutMs: (attempt) => attemptTimeoutMs(retry, attempt),
+    counters,
+  };
 }

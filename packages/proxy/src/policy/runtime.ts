@@ -7,7 +7,7 @@ import type { PortRange } from '@minimesh/config';
 import type { inbound, outbound } from '@minimesh/proto';
 import type { Logger } from '@minimesh/runtime';
 import type { Registry } from 'prom-client';
-import type { ProxyConfig } from '../config.js';
+import type { ProxyConfig } from '../config/proxy.js';
 import { AuthzMetrics } from './authz-metrics.js';
 import { createInboundAuthz, type InboundAuthz } from './inbound-authz.js';
 import { InboundPolicies } from './inbound-policies.js';

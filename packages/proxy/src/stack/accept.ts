@@ -1,6 +1,11 @@
-// Accept: the listener iptables redirects a pod's TCP to (outbound 4140, inbound 4143). Every accepted
-// socket becomes an Accept target carrying where the app was connecting (SO_ORIGINAL_DST).
+// Accept: the listener iptables redirects a pod's TCP to (outbound 4140, inbound 4143), the first stage
+// of both directions. Every accepted socket becomes an Accept target carrying where the app was
+// connecting (SO_ORIGINAL_DST); it is kept in `sockets` (the drain's) until it closes. What the rest of
+// the chain throws or rejects with is logged and the connection closed.
 import { createServer, type Server, type Socket } from 'node:net';
+import type { Logger } from '@minimesh/runtime';
+import type { Handler, Layer } from '../layers.js';
+import { trackSocket, type Labels, type ProxyMetrics } from '../metrics/metrics.js';
 import { getOriginalDst } from '../native/index.js';
 import { toAddr, type Accept, type Addr, type Direction } from '../targets.js';
 
@@ -17,15 +22,40 @@ export function originalDst(socket: Socket): { ip: string; port: number } | unde
   }
 }
 
-export function createAccept(
-  direction: Direction,
-  next: (target: Accept) => void,
-  origDst: OriginalDstFn = originalDst,
-): Server {
-  return createServer({ noDelay: true }, (socket) => {
-    socket.setNoDelay(true);
-    const o = origDst(socket);
-    const orig: Addr | undefined = o ? toAddr(o.ip, o.port) : undefined;
-    next({ direction, socket, orig });
-  });
+export interface AcceptOptions {
+  direction: Direction;
+  log: Logger;
+  /** The open accepted connections (the drain waits for them). */
+  sockets: Set<Socket>;
+  /** Default: SO_ORIGINAL_DST. */
+  originalDst?: OriginalDstFn | undefined;
+  /** Counts each connection under these labels from its accept (outbound; inbound counts after TLS). */
+  count?: { metrics: ProxyMetrics; labels: (orig: Addr | undefined) => Labels } | undefined;
+}
+
+export function pushAccept(opts: AcceptOptions): Layer<Handler<Accept>, Server> {
+  const { direction, sockets, count } = opts;
+  const origDst = opts.originalDst ?? originalDst;
+  return (next) =>
+    createServer({ noDelay: true }, (socket) => {
+      socket.setNoDelay(true);
+      const o = origDst(socket);
+      const orig: Addr | undefined = o ? toAddr(o.ip, o.port) : undefined;
+      socket.on('error', () => undefined);
+      sockets.add(socket);
+      socket.once('close', () => sockets.delete(socket));
+      if (count) trackSocket(socket, count.metrics.connection(count.labels(orig)));
+      const accept: Accept = { direction, socket, orig };
+      try {
+        const pending = next(accept);
+        if (pending) pending.catch((err: unknown) => failed(accept, err));
+      } catch (err) {
+        failed(accept, err);
+      }
+    });
+
+  function failed(accept: Accept, err: unknown): void {
+    opts.log.warn({ err }, `${direction} connection failed`);
+    accept.socket.destroy();
+  }
 }

@@ -12,8 +12,7 @@ import {
 import type { TLSSocket } from 'node:tls';
 import type { Logger } from '@minimesh/runtime';
 import { tap } from '@minimesh/proto';
-import { clientIdentity } from '../inbound/tls.js';
-import type { TlsCredentials } from '../tls/credentials.js';
+import { clientIdentity, mtlsServerOptions, type TlsCredentials } from '../tls/credentials.js';
 import { TapMatchError } from './match.js';
 import type { ActiveTap, TapLayer } from './tap.js';
 
@@ -82,13 +81,7 @@ function trailersOnly(stream: ServerHttp2Stream, code: number, message: string):
 
 export function createTapServer(opts: TapServerOptions): Http2SecureServer {
   const { layer, creds, tapSvcName, log } = opts;
-  const server = createSecureServer({
-    SNICallback: (_name, cb) => cb(null, creds.context),
-    requestCert: true,
-    rejectUnauthorized: false,
-    minVersion: 'TLSv1.3',
-    maxVersion: 'TLSv1.3',
-  });
+  const server = createSecureServer(mtlsServerOptions(creds));
   server.on('tlsClientError', (err: Error) => log.debug({ err: err.message }, 'tap: TLS handshake failed'));
   server.on('stream', (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => {
     stream.on('error', () => undefined);

@@ -1,7 +1,13 @@
 // The proxy's TLS credentials: trust anchors plus the current leaf. One SecureContext is made per
 // certificate and reused by every connection (never one per connection: nodejs/node#43128); a renewal
 // swaps it atomically — connections that already started keep the context they began with.
-import { createSecureContext, type PeerCertificate, type SecureContext } from 'node:tls';
+import {
+  createSecureContext,
+  type PeerCertificate,
+  type SecureContext,
+  type TLSSocket,
+  type TlsOptions,
+} from 'node:tls';
 import { X509Certificate as CryptoX509 } from 'node:crypto';
 
 export interface Certificate {
@@ -111,4 +117,38 @@ export function chainsToAnchors(chain: CryptoX509[], anchors: CryptoX509[]): boo
     cur = next;
   }
   return false;
+}
+
+/** The client's mesh identity on a terminated connection: only when its chain verifies against the anchors. */
+export function clientIdentity(socket: TLSSocket, creds: TlsCredentials): string | undefined {
+  const peer = socket.getPeerCertificate(true);
+  if (!peer || !peer.raw) return undefined;
+  if (!socket.authorized) {
+    // OpenSSL checked against the same anchors; fall back to our own check for chains it could not build.
+    const chain: CryptoX509[] = [];
+    let c: typeof peer | undefined = peer;
+    const seen = new Set<string>();
+    while (c?.raw && !seen.has(c.fingerprint256)) {
+      seen.add(c.fingerprint256);
+      chain.push(new CryptoX509(c.raw));
+      c = c.issuerCertificate;
+    }
+    if (!chainsToAnchors(chain, creds.anchors)) return undefined;
+  }
+  return identityOf(peer);
+}
+
+/**
+ * Server-side mTLS as the proxy terminates it (inbound, and the tap server on the control port): TLS 1.3
+ * with this proxy's current certificate, a client certificate requested but optional (clientIdentity()
+ * then says who the client is, only when its chain verifies).
+ */
+export function mtlsServerOptions(creds: TlsCredentials): TlsOptions {
+  return {
+    SNICallback: (_name, cb) => cb(null, creds.context),
+    requestCert: true,
+    rejectUnauthorized: false,
+    minVersion: 'TLSv1.3',
+    maxVersion: 'TLSv1.3',
+  };
 }

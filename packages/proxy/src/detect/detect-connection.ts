@@ -1,8 +1,8 @@
-// Detect: which protocol a connection speaks, from its first bytes (linkerd2-proxy's detect stage), for
-// both directions. Opaque ports (and, outbound, ports destination marks opaque) skip it, so protocols
-// where the server speaks first see no delay.
+// A connection as HTTP or opaque, from its first bytes (detect.ts), for both directions' detect stages.
+// Opaque ports (and what a profile or a port's policy marks opaque) skip the sniffing, so protocols where
+// the server speaks first see no delay.
 import type { Socket } from 'node:net';
-import { detect } from '../detect/detect.js';
+import { detect } from './detect.js';
 import type { Detected } from '../targets.js';
 
 export interface DetectOptions {

@@ -1,4 +1,4 @@
-// Connect: Endpoint → an upstream to send on, for both directions. Meshed endpoints (an identity, and a
+// The connector: Endpoint → an upstream to send on, for both directions (the connect stages use it). Meshed endpoints (an identity, and a
 // certificate of ours to present) get ONE multiplexed HTTP/2 session over mTLS that HTTP/1 rides too,
 // upgraded; unmeshed endpoints (and the app behind the inbound proxy) get an HTTP/1 keep-alive pool or
 // a plaintext HTTP/2 session. TCP gets a fresh connection (mTLS when meshed).
@@ -6,36 +6,16 @@ import { Agent, type AgentOptions } from 'node:http';
 import { connect as netConnect, type Socket } from 'node:net';
 import type { ClientHttp2Session } from 'node:http2';
 import { H2Pool } from '../http/h2-pool.js';
+import type { HttpUpstream } from '../http/upstream.js';
 import { armConnectTimeout, connectMtls } from '../tls/connect.js';
 import type { TlsCredentials } from '../tls/credentials.js';
 import type { Endpoint } from '../targets.js';
 
-/** Where an HTTP exchange goes: a multiplexed HTTP/2 session, or an HTTP/1 keep-alive pool. */
-export type HttpUpstream =
-  | {
-      readonly kind: 'h2';
-      readonly endpoint: Endpoint;
-      /** The identity the peer must prove over mTLS; undefined for plaintext. */
-      readonly identity: string | undefined;
-      readonly session: ClientHttp2Session;
-      readonly pool: H2Pool;
-    }
-  | { readonly kind: 'h1'; readonly endpoint: Endpoint; readonly agent: Agent };
-
-/** Background reconnects to a broken endpoint: 100 ms, doubling, at most every 10 s. */
-const RECONNECT_MIN_MS = 100;
-const RECONNECT_MAX_MS = 10_000;
-/**
- * A broken endpoint stays out of balancing at least this long even when a reconnect works sooner (an
- * ejection time, as Envoy's outlier detection has): a killed pod's proxy is restarted by the kubelet
- * within a second or two, before its app listens and before the API server has marked the pod not ready;
- * by then destination has dropped it.
- */
-export const MIN_EJECTION_MS = 3000;
-
 export class Connector {
-  /** Sessions to meshed endpoints; one that breaks takes its endpoint out of balancing until a reconnect works. */
-  readonly meshed = new H2Pool(60_000, (ep) => this.broken(ep as Endpoint));
+  /** Sessions to meshed endpoints; one that breaks is reported (`onBroken`: endpoint health takes it out of balancing). */
+  readonly meshed = new H2Pool(60_000, (ep) => {
+    if (!this.closed) this.onBroken?.(ep as Endpoint);
+  });
   private closed = false;
   readonly plainH2 = new H2Pool();
   readonly agent = new Agent({
@@ -49,6 +29,8 @@ export class Connector {
   constructor(
     private readonly creds: TlsCredentials,
     private readonly timeoutMs: number,
+    /** A meshed endpoint's session broke (reset, refused, TLS failure, closed by the peer). */
+    private readonly onBroken?: (ep: Endpoint) => void,
   ) {}
 
   /** The identity to require of `ep`, when we can originate mTLS to it (it is meshed and we have a certificate). */
@@ -78,42 +60,12 @@ export class Connector {
   }
 
   /**
-   * A meshed endpoint's session broke (reset, refused, TLS failure, closed by the peer): the balancer
-   * leaves the endpoint out while it reconnects in the background, with backoff, without a request on
-   * the line. A pod killed mid-stream then fails only the requests in flight on it, not the ones sent
-   * until destination learns it is gone. The reconnect stops once the endpoint is dropped (garbage).
+   * The endpoint's HTTP/2 session, opened again if it broke (endpoint health's background reconnect,
+   * balance/endpoint-health.ts); undefined when the connector is closed or cannot originate mTLS to it.
    */
-  private broken(ep: Endpoint): void {
-    const load = ep.load;
-    if (!load || this.closed) return;
-    load.ready = false;
-    load.ejectedUntil = Date.now() + MIN_EJECTION_MS;
-    if (load.reconnecting) return;
-    load.reconnecting = true;
-    const delay = Math.min(RECONNECT_MAX_MS, RECONNECT_MIN_MS * 2 ** Math.min(load.failures, 10));
-    load.failures++;
-    const ref = new WeakRef(ep);
-    setTimeout(() => {
-      const e = ref.deref();
-      if (!e?.load) return;
-      e.load.reconnecting = false;
-      const identity = this.closed ? undefined : this.meshIdentity(e);
-      if (identity === undefined) return;
-      const session = this.meshedSession(e, identity);
-      const up = () => {
-        const l = e.load;
-        if (!l || l.reconnecting) return;
-        const wait = l.ejectedUntil - Date.now();
-        if (wait > 0) {
-          setTimeout(up, wait).unref();
-          return;
-        }
-        l.ready = true;
-        l.failures = 0;
-      };
-      if (session.connecting) session.once('connect', up);
-      else if (!session.destroyed && !session.closed) up();
-    }, delay).unref();
+  reconnect(ep: Endpoint): ClientHttp2Session | undefined {
+    const identity = this.closed ? undefined : this.meshIdentity(ep);
+    return identity === undefined ? undefined : this.meshedSession(ep, identity);
   }
 
   /** A raw connection for TCP or an upgraded (WebSocket) exchange; mTLS without ALPN when meshed. */

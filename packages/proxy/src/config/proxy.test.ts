@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '@minimesh/config';
-import { parseProxyConfig } from './config.js';
+import { parseProxyConfig } from './proxy.js';
 
 const PEM = '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n';
 const base = {

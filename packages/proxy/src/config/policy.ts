@@ -13,16 +13,11 @@ import {
   parseCidrList,
   type DefaultInboundPolicy,
 } from '@minimesh/config';
-
-export interface ControlAddrLike {
-  addr: string;
-  name: string | undefined;
-  plaintext: boolean;
-}
+import { controlAddr, type ControlAddr, type Env } from './control-addr.js';
 
 export interface PolicyConfig {
   /** The policy controller; undefined: none configured. */
-  controller: ControlAddrLike | undefined;
+  controller: ControlAddr | undefined;
   /** JSON {"ns","pod"}. */
   workload: string;
   defaultPolicy: DefaultInboundPolicy;
@@ -31,19 +26,13 @@ export interface PolicyConfig {
 
 const DEFAULT_NETWORKS = '10.0.0.0/8,100.64.0.0/10,172.16.0.0/12,192.168.0.0/16,fd00::/8';
 
-type Env = Record<string, string | undefined>;
-
-export function parsePolicyConfig(
-  env: Env,
-  controlAddr: (addrVar: string, nameVar: string) => ControlAddrLike,
-  destinationContext: string,
-): PolicyConfig {
+export function parsePolicyConfig(env: Env, destinationContext: string): PolicyConfig {
   const E = PROXY_ENV;
   const value = (name: string) => {
     const v = env[name];
     return v === undefined || v.trim() === '' ? undefined : v.trim();
   };
-  const controller = value(E.policySvcAddr) ? controlAddr(E.policySvcAddr, E.policySvcName) : undefined;
+  const controller = value(E.policySvcAddr) ? controlAddr(env, E.policySvcAddr, E.policySvcName) : undefined;
   let workload = value(E.policyWorkload);
   if (workload === undefined) {
     // The destination context names the same pod: {"ns","nodeName","pod"}.

@@ -1,7 +1,6 @@
 // The proxy's configuration, read from the environment the injector writes (PROXY_ENV names).
 // A bad or missing setting throws a ConfigError naming the variable, the value and what is expected;
 // main.ts turns it into one line and exit code 2.
-import { isIP } from 'node:net';
 import {
   ConfigError,
   PROXY_ENV,
@@ -15,17 +14,10 @@ import {
   type PortRange,
 } from '@minimesh/config';
 import { parseListenAddr } from '@minimesh/runtime';
-import { parsePolicyConfig, type PolicyConfig } from './policy/config.js';
+import { controlAddr, DNS_NAME, optional, required, type ControlAddr, type Env } from './control-addr.js';
+import { parsePolicyConfig, type PolicyConfig } from './policy.js';
 
-/** A control-plane service: where to dial and which identity must answer (TLS unless the address is loopback). */
-export interface ControlAddr {
-  /** "host:port" or "unix:/path" (tests); the gRPC target. */
-  addr: string;
-  /** The expected server identity (the *_NAME variable); undefined means plaintext. */
-  name: string | undefined;
-  /** True when the address is loopback or a unix socket: plaintext gRPC, as Linkerd does. */
-  plaintext: boolean;
-}
+export type { ControlAddr };
 
 export interface ProxyConfig {
   logLevel: LogLevel;
@@ -68,7 +60,7 @@ export interface ProxyConfig {
   shutdownGracePeriodMs: number;
   /** The only identity allowed to tap this proxy; undefined: no tap server (Linkerd's LINKERD2_PROXY_TAP_SVC_NAME). */
   tapSvcName: string | undefined;
-  /** The policy controller and the inbound default policy (src/policy/config.ts). */
+  /** The policy controller and the inbound default policy (config/policy.ts). */
   policy: PolicyConfig;
 }
 
@@ -78,19 +70,6 @@ export const EXTRA_ENV = {
   outboundDiscoveryIdle: 'MINIMESH_PROXY_OUTBOUND_DISCOVERY_IDLE_TIMEOUT',
   headerReadTimeout: 'MINIMESH_PROXY_HTTP1_HEADER_READ_TIMEOUT',
 } as const;
-
-type Env = Record<string, string | undefined>;
-
-function required(env: Env, name: string, expected: string): string {
-  const v = env[name];
-  if (v === undefined || v.trim() === '') throw new ConfigError(name, v ?? '', expected);
-  return v;
-}
-
-function optional(env: Env, name: string): string | undefined {
-  const v = env[name];
-  return v === undefined || v.trim() === '' ? undefined : v;
-}
 
 /** An optional mesh identity name (DNS-like: lower-case labels separated by dots). */
 function identityName(env: Env, name: string): string | undefined {
@@ -120,54 +99,6 @@ function outboundAddrs(env: Env): Pick<ProxyConfig, 'outboundAddr' | 'outboundEx
     .split(',')
     .map((part) => listenAddr({ [PROXY_ENV.outboundListenAddr]: part.trim() }, PROXY_ENV.outboundListenAddr, ''));
   return { outboundAddr: all[0]!, outboundExtraAddrs: all.slice(1) };
-}
-
-const DNS_NAME = /^(?=.{1,253}$)([a-z0-9]([-a-z0-9]*[a-z0-9])?)(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\.?$/i;
-
-function isLoopbackHost(host: string): boolean {
-  const h = host
-    .replace(/^\[|\]$/g, '')
-    .replace(/\.$/, '')
-    .toLowerCase();
-  if (h === 'localhost') return true;
-  if (isIP(h) === 4) return h.startsWith('127.');
-  if (isIP(h) === 6) return h === '::1';
-  return false;
-}
-
-function controlAddr(env: Env, addrVar: string, nameVar: string): ControlAddr {
-  const addr = required(
-    env,
-    addrVar,
-    'host:port of the control-plane service, e.g. minimesh-dst-headless.minimesh.svc.cluster.local.:8086',
-  );
-  if (addr.startsWith('unix:')) {
-    return { addr, name: optional(env, nameVar), plaintext: true };
-  }
-  const m = /^(?:\[([^\]]+)\]|([^:]+)):(\d+)$/.exec(addr.trim());
-  const host = m ? (m[1] ?? m[2] ?? '') : '';
-  const port = m ? Number(m[3]) : NaN;
-  if (!m || !(port >= 1 && port <= 65535) || (isIP(host) === 0 && !DNS_NAME.test(host))) {
-    throw new ConfigError(
-      addrVar,
-      addr,
-      'host:port such as minimesh-identity-headless.minimesh.svc.cluster.local.:8080 or 127.0.0.1:8080',
-    );
-  }
-  const plaintext = isLoopbackHost(host);
-  const name = optional(env, nameVar);
-  if (!plaintext && name === undefined) {
-    throw new ConfigError(
-      nameVar,
-      '',
-      `the identity of the service at ${addrVar} (required because ${addr} is not loopback)`,
-    );
-  }
-  if (name !== undefined && !DNS_NAME.test(name)) throw new ConfigError(nameVar, name, 'a DNS-like identity name');
-  // A fully qualified name's trailing dot is dropped for the gRPC target: name lookups through
-  // /etc/hosts (the local cluster, many test setups) do not match "name." entries.
-  const target = isIP(host) === 6 ? `[${host}]:${port}` : `${host.replace(/\.$/, '')}:${port}`;
-  return { addr: target, name, plaintext };
 }
 
 function duration(env: Env, name: string, fallback: string): number {
@@ -234,7 +165,7 @@ export function parseProxyConfig(env: Env): ProxyConfig {
     ),
     shutdownGracePeriodMs: duration(env, E.shutdownGracePeriod, '2m'),
     tapSvcName: identityName(env, E.tapSvcName),
-    policy: parsePolicyConfig(env, (a, n) => controlAddr(env, a, n), optional(env, E.destinationContext) ?? ''),
+    policy: parsePolicyConfig(env, optional(env, E.destinationContext) ?? ''),
   };
   const admin = optional(env, E.adminListenAddr) ?? '0.0.0.0:4191';
   listenAddr(env, E.adminListenAddr, '0.0.0.0:4191');

@@ -2,7 +2,7 @@
 // and one-line errors for what cannot be used.
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '@minimesh/config';
-import { parseProxyConfig } from '../config.js';
+import { parseProxyConfig } from './proxy.js';
 
 const base = {
   MINIMESH_PROXY_IDENTITY_LOCAL_NAME: 'web.shop.serviceaccount.identity.minimesh.cluster.local',

@@ -1,0 +1,67 @@
+// Endpoint health, beside the balancer that acts on it (outbound/balance.ts): an endpoint whose
+// connection broke (reset, refused, TLS failure, closed by the peer) is left out of the pick while it
+// reconnects in the background, with backoff, without a request on the line, and for at least an
+// ejection time. A pod killed mid-stream then fails only the requests in flight on it, not the ones sent
+// until destination learns it is gone. Failure accrual (consecutive failures) belongs here too.
+import type { ClientHttp2Session } from 'node:http2';
+import { backoffDelay } from '@minimesh/runtime';
+import type { Endpoint } from '../targets.js';
+
+/** Background reconnects to a broken endpoint: 100 ms, doubling, at most every 10 s. */
+const RECONNECT = { initialMs: 100, maxMs: 10_000 };
+/**
+ * A broken endpoint stays out of balancing at least this long even when a reconnect works sooner (an
+ * ejection time, as Envoy's outlier detection has): a killed pod's proxy is restarted by the kubelet
+ * within a second or two, before its app listens and before the API server has marked the pod not ready;
+ * by then destination has dropped it.
+ */
+export const MIN_EJECTION_MS = 3000;
+
+/** Opens the endpoint's connection again (its HTTP/2 session); undefined when it cannot be tried. */
+export type Reconnect = (ep: Endpoint) => ClientHttp2Session | undefined;
+
+export class EndpointHealth {
+  private closed = false;
+
+  constructor(private readonly reconnect: Reconnect) {}
+
+  /** Whether the balancer may pick the endpoint (while another one is ready). */
+  readonly ready = (ep: Endpoint): boolean => ep.load?.ready !== false;
+
+  /** The endpoint's connection broke: out of the pick until a reconnect works and the ejection is over. */
+  broken(ep: Endpoint): void {
+    const load = ep.load;
+    if (!load || this.closed) return;
+    load.ready = false;
+    load.ejectedUntil = Date.now() + MIN_EJECTION_MS;
+    if (load.reconnecting) return;
+    load.reconnecting = true;
+    const delay = backoffDelay(load.failures++, RECONNECT);
+    // The reconnect stops once the endpoint is dropped (garbage).
+    const ref = new WeakRef(ep);
+    setTimeout(() => {
+      const e = ref.deref();
+      if (!e?.load) return;
+      e.load.reconnecting = false;
+      const session = this.closed ? undefined : this.reconnect(e);
+      if (session === undefined) return;
+      const up = () => {
+        const l = e.load;
+        if (!l || l.reconnecting) return;
+        const wait = l.ejectedUntil - Date.now();
+        if (wait > 0) {
+          setTimeout(up, wait).unref();
+          return;
+        }
+        l.ready = true;
+        l.failures = 0;
+      };
+      if (session.connecting) session.once('connect', up);
+      else if (!session.destroyed && !session.closed) up();
+    }, delay).unref();
+  }
+
+  close(): void {
+    this.closed = true;
+  }
+}

@@ -1,0 +1,112 @@
+// The outbound proxy (app → 127.0.0.1:4140 → mesh), as three chains of stages, each read top-down in
+// the order a request or connection meets them (layers.ts; docs/proxy.md draws the same path):
+//   http         discover → route → backend → balance → connect → tap → forward
+//   opaque TCP   discover → balance → relay
+//   connections  accept → detect → (HTTP server → http | opaque TCP)
+import type { Server, Socket } from 'node:net';
+import type { Logger } from '@minimesh/runtime';
+import { EndpointHealth } from '../balance/endpoint-health.js';
+import type { ProxyConfig } from '../config/proxy.js';
+import { createDiscovery } from '../destination/discovery.js';
+import type { DestinationResolver } from '../destination/resolver.js';
+import { drainConnections } from '../drain.js';
+import type { ExchangeSink } from '../http/exchange.js';
+import { stack } from '../layers.js';
+import type { ProxyMetrics } from '../metrics/metrics.js';
+import { OutboundLabels } from '../metrics/traffic-labels.js';
+import type { OutboundPolicies } from '../policy/outbound-policies.js';
+import { pushAccept, type OriginalDstFn } from '../stack/accept.js';
+import { forward } from '../stack/forward.js';
+import { pushHttpServer } from '../stack/http-server.js';
+import { pushTap } from '../stack/tap.js';
+import type { TapLayer } from '../tap/tap.js';
+import type { Accept } from '../targets.js';
+import { tcpStream } from '../tcp/stream.js';
+import type { TlsCredentials } from '../tls/credentials.js';
+import { Connector } from '../transport/connector.js';
+import { pushBackend } from './backend.js';
+import { pushBalance } from './balance.js';
+import { pushConnect } from './connect.js';
+import { pushDetect } from './detect.js';
+import { pushDiscoverTcp } from './discover-tcp.js';
+import { pushDiscover } from './discover.js';
+import { relayTcp } from './relay.js';
+import { pushRoute } from './route.js';
+
+export interface OutboundStackOptions {
+  config: ProxyConfig;
+  resolver: DestinationResolver;
+  creds: TlsCredentials;
+  metrics: ProxyMetrics;
+  logger: Logger;
+  /** Outbound policies (routes: timeouts, injected failures, retries); none: requests go without routes. */
+  policies?: OutboundPolicies | undefined;
+  /** Test/bench seam: how to learn the original destination (default: SO_ORIGINAL_DST). */
+  originalDst?: OriginalDstFn | undefined;
+  /** The tap layer (only when this proxy serves tap). */
+  tap?: TapLayer | undefined;
+}
+
+export interface OutboundStack {
+  server: Server;
+  connector: Connector;
+  /** Stops accepting, lets in-flight exchanges finish for up to graceMs, then closes everything. */
+  drain(graceMs: number): Promise<void>;
+}
+
+export function createOutboundStack(opts: OutboundStackOptions): OutboundStack {
+  const { config, metrics } = opts;
+  const log = opts.logger.child({ component: 'outbound' });
+  const sink: ExchangeSink = { direction: 'outbound', metrics, log };
+  const connector: Connector = new Connector(opts.creds, config.outboundConnectTimeoutMs, (ep) => health.broken(ep));
+  const health = new EndpointHealth((ep) => connector.reconnect(ep));
+  const discovery = createDiscovery(opts.resolver, config.clusterDomain);
+  const labels = new OutboundLabels();
+  const sockets = new Set<Socket>();
+
+  const http = stack(
+    pushHttpServer<Accept>({ sink, headerReadTimeoutMs: config.headerReadTimeoutMs }),
+    pushDiscover(discovery),
+    pushRoute({ policies: opts.policies, log }),
+    pushBackend(),
+    pushBalance(health),
+    pushConnect({ connector, labels }),
+    pushTap({ tap: opts.tap, direction: 'outbound' }),
+    forward(),
+  );
+  const opaque = stack(
+    pushDiscoverTcp({ discovery, stream: (t) => tcpStream(t, 'outbound', metrics) }),
+    pushBalance(health),
+    relayTcp({ connector, labels, metrics, log }),
+  );
+  const server = stack(
+    pushAccept({
+      direction: 'outbound',
+      log,
+      sockets,
+      originalDst: opts.originalDst,
+      count: { metrics, labels: (orig) => labels.accept(orig) },
+    }),
+    pushDetect({ resolver: opts.resolver, opaquePorts: config.opaquePorts, timeoutMs: config.detectTimeoutMs }),
+    { http: (t) => http.serve(t), opaque },
+  );
+
+  return {
+    server,
+    connector,
+    drain: (graceMs) =>
+      drainConnections(
+        {
+          server,
+          h1: http.h1,
+          serverSessions: http.sessions,
+          sockets,
+          release: () => {
+            health.close();
+            connector.close();
+          },
+        },
+        graceMs,
+      ),
+  };
+}

@@ -1,0 +1,71 @@
+// Outbound route: Logical → RouteTarget. The request's route in the Logical's OutboundPolicy (its
+// HTTPRoutes) decides what linkerd2-proxy's route layer does: an injected failure answers it here; a
+// request timeout bounds it (armed once it is sent); a retry policy sends it through the retry
+// transport (http/retry.ts), every attempt going down the rest of the chain again. A target without a
+// policy (yet), a request no route matches and an HTTP/1 Upgrade go on as they are. Route filters,
+// mirrors and per-route metrics go here too.
+import { requestView, routeOutbound, type CompiledOutboundRule } from '@minimesh/policy/client';
+import type { Logger } from '@minimesh/runtime';
+import type { HttpRequest } from '../http/exchange.js';
+import type { IncomingRequest } from '../http/handoff.js';
+import { sendWithRetries, type RetryPolicy } from '../http/retry.js';
+import type { Layer, RequestHandler } from '../layers.js';
+import type { OutboundPolicies } from '../policy/outbound-policies.js';
+import { canBuffer, routeRetryPolicy } from '../policy/retry-policy.js';
+import type { Logical, RouteTarget } from '../targets.js';
+
+export interface RouteOptions {
+  /** The OutboundPolicies watch; undefined (or without a controller): no routes. */
+  policies: Pick<OutboundPolicies, 'enabled' | 'get' | 'retryMetrics'> | undefined;
+  log: Logger;
+}
+
+export function pushRoute(
+  opts: RouteOptions,
+): Layer<RequestHandler<RouteTarget, HttpRequest>, RequestHandler<Logical, IncomingRequest>> {
+  const { policies, log } = opts;
+  // Targets are made once: per Logical without a rule, per rule (of one compiled policy) with one.
+  const plain = new WeakMap<Logical, RouteTarget>();
+  const ruled = new WeakMap<CompiledOutboundRule, RouteTarget>();
+  const retries = new WeakMap<CompiledOutboundRule, RetryPolicy>();
+  const noRoute = (logical: Logical): RouteTarget => {
+    let t = plain.get(logical);
+    if (t === undefined) plain.set(logical, (t = { logical, rule: undefined }));
+    return t;
+  };
+  const withRule = (logical: Logical, rule: CompiledOutboundRule): RouteTarget => {
+    let t = ruled.get(rule);
+    if (t === undefined || t.logical !== logical) ruled.set(rule, (t = { logical, rule }));
+    return t;
+  };
+  return (next) => (logical, req) => {
+    if (req.upgrade || policies === undefined || !policies.enabled || logical.policy === undefined)
+      return next(noRoute(logical), req);
+    const policy = policies.get(logical.policy);
+    if (policy === undefined) return next(noRoute(logical), req);
+    const headers = req.headers;
+    const hit = routeOutbound(
+      policy,
+      req.protocol,
+      requestView(req.method, req.path, req.authority, (n) => {
+        const x = headers[n];
+        return Array.isArray(x) ? x.join(',') : x;
+      }),
+    );
+    if (hit === undefined) return next(noRoute(logical), req);
+    const { rule } = hit;
+    if (rule.fail) return req.answer(rule.fail.status, rule.fail.message, undefined);
+    const ms = rule.timeouts.requestMs ?? rule.timeouts.responseMs;
+    if (ms !== undefined && ms > 0) req.requestTimeoutMs = ms;
+    const target = withRule(logical, rule);
+    const retry = rule.retry;
+    // A body declared larger than the buffer is never retried: it goes as it is (linkerd2-proxy's ReplayBody).
+    const length = headers['content-length'];
+    if (retry === undefined || retry.maxRetries <= 0 || !canBuffer(retry, Array.isArray(length) ? length[0] : length))
+      return next(target, req);
+    let policyOfRule = retries.get(rule);
+    if (policyOfRule === undefined)
+      retries.set(rule, (policyOfRule = routeRetryPolicy(retry, policies.retryMetrics.counters(policy, hit.route))));
+    sendWithRetries(req, policyOfRule, (attempt) => next(target, attempt), log);
+  };
+}

@@ -1,0 +1,67 @@
+// The accept stage on a real listener with a fake next stage: each connection becomes an Accept with its
+// original destination, is kept for the drain while open and counted when asked; what the chain throws
+// closes the connection.
+import { type Socket } from 'node:net';
+import { createLogger } from '@minimesh/runtime';
+import { Registry } from 'prom-client';
+import { describe, expect, it } from 'vitest';
+import { ProxyMetrics, toLabels } from '../metrics/metrics.js';
+import type { Accept } from '../targets.js';
+import { pushAccept } from './accept.js';
+import { dial, listen, until } from '../../test/support/loopback.js';
+
+const log = createLogger({ name: 'test', level: 'silent' });
+describe('accept', () => {
+  it('makes an Accept with the original destination, tracks the socket while open, and counts it', async () => {
+    const metrics = new ProxyMetrics(new Registry());
+    const sockets = new Set<Socket>();
+    const seen: Accept[] = [];
+    const server = pushAccept({
+      direction: 'outbound',
+      log,
+      sockets,
+      originalDst: () => ({ ip: '10.96.0.10', port: 80 }),
+      count: {
+        metrics,
+        labels: (orig) => toLabels({ direction: 'outbound', targetAddr: orig?.key ?? '', tls: 'no_identity' }),
+      },
+    })((a) => void seen.push(a));
+    const c = dial(await listen(server));
+    await until(() => seen.length > 0);
+    expect(seen[0]).toMatchObject({
+      direction: 'outbound',
+      orig: { ip: '10.96.0.10', port: 80, key: '10.96.0.10:80' },
+    });
+    expect(sockets.size).toBe(1);
+    expect(await metrics.registry.metrics()).toMatch(
+      /tcp_open_connections\{[^}]*target_addr="10\.96\.0\.10:80"[^}]*\} 1/,
+    );
+    c.destroy();
+    await until(() => sockets.size === 0);
+    expect(sockets.size).toBe(0);
+  });
+
+  it('without an original destination (not redirected) the Accept says so', async () => {
+    const seen: Accept[] = [];
+    const server = pushAccept({ direction: 'inbound', log, sockets: new Set(), originalDst: () => undefined })(
+      (a) => void seen.push(a),
+    );
+    dial(await listen(server));
+    await until(() => seen.length > 0);
+    expect(seen[0]!.orig).toBeUndefined();
+  });
+
+  it('closes a connection the chain failed on, thrown or rejected', async () => {
+    for (const fail of [
+      () => {
+        throw new Error('a stage threw');
+      },
+      () => Promise.reject(new Error('a stage rejected')),
+    ]) {
+      const server = pushAccept({ direction: 'outbound', log, sockets: new Set(), originalDst: () => undefined })(fail);
+      const c = dial(await listen(server));
+      const closed = new Promise((r) => c.once('close', r));
+      await expect(closed).resolves.toBeDefined();
+    }
+  });
+});
