@@ -9,11 +9,11 @@ import {
   type ServerWritableStream,
   type StatusObject,
 } from '@grpc/grpc-js';
+import { cidrContains, parseCidr } from '@minimesh/config';
 import type { inbound, outbound } from '@minimesh/proto';
 import { fromTcpAddress } from '@minimesh/proto';
 import type { Logger } from '@minimesh/runtime';
 import { PolicyError } from '../errors.js';
-import { inNetworks } from '../ip-match.js';
 import type { PolicyIndex, PolicyListener, Subscription } from '../index/policy-index.js';
 import type { InboundServer, OutboundPolicy } from '../model.js';
 import type { PolicyMetrics } from '../metrics.js';
@@ -248,7 +248,7 @@ export function createOutboundHandlers(opts: PolicyServerOptions): outbound.Outb
         },
         sourceNamespace,
       };
-    if (!inNetworks(addr.ip, index.cluster.networks))
+    if (!index.cluster.networks.some((c) => cidrContains(parseCidr('cluster networks', c), addr.ip)))
       return { target: { kind: 'fallback', ip: addr.ip, port }, sourceNamespace };
     throw notFound(`${addr.ip}:${port} is not a Service address`);
   }
