@@ -11,7 +11,7 @@ import {
 } from '@grpc/grpc-js';
 import { cidrContains, parseCidr } from '@minimesh/config';
 import type { inbound, outbound } from '@minimesh/proto';
-import { fromTcpAddress } from '@minimesh/proto';
+import { fromTcpAddress, onStreamEnd } from '@minimesh/proto';
 import type { Logger } from '@minimesh/runtime';
 import { PolicyError } from '../errors.js';
 import type { PolicyIndex, PolicyListener, Subscription } from '../index/policy-index.js';
@@ -88,21 +88,6 @@ class LatestWriter<T> {
     this.closed = true;
     this.waiting = undefined;
   }
-}
-
-/** Runs `fn` once, when the call is cancelled, closes or fails. */
-function onStreamEnd(call: ServerWritableStream<unknown, unknown>, fn: () => void): () => void {
-  let done = false;
-  const once = () => {
-    if (done) return;
-    done = true;
-    fn();
-  };
-  call.on('cancelled', once);
-  call.on('close', once);
-  call.on('error', once);
-  call.on('finish', once);
-  return once;
 }
 
 interface Streams {
