@@ -73,6 +73,7 @@ RUN cd packages/proxy/native \
 # the addon), nothing else.
 RUN npm prune --omit=dev --ignore-scripts --no-audit --no-fund --loglevel=error \
  && rm -rf node_modules/.cache node_modules/.package-lock.json node_modules/@minimesh/e2e e2e \
+      node_modules/@minimesh/test-support packages/test-support \
  && for p in packages/*; do \
       find "$p" -mindepth 1 -maxdepth 1 ! -name package.json ! -name dist ! -name proto ! -name native -exec rm -rf {} +; \
       rm -rf "$p"/dist/*.tsbuildinfo; \

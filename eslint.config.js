@@ -13,6 +13,10 @@ const LOCAL_CLUSTER = {
   message:
     'Programs users run must not depend on the local test cluster: read the cluster through its API (tests, e2e and benches may import it).',
 };
+const TEST_SUPPORT = {
+  group: ['@minimesh/test-support', '@minimesh/test-support/*'],
+  message: '@minimesh/test-support is for tests, benches and e2e only; no program or library imports it.',
+};
 const DEEP_IMPORTS = {
   group: ['@minimesh/*/src/*', '@minimesh/*/dist/*'],
   message: 'Import from the package entry (its exports map), not its internals.',
@@ -48,6 +52,7 @@ const layerRules = Object.entries(LAYERS).map(([pkg, allowed]) => ({
         patterns: [
           DEEP_IMPORTS,
           LOCAL_CLUSTER,
+          TEST_SUPPORT,
           ...PACKAGES.filter((p) => p !== pkg && !allowed.includes(p)).map((p) => ({
             group: [`@minimesh/${p}`, `@minimesh/${p}/*`],
             message: `@minimesh/${pkg} may import only ${allowed.map((a) => `@minimesh/${a}`).join(', ') || 'no other minimesh package'} (docs/architecture.md, "Layers").`,
@@ -93,9 +98,9 @@ export default tseslint.config(
     // Every package's src/ (also one without a LAYERS row yet): never the test cluster. LAYERS rows
     // below replace this rule's options for their package and repeat LOCAL_CLUSTER.
     files: ['packages/*/src/**/*.ts'],
-    ignores: ['packages/local-cluster/**', '**/*.test.ts'],
+    ignores: ['packages/local-cluster/**', 'packages/test-support/**', '**/*.test.ts', '**/testdata/**'],
     rules: {
-      'no-restricted-imports': ['error', { patterns: [DEEP_IMPORTS, LOCAL_CLUSTER] }],
+      'no-restricted-imports': ['error', { patterns: [DEEP_IMPORTS, LOCAL_CLUSTER, TEST_SUPPORT] }],
       // The same for import('@minimesh/local-cluster'), which no-restricted-imports does not see.
       'no-restricted-syntax': [
         'error',

@@ -4,6 +4,7 @@ import { X509Certificate, createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { LINKERD_PROXY_INIT_ARGS } from '@minimesh/test-support/linkerd';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseMeshConfig } from '@minimesh/config';
 import { createTestCerts, type CertFiles } from '../src/certs.js';
@@ -20,19 +21,6 @@ import { chartDir, ensureHelm, run } from '../src/tools.js';
 
 const NS = 'minimesh';
 const goldenDir = join(import.meta.dirname, 'golden');
-const SEED_INIT_ARGS = [
-  '--ipv6=false',
-  '--incoming-proxy-port',
-  '4143',
-  '--outgoing-proxy-port',
-  '4140',
-  '--proxy-uid',
-  '2102',
-  '--inbound-ports-to-ignore',
-  '4190,4191,4567,4568',
-  '--outbound-ports-to-ignore',
-  '443,6443',
-];
 
 let tmp: string;
 let certs: CertFiles;
@@ -405,7 +393,7 @@ describe("rendered objects (the seed's command)", () => {
       expect(spec.serviceAccountName).toBe(sa);
       const [init, proxy] = spec.initContainers ?? [];
       expect(init?.name).toBe('minimesh-init');
-      expect(init?.args?.slice(0, SEED_INIT_ARGS.length)).toEqual(SEED_INIT_ARGS);
+      expect(init?.args?.slice(0, LINKERD_PROXY_INIT_ARGS.length)).toEqual(LINKERD_PROXY_INIT_ARGS);
       expect(init?.securityContext?.capabilities).toEqual({ add: ['NET_ADMIN', 'NET_RAW'], drop: ['ALL'] });
       expect(proxy?.name).toBe('minimesh-proxy');
       expect(proxy?.restartPolicy).toBe('Always');

@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { LINKERD_PROXY_INIT_ARGS } from '@minimesh/test-support/linkerd';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { selectDriver } from '../drivers/index.js';
 import { MINIMESH_VERSION } from '@minimesh/config';
@@ -46,19 +47,6 @@ const m: MeshSetup = {
   scopeWebhook: driver.name === 'local',
 };
 const ROLLOUT_MS = 180_000;
-const SEED_INIT_ARGS = [
-  '--ipv6=false',
-  '--incoming-proxy-port',
-  '4143',
-  '--outgoing-proxy-port',
-  '4140',
-  '--proxy-uid',
-  '2102',
-  '--inbound-ports-to-ignore',
-  '4190,4191,4567,4568',
-  '--outbound-ports-to-ignore',
-  '443,6443',
-];
 let tmp = '';
 let certs: CertFiles;
 const startedAt = new Date().toISOString();
@@ -240,7 +228,7 @@ describe(`the mesh on the ${driver.name} cluster`, () => {
     for (const pod of [server, client]) {
       const [init, proxy, ...rest] = pod.spec.initContainers ?? [];
       expect(init?.name).toBe('minimesh-init');
-      expect(init?.args?.slice(0, SEED_INIT_ARGS.length)).toEqual(SEED_INIT_ARGS);
+      expect(init?.args?.slice(0, LINKERD_PROXY_INIT_ARGS.length)).toEqual(LINKERD_PROXY_INIT_ARGS);
       expect(init?.securityContext?.capabilities).toEqual({ add: ['NET_ADMIN', 'NET_RAW'], drop: ['ALL'] });
       expect(proxy?.name).toBe('minimesh-proxy');
       expect(proxy?.restartPolicy).toBe('Always');
