@@ -55,7 +55,7 @@ export function toGrpcStatus(err: unknown): Partial<StatusObject> {
       case 'MINIMESH_DESTINATION_QUEUE_OVERFLOW':
       case 'MINIMESH_DESTINATION_TOO_MANY_STREAMS':
         return { code: status.RESOURCE_EXHAUSTED, details: err.message };
-      default:
+      case 'MINIMESH_DESTINATION_LISTEN':
         return { code: status.UNAVAILABLE, details: err.message };
     }
   }

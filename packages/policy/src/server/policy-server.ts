@@ -39,7 +39,8 @@ export function toGrpcStatus(err: unknown): Partial<StatusObject> {
         return { code: status.INVALID_ARGUMENT, details: err.message };
       case 'MINIMESH_POLICY_NOT_FOUND':
         return { code: status.NOT_FOUND, details: err.message };
-      default:
+      case 'MINIMESH_POLICY_INVALID_RESOURCE':
+      case 'MINIMESH_POLICY_LISTEN':
         return { code: status.UNAVAILABLE, details: err.message };
     }
   }
