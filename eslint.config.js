@@ -24,8 +24,9 @@ const DEEP_IMPORTS = {
 
 // Which @minimesh packages each package's src/ may import (docs/architecture.md, "Layers").
 // Libraries sit at the bottom and import no program; a program imports libraries and, where it
-// reuses a pure core, another program's index (cli: the injector's patch, proxy-init's nat model).
-// A new package adds its row here. (local-cluster and e2e are test harnesses: see their own rule.)
+// reuses a pure core, another program's index (cli: the injector's patch, proxy-init's nat model, the
+// policy client, the viz commands). A new package adds its row here. (local-cluster, test-support and
+// e2e are test harnesses: see their own rules.)
 const LAYERS = {
   config: [],
   runtime: [],
@@ -38,7 +39,8 @@ const LAYERS = {
   destination: ['config', 'runtime', 'proto', 'kube'],
   identity: ['config', 'runtime', 'proto', 'kube'],
   injector: ['config', 'runtime', 'kube'],
-  cli: ['config', 'runtime', 'proto', 'kube', 'injector', 'proxy-init', 'policy'],
+  viz: ['config', 'runtime', 'proto', 'kube'],
+  cli: ['config', 'runtime', 'proto', 'kube', 'injector', 'proxy-init', 'policy', 'viz'],
 };
 const PACKAGES = Object.keys(LAYERS);
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# npm run demo — the whole mesh on the local cluster: local cluster → chart (the seed's command) →
+# npm run demo — the whole mesh on the local cluster: local cluster → chart (the Linkerd tutorial's install command) →
 # client and server apps → first meshed request → a short report. --keep leaves everything running.
 # Needs root (network namespaces and iptables, like the local cluster and the integration tests).
 set -euo pipefail

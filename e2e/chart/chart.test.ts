@@ -1,4 +1,4 @@
-// The chart, rendered by a real helm: lint, golden output (default, HA, the seed's command), the
+// The chart, rendered by a real helm: lint, golden output (default, HA, the Linkerd tutorial's install command), the
 // failure messages for missing certificates, the values schema, and the objects issue 8 specifies.
 import { X509Certificate, createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -14,7 +14,7 @@ import {
   helmTemplate,
   maskRender,
   parseManifests,
-  seedInstallArgs,
+  tutorialInstallArgs,
   type K8sObject,
 } from '../src/chart.js';
 import { chartDir, ensureHelm, run } from '../src/tools.js';
@@ -72,7 +72,7 @@ describe('helm template golden output', () => {
   it.each([
     ['default', () => certArgs(certs)],
     ['ha', () => [...certArgs(certs), '-f', join(chartDir, 'values-ha.yaml')]],
-    ['seed', () => seedInstallArgs(certs)],
+    ['tutorial', () => tutorialInstallArgs(certs)],
   ])('%s matches its golden file (UPDATE_GOLDEN=1 regenerates)', async (name, args) => {
     const { text } = await render(args());
     const masked = maskRender(text);
@@ -273,7 +273,7 @@ describe('values as Linkerd users write them (issue 15)', () => {
   });
 
   it('labels every object with app.kubernetes.io/component and part-of', async () => {
-    const { objects } = await render(seedInstallArgs(certs));
+    const { objects } = await render(tutorialInstallArgs(certs));
     const missing = objects
       .filter(
         (o) =>
@@ -291,10 +291,10 @@ describe('values as Linkerd users write them (issue 15)', () => {
   });
 });
 
-describe("rendered objects (the seed's command)", () => {
+describe("rendered objects (the Linkerd tutorial's install command)", () => {
   let objects: K8sObject[];
   beforeAll(async () => {
-    objects = (await render(seedInstallArgs(certs))).objects;
+    objects = (await render(tutorialInstallArgs(certs))).objects;
   });
 
   it('renders exactly the control plane of issue 8', () => {
@@ -381,7 +381,7 @@ describe("rendered objects (the seed's command)", () => {
     ['minimesh-identity', 'identity', 'minimesh-identity', [8080, 9990], [8080, 9990]],
     ['minimesh-injector', 'injector', 'minimesh-injector', [8443, 9995], [8443, 9995]],
   ])(
-    "%s is meshed by the chart: minimesh-init with the seed's arguments, native-sidecar proxy",
+    "%s is meshed by the chart: minimesh-init with Linkerd's proxy-init arguments, native-sidecar proxy",
     (name, container, sa, ports, mainPorts) => {
       const d = findObject(objects, 'Deployment', name);
       expect(d.metadata.labels?.['minimesh.io/control-plane-ns']).toBe(NS);

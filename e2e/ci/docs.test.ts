@@ -67,7 +67,7 @@ describe('the repository names nothing outside itself', () => {
           if (re.test(line)) hits.push(`${file}:${i + 1}: ${line.trim().slice(0, 160)}`);
         });
       }
-      expect(hits, why).toEqual([]);
+      expect(hits, `${why}:\n${hits.join('\n')}`).toEqual([]);
     },
   );
 });

@@ -1,7 +1,7 @@
 // The whole mesh on a cluster (MINIMESH_E2E_DRIVER=local, the default, or k3d): the chart installed
-// with the seed's command, a client and a server (HTTP and gRPC) in a namespace with
-// minimesh.io/inject: enabled, and what issue 8 asks to see: the seed's init arguments and native
-// sidecar, the seed's nat chains, mTLS with the client's identity, endpoints following a scale-up and
+// with the Linkerd tutorial's install command, a client and a server (HTTP and gRPC) in a namespace with
+// minimesh.io/inject: enabled, and what issue 8 asks to see: Linkerd's proxy-init arguments and native
+// sidecar, the nat chains the Linkerd tutorial lists, mTLS with the client's identity, endpoints following a scale-up and
 // a scale-down, and every component at work in the audit log with nothing refused by RBAC.
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -224,7 +224,7 @@ describe(`the mesh on the ${driver.name} cluster`, () => {
     expect(image.stdout).toContain(`ghcr.io/minimesh/cli:${MINIMESH_VERSION}`);
   }, 180_000);
 
-  it("injects minimesh-init with the seed's arguments and the proxy as a native sidecar", () => {
+  it("injects minimesh-init with Linkerd's proxy-init arguments and the proxy as a native sidecar", () => {
     for (const pod of [server, client]) {
       const [init, proxy, ...rest] = pod.spec.initContainers ?? [];
       expect(init?.name).toBe('minimesh-init');
@@ -242,7 +242,7 @@ describe(`the mesh on the ${driver.name} cluster`, () => {
     }
   }, 30_000);
 
-  it("writes the seed's nat chains in the server pod", async () => {
+  it("writes Linkerd's nat chains in the server pod", async () => {
     const rules = await driver.natRules(m.appNs, server.metadata.name);
     const expectRule = (chain: string, comment: string, ...parts: string[]): void => {
       const line = rules

@@ -101,7 +101,7 @@ describe('parseRule', () => {
 });
 
 describe('parseNatTable', () => {
-  it("reads proxy-init's golden restore payload (seed arguments)", () => {
+  it("reads proxy-init's golden restore payload (Linkerd's proxy-init arguments)", () => {
     const t = parseNatTable(LINKERD_ARGS_NAT);
     expect(t.warnings).toEqual([]);
     expect(t.chains.get('PREROUTING')?.rules.map((r) => r.comment)).toEqual([

@@ -11,7 +11,7 @@ function command(argv: string[]) {
 }
 
 describe('parseCommand', () => {
-  it("reads the seed's arguments", () => {
+  it("reads Linkerd's proxy-init arguments", () => {
     const cmd = command([...LINKERD_PROXY_INIT_ARGS]);
     expect(cmd.options).toEqual({
       incomingProxyPort: 4143,

@@ -15,13 +15,13 @@ const golden = (name: string, actual: string): void => {
 };
 
 describe('planFirewall', () => {
-  it("renders the seed's arguments as the golden restore payload", () => {
+  it("renders Linkerd's proxy-init arguments as the golden restore payload", () => {
     const plan = planFirewall(LINKERD_OPTIONS);
     expect(plan.families.map((f) => f.family)).toEqual([4]);
     golden('linkerd-args-nat.restore', renderApplyPayload(plan.families[0]!, parseNatSave('')));
   });
 
-  it("holds exactly the seed's chains, in order, with the seed's comments", () => {
+  it("holds exactly Linkerd's chains, in order, with Linkerd's comments", () => {
     const lines = expectedSaveLines(planFirewall(LINKERD_OPTIONS).families[0]!);
     expect(Object.fromEntries(lines)).toEqual(LINKERD_NAT_CHAINS);
   });

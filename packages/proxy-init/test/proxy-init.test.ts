@@ -26,7 +26,7 @@ describe.each(['nft', 'legacy'] as const)('proxy-init --iptables-mode %s in a fr
     expect(await pair.connect(pair.peer, pair.podIp, 8080)).toEqual({ error: 'ECONNREFUSED' });
   });
 
-  it("applies exactly the seed's chains, in order, with the seed's comments", async () => {
+  it("applies exactly Linkerd's chains, in order, with Linkerd's comments", async () => {
     const r = await pair.proxyInit(['--iptables-mode', mode, ...LINKERD_PROXY_INIT_ARGS]);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
@@ -37,7 +37,7 @@ describe.each(['nft', 'legacy'] as const)('proxy-init --iptables-mode %s in a fr
     for (const [chain, lines] of Object.entries(LINKERD_NAT_CHAINS))
       expect(chainLines(firstSave, chain), chain).toEqual(lines);
     expect(firstSave.split('\n').filter((l) => l.startsWith('-A '))).toHaveLength(8);
-    // the listing an operator sees, as in the seed
+    // the listing an operator sees, as in the Linkerd tutorial
     const listing = await pair.exec(pair.pod, [`iptables-${mode}`, '-t', 'nat', '-L', 'PROXY_INIT_OUTPUT', '-n', '-v']);
     expect(listing.stdout).toMatch(/Chain PROXY_INIT_OUTPUT \(1 references\)/);
     expect(listing.stdout).toMatch(/RETURN .*owner UID match 2102 \/\* proxy-init\/ignore-proxy-user-id \*\//);

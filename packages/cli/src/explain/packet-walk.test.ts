@@ -109,9 +109,9 @@ describe.each([
 });
 
 describe('packet walk details', () => {
-  const seed = parseNatTable(LINKERD_ARGS_NAT);
+  const table = parseNatTable(LINKERD_ARGS_NAT);
   it('checks every outbound rule in order before the redirect, each with its reason', () => {
-    const walk = walkPacket(seed, outbound(8080));
+    const walk = walkPacket(table, outbound(8080));
     expect(walk.steps.map((s) => [s.chain, s.index, s.result])).toEqual([
       ['OUTPUT', 1, 'yes'],
       ['PROXY_INIT_OUTPUT', 1, 'no'],
