@@ -13,22 +13,28 @@ export interface MarkdownLink {
 /** Links of a Markdown text: [text](target), ![alt](target), [ref]: target; not in code blocks or code spans. */
 export function markdownLinks(text: string): MarkdownLink[] {
   const links: MarkdownLink[] = [];
+  for (const [line, raw] of proseLines(text)) {
+    const prose = raw.replace(/(`+)[\s\S]*?\1/g, '');
+    const definition = /^\s{0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s+["'(].*)?$/.exec(prose);
+    if (definition?.[1]) links.push({ line, target: definition[1] });
+    for (const m of prose.matchAll(/!?\[(?:[^\]\\]|\\.)*\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/g))
+      if (m[1]) links.push({ line, target: m[1] });
+  }
+  return links;
+}
+
+/** The lines outside fenced code blocks, with their 1-based numbers. */
+function proseLines(text: string): Array<[number, string]> {
+  const out: Array<[number, string]> = [];
   let fence: string | undefined;
   text.split('\n').forEach((raw, i) => {
     const opener = /^\s*(```+|~~~+)/.exec(raw)?.[1];
     if (opener !== undefined) {
       if (fence === undefined) fence = opener[0];
       else if (opener[0] === fence) fence = undefined;
-      return;
-    }
-    if (fence !== undefined) return;
-    const line = raw.replace(/(`+)[\s\S]*?\1/g, '');
-    const definition = /^\s{0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s+["'(].*)?$/.exec(line);
-    if (definition?.[1]) links.push({ line: i + 1, target: definition[1] });
-    for (const m of line.matchAll(/!?\[(?:[^\]\\]|\\.)*\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/g))
-      if (m[1]) links.push({ line: i + 1, target: m[1] });
+    } else if (fence === undefined) out.push([i + 1, raw]);
   });
-  return links;
+  return out;
 }
 
 /** GitHub's anchor of a heading: lower case, punctuation dropped, spaces to hyphens. */
@@ -86,21 +92,12 @@ const PACKAGE_LOCAL = /^(src|test)\/[\w./@-]*$/;
 export function codePaths(file: string, text: string): MarkdownLink[] {
   const out: MarkdownLink[] = [];
   const pkg = /^packages\/[^/]+\//.exec(file)?.[0];
-  let fence: string | undefined;
-  text.split('\n').forEach((raw, i) => {
-    const opener = /^\s*(```+|~~~+)/.exec(raw)?.[1];
-    if (opener !== undefined) {
-      if (fence === undefined) fence = opener[0];
-      else if (opener[0] === fence) fence = undefined;
-      return;
-    }
-    if (fence !== undefined) return;
+  for (const [line, raw] of proseLines(text))
     for (const m of raw.matchAll(/`([^`]+)`/g)) {
       const span = (m[1] ?? '').trim().replace(/:\d+(-\d+)?$/, '');
-      if (REPO_TOP.test(span)) out.push({ line: i + 1, target: span });
-      else if (pkg && PACKAGE_LOCAL.test(span)) out.push({ line: i + 1, target: `${pkg}${span}` });
+      if (REPO_TOP.test(span)) out.push({ line, target: span });
+      else if (pkg && PACKAGE_LOCAL.test(span)) out.push({ line, target: `${pkg}${span}` });
     }
-  });
   return out;
 }
 

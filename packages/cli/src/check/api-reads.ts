@@ -28,5 +28,20 @@ export async function getViaApiServer(
   }
 }
 
+/**
+ * GET /ready on a pod's admin port through the API server's pod proxy: works wherever the API server
+ * can reach pod IPs, and sends nothing from this machine but to the API server; a probe that hangs is
+ * cut at the timeout.
+ */
+export function getPodReady(
+  client: KubeClient,
+  namespace: string,
+  pod: string,
+  port: number,
+  timeoutMs: number,
+): Promise<{ status?: number; body: string; error?: string }> {
+  return getViaApiServer(client, `/api/v1/namespaces/${namespace}/pods/${pod}:${port}/proxy/ready`, timeoutMs);
+}
+
 /** The first line of an answer, at most 200 characters. */
 export const firstLine = (body: string): string | undefined => body.trim().split('\n')[0]?.slice(0, 200);

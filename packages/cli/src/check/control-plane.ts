@@ -5,7 +5,7 @@ import { X509Certificate } from 'node:crypto';
 import { DEFAULT_PORTS } from '@minimesh/config';
 import type { KubeClient } from '@minimesh/kube';
 import { describeKubeError } from '../kube.js';
-import { firstLine, getViaApiServer, type PodList } from './api-reads.js';
+import { firstLine, getPodReady, type PodList } from './api-reads.js';
 import { splitPemCertificates } from './certificates.js';
 import { fail, ok, skip, warn, type CheckResult } from './types.js';
 
@@ -273,13 +273,7 @@ export async function probeReadiness(client: KubeClient, namespace: string, time
       await Promise.all(
         running.map(async (pod) => {
           const name = pod.metadata?.name ?? '?';
-          // Through the API server's pod proxy: works wherever the API server can reach pod IPs, and
-          // sends nothing from this machine but to the API server; a probe that hangs is cut at the timeout.
-          const r = await getViaApiServer(
-            client,
-            `/api/v1/namespaces/${namespace}/pods/${name}:${c.adminPort}/proxy/ready`,
-            timeoutMs,
-          );
+          const r = await getPodReady(client, namespace, name, c.adminPort, timeoutMs);
           if (r.status === 200) probes.push({ component: c.component, pod: name, status: 'ready' });
           // A Status object is the API server's own error (it could not reach the pod), not the component's answer.
           else if (r.status !== undefined && r.status >= 500 && !r.body.includes('"kind":"Status"'))

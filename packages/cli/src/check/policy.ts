@@ -17,7 +17,7 @@ import {
 } from '@minimesh/policy';
 import { describeKubeError } from '../kube.js';
 import { clusterInfoFromArgs, loadPolicyState } from '../policy-cluster.js';
-import { firstLine, getViaApiServer, type PodList } from './api-reads.js';
+import { firstLine, getPodReady, type PodList } from './api-reads.js';
 import { fail, ok, warn, type CheckResult } from './types.js';
 
 export const POLICY_CATEGORY = 'minimesh-policy';
@@ -177,11 +177,7 @@ export async function policyChecks(
   await Promise.all(
     pods.map(async (p) => {
       const name = p.metadata?.name ?? '?';
-      const r = await getViaApiServer(
-        client,
-        `/api/v1/namespaces/${namespace}/pods/${name}:${POLICY_PORTS.admin}/proxy/ready`,
-        timeoutMs,
-      );
+      const r = await getPodReady(client, namespace, name, POLICY_PORTS.admin, timeoutMs);
       ready.set(
         name,
         r.status === 200

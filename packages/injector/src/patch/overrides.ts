@@ -46,11 +46,15 @@ const IMAGE_TAG = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/;
 const text = (v: string): string => v;
 const ports = (field: string, value: string): PortRange[] => parsePortRanges(field, value);
 
-function quantity(field: string, value: string): string {
-  const t = value.trim();
-  if (!QUANTITY.test(t)) throw new ConfigError(field, value, 'a Kubernetes quantity such as 100m, 20Mi or 1');
-  return t;
-}
+/** A parser of trimmed text that must match `re`; `expected` says what it should look like. */
+const matching =
+  (re: RegExp, expected: string) =>
+  (field: string, value: string): string => {
+    const t = value.trim();
+    if (!re.test(t)) throw new ConfigError(field, value, expected);
+    return t;
+  };
+const quantity = matching(QUANTITY, 'a Kubernetes quantity such as 100m, 20Mi or 1');
 
 /**
  * Every config.minimesh.io/<setting> override, one row each (the row's key is the name after the
@@ -74,11 +78,7 @@ export const OVERRIDES = {
   }),
   'proxy-version': override({
     setting: 'proxyVersion',
-    parse(field, value) {
-      const t = value.trim();
-      if (!IMAGE_TAG.test(t)) throw new ConfigError(field, value, 'an image tag such as 0.1.0');
-      return t;
-    },
+    parse: matching(IMAGE_TAG, 'an image tag such as 0.1.0'),
     fallback: (c) => c.proxy.image.version,
     describe: text,
     help: 'proxy image tag',

@@ -83,13 +83,43 @@ export interface CommandInfo {
   usage: string;
 }
 
+/** What a subcommand's run gets: its flags parsed. */
+export interface Parsed<S extends FlagSpecs> {
+  values: FlagValues<S>;
+  positionals: string[];
+}
+
+/**
+ * A subcommand from its info and flags and what it does with them: the opening they all share (the
+ * flags parsed, --help answered) is done here.
+ */
+export function vizSubcommand<S extends FlagSpecs>(spec: {
+  info: CommandInfo;
+  /** Its line in `minimesh viz --help`. */
+  summary: string;
+  flags: S;
+  run(parsed: Parsed<S>, io: CommandIO, env: VizEnv): Promise<number>;
+}): VizSubcommand {
+  return {
+    summary: spec.summary,
+    run: async (argv, io, env) => {
+      const parsed = parseCommand(spec.info, spec.flags, argv, io);
+      return parsed ? spec.run(parsed, io, env) : 0;
+    },
+  };
+}
+
+export const ALL_NAMESPACES = {
+  'all-namespaces': { type: 'boolean', short: 'A', description: 'every namespace' },
+} as const satisfies FlagSpecs;
+
 /** The opening: flags parsed; undefined when --help was asked for (and printed). */
 export function parseCommand<S extends FlagSpecs>(
   info: CommandInfo,
   flags: S,
   argv: string[],
   io: CommandIO,
-): { values: FlagValues<S>; positionals: string[] } | undefined {
+): Parsed<S> | undefined {
   const parsed = parseFlags(info, flags, argv);
   if ('help' in parsed) {
     io.stdout.write(parsed.help);

@@ -2,17 +2,7 @@
 import { renderData, UsageError, type FlagSpecs } from '@minimesh/runtime';
 import { getEdges } from '../api.js';
 import { renderEdges, toEdgesJson } from '../edges.js';
-import {
-  COMMON,
-  output,
-  parseCommand,
-  PROM,
-  resourceArg,
-  withConnection,
-  type CommandIO,
-  type VizEnv,
-  type VizSubcommand,
-} from './common.js';
+import { ALL_NAMESPACES, COMMON, output, PROM, resourceArg, vizSubcommand, withConnection } from './common.js';
 
 const info = {
   name: 'minimesh viz edges',
@@ -23,7 +13,7 @@ const info = {
 const FLAGS = {
   ...COMMON,
   ...PROM,
-  'all-namespaces': { type: 'boolean', short: 'A', description: 'every namespace' },
+  ...ALL_NAMESPACES,
   output: {
     type: 'string',
     short: 'o',
@@ -32,25 +22,22 @@ const FLAGS = {
   },
 } as const satisfies FlagSpecs;
 
-async function run(argv: string[], io: CommandIO, env: VizEnv): Promise<number> {
-  const parsed = parseCommand(info, FLAGS, argv, io);
-  if (!parsed) return 0;
-  const f = parsed.values;
-  const resource = resourceArg(parsed.positionals, info.name);
-  if (resource.kind === 'namespace')
-    throw new UsageError(`${info.name}: edges are between workloads: give a kind such as deploy or po`);
-  const out = output(f.output, ['table', 'wide', 'json', 'yaml'], info.name);
-  return withConnection(env, f, async ({ conn, deps }) => {
-    const ns = f['all-namespaces'] ? '' : f.namespace || conn.namespace || 'default';
-    const rows = await getEdges(deps, { kind: resource.kind, namespace: ns });
-    if (out === 'json' || out === 'yaml') io.stdout.write(renderData(out, toEdgesJson(rows)));
-    else if (rows.length === 0) io.stderr.write(`No edges found${ns ? ` in namespace "${ns}"` : ''}.\n`);
-    else io.stdout.write(renderEdges(rows, { wide: out === 'wide' }));
-    return 0;
-  });
-}
-
-export const edgesCommand: VizSubcommand = {
+export const edgesCommand = vizSubcommand({
+  info,
   summary: 'who talks to whom, with identities, secured by mTLS or not',
-  run,
-};
+  flags: FLAGS,
+  async run({ values: f, positionals }, io, env) {
+    const resource = resourceArg(positionals, info.name);
+    if (resource.kind === 'namespace')
+      throw new UsageError(`${info.name}: edges are between workloads: give a kind such as deploy or po`);
+    const out = output(f.output, ['table', 'wide', 'json', 'yaml'], info.name);
+    return withConnection(env, f, async ({ conn, deps }) => {
+      const ns = f['all-namespaces'] ? '' : f.namespace || conn.namespace || 'default';
+      const rows = await getEdges(deps, { kind: resource.kind, namespace: ns });
+      if (out === 'json' || out === 'yaml') io.stdout.write(renderData(out, toEdgesJson(rows)));
+      else if (rows.length === 0) io.stderr.write(`No edges found${ns ? ` in namespace "${ns}"` : ''}.\n`);
+      else io.stdout.write(renderEdges(rows, { wide: out === 'wide' }));
+      return 0;
+    });
+  },
+});

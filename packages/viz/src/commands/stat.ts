@@ -4,16 +4,14 @@ import { getStat } from '../api.js';
 import { parseWindow } from '../promql.js';
 import { renderStat, toStatJson } from '../stat.js';
 import {
+  ALL_NAMESPACES,
   COMMON,
   optionalResource,
   output,
-  parseCommand,
   PROM,
   resourceArg,
+  vizSubcommand,
   withConnection,
-  type CommandIO,
-  type VizEnv,
-  type VizSubcommand,
 } from './common.js';
 
 const info = {
@@ -25,7 +23,7 @@ const info = {
 const FLAGS = {
   ...COMMON,
   ...PROM,
-  'all-namespaces': { type: 'boolean', short: 'A', description: 'every namespace' },
+  ...ALL_NAMESPACES,
   from: {
     type: 'string',
     default: '',
@@ -43,39 +41,36 @@ const FLAGS = {
   output: { type: 'string', short: 'o', default: '', description: 'table, wide, json or yaml' },
 } as const satisfies FlagSpecs;
 
-async function run(argv: string[], io: CommandIO, env: VizEnv): Promise<number> {
-  const parsed = parseCommand(info, FLAGS, argv, io);
-  if (!parsed) return 0;
-  const f = parsed.values;
-  const resource = resourceArg(parsed.positionals, info.name);
-  const out = output(f.output, ['table', 'wide', 'json', 'yaml'], info.name);
-  try {
-    parseWindow(f['time-window']);
-  } catch (err) {
-    throw new UsageError(`${info.name}: ${(err as Error).message}`, { cause: err });
-  }
-  if (f.from && f.to) throw new UsageError(`${info.name}: --from and --to cannot be used together`);
-  return withConnection(env, f, async ({ conn, deps }) => {
-    // Namespaces are rows of their own: `stat ns` lists every namespace, as Linkerd's does.
-    const ns = f['all-namespaces'] || resource.kind === 'namespace' ? '' : f.namespace || conn.namespace || 'default';
-    const rows = await getStat(deps, {
-      resource: { ...resource, namespace: ns },
-      namespace: ns,
-      ...(f.from ? { from: optionalResource(f.from, f['from-namespace'] || ns || 'default', 'from') } : {}),
-      ...(f.to ? { to: optionalResource(f.to, f['to-namespace'] || ns || 'default', 'to') } : {}),
-      window: f['time-window'],
-    });
-    if (out === 'json' || out === 'yaml') io.stdout.write(renderData(out, toStatJson(rows)));
-    else if (rows.length === 0) io.stderr.write(`No ${resource.kind}s found${ns ? ` in namespace "${ns}"` : ''}.\n`);
-    else
-      io.stdout.write(
-        renderStat(rows, { wide: out === 'wide', allNamespaces: ns === '' && resource.kind !== 'namespace' }),
-      );
-    return 0;
-  });
-}
-
-export const statCommand: VizSubcommand = {
+export const statCommand = vizSubcommand({
+  info,
   summary: 'golden metrics: meshed pods, success rate, RPS, latency p50/p95/p99, TCP connections',
-  run,
-};
+  flags: FLAGS,
+  async run({ values: f, positionals }, io, env) {
+    const resource = resourceArg(positionals, info.name);
+    const out = output(f.output, ['table', 'wide', 'json', 'yaml'], info.name);
+    try {
+      parseWindow(f['time-window']);
+    } catch (err) {
+      throw new UsageError(`${info.name}: ${(err as Error).message}`, { cause: err });
+    }
+    if (f.from && f.to) throw new UsageError(`${info.name}: --from and --to cannot be used together`);
+    return withConnection(env, f, async ({ conn, deps }) => {
+      // Namespaces are rows of their own: `stat ns` lists every namespace, as Linkerd's does.
+      const ns = f['all-namespaces'] || resource.kind === 'namespace' ? '' : f.namespace || conn.namespace || 'default';
+      const rows = await getStat(deps, {
+        resource: { ...resource, namespace: ns },
+        namespace: ns,
+        ...(f.from ? { from: optionalResource(f.from, f['from-namespace'] || ns || 'default', 'from') } : {}),
+        ...(f.to ? { to: optionalResource(f.to, f['to-namespace'] || ns || 'default', 'to') } : {}),
+        window: f['time-window'],
+      });
+      if (out === 'json' || out === 'yaml') io.stdout.write(renderData(out, toStatJson(rows)));
+      else if (rows.length === 0) io.stderr.write(`No ${resource.kind}s found${ns ? ` in namespace "${ns}"` : ''}.\n`);
+      else
+        io.stdout.write(
+          renderStat(rows, { wide: out === 'wide', allNamespaces: ns === '' && resource.kind !== 'namespace' }),
+        );
+      return 0;
+    });
+  },
+});

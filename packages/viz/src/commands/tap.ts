@@ -10,12 +10,10 @@ import {
   interrupted,
   optionalResource,
   output,
-  parseCommand,
   resourceArg,
+  vizSubcommand,
   withConnection,
-  type CommandIO,
-  type VizEnv,
-  type VizSubcommand,
+  type Connected,
 } from './common.js';
 
 const info = {
@@ -69,31 +67,47 @@ export function tapRequest(
   };
 }
 
-async function run(argv: string[], io: CommandIO, env: VizEnv): Promise<number> {
-  const parsed = parseCommand(info, TAP_FLAGS, argv, io);
-  if (!parsed) return 0;
-  const f = parsed.values;
-  const resource = resourceArg(parsed.positionals, info.name, { needName: true });
-  const out = output(f.output, ['table', 'wide', 'json', 'yaml'], info.name);
-  return withConnection(env, f, async ({ conn, config }) => {
-    const ns = f.namespace || conn.namespace || 'default';
-    const req = tapRequest(f, resource, ns, info.name);
-    const { tapUrl } = await config();
-    await streamTap(
-      conn.kube,
-      tapUrl,
-      req,
-      {
-        onRecord: (r) =>
-          io.stdout.write(
-            out === 'json' || out === 'yaml' ? renderRecord(out, r) : `${formatTapLine(r, { wide: out === 'wide' })}\n`,
-          ),
-        onWarning: (m) => io.stderr.write(`${m}\n`),
-      },
-      interrupted(env),
-    );
-    return 0;
-  });
+/** The tap the flags describe, on the resource, over the connection; resolves with its namespace once it ends. */
+export async function runTap(
+  { conn, config }: Connected,
+  f: Parameters<typeof tapRequest>[0],
+  resource: Resource,
+  command: string,
+  handlers: Parameters<typeof streamTap>[3],
+  signal: AbortSignal,
+): Promise<string> {
+  const ns = f.namespace || conn.namespace || 'default';
+  const req = tapRequest(f, resource, ns, command);
+  const { tapUrl } = await config();
+  await streamTap(conn.kube, tapUrl, req, handlers, signal);
+  return ns;
 }
 
-export const tapCommand: VizSubcommand = { summary: 'live requests, one line each', run };
+export const tapCommand = vizSubcommand({
+  info,
+  summary: 'live requests, one line each',
+  flags: TAP_FLAGS,
+  async run({ values: f, positionals }, io, env) {
+    const resource = resourceArg(positionals, info.name, { needName: true });
+    const out = output(f.output, ['table', 'wide', 'json', 'yaml'], info.name);
+    return withConnection(env, f, async (connected) => {
+      await runTap(
+        connected,
+        f,
+        resource,
+        info.name,
+        {
+          onRecord: (r) =>
+            io.stdout.write(
+              out === 'json' || out === 'yaml'
+                ? renderRecord(out, r)
+                : `${formatTapLine(r, { wide: out === 'wide' })}\n`,
+            ),
+          onWarning: (m) => io.stderr.write(`${m}\n`),
+        },
+        interrupted(env),
+      );
+      return 0;
+    });
+  },
+});

@@ -2,19 +2,9 @@
 // stream folded by the top aggregator, redrawn every second on a terminal.
 import { ConfigError, parseDuration } from '@minimesh/config';
 import { renderData, UsageError, type FlagSpecs } from '@minimesh/runtime';
-import { streamTap } from '../api.js';
 import { createTopAggregator, renderTop } from '../top.js';
-import {
-  interrupted,
-  output,
-  parseCommand,
-  resourceArg,
-  withConnection,
-  type CommandIO,
-  type VizEnv,
-  type VizSubcommand,
-} from './common.js';
-import { TAP_FLAGS, tapRequest } from './tap.js';
+import { interrupted, output, resourceArg, vizSubcommand, withConnection } from './common.js';
+import { runTap, TAP_FLAGS } from './tap.js';
 
 const info = {
   name: 'minimesh viz top',
@@ -38,52 +28,52 @@ const FLAGS = {
   },
 } as const satisfies FlagSpecs;
 
-async function run(argv: string[], io: CommandIO, env: VizEnv): Promise<number> {
-  const parsed = parseCommand(info, FLAGS, argv, io);
-  if (!parsed) return 0;
-  const f = parsed.values;
-  const resource = resourceArg(parsed.positionals, info.name, { needName: true });
-  const out = output(f.output, ['table', 'json', 'yaml'], info.name);
-  const live = Boolean(io.stdout.isTTY) && out === 'table';
-  const durationText = f.duration || (live ? '' : '10s');
-  let durationMs = 0;
-  try {
-    if (durationText) durationMs = parseDuration('--duration', durationText);
-  } catch (err) {
-    if (!(err instanceof ConfigError)) throw err;
-    throw new UsageError(
-      `${info.name}: --duration ${durationText} is not valid: expected a duration such as 10s, 2m or 1m30s`,
-      { cause: err },
-    );
-  }
-  return withConnection(env, f, async ({ conn, config }) => {
-    const top = createTopAggregator();
-    const ac = new AbortController();
-    const stopAll = AbortSignal.any([ac.signal, interrupted(env)]);
-    const timer = durationMs ? setTimeout(() => ac.abort(), durationMs) : undefined;
-    const redraw = live ? setInterval(() => io.stdout.write(`\x1b[H\x1b[2J${renderTop(top.rows())}`), 1000) : undefined;
+export const topCommand = vizSubcommand({
+  info,
+  summary: 'live requests grouped by route',
+  flags: FLAGS,
+  async run({ values: f, positionals }, io, env) {
+    const resource = resourceArg(positionals, info.name, { needName: true });
+    const out = output(f.output, ['table', 'json', 'yaml'], info.name);
+    const live = Boolean(io.stdout.isTTY) && out === 'table';
+    const durationText = f.duration || (live ? '' : '10s');
+    let durationMs = 0;
     try {
-      const ns = f.namespace || conn.namespace || 'default';
-      const req = tapRequest(f, resource, ns, info.name);
-      const { tapUrl } = await config();
-      await streamTap(
-        conn.kube,
-        tapUrl,
-        req,
-        { onRecord: (r) => top.add(r), onWarning: (m) => io.stderr.write(`${m}\n`) },
-        stopAll,
+      if (durationText) durationMs = parseDuration('--duration', durationText);
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      throw new UsageError(
+        `${info.name}: --duration ${durationText} is not valid: expected a duration such as 10s, 2m or 1m30s`,
+        { cause: err },
       );
-      const rows = top.rows();
-      if (out === 'json' || out === 'yaml') io.stdout.write(renderData(out, rows));
-      else if (rows.length === 0)
-        io.stderr.write(`No requests seen by ${resource.kind}/${resource.name} in namespace "${ns}".\n`);
-      else io.stdout.write(live ? `\x1b[H\x1b[2J${renderTop(rows)}` : renderTop(rows));
-      return 0;
-    } finally {
-      if (timer) clearTimeout(timer);
-      if (redraw) clearInterval(redraw);
     }
-  });
-}
-
-export const topCommand: VizSubcommand = { summary: 'live requests grouped by route', run };
+    return withConnection(env, f, async (connected) => {
+      const top = createTopAggregator();
+      const ac = new AbortController();
+      const stopAll = AbortSignal.any([ac.signal, interrupted(env)]);
+      const timer = durationMs ? setTimeout(() => ac.abort(), durationMs) : undefined;
+      const redraw = live
+        ? setInterval(() => io.stdout.write(`\x1b[H\x1b[2J${renderTop(top.rows())}`), 1000)
+        : undefined;
+      try {
+        const ns = await runTap(
+          connected,
+          f,
+          resource,
+          info.name,
+          { onRecord: (r) => top.add(r), onWarning: (m) => io.stderr.write(`${m}\n`) },
+          stopAll,
+        );
+        const rows = top.rows();
+        if (out === 'json' || out === 'yaml') io.stdout.write(renderData(out, rows));
+        else if (rows.length === 0)
+          io.stderr.write(`No requests seen by ${resource.kind}/${resource.name} in namespace "${ns}".\n`);
+        else io.stdout.write(live ? `\x1b[H\x1b[2J${renderTop(rows)}` : renderTop(rows));
+        return 0;
+      } finally {
+        if (timer) clearTimeout(timer);
+        if (redraw) clearInterval(redraw);
+      }
+    });
+  },
+});
