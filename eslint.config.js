@@ -46,7 +46,8 @@ const PACKAGES = Object.keys(LAYERS);
 
 // Type-aware rules (typescript-eslint's type-checked rules, the types from each package's own
 // tsconfig.json through parserOptions.projectService): a promise nobody awaits or catches, a promise
-// where a callback's return is ignored, a switch over a union that misses a member.
+// where a callback's return is ignored, a switch over a union that misses a member, an await of what
+// is not a promise.
 const TYPE_AWARE_RULES = {
   '@typescript-eslint/no-floating-promises': 'error',
   '@typescript-eslint/no-misused-promises': 'error',
