@@ -1,5 +1,5 @@
 // npm run demo: the whole mesh on the local cluster, explained.
-// Starts the local cluster, installs the chart with the seed's command, deploys a client and a server
+// Starts the local cluster, installs the chart with the Linkerd tutorial's install command, deploys a client and a server
 // (HTTP and gRPC) in a namespace with minimesh.io/inject: enabled, waits for the first meshed request,
 // and prints what a newcomer wants to see. --keep leaves everything running.
 import { mkdtempSync, rmSync } from 'node:fs';

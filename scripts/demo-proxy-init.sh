@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # bash scripts/demo-proxy-init.sh — proxy-init alone (this was `npm run demo` until the whole mesh
 # worked; `npm run demo` now shows the mesh on the local cluster):
-#   a throwaway network namespace (a "pod"), proxy-init run in it with the seed's arguments, the nat
-#   chains listed the way the seed lists them, one connection that iptables redirects to the proxy's
+#   a throwaway network namespace (a "pod"), proxy-init run in it with Linkerd's proxy-init arguments, the nat
+#   chains listed the way the Linkerd tutorial lists them, one connection that iptables redirects to the proxy's
 #   outbound port 4140 and whose original destination our SO_ORIGINAL_DST addon reads back, then
 #   cleanup (proxy-init --cleanup, namespace deleted). Needs root (it makes a network namespace).
 set -euo pipefail
@@ -18,7 +18,7 @@ echo "[demo] building proxy-init"
 npx turbo run build --filter=@minimesh/proxy-init --output-logs=errors-only >/dev/null
 
 ns="mm-pi-demo-$$"
-seed_args=(--ipv6=false --incoming-proxy-port 4143 --outgoing-proxy-port 4140 --proxy-uid 2102
+linkerd_args=(--ipv6=false --incoming-proxy-port 4143 --outgoing-proxy-port 4140 --proxy-uid 2102
   --inbound-ports-to-ignore 4190,4191,4567,4568 --outbound-ports-to-ignore 443,6443)
 cleanup() {
   ip netns exec "$ns" node packages/proxy-init/dist/main.js --ipv6=false --cleanup --log-level warn >/dev/null 2>&1 || true
@@ -35,11 +35,11 @@ ip -n "$ns" link set mm-pi-demo0 up
 ip -n "$ns" link set mm-pi-demo1 up
 
 echo
-echo "\$ minimesh-proxy-init ${seed_args[*]}        (in network namespace $ns)"
-ip netns exec "$ns" node packages/proxy-init/dist/main.js "${seed_args[@]}"
+echo "\$ minimesh-proxy-init ${linkerd_args[*]}        (in network namespace $ns)"
+ip netns exec "$ns" node packages/proxy-init/dist/main.js "${linkerd_args[@]}"
 
 echo
-echo "The nat chains, as the seed lists them (iptables-legacy -t nat -L <chain> -n -v):"
+echo "The nat chains, as the Linkerd tutorial lists them (iptables-legacy -t nat -L <chain> -n -v):"
 for chain in PREROUTING PROXY_INIT_REDIRECT OUTPUT PROXY_INIT_OUTPUT; do
   echo
   ip netns exec "$ns" iptables-legacy -t nat -L "$chain" -n -v

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# npm run demo — the whole mesh on the local cluster: local cluster → chart (the seed's command) →
+# npm run demo — the whole mesh on the local cluster: local cluster → chart (the Linkerd tutorial's install command) →
 # client and server apps → first meshed request → a short report. --keep leaves everything running.
 # Needs root (network namespaces and iptables, like the local cluster and the integration tests).
 # Setup, the build and the cluster's start print one line each (scripts/stage.sh), then the demo its steps.

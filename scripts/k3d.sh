@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# npm run k3d -- tools|images|up|e2e|collect DIR|down|status — minimesh on a k3d cluster (the seed's
+# npm run k3d -- tools|images|up|e2e|collect DIR|down|status — minimesh on a k3d cluster (the Linkerd tutorial's
 # cluster, k3d/cluster.yaml), for machines with Docker and Docker Hub: users and CI (.github/workflows/e2e.yml
 # runs exactly these commands). The local cluster (npm test, npm run demo) needs none of this.
 #   tools    k3d v5.8.3 (scripts/go-tool.sh, from the Go module proxy), kubectl v1.33.13 (the local
@@ -8,7 +8,7 @@
 #   images   build the program and e2e fixture images from the Dockerfile with its default base
 #            (bash scripts/images.sh build --engine=system --base=default --only=programs,fixtures --no-save)
 #   up       tools + images, create the cluster with the audit policy, `k3d image import` the images,
-#            make certificates (minimesh certs create) and install the chart with the seed's command
+#            make certificates (minimesh certs create) and install the chart with the Linkerd tutorial's install command
 #   e2e      run the e2e specs (the list in e2e/specs.json) with the k3d driver
 #   collect  DIR: the audit log, every pod's logs and `minimesh check` output into DIR (CI artifacts)
 #   down     delete the cluster
@@ -78,7 +78,7 @@ make_certs() {
 }
 
 install_chart() {
-  log "installing the chart (the seed's command)"
+  log "installing the chart (the Linkerd tutorial's install command)"
   "$HELM" upgrade --install minimesh charts/minimesh -n "$NS" --create-namespace --kube-context "$CONTEXT" \
     --set-file identityTrustAnchorsPEM="$CERTS/ca.crt" \
     --set-file identity.issuer.tls.crtPEM="$CERTS/issuer.crt" \

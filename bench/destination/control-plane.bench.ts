@@ -6,7 +6,7 @@
 // server accepts. Two Services hold 100 and 1000 endpoints (EndpointSlices of 100, no selector, so no
 // controller touches them). The clients are another process: 100 or 1000 Get streams over 20 gRPC
 // connections, in Go by default (../go-clients destination-streams: linkerd2-proxy-api's Go client on grpc-go, as Linkerd's
-// figures in ../shared/peers/README.md were measured); BENCH_CLIENT=node uses streams.mjs (grpc-js).
+// figures in packages/destination/README.md were measured); BENCH_CLIENT=node uses streams.mjs (grpc-js).
 // One round = one PUT of an EndpointSlice replacing one address; propagation is the time from just
 // before the PUT until each stream has the add of the new address (API server, watch, index,
 // translation and gRPC included), p50/p99 over every stream of 20 rounds (after 3 warm-up rounds).
@@ -38,9 +38,10 @@ const CONNECTIONS = 20;
 const here = fileURLToPath(new URL('.', import.meta.url));
 const repo = join(here, '..', '..');
 const bundled = join(repo, 'packages', 'destination', 'bundle', 'main.mjs');
-// Peer mode: Linkerd's Go controller (linkerd2's controller/cmd, built outside this repository; see
-// ../shared/peers/README.md) measured by the same bench in place of minimesh-destination. It needs
-// Linkerd's ServiceProfile, Server and ExternalWorkload CRDs in the cluster.
+// Peer mode: Linkerd's Go controller (linkerd2's ./controller/cmd at edge-26.8.3, built with Go from the Go
+// module proxy outside this repository; the path comes from BENCH_LINKERD_CONTROLLER) measured by the same
+// bench in place of minimesh-destination. It needs Linkerd's ServiceProfile, Server and ExternalWorkload
+// CRDs in the cluster. packages/destination/README.md has the figures.
 const peer = process.env.BENCH_LINKERD_CONTROLLER;
 const entry =
   process.env.BENCH_ENTRY ?? (existsSync(bundled) ? bundled : join(repo, 'packages', 'destination', 'dist', 'main.js'));

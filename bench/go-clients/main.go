@@ -1,5 +1,6 @@
 // The benches' load generators in Go, written against linkerd2-proxy-api's generated Go clients on
-// grpc-go, as Linkerd's own figures in ../shared/peers/README.md were measured:
+// grpc-go, as Linkerd's own figures in packages/destination/README.md and packages/identity/README.md
+// were measured:
 //
 //	go-clients destination-streams   Get streams for bench/destination (see destination.go)
 //	go-clients identity-certify      Certify callers for bench/identity and bench/scale (see identity.go)

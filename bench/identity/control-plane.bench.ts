@@ -13,7 +13,8 @@
 //                             API server CPU per certificate
 //   API connections           accepted by the API server over the measured instance's whole life
 // Raw numbers go to bench/identity/runs.json; the table compares with the previous run and Linkerd's
-// figures on this machine (../shared/peers/README.md).
+// figures on this machine (Linkerd edge-26.8.3's controller, measured beside minimesh at 97042ba, 2026-11-22;
+// packages/identity/README.md).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -30,7 +31,7 @@ import {
 import { startDriven } from '../lib/driven.js';
 import { apiServerPid, freePort, procStat } from '../lib/proc.js';
 import { newRun, percentile, phase, round, saveRun, stopProcess, table, watchdog } from '../lib/report.js';
-import { makeSeedPki } from '../../packages/identity/test/helpers/openssl-pki.js';
+import { makeTutorialPki } from '../../packages/identity/test/helpers/openssl-pki.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CALLERS = 16;
@@ -114,7 +115,7 @@ async function main(): Promise<void> {
         token: await createServiceAccountToken({ namespace: ns, serviceAccount: `sa-${i}`, audiences: [AUDIENCE] }),
       })),
     );
-    const pki = makeSeedPki(dir);
+    const pki = makeTutorialPki(dir);
     mkdirSync(join(dir, 'issuer'));
     writeFileSync(join(dir, 'issuer', 'crt.pem'), readFileSync(pki.issuerCrt));
     writeFileSync(join(dir, 'issuer', 'key.pem'), readFileSync(pki.issuerKey));

@@ -3,42 +3,20 @@
 //   baseline: a pod that is not opted in (parse the review, decide, answer without a patch)
 //   inject:   a typical Deployment pod that is injected (the full patch, base64 in the response)
 // Goal (issue 6): server-side p99 under 5 ms for inject. Reported as figures and as a ratio to the baseline.
-import { execFileSync, fork } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { fork } from 'node:child_process';
+import { rmSync } from 'node:fs';
 import { Agent, request } from 'node:https';
-import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { makeTestCert } from '@minimesh/test-support/tls';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const RATE = Number(process.env.BENCH_RATE ?? 200);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 15);
-const dir = mkdtempSync(join(tmpdir(), 'mm-inj-bench-'));
-
-execFileSync(
-  'openssl',
-  [
-    'req',
-    '-x509',
-    '-newkey',
-    'ec',
-    '-pkeyopt',
-    'ec_paramgen_curve:prime256v1',
-    '-nodes',
-    '-keyout',
-    join(dir, 'tls.key'),
-    '-out',
-    join(dir, 'tls.crt'),
-    '-days',
-    '1',
-    '-subj',
-    '/CN=bench',
-    '-addext',
-    'subjectAltName=IP:127.0.0.1',
-  ],
-  { stdio: 'ignore' },
-);
-const cert = readFileSync(join(dir, 'tls.crt'), 'utf8');
+// The webhook's serving certificate: throwaway, for 127.0.0.1.
+const tls = makeTestCert({ cn: 'bench', days: 1 });
+const dir = tls.dir;
+const cert = tls.cert;
 
 function pod(annotations: Record<string, string>): unknown {
   return {
@@ -111,7 +89,7 @@ const bodies = {
     review(pod({ 'minimesh.io/inject': 'enabled', 'config.minimesh.io/proxy-log-level': 'debug' }), i),
 };
 
-const child = fork(join(here, 'server.ts'), [join(dir, 'tls.crt'), join(dir, 'tls.key'), cert], {
+const child = fork(join(here, 'server.ts'), [tls.certFile, tls.keyFile, cert], {
   execArgv: ['--import', 'tsx'],
   stdio: 'inherit',
 });

@@ -10,7 +10,7 @@ export interface Figure {
   unit: string;
   /** Which way is better. */
   better: 'lower' | 'higher';
-  /** Linkerd's figure on this machine, where one was measured (../shared/peers/README.md). */
+  /** Linkerd's figure on this machine, where one was measured (the package README says when and how). */
   linkerd?: number;
   /** The goal, as a number in the same unit. */
   goal?: number;

@@ -1,9 +1,10 @@
-// The chart, rendered by a real helm: lint, golden output (default, HA, the seed's command), the
+// The chart, rendered by a real helm: lint, golden output (default, HA, the Linkerd tutorial's install command), the
 // failure messages for missing certificates, the values schema, and the objects issue 8 specifies.
 import { X509Certificate, createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { LINKERD_PROXY_INIT_ARGS } from '@minimesh/test-support/linkerd';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseMeshConfig } from '@minimesh/config';
 import { createTestCerts, type CertFiles } from '../src/certs.js';
@@ -13,26 +14,13 @@ import {
   helmTemplate,
   maskRender,
   parseManifests,
-  seedInstallArgs,
+  tutorialInstallArgs,
   type K8sObject,
 } from '../src/chart.js';
 import { chartDir, ensureHelm, run } from '../src/tools.js';
 
 const NS = 'minimesh';
 const goldenDir = join(import.meta.dirname, 'golden');
-const SEED_INIT_ARGS = [
-  '--ipv6=false',
-  '--incoming-proxy-port',
-  '4143',
-  '--outgoing-proxy-port',
-  '4140',
-  '--proxy-uid',
-  '2102',
-  '--inbound-ports-to-ignore',
-  '4190,4191,4567,4568',
-  '--outbound-ports-to-ignore',
-  '443,6443',
-];
 
 let tmp: string;
 let certs: CertFiles;
@@ -84,7 +72,7 @@ describe('helm template golden output', () => {
   it.each([
     ['default', () => certArgs(certs)],
     ['ha', () => [...certArgs(certs), '-f', join(chartDir, 'values-ha.yaml')]],
-    ['seed', () => seedInstallArgs(certs)],
+    ['tutorial', () => tutorialInstallArgs(certs)],
   ])('%s matches its golden file (UPDATE_GOLDEN=1 regenerates)', async (name, args) => {
     const { text } = await render(args());
     const masked = maskRender(text);
@@ -285,7 +273,7 @@ describe('values as Linkerd users write them (issue 15)', () => {
   });
 
   it('labels every object with app.kubernetes.io/component and part-of', async () => {
-    const { objects } = await render(seedInstallArgs(certs));
+    const { objects } = await render(tutorialInstallArgs(certs));
     const missing = objects
       .filter(
         (o) =>
@@ -303,10 +291,10 @@ describe('values as Linkerd users write them (issue 15)', () => {
   });
 });
 
-describe("rendered objects (the seed's command)", () => {
+describe("rendered objects (the Linkerd tutorial's install command)", () => {
   let objects: K8sObject[];
   beforeAll(async () => {
-    objects = (await render(seedInstallArgs(certs))).objects;
+    objects = (await render(tutorialInstallArgs(certs))).objects;
   });
 
   it('renders exactly the control plane of issue 8', () => {
@@ -393,7 +381,7 @@ describe("rendered objects (the seed's command)", () => {
     ['minimesh-identity', 'identity', 'minimesh-identity', [8080, 9990], [8080, 9990]],
     ['minimesh-injector', 'injector', 'minimesh-injector', [8443, 9995], [8443, 9995]],
   ])(
-    "%s is meshed by the chart: minimesh-init with the seed's arguments, native-sidecar proxy",
+    "%s is meshed by the chart: minimesh-init with Linkerd's proxy-init arguments, native-sidecar proxy",
     (name, container, sa, ports, mainPorts) => {
       const d = findObject(objects, 'Deployment', name);
       expect(d.metadata.labels?.['minimesh.io/control-plane-ns']).toBe(NS);
@@ -405,7 +393,7 @@ describe("rendered objects (the seed's command)", () => {
       expect(spec.serviceAccountName).toBe(sa);
       const [init, proxy] = spec.initContainers ?? [];
       expect(init?.name).toBe('minimesh-init');
-      expect(init?.args?.slice(0, SEED_INIT_ARGS.length)).toEqual(SEED_INIT_ARGS);
+      expect(init?.args?.slice(0, LINKERD_PROXY_INIT_ARGS.length)).toEqual(LINKERD_PROXY_INIT_ARGS);
       expect(init?.securityContext?.capabilities).toEqual({ add: ['NET_ADMIN', 'NET_RAW'], drop: ['ALL'] });
       expect(proxy?.name).toBe('minimesh-proxy');
       expect(proxy?.restartPolicy).toBe('Always');

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { adminClient, createNamespace, ensureCluster, type ClusterInfo } from '@minimesh/local-cluster';
 import { createTestCerts, type CertFiles } from '../src/certs.js';
-import { certArgs, helmTemplate, parseManifests, seedInstallArgs, type K8sObject } from '../src/chart.js';
+import { certArgs, helmTemplate, parseManifests, tutorialInstallArgs, type K8sObject } from '../src/chart.js';
 import { chartDir, ensureHelm, run, type RunResult } from '../src/tools.js';
 
 const ns = `mm-chart-${randomBytes(3).toString('hex')}`;
@@ -60,7 +60,7 @@ describe('server-side dry-run on the local cluster', () => {
   it.each([
     ['default values', () => certArgs(certs)],
     ['HA values', () => [...certArgs(certs), '-f', join(chartDir, 'values-ha.yaml')]],
-    ["the seed's command", () => seedInstallArgs(certs)],
+    ["the Linkerd tutorial's install command", () => tutorialInstallArgs(certs)],
     ['a classic sidecar (proxy.nativeSidecar=false)', () => [...certArgs(certs), '--set', 'proxy.nativeSidecar=false']],
   ])('accepts every object rendered with %s', async (_name, args) => {
     const objects = await renderFor(args());

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseMeshConfig } from '@minimesh/config';
 import { createPatch, type PodLike } from '@minimesh/injector';
 import { createTestCerts, type CertFiles } from '../src/certs.js';
-import { findObject, renderObjects, seedInstallArgs, type K8sObject } from '../src/chart.js';
+import { findObject, renderObjects, tutorialInstallArgs, type K8sObject } from '../src/chart.js';
 
 let tmp: string;
 let certs: CertFiles;
@@ -21,10 +21,10 @@ let viz: K8sObject[];
 beforeAll(async () => {
   tmp = mkdtempSync(join(tmpdir(), 'mm-parity-'));
   certs = await createTestCerts(tmp);
-  objects = await renderObjects('minimesh', seedInstallArgs(certs));
-  classic = await renderObjects('minimesh', [...seedInstallArgs(certs), '--set', 'proxy.nativeSidecar=false']);
+  objects = await renderObjects('minimesh', tutorialInstallArgs(certs));
+  classic = await renderObjects('minimesh', [...tutorialInstallArgs(certs), '--set', 'proxy.nativeSidecar=false']);
   // With viz, every proxy (the chart's and the injector's) is told the tap service's identity.
-  viz = await renderObjects('minimesh', [...seedInstallArgs(certs), '--set', 'viz.enabled=true']);
+  viz = await renderObjects('minimesh', [...tutorialInstallArgs(certs), '--set', 'viz.enabled=true']);
 });
 afterAll(() => {
   if (tmp) rmSync(tmp, { recursive: true, force: true });

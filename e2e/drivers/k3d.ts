@@ -1,6 +1,6 @@
-// The k3d driver: the seed's cluster (k3d/cluster.yaml) made by `npm run k3d -- up`, which also built
+// The k3d driver: the Linkerd tutorial's k3d cluster (k3d/cluster.yaml) made by `npm run k3d -- up`, which also built
 // and imported the images. kubectl and helm use the k3d-<cluster> context; the audit log is read from
-// the server node's container, as the seed does.
+// the server node's container, as the Linkerd tutorial does.
 import { randomBytes } from 'node:crypto';
 import { MINIMESH_VERSION } from '@minimesh/config';
 import { ensureHelm, run, type RunResult } from '../src/tools.js';

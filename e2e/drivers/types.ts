@@ -1,5 +1,5 @@
 // What the e2e specs (and the demo) need from a cluster. Two implementations: local (the local cluster
-// of packages/local-cluster, here and in CI) and k3d (the seed's k3d cluster, on machines with Docker).
+// of packages/local-cluster, here and in CI) and k3d (the Linkerd tutorial's k3d cluster, on machines with Docker).
 import type { RunResult } from '../src/tools.js';
 
 /** One audit.k8s.io/v1 Event, the fields the specs read. */
@@ -27,7 +27,7 @@ export interface Driver {
   kubeArgs(): string[];
   kubectl(args: readonly string[], input?: string): Promise<RunResult>;
   helm(args: readonly string[]): Promise<RunResult>;
-  /** Extra `helm install` flags this cluster needs beside the seed's (the local one: pull policy Never). */
+  /** Extra `helm install` flags this cluster needs beside the Linkerd tutorial's (the local one: pull policy Never). */
   chartArgs?(): string[];
   /** imagePullPolicy of the e2e's own pods (Never where images are imported and cannot be pulled). */
   readonly imagePullPolicy?: 'Never' | 'IfNotPresent';

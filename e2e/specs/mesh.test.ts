@@ -1,12 +1,13 @@
 // The whole mesh on a cluster (MINIMESH_E2E_DRIVER=local, the default, or k3d): the chart installed
-// with the seed's command, a client and a server (HTTP and gRPC) in a namespace with
-// minimesh.io/inject: enabled, and what issue 8 asks to see: the seed's init arguments and native
-// sidecar, the seed's nat chains, mTLS with the client's identity, endpoints following a scale-up and
+// with the Linkerd tutorial's install command, a client and a server (HTTP and gRPC) in a namespace with
+// minimesh.io/inject: enabled, and what issue 8 asks to see: Linkerd's proxy-init arguments and native
+// sidecar, the nat chains the Linkerd tutorial lists, mTLS with the client's identity, endpoints following a scale-up and
 // a scale-down, and every component at work in the audit log with nothing refused by RBAC.
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { LINKERD_PROXY_INIT_ARGS } from '@minimesh/test-support/linkerd';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { selectDriver } from '../drivers/index.js';
 import { MINIMESH_VERSION } from '@minimesh/config';
@@ -46,19 +47,6 @@ const m: MeshSetup = {
   scopeWebhook: driver.name === 'local',
 };
 const ROLLOUT_MS = 180_000;
-const SEED_INIT_ARGS = [
-  '--ipv6=false',
-  '--incoming-proxy-port',
-  '4143',
-  '--outgoing-proxy-port',
-  '4140',
-  '--proxy-uid',
-  '2102',
-  '--inbound-ports-to-ignore',
-  '4190,4191,4567,4568',
-  '--outbound-ports-to-ignore',
-  '443,6443',
-];
 let tmp = '';
 let certs: CertFiles;
 const startedAt = new Date().toISOString();
@@ -236,11 +224,11 @@ describe(`the mesh on the ${driver.name} cluster`, () => {
     expect(image.stdout).toContain(`ghcr.io/minimesh/cli:${MINIMESH_VERSION}`);
   }, 180_000);
 
-  it("injects minimesh-init with the seed's arguments and the proxy as a native sidecar", () => {
+  it("injects minimesh-init with Linkerd's proxy-init arguments and the proxy as a native sidecar", () => {
     for (const pod of [server, client]) {
       const [init, proxy, ...rest] = pod.spec.initContainers ?? [];
       expect(init?.name).toBe('minimesh-init');
-      expect(init?.args?.slice(0, SEED_INIT_ARGS.length)).toEqual(SEED_INIT_ARGS);
+      expect(init?.args?.slice(0, LINKERD_PROXY_INIT_ARGS.length)).toEqual(LINKERD_PROXY_INIT_ARGS);
       expect(init?.securityContext?.capabilities).toEqual({ add: ['NET_ADMIN', 'NET_RAW'], drop: ['ALL'] });
       expect(proxy?.name).toBe('minimesh-proxy');
       expect(proxy?.restartPolicy).toBe('Always');
@@ -254,7 +242,7 @@ describe(`the mesh on the ${driver.name} cluster`, () => {
     }
   }, 30_000);
 
-  it("writes the seed's nat chains in the server pod", async () => {
+  it("writes Linkerd's nat chains in the server pod", async () => {
     const rules = await driver.natRules(m.appNs, server.metadata.name);
     const expectRule = (chain: string, comment: string, ...parts: string[]): void => {
       const line = rules

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { selectDriver } from '../drivers/index.js';
-import { chromiumMissing, launchBrowser } from '../src/browser.js';
+import { chromiumMissing, launchBrowser } from '@minimesh/test-support/browser';
 import type { CertFiles } from '../src/certs.js';
 import {
   appObjects,

@@ -1,4 +1,4 @@
-// Reading the API server's audit log the way the seed does, per minimesh service account: what each
+// Reading the API server's audit log the way the Linkerd tutorial does, per minimesh service account: what each
 // control-plane component did, and whether anything of theirs was refused.
 import type { AuditEvent } from '../drivers/types.js';
 

@@ -1,4 +1,4 @@
-// Certificates for tests: a trust anchor and an issuer like the seed's `step` commands (ECDSA P-256, a
+// Certificates for tests: a trust anchor and an issuer like the Linkerd tutorial's `step` commands (ECDSA P-256, a
 // root CA with path length 1 and an intermediate CA valid one year), made with openssl so the chart
 // tests need nothing but what scripts/setup.sh installs. The e2e suite and the demo use
 // `minimesh certs create` instead (see cluster-install.ts).

@@ -10,8 +10,8 @@ export interface K8sObject {
   [key: string]: unknown;
 }
 
-/** The seed's install flags, with our chart in place of Linkerd's (the seed passes the last one twice). */
-export function seedInstallArgs(certs: CertFiles): string[] {
+/** The Linkerd tutorial's install flags, with our chart in place of Linkerd's (the tutorial passes the last one twice). */
+export function tutorialInstallArgs(certs: CertFiles): string[] {
   return [
     '--set-file',
     `identityTrustAnchorsPEM=${certs.caCrt}`,

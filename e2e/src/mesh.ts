@@ -1,10 +1,10 @@
-// The flows the e2e specs and the demo share: certificates, the chart install (the seed's command),
+// The flows the e2e specs and the demo share: certificates, the chart install (the Linkerd tutorial's install command),
 // the two test apps, waiting, and reading pods and proxy metrics through the driver.
 import { mkdirSync } from 'node:fs';
 import { stringify } from 'yaml';
 import type { Driver } from '../drivers/types.js';
 import { certFiles, type CertFiles } from './certs.js';
-import { seedInstallArgs, type K8sObject } from './chart.js';
+import { tutorialInstallArgs, type K8sObject } from './chart.js';
 import { chartDir, cliMain, runOk } from './tools.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -59,7 +59,7 @@ export async function createMeshCerts(dir: string): Promise<CertFiles> {
   return certFiles(dir);
 }
 
-/** helm upgrade --install with the seed's command (plus, on shared clusters, the webhook scope). */
+/** helm upgrade --install with the Linkerd tutorial's install command (plus, on shared clusters, the webhook scope). */
 export async function installChart(m: MeshSetup, certs: CertFiles, chart = chartDir): Promise<string> {
   const args = [
     'upgrade',
@@ -71,7 +71,7 @@ export async function installChart(m: MeshSetup, certs: CertFiles, chart = chart
     '--create-namespace',
     // CRDs are chart templates now: adopt one a package test (destination's) or an aborted run left behind.
     '--take-ownership',
-    ...seedInstallArgs(certs),
+    ...tutorialInstallArgs(certs),
   ];
   if (m.scopeWebhook) args.push('--set', `proxyInjector.namespaceSelector.matchLabels.${E2E_SCOPE_LABEL}=${m.cpNs}`);
   args.push(...(m.driver.chartArgs?.() ?? []));

@@ -1,5 +1,5 @@
 // The k3d path cannot run here (no container registry: the rancher/k3s image cannot be had), so its pieces
-// are checked as far as they go: the cluster config is the seed's and k3d v5.8.3 itself (built from the
+// are checked as far as they go: the cluster config is the Linkerd tutorial's and k3d v5.8.3 itself (built from the
 // Go module proxy by scripts/go-tool.sh) loads and validates it against its schema; the audit policy it
 // mounts exists; scripts/k3d.sh names every missing tool.
 import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -15,7 +15,7 @@ afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 describe('k3d/cluster.yaml', () => {
   const cfg = parse(readFileSync(join(repoRoot, 'k3d', 'cluster.yaml'), 'utf8')) as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
-  it("is the seed's cluster", () => {
+  it("is the Linkerd tutorial's k3d cluster", () => {
     expect(cfg.apiVersion).toBe('k3d.io/v1alpha5');
     expect(cfg.kind).toBe('Simple');
     expect(cfg.metadata.name).toBe('cluster');
@@ -91,7 +91,7 @@ describe("k3d v5.8.3's own config loader", () => {
     expect(await runOk(k3d, ['version'])).toMatch(/^k3d version v5\.8\.3$/m);
   });
 
-  it('validates k3d/cluster.yaml against its v1alpha5 schema and reads it as the seed wrote it', async () => {
+  it('validates k3d/cluster.yaml against its v1alpha5 schema and reads it as the Linkerd tutorial wrote it', async () => {
     // `k3d config migrate` reads the file with k3d's loader (viper), validates it against the JSON schema
     // of its apiVersion, decodes it into k3d's SimpleConfig and writes it back out.
     const out = join(tmp, 'migrated.yaml');

@@ -148,7 +148,7 @@ affinity:
 {{- end }}
 {{- end -}}
 
-{{/* The proxy-init arguments, in the seed's order (same as the injector's toProxyInitArgs). */}}
+{{/* The proxy-init arguments, in the order Linkerd's proxy-init takes them in the Linkerd tutorial (same as the injector's toProxyInitArgs). */}}
 {{- define "minimesh.proxyInitArgs" -}}
 {{- $ := . -}}
 {{- $in := list (toString .Values.proxy.ports.control) (toString .Values.proxy.ports.admin) -}}

@@ -1,4 +1,4 @@
-// The mesh's trust anchor and issuer, as the seed makes them with `step certificate create`:
+// The mesh's trust anchor and issuer, as the Linkerd tutorial makes them with `step certificate create`:
 //   root:   ECDSA P-256, --profile root-ca         → CA, pathlen 1, keyCertSign+cRLSign, 10 years
 //   issuer: ECDSA P-256, --profile intermediate-ca → CA, pathlen 0, signed by the root, --not-after 8760h
 // Signed with @peculiar/x509 over WebCrypto (node-forge cannot sign with ECDSA keys).
@@ -23,7 +23,7 @@ export interface MeshCertsOptions {
   issuerCommonName?: string;
   /** Root validity in hours (step's root-ca default: 10 years). */
   rootLifetimeHours?: number;
-  /** Issuer validity in hours (the seed passes --not-after 8760h). */
+  /** Issuer validity in hours (the Linkerd tutorial passes --not-after 8760h). */
   issuerLifetimeHours?: number;
   now?: Date;
 }

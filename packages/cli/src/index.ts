@@ -7,14 +7,7 @@ export { versionCommand, serverVersions } from './commands/version.js';
 export { TEMPLATE_PATHS, parseManifests, formatManifests } from './manifest.js';
 export type { Command, CommandIO } from './io.js';
 export { explainCommand } from './commands/explain.js';
-export {
-  checkCommand,
-  runChecks,
-  retryChecks,
-  collectChecks,
-  parseDuration,
-  type CheckOptions,
-} from './commands/check.js';
+export { checkCommand, runChecks, retryChecks, collectChecks, type CheckOptions } from './commands/check.js';
 export { checkPreInstall, checkKubernetesVersion, INSTALL_ACCESS, type PreCheckInput } from './check/pre.js';
 export { checkProxies, type ProxyCheckInput, type MeshedPodLike } from './check/proxy.js';
 export { authzCommand } from './commands/authz.js';

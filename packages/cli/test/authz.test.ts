@@ -20,7 +20,7 @@ import { parse as parseYaml } from 'yaml';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const bin = join(here, '..', 'dist', 'main.js');
-const natFile = join(here, '..', '..', 'proxy-init', 'src', 'testdata', 'seed-nat.restore');
+const natFile = join(here, '..', '..', 'proxy-init', 'src', 'testdata', 'linkerd-args-nat.restore');
 const suffix = randomBytes(3).toString('hex');
 const ns = `mm-cli-authz-${suffix}`;
 const cpNs = `mm-cli-authz-cp-${suffix}`;

@@ -310,7 +310,7 @@ describe('minimesh inject --manual', () => {
 });
 
 describe('minimesh certs create', () => {
-  it("writes a root and an issuer that openssl verifies, with the seed's profiles", () => {
+  it("writes a root and an issuer that openssl verifies, with the Linkerd tutorial's profiles", () => {
     const dir = join(work, 'certs');
     const r = run(['certs', 'create', '--dir', dir]);
     expect(r.code).toBe(0);

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const bin = join(here, '..', 'dist', 'main.js');
-const golden = join(here, '..', '..', 'proxy-init', 'src', 'testdata', 'seed-nat.restore');
+const golden = join(here, '..', '..', 'proxy-init', 'src', 'testdata', 'linkerd-args-nat.restore');
 const work = mkdtempSync(join(tmpdir(), 'mm-cli-explain-'));
 // No kubeconfig anywhere: HOME without ~/.kube, no local cluster state dir.
 const env = { ...process.env, HOME: work, KUBECONFIG: '', MINIMESH_CLUSTER_DIR: join(work, 'no-cluster') };

@@ -28,6 +28,10 @@ export {
 export {
   parseIp,
   formatIp,
+  unmapIpv4,
+  ipNetwork,
+  toIpNetwork,
+  ipNetworkContains,
   cidrNetwork,
   cidrContains,
   toNetworkCidr,
@@ -35,6 +39,7 @@ export {
   addressKey,
   type IpValue,
   type IpFamily,
+  type IpNetwork,
 } from './net.js';
 export { MINIMESH_VERSION } from './version.js';
 export { toIdentityName, fromIdentityName, type IdentityParts } from './identity-name.js';

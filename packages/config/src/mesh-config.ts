@@ -169,7 +169,19 @@ function describeIssue(issue: z.ZodIssue): string {
       return `a value of at least ${String(issue.minimum)}`;
     case 'too_big':
       return `a value of at most ${String(issue.maximum)}`;
-    default:
+    // The rest in zod's own words.
+    case 'custom':
+    case 'invalid_arguments':
+    case 'invalid_date':
+    case 'invalid_intersection_types':
+    case 'invalid_literal':
+    case 'invalid_return_type':
+    case 'invalid_string':
+    case 'invalid_union':
+    case 'invalid_union_discriminator':
+    case 'not_finite':
+    case 'not_multiple_of':
+    case 'unrecognized_keys':
       return issue.message;
   }
 }

@@ -1,5 +1,16 @@
+import { isIPv4 } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { addressKey, cidrContains, formatIp, parseIp, toNetworkCidr } from './net.js';
+import {
+  addressKey,
+  cidrContains,
+  formatIp,
+  ipNetwork,
+  ipNetworkContains,
+  parseIp,
+  toIpNetwork,
+  toNetworkCidr,
+  unmapIpv4,
+} from './net.js';
 import { parseCidr } from './parse.js';
 
 describe('parseIp / formatIp', () => {
@@ -20,6 +31,55 @@ describe('parseIp / formatIp', () => {
   it.each(['10.1.2', '10.1.2.300', '1::2::3', '1:2:3:4:5:6:7:8:9', 'web', '', '12345::1'])('%s is not an IP', (text) =>
     expect(parseIp(text)).toBeUndefined(),
   );
+});
+
+describe('parseIp as numbers', () => {
+  it.each([
+    ['0.0.0.0', 4, 0n],
+    ['10.0.0.9', 4, 0x0a000009n],
+    ['255.255.255.255', 4, 0xffffffffn],
+    ['::1', 6, 1n],
+    ['fd00::1:2', 6, (0xfd00n << 112n) | 0x10002n],
+    ['::ffff:0a01:0203', 6, 0xffff0a010203n],
+  ])('%s → IPv%s %s', (ip, family, value) => expect(parseIp(ip)).toEqual({ family, value }));
+
+  it.each([
+    '',
+    '1.2.3',
+    '1.2.3.4.5',
+    '256.1.1.1',
+    '01.2.3.4',
+    '1..2.3',
+    '1.2.3.',
+    '.1.2.3',
+    '1.2.3.4 ',
+    'a.b.c.d',
+    'web',
+  ])('%j is not an address (as node:net says)', (ip) => {
+    expect(isIPv4(ip)).toBe(false);
+    expect(parseIp(ip)).toBeUndefined();
+  });
+
+  it('unmapIpv4 turns ::ffff:a.b.c.d into IPv4 and leaves other addresses alone', () => {
+    expect(unmapIpv4(parseIp('::ffff:10.1.2.3')!)).toEqual({ family: 4, value: 0x0a010203n });
+    expect(unmapIpv4(parseIp('::1')!)).toEqual({ family: 6, value: 1n });
+    expect(unmapIpv4(parseIp('10.1.2.3')!)).toEqual({ family: 4, value: 0x0a010203n });
+  });
+});
+
+describe('IpNetwork', () => {
+  it('contains by prefix, per family', () => {
+    const net = toIpNetwork(parseCidr('t', '10.0.0.0/8'));
+    expect(ipNetworkContains(net, parseIp('10.200.3.4')!)).toBe(true);
+    expect(ipNetworkContains(net, parseIp('11.0.0.1')!)).toBe(false);
+    expect(ipNetworkContains(toIpNetwork(parseCidr('t', '::/0')), parseIp('10.0.0.1')!)).toBe(false);
+    expect(ipNetworkContains(toIpNetwork(parseCidr('t', '0.0.0.0/0')), parseIp('10.0.0.1')!)).toBe(true);
+  });
+  it('clears the host bits and refuses a prefix longer than the family', () => {
+    expect(ipNetwork(parseIp('10.1.2.3')!, 16)).toEqual({ family: 4, value: 0x0a010000n, prefix: 16 });
+    expect(() => ipNetwork(parseIp('10.1.2.3')!, 33)).toThrow('IPv4 prefix /33');
+    expect(() => ipNetwork(parseIp('::1')!, 129)).toThrow('IPv6 prefix /129');
+  });
 });
 
 describe('CIDRs', () => {

@@ -40,6 +40,18 @@ describe('scalars', () => {
     expect(parseDuration('d', '500ms')).toBe(500);
     expect(() => parseDuration('d', '10 parsecs')).toThrow('expected a duration');
   });
+
+  it.each([
+    ['5m', 300_000],
+    ['30s', 30_000],
+    ['1m30s', 90_000],
+    ['1h', 3_600_000],
+    ['250ms', 250],
+    ['0', 0],
+  ])('duration %j is %s ms (as Go and Linkerd write them)', (text, ms) => expect(parseDuration('d', text)).toBe(ms));
+  it.each(['5', 'm5', '', '0s5', '-1s'])('duration %j is refused', (text) =>
+    expect(() => parseDuration('d', text)).toThrow('expected a duration'),
+  );
 });
 
 describe('mesh config', () => {

@@ -110,13 +110,14 @@ export function parseCidrList(field: string, value: string | readonly string[]):
 
 const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
 
-/** Go-style durations: "24h", "1h30m", "20s", "500ms". Returns milliseconds. */
+/** Go-style durations: "24h", "1h30m", "20s", "500ms", and "0" as Go's time.ParseDuration takes it. Returns milliseconds. */
 export function parseDuration(field: string, value: string | number): number {
   if (typeof value === 'number') {
     if (Number.isFinite(value) && value >= 0) return value;
     throw new ConfigError(field, value, 'a non-negative duration such as 20s, 24h or 1h30m');
   }
   const text = value.trim();
+  if (text === '0') return 0;
   const re = /(\d+(?:\.\d+)?)(ms|s|m|h)/gy;
   let total = 0;
   let matched = 0;

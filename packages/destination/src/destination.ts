@@ -1,9 +1,9 @@
 // Composition of the destination program: informers → index → gRPC server, the leader elector with
 // its ExternalWorkload mirror, and the admin server. main.ts parses flags and calls startDestination;
 // tests and benchmarks call it directly.
-import { Server, ServerCredentials } from '@grpc/grpc-js';
-import type { KubeClient } from '@minimesh/kube';
-import { HealthImplementation } from '@minimesh/proto';
+import { Server } from '@grpc/grpc-js';
+import { cacheReadiness, type KubeClient } from '@minimesh/kube';
+import { bindGrpc, HealthImplementation } from '@minimesh/proto';
 import type { PortRange } from '@minimesh/config';
 import { createRegistry, parseListenAddr, startAdminServer, type AdminServer, type Logger } from '@minimesh/runtime';
 import type { Registry } from 'prom-client';
@@ -73,10 +73,7 @@ export async function startDestination(opts: DestinationOptions): Promise<Destin
     ...(opts.watchTimeoutSeconds !== undefined ? { watchTimeoutSeconds: opts.watchTimeoutSeconds } : {}),
   });
   const all = Object.values(informers);
-  const ready = (): boolean => all.every((i) => i.synced);
-  const synced = async (): Promise<void> => {
-    await Promise.all(all.map((i) => i.waitForSync()));
-  };
+  const { ready, synced, readiness } = cacheReadiness(informers);
 
   const server = new Server({ 'grpc.keepalive_time_ms': 30_000, 'grpc.keepalive_permit_without_calls': 1 });
   server.addService(
@@ -107,20 +104,15 @@ export async function startDestination(opts: DestinationOptions): Promise<Destin
     health.setStatus('io.linkerd.proxy.destination.Destination', 'SERVING');
   });
   const { host, port } = parseListenAddr('--addr', opts.addr);
-  const bindHost = host.includes(':') ? `[${host}]` : host;
-  const grpcPort = await new Promise<number>((resolve, reject) =>
-    server.bindAsync(`${bindHost}:${port}`, ServerCredentials.createInsecure(), (err, bound) =>
-      err
-        ? reject(
-            new DestinationError(
-              'MINIMESH_DESTINATION_LISTEN',
-              `gRPC address ${opts.addr}: cannot listen: ${err.message}`,
-              { cause: err },
-            ),
-          )
-        : resolve(bound),
-    ),
-  );
+  const grpcPort = await bindGrpc(server, host, port).catch((err: Error) => {
+    throw new DestinationError(
+      'MINIMESH_DESTINATION_LISTEN',
+      `gRPC address ${opts.addr}: cannot listen: ${err.message}`,
+      {
+        cause: err,
+      },
+    );
+  });
   log.info({ addr: `${host}:${grpcPort}` }, 'gRPC server listening');
 
   // Listen first, watch after: a port that cannot be bound fails the start with nothing left running.
@@ -131,12 +123,7 @@ export async function startDestination(opts: DestinationOptions): Promise<Destin
           addr: opts.adminAddr,
           logger: log,
           registry,
-          ready: () =>
-            ready() ||
-            `waiting for caches: ${Object.entries(informers)
-              .filter(([, i]) => !i.synced)
-              .map(([k]) => k)
-              .join(', ')}`,
+          ready: readiness,
         })
       : undefined;
   } catch (err) {

@@ -1,5 +1,5 @@
 // The real thing: the built minimesh-identity binary on 127.0.0.1, a real gRPC client (the generated
-// IdentityClient), the seed's certificates made with openssl, and TokenReviews against the real API server
+// IdentityClient), the Linkerd tutorial's certificates made with openssl, and TokenReviews against the real API server
 // of the local cluster, made with the identity ServiceAccount's own token and RBAC.
 import { execFileSync } from 'node:child_process';
 import { randomBytes, X509Certificate } from 'node:crypto';
@@ -23,7 +23,7 @@ import {
 import { startConnectionCounter } from '@minimesh/kube/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startBinary, type RunningIdentity } from './helpers/binary.js';
-import { makeSeedPki, makeSigned, type SeedPki } from './helpers/openssl-pki.js';
+import { makeTutorialPki, makeSigned, type TutorialPki } from './helpers/openssl-pki.js';
 import { createCsr, createIntermediateCa, createRootCa, privateKeyPem, writeSecretVolume } from './helpers/pki.js';
 
 const AUDIENCE = 'identity.minimesh.io';
@@ -35,7 +35,7 @@ const idFor = (sa: string, namespace = ns): string =>
 const WEB = idFor('web');
 
 let dir: string;
-let pki: SeedPki;
+let pki: TutorialPki;
 let issuerDir: string;
 let server: RunningIdentity;
 let client: identity.IdentityClient;
@@ -80,7 +80,7 @@ async function admin(method: string, path: string, body?: unknown): Promise<void
 beforeAll(async () => {
   await ensureCluster();
   dir = mkdtempSync(join(tmpdir(), 'mm-id-certify-'));
-  pki = makeSeedPki(dir);
+  pki = makeTutorialPki(dir);
   issuerDir = join(dir, 'issuer');
   await writeSecretVolume(issuerDir, {
     'crt.pem': readFileSync(pki.issuerCrt, 'utf8'),

@@ -4,13 +4,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runBinary, runBinaryEnv } from './helpers/binary.js';
-import { makeRoot, makeSeedPki, makeSigned } from './helpers/openssl-pki.js';
+import { makeRoot, makeTutorialPki, makeSigned } from './helpers/openssl-pki.js';
 
 let dir: string;
 
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), 'mm-id-startup-'));
-  makeSeedPki(dir);
+  makeTutorialPki(dir);
   makeRoot(dir, 'other-root', 'someone-else.example');
   makeSigned(dir, {
     name: 'stranger',

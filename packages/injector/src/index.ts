@@ -3,6 +3,7 @@
 export { createPatch, trustRootSha256, CREATED_BY, type CreatePatchOptions } from './patch/create-patch.js';
 export { decideInjection, isInjected, isControlPlanePod, type InjectDecision } from './patch/decide.js';
 export {
+  OVERRIDES,
   OVERRIDE_NAMES,
   parseOverride,
   resolveSettings,

@@ -16,7 +16,8 @@ import {
   type KubeObject,
 } from '@minimesh/local-cluster';
 import { TEST_ANCHORS, here } from './helpers.js';
-import { makeCert, tempDir } from './tls.js';
+import { makeTestCert } from '@minimesh/test-support/tls';
+import { tempDir } from './tls.js';
 
 const suffix = Math.random().toString(16).slice(2, 8);
 const ns = `mm-inj-${suffix}`;
@@ -85,7 +86,7 @@ async function createPod(name: string, annotations: Record<string, string> = {})
 
 beforeAll(async () => {
   const info = await ensureCluster();
-  const tls = makeCert(dir, 'injector');
+  const tls = makeTestCert({ dir, cn: 'injector' });
   const configFile = join(dir, 'config.yaml');
   writeFileSync(configFile, JSON.stringify({ identityTrustAnchorsPEM: TEST_ANCHORS, proxy: { logLevel: 'debug' } }));
   port = await freePort();

@@ -5,11 +5,12 @@ import { join } from 'node:path';
 import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { here } from './helpers.js';
-import { makeCert, tempDir } from './tls.js';
+import { makeTestCert } from '@minimesh/test-support/tls';
+import { tempDir } from './tls.js';
 
 const bin = join(here, '..', 'dist', 'main.js');
 const dir = tempDir('mm-inj-main-');
-const tls = makeCert(dir, 'main');
+const tls = makeTestCert({ dir, cn: 'main' });
 const badConfig = join(dir, 'bad.yaml');
 writeFileSync(badConfig, 'proxy:\n  uid: "root"\n');
 const notYaml = join(dir, 'not.yaml');

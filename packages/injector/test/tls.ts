@@ -1,39 +1,9 @@
-// Test certificates (openssl) and an HTTPS client that trusts them.
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+// An HTTPS client for the webhook tests that trusts the test certificates (@minimesh/test-support/tls).
+import { mkdtempSync } from 'node:fs';
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { PeerCertificate, TLSSocket } from 'node:tls';
-
-export function makeCert(dir: string, cn: string, prefix = 'tls'): { certFile: string; keyFile: string; cert: string } {
-  const certFile = join(dir, `${prefix}.crt`);
-  const keyFile = join(dir, `${prefix}.key`);
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:prime256v1',
-      '-nodes',
-      '-keyout',
-      keyFile,
-      '-out',
-      certFile,
-      '-days',
-      '2',
-      '-subj',
-      `/CN=${cn}`,
-      '-addext',
-      'subjectAltName=IP:127.0.0.1,DNS:localhost',
-    ],
-    { stdio: 'pipe' },
-  );
-  return { certFile, keyFile, cert: readFileSync(certFile, 'utf8') };
-}
 
 export function tempDir(prefix: string): string {
   return mkdtempSync(join(tmpdir(), prefix));

@@ -14,7 +14,8 @@ import {
   type WebhookServer,
 } from '../src/index.js';
 import { testConfig } from './helpers.js';
-import { makeCert, post, tempDir } from './tls.js';
+import { makeTestCert } from '@minimesh/test-support/tls';
+import { post, tempDir } from './tls.js';
 
 const silent = createLogger({
   name: 'test',
@@ -62,7 +63,7 @@ interface Response {
 
 describe('webhook over HTTPS', () => {
   const dir = tempDir('mm-inj-webhook-');
-  let tls = makeCert(dir, 'injector-1');
+  let tls = makeTestCert({ dir, cn: 'injector-1' });
   const registry = new Registry();
   const namespaces: Record<string, StringMap> = { shop: {}, meshed: { 'minimesh.io/inject': 'enabled' } };
   let failLookup = false;
@@ -224,7 +225,7 @@ describe('webhook over HTTPS', () => {
   it('serves a new certificate after its files change, and keeps the old one when the new files are bad', async () => {
     const before = await post(port, JSON.stringify(review(pod())), tls.cert);
     expect(before.peer.subject.CN).toBe('injector-1');
-    const next = makeCert(dir, 'injector-2', 'next');
+    const next = makeTestCert({ dir, cn: 'injector-2', name: 'next' });
     copyFileSync(next.keyFile, tls.keyFile);
     copyFileSync(next.certFile, tls.certFile);
     let cn = '';
@@ -235,7 +236,7 @@ describe('webhook over HTTPS', () => {
     expect(cn).toBe('injector-2');
     tls = { ...tls, cert: next.cert };
     // A key that does not match the certificate is refused; the server keeps serving injector-2.
-    const other = makeCert(dir, 'injector-3', 'other');
+    const other = makeTestCert({ dir, cn: 'injector-3', name: 'other' });
     copyFileSync(other.keyFile, tls.keyFile);
     expect(server.reloadTls()).toBe(false);
     const after = await post(port, JSON.stringify(review(pod())), tls.cert);

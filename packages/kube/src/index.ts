@@ -32,5 +32,6 @@ export {
   type InformerHandler,
   type InformerHooks,
 } from './informer.js';
+export { cacheReadiness, type CacheReadiness, type SyncedCache } from './cache-readiness.js';
 export { kubeFlags, parseKubeFlags, kubeClientFromFlags, type KubeFlagValues } from './flags.js';
 export { KubeError, KubeConfigError, KubeApiError, statusMessage, statusReason, type KubeErrorCode } from './errors.js';

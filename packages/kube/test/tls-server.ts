@@ -1,13 +1,10 @@
 // A stand-in API server over TLS on 127.0.0.1 for the client's wire tests: HTTP/2 with HTTP/1.1
 // fallback (as kube-apiserver), or HTTP/1.1 only. It counts the TLS connections it accepts, which is
 // the figure the one-connection design is about.
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
 import { createSecureServer, type Http2ServerRequest, type Http2ServerResponse } from 'node:http2';
 import { createServer as createHttpsServer } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { makeTestCert } from '@minimesh/test-support/tls';
 
 export interface TestPki {
   dir: string;
@@ -17,33 +14,8 @@ export interface TestPki {
 
 /** A self-signed P-256 certificate for 127.0.0.1 (it is its own CA). */
 export function makePki(): TestPki {
-  const dir = mkdtempSync(join(tmpdir(), 'mm-kube-tls-'));
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:prime256v1',
-      '-nodes',
-      '-keyout',
-      'key.pem',
-      '-out',
-      'cert.pem',
-      '-days',
-      '2',
-      '-subj',
-      '/CN=127.0.0.1',
-      '-addext',
-      'subjectAltName=IP:127.0.0.1,DNS:localhost',
-      '-addext',
-      'basicConstraints=critical,CA:TRUE',
-    ],
-    { cwd: dir, stdio: 'ignore' },
-  );
-  return { dir, cert: readFileSync(join(dir, 'cert.pem')), key: readFileSync(join(dir, 'key.pem')) };
+  const c = makeTestCert({ cn: '127.0.0.1' });
+  return { dir: c.dir, cert: Buffer.from(c.cert), key: Buffer.from(c.key) };
 }
 
 export type Handler = (

@@ -1,22 +1,20 @@
 // Starting, checking and stopping the local cluster: a real Kubernetes node in one network namespace
 // (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, containerd, kubelet, kube-proxy, and
-// CoreDNS as the cluster DNS). `up` is idempotent (it starts only what is not running);
+// CoreDNS as the cluster DNS; each process is a row of COMPONENTS in components.ts, which `up` and
+// `down` walk). `up` is idempotent (it starts only what is not running);
 // ensureCluster() runs it under a file lock so parallel test files and packages can call it.
 import { execFileSync, spawn } from 'node:child_process';
 import { closeSync, copyFileSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { COMPONENTS, distFile, startPhase, stopComponents } from './components.js';
+import { assertRunning, ComponentError, waitFor } from './wait.js';
 import { coreDnsObjects, objectPath } from './coredns.js';
 import {
-  PRIVATE_TMPFS,
-  ensureCgroupRoot,
-  ensureMountpoints,
   mountNamespaceHolders,
-  mountNamespaceScript,
   pidsWithArg,
   removeCgroupTree,
   removeCreatedMountpoints,
   restoreSysctls,
-  saveSysctls,
 } from './host.js';
 import { ctrFor, importImages, listImages, requireNodeImages, staleImages } from './images.js';
 import { createKubeClient, credentialsFromFiles, renderKubeconfig, type KubeClient } from './kube-client.js';
@@ -24,14 +22,12 @@ import {
   containerdConfig,
   cniConfig,
   kubeProxyConfig,
-  kubeletArgs,
   kubeletConfig,
   kubeletResolvConf,
   nodePaths,
 } from './node-config.js';
 import { ensurePki } from './pki.js';
 import {
-  API_PORT,
   API_SERVER,
   BRIDGE,
   CLUSTER_CIDR,
@@ -39,7 +35,6 @@ import {
   NODE_IP,
   NODE_NAME,
   NODE_NETNS,
-  SA_ISSUER,
   SERVICE_CIDR,
   binDir,
   binPath,
@@ -59,7 +54,6 @@ import {
   pidFileNames,
   readPid,
   run,
-  startDetached,
   stopProcess,
 } from './procs.js';
 
@@ -114,59 +108,6 @@ export function adminClient(dir = stateDir()): KubeClient {
 }
 
 type Log = (msg: string) => void;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** An error whose message is the one line `up` prints: what failed and which log file says why. */
-export class ComponentError extends Error {
-  readonly code = 'MINIMESH_LOCAL_CLUSTER_COMPONENT';
-  constructor(
-    readonly component: string,
-    readonly logFile: string,
-    what: string,
-  ) {
-    super(`local cluster: ${component} ${what} (log: ${logFile})`);
-  }
-}
-
-/** The last line of a log file that looks like an error, for the one-line message. */
-export function lastErrorLine(file: string): string | undefined {
-  let lines: string[] = [];
-  try {
-    lines = readFileSync(file, 'utf8').split('\n').filter(Boolean);
-  } catch {
-    return undefined;
-  }
-  const tail = lines.slice(-60);
-  const err = [...tail].reverse().find((l) => /\b(E\d{4}|error|fatal|failed|level=fatal|panic)\b/i.test(l));
-  const line = (err ?? tail[tail.length - 1] ?? '').trim();
-  return line.length > 240 ? `${line.slice(0, 237)}...` : line || undefined;
-}
-
-async function waitFor(
-  timeoutMs: number,
-  check: () => Promise<boolean> | boolean,
-  fail: (reason: 'timeout' | Error) => Error,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      if (await check()) return;
-    } catch (err) {
-      // A check throws a ComponentError when its process died: no point in waiting longer.
-      if (err instanceof ComponentError) throw err;
-    }
-    if (Date.now() > deadline) throw fail('timeout');
-    await sleep(100);
-  }
-}
-
-/** Throws the one-line error when a component's process is gone. */
-function assertRunning(p: StatePaths, name: string): void {
-  if (isRunning(p, name)) return;
-  const log = join(p.logs, `${name}.log`);
-  const why = lastErrorLine(log);
-  throw new ComponentError(name, log, `exited${why ? `: ${why}` : ''}`);
-}
 
 /**
  * Builds the Kubernetes binaries when one is missing (scripts/setup.sh normally has): one line before,
@@ -271,105 +212,11 @@ function writeConfigFiles(p: StatePaths): void {
   copyFileSync(join(repoRoot, 'k3d', 'audit-policy.yaml'), join(p.dir, 'audit-policy.yaml'));
 }
 
-function apiserverArgs(p: StatePaths): string[] {
-  return [
-    '--bind-address=0.0.0.0',
-    `--secure-port=${API_PORT}`,
-    `--advertise-address=${NODE_IP}`,
-    '--etcd-servers=http://127.0.0.1:2379',
-    `--service-cluster-ip-range=${SERVICE_CIDR}`,
-    `--tls-cert-file=${join(p.pki, 'apiserver.crt')}`,
-    `--tls-private-key-file=${join(p.pki, 'apiserver.key')}`,
-    `--client-ca-file=${p.caCert}`,
-    '--authorization-mode=Node,RBAC',
-    '--enable-admission-plugins=NodeRestriction',
-    '--allow-privileged=true',
-    `--service-account-issuer=${SA_ISSUER}`,
-    `--service-account-key-file=${join(p.pki, 'sa.pub')}`,
-    `--service-account-signing-key-file=${join(p.pki, 'sa.key')}`,
-    `--api-audiences=${SA_ISSUER}`,
-    // kubectl logs/exec/port-forward and the API proxy reach the kubelet at the Node's InternalIP
-    // (the default tries the Hostname first, which no resolver here knows).
-    '--kubelet-preferred-address-types=InternalIP,Hostname',
-    `--kubelet-client-certificate=${join(p.pki, 'apiserver-kubelet-client.crt')}`,
-    `--kubelet-client-key=${join(p.pki, 'apiserver-kubelet-client.key')}`,
-    `--kubelet-certificate-authority=${p.caCert}`,
-    `--audit-policy-file=${join(p.dir, 'audit-policy.yaml')}`,
-    `--audit-log-path=${p.auditLog}`,
-    '--audit-log-format=json',
-    '--audit-log-mode=blocking',
-    '--enable-aggregator-routing=true',
-    `--cert-dir=${join(p.pki, 'generated')}`,
-    '--profiling=false',
-  ];
-}
-
-function controllerManagerArgs(p: StatePaths): string[] {
-  return [
-    `--kubeconfig=${nodePaths(p).controllerManagerKubeconfig}`,
-    '--secure-port=0',
-    '--leader-elect=false',
-    '--use-service-account-credentials=true',
-    [
-      '--controllers=serviceaccount-controller',
-      'serviceaccount-token-controller',
-      'endpointslice-controller',
-      'endpoints-controller',
-      'deployment-controller',
-      'replicaset-controller',
-      'daemonset-controller',
-      'statefulset-controller',
-      'job-controller',
-      'namespace-controller',
-      'garbage-collector-controller',
-      'root-ca-certificate-publisher-controller',
-      'pod-garbage-collector-controller',
-      // Takes the not-ready taint kubelet registers the Node with off once it is Ready (and taints it
-      // again, evicting pods after 5 minutes, if the kubelet stops reporting).
-      'node-lifecycle-controller',
-      'taint-eviction-controller',
-    ].join(','),
-    `--service-account-private-key-file=${join(p.pki, 'sa.key')}`,
-    `--root-ca-file=${p.caCert}`,
-    `--cluster-cidr=${CLUSTER_CIDR}`,
-    `--service-cluster-ip-range=${SERVICE_CIDR}`,
-    '--profiling=false',
-  ];
-}
-
-function schedulerArgs(p: StatePaths): string[] {
-  const kc = nodePaths(p).schedulerKubeconfig;
-  return [
-    `--kubeconfig=${kc}`,
-    `--authentication-kubeconfig=${kc}`,
-    `--authorization-kubeconfig=${kc}`,
-    '--secure-port=0',
-    '--leader-elect=false',
-    '--profiling=false',
-  ];
-}
-
 const node = process.execPath;
-const distFile = (f: string) => join(packageDir, 'dist', f);
 
 /** Marks a state directory as this kind of cluster (the agent-based one before it had none). */
 const KIND_FILE = 'node-kind';
 const KIND = 'kubelet+containerd';
-
-/** Components in start order; `down` stops them in reverse. */
-export const COMPONENTS = [
-  'etcd',
-  'node-dialer',
-  'host-dialer',
-  'api-bridge',
-  'kube-apiserver',
-  'mount-namespace',
-  'containerd',
-  'kube-controller-manager',
-  'kube-scheduler',
-  'kubelet',
-  'kube-proxy',
-] as const;
 
 /** Starts whatever is not running. Returns once the API, the node (Ready) and CoreDNS are up. */
 export async function up(log: Log = () => {}): Promise<ClusterInfo> {
@@ -393,45 +240,7 @@ export async function up(log: Log = () => {}): Promise<ClusterInfo> {
   writeConfigFiles(p);
   ensureNodeNetwork();
 
-  if (!isRunning(p, 'etcd')) {
-    log('starting etcd');
-    startDetached(
-      p,
-      'etcd',
-      binPath('etcd'),
-      [
-        `--name=${NODE_NAME}-etcd`,
-        `--data-dir=${p.etcdData}`,
-        '--listen-client-urls=http://127.0.0.1:2379',
-        '--advertise-client-urls=http://127.0.0.1:2379',
-        '--listen-peer-urls=http://127.0.0.1:2380',
-        '--initial-advertise-peer-urls=http://127.0.0.1:2380',
-        `--initial-cluster=${NODE_NAME}-etcd=http://127.0.0.1:2380`,
-        '--unsafe-no-fsync',
-        '--log-level=warn',
-      ],
-      { netns: NODE_NETNS },
-    );
-  }
-  if (!isRunning(p, 'node-dialer')) {
-    startDetached(p, 'node-dialer', node, [distFile('bridge.js'), 'dialer', p.nodeDialer], { netns: NODE_NETNS });
-  }
-  if (!isRunning(p, 'host-dialer')) {
-    startDetached(p, 'host-dialer', node, [distFile('bridge.js'), 'dialer', p.hostDialer, '--loopback-only']);
-  }
-  if (!isRunning(p, 'api-bridge')) {
-    startDetached(p, 'api-bridge', node, [
-      distFile('bridge.js'),
-      'listen',
-      `127.0.0.1:${API_PORT}`,
-      p.nodeDialer,
-      `127.0.0.1:${API_PORT}`,
-    ]);
-  }
-  if (!isRunning(p, 'kube-apiserver')) {
-    log('starting kube-apiserver');
-    startDetached(p, 'kube-apiserver', binPath('kube-apiserver'), apiserverArgs(p), { netns: NODE_NETNS });
-  }
+  await startPhase(p, 'network', log);
 
   // containerd and the image import do not need the API: they run while kube-apiserver starts.
   const runtime = startRuntime(p, images, log);
@@ -449,31 +258,7 @@ export async function up(log: Log = () => {}): Promise<ClusterInfo> {
   );
   await Promise.all([runtime, apiReady]);
 
-  if (!isRunning(p, 'kube-controller-manager')) {
-    log('starting kube-controller-manager');
-    startDetached(p, 'kube-controller-manager', binPath('kube-controller-manager'), controllerManagerArgs(p), {
-      netns: NODE_NETNS,
-    });
-  }
-  if (!isRunning(p, 'kube-scheduler')) {
-    log('starting kube-scheduler');
-    startDetached(p, 'kube-scheduler', binPath('kube-scheduler'), schedulerArgs(p), { netns: NODE_NETNS });
-  }
-  if (!isRunning(p, 'kubelet')) {
-    log('starting kubelet');
-    saveSysctls();
-    ensureCgroupRoot();
-    startDetached(p, 'kubelet', binPath('kubelet'), kubeletArgs(p), {
-      netns: NODE_NETNS,
-      mountNsPid: readPid(p, 'mount-namespace'),
-    });
-  }
-  if (!isRunning(p, 'kube-proxy')) {
-    log('starting kube-proxy');
-    startDetached(p, 'kube-proxy', binPath('kube-proxy'), [`--config=${nodePaths(p).kubeProxyConfig}`], {
-      netns: NODE_NETNS,
-    });
-  }
+  await startPhase(p, 'api', log);
   const kubeletLog = join(p.logs, 'kubelet.log');
   await waitFor(
     120_000,
@@ -515,55 +300,8 @@ function readKind(p: StatePaths): string | undefined {
 
 /** The private mount namespace, containerd, and the images imported into it. */
 async function startRuntime(p: StatePaths, images: ReturnType<typeof listImages>, log: Log): Promise<void> {
-  if (!isRunning(p, 'mount-namespace')) {
-    // containerd and kubelet share one private mount namespace: their container mounts and the fixed
-    // host paths they write (PRIVATE_TMPFS) stay inside it and vanish with it.
-    ensureMountpoints(p);
-    startDetached(p, 'mount-namespace', 'unshare', [
-      '--mount',
-      '--propagation',
-      'private',
-      '--',
-      'sh',
-      '-c',
-      mountNamespaceScript(),
-    ]);
-    const holder = readPid(p, 'mount-namespace')!;
-    await waitFor(
-      10_000,
-      () => {
-        assertRunning(p, 'mount-namespace');
-        const cmd = readFileSync(`/proc/${holder}/cmdline`, 'utf8');
-        return cmd.startsWith('sleep');
-      },
-      () =>
-        new ComponentError(
-          'mount-namespace',
-          join(p.logs, 'mount-namespace.log'),
-          `did not mount ${PRIVATE_TMPFS.join(', ')} in 10 s`,
-        ),
-    );
-  }
-  const ctr = ctrFor(p.containerdSocket);
-  const containerdLog = join(p.logs, 'containerd.log');
-  if (!isRunning(p, 'containerd')) {
-    log('starting containerd');
-    mkdirSync(containerdRoot(), { recursive: true });
-    startDetached(p, 'containerd', 'containerd', ['--config', nodePaths(p).containerdConfig, '--log-level', 'warn'], {
-      netns: NODE_NETNS,
-      mountNsPid: readPid(p, 'mount-namespace'),
-    });
-  }
-  await waitFor(
-    30_000,
-    async () => {
-      assertRunning(p, 'containerd');
-      await ctr(['version']);
-      return true;
-    },
-    () => new ComponentError('containerd', containerdLog, 'did not answer on its socket in 30 s'),
-  );
-  await importImages(ctr, images, log);
+  await startPhase(p, 'runtime', log);
+  await importImages(ctrFor(p.containerdSocket), images, log);
 }
 
 /** CoreDNS: applied (server-side apply, idempotent) and available, or the one line that says why not. */
@@ -609,7 +347,7 @@ async function ensureCoreDns(p: StatePaths, admin: KubeClient, log: Log): Promis
 export async function isHealthy(dir = stateDir()): Promise<boolean> {
   const p = statePaths(dir);
   if (!existsSync(p.adminKubeconfig) || readKind(p) !== KIND) return false;
-  if (!COMPONENTS.every((c) => isRunning(p, c))) return false;
+  if (!COMPONENTS.every((c) => isRunning(p, c.name))) return false;
   try {
     return String(await adminClient(dir).request<string>('GET', '/readyz')).trim() === 'ok';
   } catch {
@@ -625,7 +363,7 @@ export interface ComponentStatus {
 
 export function componentStatus(dir = stateDir()): ComponentStatus[] {
   const p = statePaths(dir);
-  return COMPONENTS.map((name) => ({ name, pid: readPid(p, name), running: isRunning(p, name) }));
+  return COMPONENTS.map(({ name }) => ({ name, pid: readPid(p, name), running: isRunning(p, name) }));
 }
 
 /**
@@ -699,19 +437,18 @@ async function removeContainers(p: StatePaths, log: Log): Promise<void> {
 
 /**
  * Stops every process and removes every network namespace, mount, cgroup and file the cluster made,
- * and puts back the sysctls kubelet changed. Order matters: controllers first (so nothing recreates
- * pods), then kubelet and kube-proxy, then the containers (through containerd, then any process left
- * in the node's cgroups), containerd, its shims, the rest.
+ * and puts back the sysctls kubelet changed. Order matters (COMPONENTS says which goes when):
+ * controllers first (so nothing recreates pods), then kubelet and kube-proxy, then the containers
+ * (through containerd, then any process left in the node's cgroups), containerd, its shims, the
+ * mount namespace, the rest.
  */
 export async function down(log: Log = () => {}): Promise<void> {
   const p = statePaths();
-  for (const name of ['kube-controller-manager', 'kube-scheduler', 'kubelet', 'kube-proxy']) await stopProcess(p, name);
+  await stopComponents(p, 'first');
   await removeContainers(p, log);
   const left = await removeCgroupTree();
   if (left.length) log(`cgroups still busy: ${left.join(', ')}`);
-  await stopProcess(p, 'containerd', 5000);
-  for (const pid of pidsWithArg(p.containerdSocket)) await killGroup(pid, 500);
-  await stopProcess(p, 'mount-namespace');
+  await stopComponents(p, 'runtime');
   // The agent-based cluster (before the real node) ran pods in mm-pod-* namespaces: clean those too.
   if (existsSync(join(p.pids, 'node-agent.pid'))) {
     await stopProcess(p, 'node-agent');

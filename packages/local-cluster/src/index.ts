@@ -9,11 +9,11 @@ export {
   isHealthy,
   componentStatus,
   clusterInfo,
-  ComponentError,
   adminClient,
   type ClusterInfo,
   type ComponentStatus,
 } from './cluster.js';
+export { ComponentError } from './wait.js';
 export {
   createServiceAccountToken,
   kubeconfigForServiceAccount,

@@ -149,8 +149,10 @@ async function main(argv: string[]): Promise<number> {
     case 'help':
       out(USAGE);
       return 0;
+    case undefined:
+      return usage('a command is required');
     default:
-      return usage(cmd ? `unknown command ${cmd}` : 'a command is required');
+      return usage(`unknown command ${cmd}`);
   }
 }
 

@@ -106,7 +106,7 @@ describe('audit policy', () => {
     ] as const) {
       expect(all.filter((l) => l.includes(needle)).length, `${what} in the audit log: ${OLD_POLICY}`).toBe(0);
     }
-    // The serviceaccounts themselves (not secrets) stay at RequestResponse, as the seed has it.
+    // The serviceaccounts themselves (not secrets) stay at RequestResponse, as the Linkerd tutorial's audit policy has it.
     const saCreate = readAuditEvents(
       (e) =>
         e.objectRef?.namespace === ns &&

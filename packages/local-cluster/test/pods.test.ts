@@ -173,7 +173,7 @@ describe('pods on the real node', () => {
     });
     const check = [
       "const fs = require('node:fs');",
-      "const out = [fs.readFileSync('/work/init.txt', 'utf8').trim(), fs.readFileSync('/cfg/greeting', 'utf8'), process.env.GREETING + ' ' + process.env.MY_NS, String(process.getuid())];",
+      "const out = [fs.readFileSync('/data/init.txt', 'utf8').trim(), fs.readFileSync('/cfg/greeting', 'utf8'), process.env.GREETING + ' ' + process.env.MY_NS, String(process.getuid())];",
       "if (fs.statSync('/tok/token').size > 0) out.push('token-ok');",
       "fs.writeFileSync('/mem/f', 'x'); if (/ \\/mem tmpfs /.test(fs.readFileSync('/proc/mounts', 'utf8'))) out.push('tmpfs-ok');",
       "if (fs.statSync('/var/run/secrets/kubernetes.io/serviceaccount/token').size > 0) out.push('sa-ok');",
@@ -199,8 +199,8 @@ describe('pods on the real node', () => {
           },
         ],
         initContainers: [
-          nodeScript('first', "require('node:fs').writeFileSync('/work/init.txt', 'from-init')", {
-            volumeMounts: [{ name: 'work', mountPath: '/work' }],
+          nodeScript('first', "require('node:fs').writeFileSync('/data/init.txt', 'from-init')", {
+            volumeMounts: [{ name: 'work', mountPath: '/data' }],
             securityContext: { runAsUser: 2102, runAsGroup: 2102 },
           }),
         ],
@@ -212,7 +212,7 @@ describe('pods on the real node', () => {
             ],
             securityContext: { runAsUser: 2102, runAsGroup: 2102 },
             volumeMounts: [
-              { name: 'work', mountPath: '/work' },
+              { name: 'work', mountPath: '/data' },
               { name: 'mem', mountPath: '/mem' },
               { name: 'cfg', mountPath: '/cfg', readOnly: true },
               { name: 'tok', mountPath: '/tok' },

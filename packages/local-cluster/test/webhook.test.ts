@@ -1,11 +1,9 @@
 // Done-when 5: a MutatingWebhookConfiguration whose clientConfig.url is a test HTTPS server on the
 // host (https://127.0.0.1:<port>, certificate with IP SAN 127.0.0.1, caBundle set) is called by the
 // API server on pod CREATE, and its patch lands in the stored pod and in the audit log.
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:https';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { makeTestCa, makeTestCert, type TestCa } from '@minimesh/test-support/tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   adminClient,
@@ -23,76 +21,16 @@ const webhookName = `${ns}.minimesh.io`;
 let server: Server;
 let exposure: Exposure | undefined;
 let dir: string;
+let authority: TestCa;
 let caPem: string;
 const reviews: KubeObject[] = [];
-
-function makeCert(): { key: string; cert: string; ca: string } {
-  dir = mkdtempSync(join(tmpdir(), 'mm-lc-webhook-'));
-  const run = (args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'ignore' });
-  run([
-    'req',
-    '-x509',
-    '-newkey',
-    'ec',
-    '-pkeyopt',
-    'ec_paramgen_curve:prime256v1',
-    '-nodes',
-    '-keyout',
-    'ca.key',
-    '-out',
-    'ca.crt',
-    '-subj',
-    '/CN=webhook-test-ca',
-    '-days',
-    '1',
-    '-addext',
-    'basicConstraints=critical,CA:TRUE',
-    '-addext',
-    'keyUsage=critical,keyCertSign',
-  ]);
-  run([
-    'req',
-    '-newkey',
-    'ec',
-    '-pkeyopt',
-    'ec_paramgen_curve:prime256v1',
-    '-nodes',
-    '-keyout',
-    'srv.key',
-    '-out',
-    'srv.csr',
-    '-subj',
-    '/CN=webhook',
-  ]);
-  writeFileSync(join(dir, 'ext'), 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n');
-  run([
-    'x509',
-    '-req',
-    '-in',
-    'srv.csr',
-    '-CA',
-    'ca.crt',
-    '-CAkey',
-    'ca.key',
-    '-CAcreateserial',
-    '-days',
-    '1',
-    '-extfile',
-    'ext',
-    '-out',
-    'srv.crt',
-  ]);
-  return {
-    key: readFileSync(join(dir, 'srv.key'), 'utf8'),
-    cert: readFileSync(join(dir, 'srv.crt'), 'utf8'),
-    ca: readFileSync(join(dir, 'ca.crt'), 'utf8'),
-  };
-}
 
 beforeAll(async () => {
   await ensureCluster();
   await createNamespace(ns);
-  const tls = makeCert();
+  authority = makeTestCa({ cn: 'webhook-test-ca', days: 1 });
+  dir = authority.dir;
+  const tls = makeTestCert({ cn: 'webhook', ca: authority, days: 1 });
   caPem = tls.ca;
   server = createServer({ key: tls.key, cert: tls.cert }, (req, res) => {
     let body = '';
@@ -156,47 +94,15 @@ describe('admission webhook by service reference', () => {
     const svcNs = `${ns}-svc`;
     await createNamespace(svcNs);
     try {
-      const run = (args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'ignore' });
-      run([
-        'req',
-        '-newkey',
-        'ec',
-        '-pkeyopt',
-        'ec_paramgen_curve:prime256v1',
-        '-nodes',
-        '-keyout',
-        'svc.key',
-        '-out',
-        'svc.csr',
-        '-subj',
-        '/CN=webhook',
-      ]);
-      writeFileSync(join(dir, 'svc-ext'), `subjectAltName=DNS:webhook.${svcNs}.svc\nextendedKeyUsage=serverAuth\n`);
-      run([
-        'x509',
-        '-req',
-        '-in',
-        'svc.csr',
-        '-CA',
-        'ca.crt',
-        '-CAkey',
-        'ca.key',
-        '-CAcreateserial',
-        '-days',
-        '1',
-        '-extfile',
-        'svc-ext',
-        '-out',
-        'svc.crt',
-      ]);
+      const svc = makeTestCert({ cn: 'webhook', ca: authority, name: 'svc', san: `DNS:webhook.${svcNs}.svc`, days: 1 });
       await admin.request('POST', `/api/v1/namespaces/${svcNs}/secrets`, {
         apiVersion: 'v1',
         kind: 'Secret',
         metadata: { name: 'webhook-tls' },
         type: 'kubernetes.io/tls',
         data: {
-          'tls.crt': readFileSync(join(dir, 'svc.crt')).toString('base64'),
-          'tls.key': readFileSync(join(dir, 'svc.key')).toString('base64'),
+          'tls.crt': Buffer.from(svc.cert).toString('base64'),
+          'tls.key': Buffer.from(svc.key).toString('base64'),
         },
       });
       await admin.request('POST', `/api/v1/namespaces/${svcNs}/pods`, {

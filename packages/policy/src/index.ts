@@ -49,7 +49,6 @@ export {
 } from './server/policy-server.js';
 export { parseWorkloadRef, type WorkloadRef } from './server/workload-ref.js';
 export { createPolicyMetrics, type PolicyMetrics } from './metrics.js';
-export { inNetworks, parseIpNet, ipToBigint, netContains, type IpNet } from './ip-match.js';
 export { PolicyError, type PolicyErrorCode } from './errors.js';
 export { TEST_CLUSTER } from './testing.js';
 export { policyCrds, renderCrdTemplate, CRD_TEMPLATE_PATH, type CustomResourceDefinition } from './crds.js';

@@ -1,8 +1,8 @@
 // Composition of the policy controller: informers → index → gRPC services, and the admin server.
 // main.ts parses flags and calls startPolicy; tests call it directly.
-import { Server, ServerCredentials } from '@grpc/grpc-js';
-import type { KubeClient } from '@minimesh/kube';
-import { inbound, outbound } from '@minimesh/proto';
+import { Server } from '@grpc/grpc-js';
+import { cacheReadiness, type KubeClient } from '@minimesh/kube';
+import { bindGrpc, inbound, outbound } from '@minimesh/proto';
 import { createRegistry, parseListenAddr, startAdminServer, type AdminServer, type Logger } from '@minimesh/runtime';
 import type { Registry } from 'prom-client';
 import type { ClusterInfo } from './cluster-info.js';
@@ -61,10 +61,7 @@ export async function startPolicy(opts: PolicyOptions): Promise<Policy> {
     ...(opts.watchTimeoutSeconds !== undefined ? { watchTimeoutSeconds: opts.watchTimeoutSeconds } : {}),
   });
   const all = Object.values(informers);
-  const ready = (): boolean => all.every((i) => i.synced);
-  const synced = async (): Promise<void> => {
-    await Promise.all(all.map((i) => i.waitForSync()));
-  };
+  const { ready, synced, readiness } = cacheReadiness(informers);
 
   const server = new Server({ 'grpc.keepalive_time_ms': 30_000, 'grpc.keepalive_permit_without_calls': 1 });
   const serverLog = log.child({ component: 'server' });
@@ -78,18 +75,11 @@ export async function startPolicy(opts: PolicyOptions): Promise<Policy> {
   server.addService(inbound.InboundServerPoliciesService, inboundHandlers);
   server.addService(outbound.OutboundPoliciesService, outboundHandlers);
   const { host, port } = parseListenAddr('--addr', opts.addr);
-  const bindHost = host.includes(':') ? `[${host}]` : host;
-  const grpcPort = await new Promise<number>((resolve, reject) =>
-    server.bindAsync(`${bindHost}:${port}`, ServerCredentials.createInsecure(), (err, bound) =>
-      err
-        ? reject(
-            new PolicyError('MINIMESH_POLICY_LISTEN', `gRPC address ${opts.addr}: cannot listen: ${err.message}`, {
-              cause: err,
-            }),
-          )
-        : resolve(bound),
-    ),
-  );
+  const grpcPort = await bindGrpc(server, host, port).catch((err: Error) => {
+    throw new PolicyError('MINIMESH_POLICY_LISTEN', `gRPC address ${opts.addr}: cannot listen: ${err.message}`, {
+      cause: err,
+    });
+  });
   log.info({ addr: `${host}:${grpcPort}` }, 'gRPC server listening');
 
   let admin: AdminServer | undefined;
@@ -99,12 +89,7 @@ export async function startPolicy(opts: PolicyOptions): Promise<Policy> {
           addr: opts.adminAddr,
           logger: log,
           registry,
-          ready: () =>
-            ready() ||
-            `waiting for caches: ${Object.entries(informers)
-              .filter(([, i]) => !i.synced)
-              .map(([k]) => k)
-              .join(', ')}`,
+          ready: readiness,
         })
       : undefined;
   } catch (err) {

@@ -22,6 +22,7 @@ export { toIpAddress, fromIpAddress, toTcpAddress, fromTcpAddress } from './net-
 /** DER reading and writing for Certify's CSRs and certificates. */
 export * as der from './der.js';
 export { HealthImplementation, type HealthStatus } from './health-service.js';
+export { bindGrpc, onStreamEnd } from './grpc-server.js';
 
 /** Directory holding the .proto sources (for gRPC server reflection and other tools). */
 export const protoDir: string = fileURLToPath(new URL('../proto', import.meta.url));

@@ -5,7 +5,7 @@ import { applyFirewall, cleanupFirewall } from './apply.js';
 import type { ResolvedBinaries } from './binaries.js';
 import type { CommandRunner } from './command-runner.js';
 import { planFirewall } from './plan.js';
-import { SEED } from './testdata/seed.js';
+import { LINKERD_OPTIONS } from './testdata/linkerd-args.js';
 
 const EMPTY =
   '*nat\n:PREROUTING ACCEPT [0:0]\n:INPUT ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n:POSTROUTING ACCEPT [0:0]\nCOMMIT\n';
@@ -37,7 +37,12 @@ const logger = createLogger({ name: 'test', format: 'json', destination: new Pas
 describe('applyFirewall', () => {
   it('runs one restore --noflush transaction per family, then shows the result', async () => {
     const { runner, calls } = fakeIptables();
-    const reports = await applyFirewall({ plan: planFirewall({ ...SEED, ipv6: true }), binaries, runner, logger });
+    const reports = await applyFirewall({
+      plan: planFirewall({ ...LINKERD_OPTIONS, ipv6: true }),
+      binaries,
+      runner,
+      logger,
+    });
     expect(calls.map((c) => c.argv.join(' '))).toEqual([
       'iptables-nft-save -t nat',
       'ip6tables-nft-save -t nat',
@@ -55,7 +60,7 @@ describe('applyFirewall', () => {
   it('changes nothing when a table cannot be read', async () => {
     const { runner, calls } = fakeIptables({ saveOf: 'ip6tables-nft-save' });
     await expect(
-      applyFirewall({ plan: planFirewall({ ...SEED, ipv6: true }), binaries, runner, logger }),
+      applyFirewall({ plan: planFirewall({ ...LINKERD_OPTIONS, ipv6: true }), binaries, runner, logger }),
     ).rejects.toThrow(
       'IPv6: reading the nat table: `ip6tables-nft-save -t nat` exited with 1: ip6tables-nft-save: line 3 failed',
     );
@@ -64,7 +69,12 @@ describe('applyFirewall', () => {
 
   it('rolls IPv4 back to how it was when the IPv6 transaction fails', async () => {
     const { runner, calls } = fakeIptables({ restoreOf: 'ip6tables-nft-restore' });
-    const err = (await applyFirewall({ plan: planFirewall({ ...SEED, ipv6: true }), binaries, runner, logger }).then(
+    const err = (await applyFirewall({
+      plan: planFirewall({ ...LINKERD_OPTIONS, ipv6: true }),
+      binaries,
+      runner,
+      logger,
+    }).then(
       () => new Error('applied'),
       (e: unknown) => e,
     )) as Error & { exitCode?: number };
@@ -77,7 +87,7 @@ describe('applyFirewall', () => {
 
   it('passes --wait when asked', async () => {
     const { runner, calls } = fakeIptables();
-    await applyFirewall({ plan: planFirewall(SEED), binaries, runner, logger, wait: true });
+    await applyFirewall({ plan: planFirewall(LINKERD_OPTIONS), binaries, runner, logger, wait: true });
     expect(calls.find((c) => c.argv[0] === 'iptables-nft-restore')!.argv).toEqual([
       'iptables-nft-restore',
       '--noflush',
@@ -89,7 +99,7 @@ describe('applyFirewall', () => {
 describe('cleanupFirewall', () => {
   it('runs no restore when nothing of ours is there', async () => {
     const { runner, calls } = fakeIptables();
-    await cleanupFirewall({ plan: planFirewall(SEED), binaries, runner, logger });
+    await cleanupFirewall({ plan: planFirewall(LINKERD_OPTIONS), binaries, runner, logger });
     expect(calls.map((c) => c.argv[0])).toEqual(['iptables-nft-save', 'iptables-nft-save']);
   });
 });

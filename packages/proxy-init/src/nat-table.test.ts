@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { cidrContains, formatCidr } from '@minimesh/config';
 import { parseCidrText, parseNatTable, parsePortRange, parseRule, tokenize } from './nat-table.js';
-import { LIVE_SAVE, SEED_NAT } from './testdata/nat-fixtures.js';
+import { LIVE_SAVE, LINKERD_ARGS_NAT } from './testdata/nat-fixtures.js';
 
 describe('tokenize', () => {
   it.each([
@@ -101,8 +101,8 @@ describe('parseRule', () => {
 });
 
 describe('parseNatTable', () => {
-  it("reads proxy-init's golden restore payload (seed arguments)", () => {
-    const t = parseNatTable(SEED_NAT);
+  it("reads proxy-init's golden restore payload (Linkerd's proxy-init arguments)", () => {
+    const t = parseNatTable(LINKERD_ARGS_NAT);
     expect(t.warnings).toEqual([]);
     expect(t.chains.get('PREROUTING')?.rules.map((r) => r.comment)).toEqual([
       'proxy-init/install-proxy-init-prerouting',

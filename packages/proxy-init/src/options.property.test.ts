@@ -1,7 +1,7 @@
 // Issue 17: proxy-init's flags come from the pod spec the injector wrote (or a user's). Property
 // (fast-check): any argv made of proxy-init's flags with hostile values is either a command whose
 // every port and uid is in range, or refused with UsageError / ConfigError (both exit 2); nothing
-// else is thrown, and the seed's arguments always parse.
+// else is thrown, and Linkerd's proxy-init arguments always parse.
 import fc from 'fast-check';
 import { ConfigError } from '@minimesh/config';
 import { parseFlags, UsageError } from '@minimesh/runtime';

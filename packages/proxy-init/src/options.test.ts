@@ -2,7 +2,7 @@ import { parseFlags, renderHelp } from '@minimesh/runtime';
 import { describe, expect, it } from 'vitest';
 import { parseMode } from './binaries.js';
 import { FLAGS, normalizeArgv, parseCommand, PROGRAM } from './options.js';
-import { SEED_ARGV as SEED_ARGS } from './testdata/seed.js';
+import { LINKERD_PROXY_INIT_ARGS } from '@minimesh/test-support/linkerd';
 
 function command(argv: string[]) {
   const parsed = parseFlags(PROGRAM, FLAGS, normalizeArgv(argv));
@@ -11,8 +11,8 @@ function command(argv: string[]) {
 }
 
 describe('parseCommand', () => {
-  it("reads the seed's arguments", () => {
-    const cmd = command(SEED_ARGS);
+  it("reads Linkerd's proxy-init arguments", () => {
+    const cmd = command([...LINKERD_PROXY_INIT_ARGS]);
     expect(cmd.options).toEqual({
       incomingProxyPort: 4143,
       outgoingProxyPort: 4140,

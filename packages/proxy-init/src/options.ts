@@ -1,5 +1,6 @@
-// Flags → a validated command. Linkerd-compatible names (REFERENCE §1); every bad value becomes a
-// ConfigError naming the flag, the value and what was expected, before anything is applied.
+// Flags → a validated command. Linkerd-compatible names (those of linkerd2-proxy-init's
+// proxy-init/cmd/root.go); every bad value becomes a ConfigError naming the flag, the value and what
+// was expected, before anything is applied.
 import { existsSync } from 'node:fs';
 import {
   ConfigError,

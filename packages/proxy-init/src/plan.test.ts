@@ -5,7 +5,8 @@ import { parseNatSave } from './nat-state.js';
 import { expectedSaveLines, planFirewall } from './plan.js';
 import { toMultiportGroups } from './port-groups.js';
 import { renderApplyPayload } from './restore-payload.js';
-import { SEED } from './testdata/seed.js';
+import { LINKERD_NAT_CHAINS } from '@minimesh/test-support/linkerd';
+import { LINKERD_OPTIONS } from './testdata/linkerd-args.js';
 
 const golden = (name: string, actual: string): void => {
   const path = new URL(`./testdata/${name}`, import.meta.url);
@@ -14,35 +15,20 @@ const golden = (name: string, actual: string): void => {
 };
 
 describe('planFirewall', () => {
-  it("renders the seed's arguments as the golden restore payload", () => {
-    const plan = planFirewall(SEED);
+  it("renders Linkerd's proxy-init arguments as the golden restore payload", () => {
+    const plan = planFirewall(LINKERD_OPTIONS);
     expect(plan.families.map((f) => f.family)).toEqual([4]);
-    golden('seed-nat.restore', renderApplyPayload(plan.families[0]!, parseNatSave('')));
+    golden('linkerd-args-nat.restore', renderApplyPayload(plan.families[0]!, parseNatSave('')));
   });
 
-  it("holds exactly the seed's chains, in order, with the seed's comments", () => {
-    const lines = expectedSaveLines(planFirewall(SEED).families[0]!);
-    expect(Object.fromEntries(lines)).toEqual({
-      PREROUTING: [
-        '-A PREROUTING -m comment --comment "proxy-init/install-proxy-init-prerouting" -j PROXY_INIT_REDIRECT',
-      ],
-      PROXY_INIT_REDIRECT: [
-        '-A PROXY_INIT_REDIRECT -p tcp -m multiport --dports 4190,4191,4567,4568 -m comment --comment "proxy-init/ignore-port-4190,4191,4567,4568" -j RETURN',
-        '-A PROXY_INIT_REDIRECT -p tcp -m comment --comment "proxy-init/redirect-all-incoming-to-proxy-port" -j REDIRECT --to-ports 4143',
-      ],
-      OUTPUT: ['-A OUTPUT -m comment --comment "proxy-init/install-proxy-init-output" -j PROXY_INIT_OUTPUT'],
-      PROXY_INIT_OUTPUT: [
-        '-A PROXY_INIT_OUTPUT -m owner --uid-owner 2102 -m comment --comment "proxy-init/ignore-proxy-user-id" -j RETURN',
-        '-A PROXY_INIT_OUTPUT -o lo -m comment --comment "proxy-init/ignore-loopback" -j RETURN',
-        '-A PROXY_INIT_OUTPUT -p tcp -m multiport --dports 443,6443 -m comment --comment "proxy-init/ignore-port-443,6443" -j RETURN',
-        '-A PROXY_INIT_OUTPUT -p tcp -m comment --comment "proxy-init/redirect-all-outgoing-to-proxy-port" -j REDIRECT --to-ports 4140',
-      ],
-    });
+  it("holds exactly Linkerd's chains, in order, with Linkerd's comments", () => {
+    const lines = expectedSaveLines(planFirewall(LINKERD_OPTIONS).families[0]!);
+    expect(Object.fromEntries(lines)).toEqual(LINKERD_NAT_CHAINS);
   });
 
   it('renders ranges as lo:hi and folds duplicates', () => {
     const plan = planFirewall({
-      ...SEED,
+      ...LINKERD_OPTIONS,
       inboundPortsToIgnore: parsePortRanges('in', '4190,4190,8000-8010,8005-8020,22'),
     });
     const redirect = plan.families[0]!.chains[0]!;
@@ -55,17 +41,17 @@ describe('planFirewall', () => {
 
   it('splits ignore lists into multiport groups of at most 15 references (a range counts 2)', () => {
     const ports = Array.from({ length: 20 }, (_, i) => String(1000 + i * 10)).join(',');
-    const plan = planFirewall({ ...SEED, outboundPortsToIgnore: parsePortRanges('out', ports) });
+    const plan = planFirewall({ ...LINKERD_OPTIONS, outboundPortsToIgnore: parsePortRanges('out', ports) });
     const out = plan.families[0]!.chains[1]!.rules.filter((r) => r.comment.startsWith('ignore-port-'));
     expect(out.map((r) => r.matches.at(-1)!.split(',').length)).toEqual([15, 5]);
     expect(out[1]!.comment).toBe('ignore-port-1150,1160,1170,1180,1190');
   });
 
   it('makes no rule for the proxy gid unless asked, and one after the uid rule when asked', () => {
-    expect(planFirewall(SEED).families[0]!.chains[1]!.rules.map((r) => r.comment)).not.toContain(
+    expect(planFirewall(LINKERD_OPTIONS).families[0]!.chains[1]!.rules.map((r) => r.comment)).not.toContain(
       'ignore-proxy-group-id',
     );
-    const rules = planFirewall({ ...SEED, proxyGid: 2103 }).families[0]!.chains[1]!.rules;
+    const rules = planFirewall({ ...LINKERD_OPTIONS, proxyGid: 2103 }).families[0]!.chains[1]!.rules;
     expect(rules.slice(0, 3).map((r) => r.comment)).toEqual([
       'ignore-proxy-user-id',
       'ignore-proxy-group-id',
@@ -75,13 +61,13 @@ describe('planFirewall', () => {
   });
 
   it('makes no uid rule when no proxy uid is given', () => {
-    const rules = planFirewall({ ...SEED, proxyUid: undefined }).families[0]!.chains[1]!.rules;
+    const rules = planFirewall({ ...LINKERD_OPTIONS, proxyUid: undefined }).families[0]!.chains[1]!.rules;
     expect(rules[0]!.comment).toBe('ignore-loopback');
   });
 
   it('ignores subnets by source, inbound only, each in its own family, in network form', () => {
     const plan = planFirewall({
-      ...SEED,
+      ...LINKERD_OPTIONS,
       ipv6: true,
       subnetsToIgnore: parseCidrList('s', '10.1.2.3/8,192.168.0.0/16,FD00:0:0::7/16'),
     });
@@ -104,13 +90,13 @@ describe('planFirewall', () => {
   });
 
   it('plans IPv6 as a second family with the same chains', () => {
-    const plan = planFirewall({ ...SEED, ipv6: true });
+    const plan = planFirewall({ ...LINKERD_OPTIONS, ipv6: true });
     expect(plan.families.map((f) => f.family)).toEqual([4, 6]);
     expect(plan.families[1]!.chains).toEqual(plan.families[0]!.chains);
   });
 
   it('redirects only the listed ports when --ports-to-redirect is given', () => {
-    const rules = planFirewall({ ...SEED, portsToRedirect: [80, 8080] }).families[0]!.chains[0]!.rules;
+    const rules = planFirewall({ ...LINKERD_OPTIONS, portsToRedirect: [80, 8080] }).families[0]!.chains[0]!.rules;
     expect(rules.slice(1)).toEqual([
       {
         matches: ['-p', 'tcp', '-m', 'tcp', '--dport', '80'],
@@ -126,7 +112,7 @@ describe('planFirewall', () => {
   });
 
   it('makes no ignore-port rule for empty lists', () => {
-    const plan = planFirewall({ ...SEED, inboundPortsToIgnore: [], outboundPortsToIgnore: [] });
+    const plan = planFirewall({ ...LINKERD_OPTIONS, inboundPortsToIgnore: [], outboundPortsToIgnore: [] });
     expect(plan.families[0]!.chains.flatMap((c) => c.rules.map((r) => r.comment))).toEqual([
       'redirect-all-incoming-to-proxy-port',
       'ignore-proxy-user-id',

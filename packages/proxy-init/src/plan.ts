@@ -1,6 +1,6 @@
 // The rule plan: options in, the nat chains and rules out. Pure: no I/O, no iptables.
-// Chain names, rule order and comments follow Linkerd's proxy-init (REFERENCE §1) exactly, so that
-// `iptables -t nat -L` in a minimesh pod reads like the seed's listing.
+// Chain names, rule order and comments follow Linkerd's proxy-init (linkerd2-proxy-init's pkg/iptables)
+// exactly, so that `iptables -t nat -L` in a minimesh pod reads like the Linkerd tutorial's listing.
 import { toNetworkCidr, type Cidr, type PortRange } from '@minimesh/config';
 import { toMultiportGroups } from './port-groups.js';
 

@@ -2,7 +2,7 @@ import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import type { CommandRunner } from './command-runner.js';
 import { proxyInitMain, type ProgramDeps } from './program.js';
-import { SEED_ARGV } from './testdata/seed.js';
+import { LINKERD_PROXY_INIT_ARGS } from '@minimesh/test-support/linkerd';
 
 function harness(over: Partial<ProgramDeps> = {}) {
   const out = new PassThrough();
@@ -33,7 +33,7 @@ function harness(over: Partial<ProgramDeps> = {}) {
 describe('proxyInitMain', () => {
   it('--simulate prints the rules and runs nothing', async () => {
     const h = harness();
-    expect(await proxyInitMain(['--simulate', ...SEED_ARGV], h.deps)).toBe(0);
+    expect(await proxyInitMain(['--simulate', ...LINKERD_PROXY_INIT_ARGS], h.deps)).toBe(0);
     expect(h.ran).toEqual([]);
     expect(h.text()).toContain(
       '-A PROXY_INIT_OUTPUT -m owner --uid-owner 2102 -m comment --comment "proxy-init/ignore-proxy-user-id" -j RETURN',
@@ -45,13 +45,13 @@ describe('proxyInitMain', () => {
 
   it("--simulate works without iptables installed, with the mode's names", async () => {
     const h = harness({ lookup: () => undefined });
-    expect(await proxyInitMain(['--simulate', '--iptables-mode', 'nft', ...SEED_ARGV], h.deps)).toBe(0);
+    expect(await proxyInitMain(['--simulate', '--iptables-mode', 'nft', ...LINKERD_PROXY_INIT_ARGS], h.deps)).toBe(0);
     expect(h.text()).toContain('would run iptables-nft-save -t nat, then iptables-nft-restore --noflush');
   });
 
   it('refuses without CAP_NET_ADMIN, before running anything', async () => {
     const h = harness({ hasNetAdmin: () => false });
-    expect(await proxyInitMain(SEED_ARGV, h.deps)).toBe(2);
+    expect(await proxyInitMain([...LINKERD_PROXY_INIT_ARGS], h.deps)).toBe(2);
     expect(h.err()).toMatch(/^minimesh-proxy-init: no CAP_NET_ADMIN/);
     expect(h.ran).toEqual([]);
   });
@@ -69,7 +69,7 @@ describe('proxyInitMain', () => {
 
   it('runs the close-wait sysctl first when asked', async () => {
     const h = harness();
-    expect(await proxyInitMain([...SEED_ARGV, '--timeout-close-wait-secs', '30'], h.deps)).toBe(0);
+    expect(await proxyInitMain([...LINKERD_PROXY_INIT_ARGS, '--timeout-close-wait-secs', '30'], h.deps)).toBe(0);
     expect(h.ran[0]).toEqual(['sysctl', '-w', 'net.netfilter.nf_conntrack_tcp_timeout_close_wait=30']);
   });
 

@@ -1,21 +1,10 @@
 // The real binary refusing bad input: exit code 2, one clear line on stderr, and nothing applied
 // (checked in a fresh namespace's nat table after every case). Also --simulate, --netns and
 // --timeout-close-wait-secs end to end. Runs as root.
+import { LINKERD_PROXY_INIT_ARGS } from '@minimesh/test-support/linkerd';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BIN, createPair, normalizeSave, run, type Pair } from './netns.js';
+import { BIN, createPair, EMPTY_NAT, normalizeSave, run, type Pair } from './netns.js';
 
-const SEED_ARGS =
-  '--ipv6=false --incoming-proxy-port 4143 --outgoing-proxy-port 4140 --proxy-uid 2102 --inbound-ports-to-ignore 4190,4191,4567,4568 --outbound-ports-to-ignore 443,6443'.split(
-    ' ',
-  );
-const EMPTY_NAT = [
-  '*nat',
-  ':PREROUTING ACCEPT [0:0]',
-  ':INPUT ACCEPT [0:0]',
-  ':OUTPUT ACCEPT [0:0]',
-  ':POSTROUTING ACCEPT [0:0]',
-  'COMMIT',
-].join('\n');
 const P = 'minimesh-proxy-init: ';
 
 let pair: Pair;
@@ -84,7 +73,7 @@ describe('bad input: exit 2, one line, nothing applied', () => {
       `minimesh-proxy-init: Unknown option '--redirect-everything' (see minimesh-proxy-init --help)`,
     ],
   ])('%s', async (_what, bad, message) => {
-    const r = await pair.proxyInit([...SEED_ARGS, ...bad]);
+    const r = await pair.proxyInit([...LINKERD_PROXY_INIT_ARGS, ...bad]);
     expect(r.code).toBe(2);
     expect(r.stderr).toBe(`${message}\n`);
     await expectNothingApplied();
@@ -98,7 +87,7 @@ describe('bad input: exit 2, one line, nothing applied', () => {
       BIN,
       '--iptables-mode',
       'nft',
-      ...SEED_ARGS,
+      ...LINKERD_PROXY_INIT_ARGS,
     ]);
     expect(r.code).toBe(2);
     expect(r.stderr).toBe(
@@ -116,7 +105,7 @@ describe('bad input: exit 2, one line, nothing applied', () => {
       BIN,
       '--iptables-mode',
       'nft',
-      ...SEED_ARGS,
+      ...LINKERD_PROXY_INIT_ARGS,
     ]);
     expect(r.code).toBe(2);
     expect(r.stderr).toBe(
@@ -128,7 +117,7 @@ describe('bad input: exit 2, one line, nothing applied', () => {
 
 describe('--simulate, --netns, --timeout-close-wait-secs', () => {
   it('--simulate prints the rules and changes nothing', async () => {
-    const r = await pair.proxyInit(['--simulate', '--iptables-mode', 'nft', ...SEED_ARGS]);
+    const r = await pair.proxyInit(['--simulate', '--iptables-mode', 'nft', ...LINKERD_PROXY_INIT_ARGS]);
     expect(r.code).toBe(0);
     expect(r.stdout).toContain(
       '-A PROXY_INIT_REDIRECT -p tcp -m comment --comment "proxy-init/redirect-all-incoming-to-proxy-port" -j REDIRECT --to-ports 4143',
@@ -152,7 +141,7 @@ describe('--simulate, --netns, --timeout-close-wait-secs', () => {
       'json',
       '--timeout-close-wait-secs',
       '17',
-      ...SEED_ARGS,
+      ...LINKERD_PROXY_INIT_ARGS,
     ]);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);

@@ -147,6 +147,16 @@ export async function createPair(): Promise<Pair> {
 }
 
 /** Rule and chain lines of an iptables-save, without comments and counters (for comparing two saves). */
+/** A fresh network namespace's nat table, as normalizeSave prints it. */
+export const EMPTY_NAT = [
+  '*nat',
+  ':PREROUTING ACCEPT [0:0]',
+  ':INPUT ACCEPT [0:0]',
+  ':OUTPUT ACCEPT [0:0]',
+  ':POSTROUTING ACCEPT [0:0]',
+  'COMMIT',
+].join('\n');
+
 export function normalizeSave(text: string): string {
   return text
     .split('\n')

@@ -1,46 +1,9 @@
 // proxy-init for real: the built binary inside fresh network namespaces, in nft and legacy modes,
 // checked through iptables-save and through real connections whose original destination is read
 // with our SO_ORIGINAL_DST addon. Runs as root; every namespace is deleted afterwards.
+import { LINKERD_NAT_CHAINS, LINKERD_PROXY_INIT_ARGS } from '@minimesh/test-support/linkerd';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chainLines, createPair, normalizeSave, type Pair } from './netns.js';
-
-const SEED_ARGS = [
-  '--ipv6=false',
-  '--incoming-proxy-port',
-  '4143',
-  '--outgoing-proxy-port',
-  '4140',
-  '--proxy-uid',
-  '2102',
-  '--inbound-ports-to-ignore',
-  '4190,4191,4567,4568',
-  '--outbound-ports-to-ignore',
-  '443,6443',
-];
-
-const SEED_CHAINS = {
-  PREROUTING: ['-A PREROUTING -m comment --comment "proxy-init/install-proxy-init-prerouting" -j PROXY_INIT_REDIRECT'],
-  PROXY_INIT_REDIRECT: [
-    '-A PROXY_INIT_REDIRECT -p tcp -m multiport --dports 4190,4191,4567,4568 -m comment --comment "proxy-init/ignore-port-4190,4191,4567,4568" -j RETURN',
-    '-A PROXY_INIT_REDIRECT -p tcp -m comment --comment "proxy-init/redirect-all-incoming-to-proxy-port" -j REDIRECT --to-ports 4143',
-  ],
-  OUTPUT: ['-A OUTPUT -m comment --comment "proxy-init/install-proxy-init-output" -j PROXY_INIT_OUTPUT'],
-  PROXY_INIT_OUTPUT: [
-    '-A PROXY_INIT_OUTPUT -m owner --uid-owner 2102 -m comment --comment "proxy-init/ignore-proxy-user-id" -j RETURN',
-    '-A PROXY_INIT_OUTPUT -o lo -m comment --comment "proxy-init/ignore-loopback" -j RETURN',
-    '-A PROXY_INIT_OUTPUT -p tcp -m multiport --dports 443,6443 -m comment --comment "proxy-init/ignore-port-443,6443" -j RETURN',
-    '-A PROXY_INIT_OUTPUT -p tcp -m comment --comment "proxy-init/redirect-all-outgoing-to-proxy-port" -j REDIRECT --to-ports 4140',
-  ],
-};
-
-const EMPTY_NAT = [
-  '*nat',
-  ':PREROUTING ACCEPT [0:0]',
-  ':INPUT ACCEPT [0:0]',
-  ':OUTPUT ACCEPT [0:0]',
-  ':POSTROUTING ACCEPT [0:0]',
-  'COMMIT',
-].join('\n');
+import { chainLines, createPair, EMPTY_NAT, normalizeSave, type Pair } from './netns.js';
 
 describe.each(['nft', 'legacy'] as const)('proxy-init --iptables-mode %s in a fresh pod namespace', (mode) => {
   const save = `iptables-${mode}-save`;
@@ -63,18 +26,18 @@ describe.each(['nft', 'legacy'] as const)('proxy-init --iptables-mode %s in a fr
     expect(await pair.connect(pair.peer, pair.podIp, 8080)).toEqual({ error: 'ECONNREFUSED' });
   });
 
-  it("applies exactly the seed's chains, in order, with the seed's comments", async () => {
-    const r = await pair.proxyInit(['--iptables-mode', mode, ...SEED_ARGS]);
+  it("applies exactly Linkerd's chains, in order, with Linkerd's comments", async () => {
+    const r = await pair.proxyInit(['--iptables-mode', mode, ...LINKERD_PROXY_INIT_ARGS]);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     // it prints what it applied and the resulting iptables-save
     expect(r.stdout).toContain('IPv4: applying in one transaction');
     expect(r.stdout).toContain('IPv4: iptables-save -t nat now shows:');
     firstSave = await pair.save(pair.pod, save);
-    for (const [chain, lines] of Object.entries(SEED_CHAINS))
+    for (const [chain, lines] of Object.entries(LINKERD_NAT_CHAINS))
       expect(chainLines(firstSave, chain), chain).toEqual(lines);
     expect(firstSave.split('\n').filter((l) => l.startsWith('-A '))).toHaveLength(8);
-    // the listing an operator sees, as in the seed
+    // the listing an operator sees, as in the Linkerd tutorial
     const listing = await pair.exec(pair.pod, [`iptables-${mode}`, '-t', 'nat', '-L', 'PROXY_INIT_OUTPUT', '-n', '-v']);
     expect(listing.stdout).toMatch(/Chain PROXY_INIT_OUTPUT \(1 references\)/);
     expect(listing.stdout).toMatch(/RETURN .*owner UID match 2102 \/\* proxy-init\/ignore-proxy-user-id \*\//);
@@ -126,7 +89,7 @@ describe.each(['nft', 'legacy'] as const)('proxy-init --iptables-mode %s in a fr
 
   it('re-running yields an identical nat table (chains reused, jumps not duplicated)', async () => {
     for (let i = 0; i < 2; i++) {
-      const r = await pair.proxyInit(['--iptables-mode', mode, ...SEED_ARGS]);
+      const r = await pair.proxyInit(['--iptables-mode', mode, ...LINKERD_PROXY_INIT_ARGS]);
       expect(r.code).toBe(0);
     }
     expect(normalizeSave(await pair.save(pair.pod, save))).toBe(normalizeSave(firstSave));
@@ -157,10 +120,16 @@ describe('proxy-init with --ipv6=true (nft)', () => {
   });
 
   it('configures ip6tables with the same chains and redirects IPv6 in both directions', async () => {
-    const r = await pair.proxyInit(['--iptables-mode', 'nft', ...SEED_ARGS.slice(1), '--ipv6']);
+    const r = await pair.proxyInit([
+      '--iptables-mode',
+      'nft',
+      ...LINKERD_PROXY_INIT_ARGS.filter((a) => a !== '--ipv6=false'),
+      '--ipv6',
+    ]);
     expect(r.code).toBe(0);
     const save6 = await pair.save(pair.pod, 'ip6tables-nft-save');
-    for (const [chain, lines] of Object.entries(SEED_CHAINS)) expect(chainLines(save6, chain), chain).toEqual(lines);
+    for (const [chain, lines] of Object.entries(LINKERD_NAT_CHAINS))
+      expect(chainLines(save6, chain), chain).toEqual(lines);
     expect(await pair.connect(pair.peer, pair.podIp6, 8080)).toMatchObject({
       listener: 'dual:[::]:4143',
       originalDst: { address: pair.podIp6, port: 8080, family: 6 },

@@ -10,6 +10,7 @@ describe('parseWindow', () => {
     ['1m', 60],
     ['10m', 600],
     ['1h', 3600],
+    ['1m30s', 90],
   ])('%s is %d s', (text, seconds) => expect(parseWindow(text)).toEqual({ text, seconds }));
   it.each(['5s', '1d', '1.5m', 'm', '', '25h'])('%s is refused', (text) =>
     expect(() => parseWindow(text)).toThrow(/time window ".*" is not valid: expected a duration from 10s to 24h/),

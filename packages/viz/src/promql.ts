@@ -1,22 +1,30 @@
 // PromQL for `minimesh viz stat` and `edges`, the queries Linkerd's metrics API runs, over the series
 // minimesh-proxy exports (request_total, response_total, response_latency_ms, tcp_*) as scraped by the
 // viz Prometheus (which adds namespace, pod, deployment, ... from Kubernetes service discovery). Pure.
+import { parseDuration } from '@minimesh/config';
 import { inboundLabel, outboundLabel, type Resource } from './resource.js';
 
 export class QueryError extends Error {
   readonly code = 'MINIMESH_VIZ_BAD_QUERY';
 }
 
-/** A Prometheus range duration: 30s, 1m, 10m, 1h (as `--time-window` takes it). */
+/**
+ * A Prometheus range duration as `--time-window` takes it: 30s, 1m, 10m, 1h, 1m30s, from 10 s to 24 h.
+ * The value is @minimesh/config's parseDuration; the text also has to be a PromQL range in whole
+ * seconds, minutes or hours (it goes into the query as it was written).
+ */
 export function parseWindow(text: string): { text: string; seconds: number } {
-  const m = /^(\d+)(s|m|h)$/.exec(text);
-  const unit = m ? { s: 1, m: 60, h: 3600 }[m[2] as 's' | 'm' | 'h'] : 0;
-  const seconds = m ? Number(m[1]) * unit : 0;
-  if (!m || seconds < 10 || seconds > 24 * 3600)
+  let ms = NaN;
+  try {
+    if (/^(\d+[smh])+$/.test(text)) ms = parseDuration('--time-window', text);
+  } catch {
+    /* refused below */
+  }
+  if (!(ms >= 10_000 && ms <= 24 * 3_600_000))
     throw new QueryError(
       `time window "${text}" is not valid: expected a duration from 10s to 24h such as 30s, 1m or 1h`,
     );
-  return { text, seconds };
+  return { text, seconds: ms / 1000 };
 }
 
 /** A PromQL string literal. */

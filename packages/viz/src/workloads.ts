@@ -62,7 +62,9 @@ export function toPodInfo(pod: PodLike): PodInfo {
     case 'Job':
       owners.job = owner.name ?? '';
       break;
+    case undefined:
     default:
+    // A bare pod, or an owner that is not a workload kind: no owner rows.
   }
   return {
     name: md.name ?? '',

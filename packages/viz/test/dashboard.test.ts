@@ -15,7 +15,7 @@ import { createDashboard } from '../src/dashboard/server.js';
 import { prometheusAt } from '../src/kube-io.js';
 import { createGrpcDialer } from '../src/tap-service/dial.js';
 import { createTapService } from '../src/tap-service/tap-service.js';
-import { chromiumMissing, launchBrowser } from './support/browser.js';
+import { chromiumMissing, launchBrowser } from '@minimesh/test-support/browser';
 import { CLIENT_ID, fakeKube, startFakePrometheus } from './support/fakes.js';
 
 const missing = chromiumMissing();
@@ -123,7 +123,7 @@ afterAll(async () => {
 
 describe.skipIf(missing !== undefined)('the dashboard in chromium', () => {
   it('shows namespaces, golden metrics with sparklines, the mTLS edge, charts and live requests', async () => {
-    const page = await browser.browser.newPage({ viewport: { width: 1400, height: 1100 } });
+    const page = await browser.newPage({ viewport: { width: 1400, height: 1100 } });
     const consoleErrors: string[] = [];
     page.on('pageerror', (e) => consoleErrors.push(e.message));
     await page.goto(`${base}/?namespace=demo`);
@@ -153,7 +153,7 @@ describe.skipIf(missing !== undefined)('the dashboard in chromium', () => {
   });
 
   it('shows the same one-line error as the CLI when Prometheus is unreachable', async () => {
-    const page = await browser.browser.newPage();
+    const page = await browser.newPage();
     await page.goto(`${downBase}/?namespace=demo`);
     await page.waitForSelector('body[data-loaded="error"]', { timeout: 15_000 });
     expect(await page.textContent('#error')).toMatch(/^prometheus at http:\/\/127\.0\.0\.1:9 is unreachable: /);

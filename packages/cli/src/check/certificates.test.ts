@@ -28,7 +28,7 @@ beforeAll(async () => {
     createMeshCerts(),
     createMeshCerts({ rootCommonName: 'root.other.cluster.local' }),
     createMeshCerts({ issuerLifetimeHours: 30 * 24 }),
-    // Made two years ago with the seed's one-year issuer: the issuer expired a year ago.
+    // Made two years ago with the Linkerd tutorial's one-year issuer: the issuer expired a year ago.
     createMeshCerts({ now: new Date(now - 730 * DAY), issuerLifetimeHours: 8760 }),
     createMeshCerts({ rootLifetimeHours: 10 * 24, issuerLifetimeHours: 5 * 24 }),
   ]);

@@ -1,7 +1,10 @@
 // The certificate checks — Linkerd users' #7 pain point (a trust anchor or issuer that expires a
-// year after install takes the whole mesh down). Pure: PEM text and a clock in, results out.
+// year after install takes the whole mesh down). The check is pure (PEM text and a clock in, results
+// out); its read of the ConfigMap and Secret is beside it, at the end of the file.
 // node:crypto's X509Certificate reads, verifies and matches keys; no signing is needed here.
 import { createPrivateKey, X509Certificate } from 'node:crypto';
+import type { KubeClient } from '@minimesh/kube';
+import { describeKubeError } from '../kube.js';
 import { fail, ok, warn, type CheckResult } from './types.js';
 
 export const CERT_CATEGORY = 'minimesh-identity';
@@ -209,4 +212,47 @@ export function checkCertificates(input: CertificateInputs): CheckResult[] {
     }
   }
   return results;
+}
+
+// --- The read (thin I/O) ---
+
+/** The trust anchors (ConfigMap minimesh-identity-trust-roots) and issuer (Secret minimesh-identity-issuer) of a control plane. */
+export async function readCertificates(
+  client: KubeClient,
+  namespace: string,
+): Promise<Omit<CertificateInputs, 'now' | 'warnWithinDays'>> {
+  let trustAnchorsPem: string | undefined;
+  let trustAnchorsMissing: string | undefined;
+  try {
+    const cm = await client.get<{ data?: Record<string, string> }>(
+      `/api/v1/namespaces/${namespace}/configmaps/minimesh-identity-trust-roots`,
+    );
+    trustAnchorsPem = cm?.data?.['ca-bundle.crt'];
+    if (cm && trustAnchorsPem === undefined)
+      trustAnchorsMissing = 'ConfigMap minimesh-identity-trust-roots has no ca-bundle.crt';
+  } catch (err) {
+    trustAnchorsMissing = `ConfigMap minimesh-identity-trust-roots: ${describeKubeError(err)}`;
+  }
+  let issuerCrtPem: string | undefined;
+  let issuerKeyPem: string | undefined;
+  let issuerMissing: string | undefined;
+  try {
+    const secret = await client.get<{ data?: Record<string, string> }>(
+      `/api/v1/namespaces/${namespace}/secrets/minimesh-identity-issuer`,
+    );
+    const crt = secret?.data?.['crt.pem'];
+    const key = secret?.data?.['key.pem'];
+    if (crt !== undefined) issuerCrtPem = Buffer.from(crt, 'base64').toString('utf8');
+    else if (secret) issuerMissing = 'Secret minimesh-identity-issuer has no crt.pem';
+    if (key !== undefined) issuerKeyPem = Buffer.from(key, 'base64').toString('utf8');
+  } catch (err) {
+    issuerMissing = `Secret minimesh-identity-issuer: ${describeKubeError(err)}`;
+  }
+  return {
+    trustAnchorsPem,
+    issuerCrtPem,
+    ...(issuerKeyPem !== undefined ? { issuerKeyPem } : {}),
+    ...(trustAnchorsMissing !== undefined ? { trustAnchorsMissing } : {}),
+    ...(issuerMissing !== undefined ? { issuerMissing } : {}),
+  };
 }

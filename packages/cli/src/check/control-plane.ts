@@ -1,8 +1,11 @@
-// Checks of the control plane's API objects (pure: fetched objects in, results out): the
-// Deployments exist and are available, the webhook configuration exists with a CA bundle, each
-// component's admin /ready answered 200.
+// Checks of the control plane's API objects: the API answers, the Deployments exist and are available,
+// the webhook configuration exists with a CA bundle, each component's admin /ready answered 200. Each
+// pure check (fetched objects in, results out) has its read beside it, at the end of the file.
 import { X509Certificate } from 'node:crypto';
 import { DEFAULT_PORTS } from '@minimesh/config';
+import type { KubeClient } from '@minimesh/kube';
+import { describeKubeError } from '../kube.js';
+import { firstLine, getPodReady, type PodList } from './api-reads.js';
 import { splitPemCertificates } from './certificates.js';
 import { fail, ok, skip, warn, type CheckResult } from './types.js';
 
@@ -66,15 +69,24 @@ export function checkNamespace(namespace: string, exists: boolean): CheckResult 
       );
 }
 
-/** One result per component: the Deployment exists, and all its wanted replicas are available. */
+/**
+ * One result per component: the Deployment exists, and all its wanted replicas are available.
+ * `unreadable`: Deployments the API would not return, with why.
+ */
 export function checkDeployments(
   namespace: string,
   deployments: Map<string, DeploymentLike | undefined>,
+  unreadable: ReadonlyMap<string, string> = new Map(),
 ): CheckResult[] {
   const results: CheckResult[] = [];
   for (const c of COMPONENTS) {
     const d = deployments.get(c.deployment);
     const desc = `${c.component}: Deployment ${c.deployment} exists and is available`;
+    const why = unreadable.get(c.deployment);
+    if (why !== undefined) {
+      results.push(fail(CP_CATEGORY, desc, `cannot read it: ${why}`));
+      continue;
+    }
     if (!d) {
       results.push(fail(CP_CATEGORY, desc, `Deployment ${namespace}/${c.deployment} not found`));
       continue;
@@ -179,4 +191,109 @@ export function checkReadiness(probes: readonly ReadyProbe[]): CheckResult[] {
       ? skip(READY_CATEGORY, desc, p.detail)
       : warn(READY_CATEGORY, desc, `not reachable: ${p.detail}`);
   });
+}
+
+// --- The reads (thin I/O: the API through the client, never throwing past a check) ---
+
+/** GET /version: what checkApi needs. */
+export async function readApi(
+  client: KubeClient,
+  server: string,
+): Promise<{ server: string; version?: string; error?: string }> {
+  try {
+    const v = await client.requestOk<{ gitVersion?: string }>('GET', '/version', undefined, { timeoutMs: 10_000 });
+    return { server, ...(v.gitVersion !== undefined ? { version: v.gitVersion } : {}) };
+  } catch (err) {
+    const detail = describeKubeError(err);
+    return { server, error: detail.startsWith('no response within') ? 'GET /version: no answer within 10 s' : detail };
+  }
+}
+
+/** The namespace check, and whether the namespace exists (the other checks need it). */
+export async function namespaceCheck(
+  client: KubeClient,
+  namespace: string,
+): Promise<{ result: CheckResult; exists: boolean }> {
+  try {
+    const exists = (await client.get(`/api/v1/namespaces/${namespace}`)) !== undefined;
+    return { result: checkNamespace(namespace, exists), exists };
+  } catch (err) {
+    return {
+      result: fail(CP_CATEGORY, `control-plane namespace ${namespace} exists`, describeKubeError(err)),
+      exists: false,
+    };
+  }
+}
+
+export async function deploymentChecks(client: KubeClient, namespace: string): Promise<CheckResult[]> {
+  const deployments = new Map<string, DeploymentLike | undefined>();
+  const unreadable = new Map<string, string>();
+  for (const c of COMPONENTS) {
+    try {
+      deployments.set(
+        c.deployment,
+        await client.get<DeploymentLike>(`/apis/apps/v1/namespaces/${namespace}/deployments/${c.deployment}`),
+      );
+    } catch (err) {
+      unreadable.set(c.deployment, describeKubeError(err));
+    }
+  }
+  return checkDeployments(namespace, deployments, unreadable);
+}
+
+export async function webhookChecks(client: KubeClient, namespace: string, now?: Date): Promise<CheckResult[]> {
+  try {
+    const cfg = await client.get<WebhookConfigLike>(
+      `/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/${WEBHOOK_CONFIG_PREFIX}${namespace}`,
+    );
+    return checkWebhook(namespace, cfg ? [cfg] : [], now);
+  } catch (err) {
+    return [fail(WEBHOOK_CATEGORY, 'webhook configuration is readable', describeKubeError(err))];
+  }
+}
+
+/** Every component's pods' admin /ready, all at once: the slowest probe bounds the wait, not their sum. */
+export async function probeReadiness(client: KubeClient, namespace: string, timeoutMs: number): Promise<ReadyProbe[]> {
+  const perComponent = await Promise.all(
+    COMPONENTS.map(async (c): Promise<ReadyProbe[]> => {
+      const probes: ReadyProbe[] = [];
+      let pods;
+      try {
+        const selector = encodeURIComponent(`minimesh.io/control-plane-component=${c.component}`);
+        pods = await client.requestOk<PodList>('GET', `/api/v1/namespaces/${namespace}/pods?labelSelector=${selector}`);
+      } catch (err) {
+        return [
+          { component: c.component, status: 'unreachable', detail: `cannot list pods: ${describeKubeError(err)}` },
+        ];
+      }
+      const running = pods.items.filter(
+        (p) => p.status?.phase === 'Running' && p.metadata?.deletionTimestamp === undefined,
+      );
+      if (running.length === 0) return [{ component: c.component, status: 'unreachable', detail: 'no running pod' }];
+      await Promise.all(
+        running.map(async (pod) => {
+          const name = pod.metadata?.name ?? '?';
+          const r = await getPodReady(client, namespace, name, c.adminPort, timeoutMs);
+          if (r.status === 200) probes.push({ component: c.component, pod: name, status: 'ready' });
+          // A Status object is the API server's own error (it could not reach the pod), not the component's answer.
+          else if (r.status !== undefined && r.status >= 500 && !r.body.includes('"kind":"Status"'))
+            probes.push({
+              component: c.component,
+              pod: name,
+              status: 'not-ready',
+              detail: `/ready on port ${c.adminPort} answered HTTP ${r.status}${r.body ? `: ${firstLine(r.body)}` : ''}`,
+            });
+          else
+            probes.push({
+              component: c.component,
+              pod: name,
+              status: 'unreachable',
+              detail: r.error ?? `HTTP ${r.status}: ${firstLine(r.body)}`,
+            });
+        }),
+      );
+      return probes.sort((a, b) => (a.pod ?? '').localeCompare(b.pod ?? ''));
+    }),
+  );
+  return perComponent.flat();
 }

@@ -1,9 +1,12 @@
-// `minimesh check`, the policy part (pure: fetched objects in, results out): the policy.minimesh.io
-// CRDs are installed and established; the policy controller runs in every destination pod and is
-// ready; and the policy resources in the cluster are usable — malformed ones, AuthorizationPolicies
-// whose target does not exist, Servers that select no pod, and ports two Servers claim are reported,
-// each as Linkerd's controller would treat it.
+// `minimesh check`, the policy part: the policy.minimesh.io CRDs are installed and established; the
+// policy controller runs in every destination pod and is ready; and the policy resources in the
+// cluster are usable — malformed ones, AuthorizationPolicies whose target does not exist, Servers that
+// select no pod, and ports two Servers claim are reported, each as Linkerd's controller would treat it.
+// The check is pure (fetched objects in, results out); its read is beside it, at the end of the file.
+import type { KubeClient } from '@minimesh/kube';
 import {
+  POLICY_GROUP,
+  POLICY_PORTS,
   PolicyIndex,
   policyCrds,
   serverPorts,
@@ -12,6 +15,9 @@ import {
   type ClusterInfo,
   type IndexedKind,
 } from '@minimesh/policy';
+import { describeKubeError } from '../kube.js';
+import { clusterInfoFromArgs, loadPolicyState } from '../policy-cluster.js';
+import { firstLine, getPodReady, type PodList } from './api-reads.js';
 import { fail, ok, warn, type CheckResult } from './types.js';
 
 export const POLICY_CATEGORY = 'minimesh-policy';
@@ -141,4 +147,65 @@ function countPolicies(index: PolicyIndex): number {
   return (
     ['Server', 'AuthorizationPolicy', 'MeshTLSAuthentication', 'NetworkAuthentication', 'HTTPRoute'] as const
   ).reduce((n, k) => n + index.store.count(k), 0);
+}
+
+// --- The read (thin I/O) ---
+
+/** The policy controller's part: its CRDs, its container in each destination pod, and (withResources) the policy resources. */
+export async function policyChecks(
+  client: KubeClient,
+  namespace: string,
+  timeoutMs: number,
+  withResources: boolean,
+): Promise<CheckResult[]> {
+  let crds: CrdLike[];
+  let pods: PodList['items'];
+  try {
+    const list = await client.requestOk<{ items?: CrdLike[] }>(
+      'GET',
+      '/apis/apiextensions.k8s.io/v1/customresourcedefinitions',
+    );
+    crds = (list.items ?? []).filter((c) => c.metadata?.name?.endsWith(`.${POLICY_GROUP}`));
+    const selector = encodeURIComponent('minimesh.io/control-plane-component=destination');
+    pods = (
+      await client.requestOk<PodList>('GET', `/api/v1/namespaces/${namespace}/pods?labelSelector=${selector}`)
+    ).items.filter((p) => p.metadata?.deletionTimestamp === undefined);
+  } catch (err) {
+    return [fail(POLICY_CATEGORY, 'policy CRDs and controller are readable', describeKubeError(err))];
+  }
+  const ready = new Map<string, { ok: boolean; detail?: string }>();
+  await Promise.all(
+    pods.map(async (p) => {
+      const name = p.metadata?.name ?? '?';
+      const r = await getPodReady(client, namespace, name, POLICY_PORTS.admin, timeoutMs);
+      ready.set(
+        name,
+        r.status === 200
+          ? { ok: true }
+          : {
+              ok: false,
+              detail: r.error ?? `/ready on port ${POLICY_PORTS.admin} answered HTTP ${r.status}: ${firstLine(r.body)}`,
+            },
+      );
+    }),
+  );
+  // The resources themselves (malformed, dangling, conflicting) only with --policy-resources: as with
+  // `linkerd check`, a plain check is about the installation, not about what users have applied.
+  if (!withResources)
+    return checkPolicy({
+      crds,
+      destinationPods: pods as PodLike[],
+      ready,
+      cluster: clusterInfoFromArgs([], namespace),
+    });
+  const state = await loadPolicyState(client, { controlPlaneNamespace: namespace });
+  const results = checkPolicy({
+    crds,
+    destinationPods: pods as PodLike[],
+    ready,
+    objects: state.objects,
+    cluster: state.cluster,
+  });
+  for (const n of state.notes) results.push(warn(POLICY_CATEGORY, 'policy resources are readable', n));
+  return results;
 }

@@ -1,5 +1,10 @@
 // `minimesh check --pre`: is the cluster ready for an install (Linkerd's pre-checks, the ones that apply
-// here)? Pure: what the command fetched in, results out.
+// here)? The checks are pure (what was fetched in, results out); their read is beside them, at the end
+// of the file.
+import { LABELS } from '@minimesh/config';
+import type { KubeClient } from '@minimesh/kube';
+import { describeKubeError } from '../kube.js';
+import { checkApi, readApi, WEBHOOK_CONFIG_PREFIX } from './control-plane.js';
 import { fail, ok, warn, type CheckResult } from './types.js';
 
 export const PRE_CATEGORY = 'pre-kubernetes-setup';
@@ -166,4 +171,107 @@ export function checkPreInstall(input: PreCheckInput): CheckResult[] {
         ),
   );
   return results;
+}
+
+// --- The read (thin I/O) ---
+
+/** `--pre`: the API, its version, access to what the chart creates, no control plane yet, NET_ADMIN allowed. */
+export async function preChecks(client: KubeClient, server: string, ns: string): Promise<CheckResult[]> {
+  const api = await readApi(client, server);
+  if (api.error !== undefined) return checkApi(api);
+  const gitVersion = api.version ?? '';
+  const results = checkApi({ server, version: gitVersion });
+  try {
+    const nsObj = await client.get<{ metadata?: { labels?: Record<string, string> } }>(`/api/v1/namespaces/${ns}`);
+    const selector = encodeURIComponent(LABELS.controlPlaneComponent);
+    const all = await client.requestOk<{
+      items: Array<{ metadata?: { name?: string; namespace?: string } }>;
+    }>('GET', `/apis/apps/v1/deployments?labelSelector=${selector}`);
+    const here = all.items.filter((d) => d.metadata?.namespace === ns).map((d) => d.metadata?.name ?? '?');
+    const others = [...new Set(all.items.map((d) => d.metadata?.namespace ?? '?').filter((n) => n !== ns))].sort();
+    const webhook = await client.get(
+      `/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/${WEBHOOK_CONFIG_PREFIX}${ns}`,
+    );
+    const access = await Promise.all(
+      INSTALL_ACCESS.map(async (a): Promise<AccessAnswer> => {
+        try {
+          const review = await client.requestOk<{ status?: { allowed?: boolean; reason?: string } }>(
+            'POST',
+            '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews',
+            {
+              apiVersion: 'authorization.k8s.io/v1',
+              kind: 'SelfSubjectAccessReview',
+              spec: {
+                resourceAttributes: {
+                  verb: 'create',
+                  group: a.group,
+                  resource: a.resource,
+                  ...(a.namespaced ? { namespace: ns } : {}),
+                },
+              },
+            },
+          );
+          return {
+            kind: a.kind,
+            allowed: review.status?.allowed === true,
+            ...(review.status?.reason ? { reason: review.status.reason } : {}),
+          };
+        } catch (err) {
+          return { kind: a.kind, error: describeKubeError(err) };
+        }
+      }),
+    );
+    // The real admission chain decides (Pod Security Admission, any policy webhook): a server-side dry
+    // run of a pod with proxy-init's security context, in the namespace (or default while it does not exist).
+    const target = nsObj ? ns : 'default';
+    const psaEnforce = nsObj
+      ? nsObj.metadata?.labels?.['pod-security.kubernetes.io/enforce']
+      : (await client.get<{ metadata?: { labels?: Record<string, string> } }>('/api/v1/namespaces/default'))?.metadata
+          ?.labels?.['pod-security.kubernetes.io/enforce'];
+    const dry = await client.request('POST', `/api/v1/namespaces/${target}/pods?dryRun=All`, netAdminPod());
+    const body = dry.body as { message?: string } | undefined;
+    results.push(
+      ...checkPreInstall({
+        namespace: ns,
+        kubernetesVersion: gitVersion,
+        namespaceExists: nsObj !== undefined,
+        existingControlPlane: here,
+        ...(webhook ? { existingWebhook: `${WEBHOOK_CONFIG_PREFIX}${ns}` } : {}),
+        otherControlPlanes: others,
+        access,
+        netAdmin: {
+          namespace: target,
+          allowed: dry.status >= 200 && dry.status < 300,
+          ...(body?.message ? { message: body.message } : { message: `HTTP ${dry.status}` }),
+          ...(psaEnforce ? { psaEnforce } : {}),
+        },
+      }),
+    );
+  } catch (err) {
+    results.push(fail(PRE_CATEGORY, 'the cluster is readable', describeKubeError(err)));
+  }
+  return results;
+}
+
+/** What proxy-init asks of a namespace: a root init container with NET_ADMIN and NET_RAW. Never created (dry run). */
+function netAdminPod(): unknown {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { generateName: 'minimesh-pre-check-', labels: { 'app.kubernetes.io/name': 'minimesh-pre-check' } },
+    spec: {
+      initContainers: [
+        {
+          name: 'minimesh-init',
+          image: 'ghcr.io/minimesh/proxy-init',
+          securityContext: {
+            capabilities: { add: ['NET_ADMIN', 'NET_RAW'], drop: ['ALL'] },
+            runAsUser: 0,
+            runAsNonRoot: false,
+          },
+        },
+      ],
+      containers: [{ name: 'app', image: 'ghcr.io/minimesh/proxy' }],
+    },
+  };
 }

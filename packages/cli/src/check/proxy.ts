@@ -1,10 +1,14 @@
-// `minimesh check --proxy`: every meshed pod's proxy (Linkerd's data-plane checks). Pure: the pods, what
-// each proxy's admin /metrics said (read through the API server's pod proxy, as `diagnostics
-// proxy-metrics` does) and the control plane's certificates and version in; one result per check, naming
-// the pods that fail it.
+// `minimesh check --proxy`: every meshed pod's proxy (Linkerd's data-plane checks). The check is pure:
+// the pods, what each proxy's admin /metrics said (read through the API server's pod proxy, as
+// `diagnostics proxy-metrics` does) and the control plane's certificates and version in; one result per
+// check, naming the pods that fail it. Its read is beside it, at the end of the file.
 import type { X509Certificate } from 'node:crypto';
-import { ANNOTATIONS, CONTAINER_NAMES, PROXY_ENV } from '@minimesh/config';
-import { cn, parseAll } from './certificates.js';
+import { ANNOTATIONS, CONTAINER_NAMES, DEFAULT_PORTS, LABELS, PROXY_ENV } from '@minimesh/config';
+import type { KubeClient } from '@minimesh/kube';
+import { serverVersions } from '../commands/version.js';
+import { describeKubeError } from '../kube.js';
+import { firstLine, getViaApiServer } from './api-reads.js';
+import { cn, parseAll, readCertificates } from './certificates.js';
 import { fail, ok, skip, warn, type CheckResult } from './types.js';
 
 export const DATA_PLANE_CATEGORY = 'minimesh-data-plane';
@@ -232,4 +236,68 @@ export function checkProxies(input: ProxyCheckInput): CheckResult[] {
     );
   }
   return results;
+}
+
+// --- The read (thin I/O) ---
+
+/**
+ * `--proxy`: every meshed pod of the control plane in `controlPlaneNamespace` (in one namespace or all),
+ * its proxy's metrics, the certificates and versions. The control plane's own pods are meshed too;
+ * they are checked with the rest.
+ */
+export async function proxyChecks(
+  client: KubeClient,
+  opts: { controlPlaneNamespace: string; dataPlaneNamespace?: string; readyTimeoutMs: number; now?: Date },
+): Promise<CheckResult[]> {
+  const cp = opts.controlPlaneNamespace;
+  const dp = opts.dataPlaneNamespace;
+  const selector = encodeURIComponent(`${LABELS.controlPlaneNs}=${cp}`);
+  let pods: MeshedPodLike[];
+  try {
+    pods = (
+      await client.requestOk<{ items: MeshedPodLike[] }>(
+        'GET',
+        `/api/v1${dp ? `/namespaces/${dp}` : ''}/pods?labelSelector=${selector}`,
+      )
+    ).items;
+  } catch (err) {
+    return [fail(DATA_PLANE_CATEGORY, 'data-plane pods are readable', describeKubeError(err))];
+  }
+  const metrics = new Map<string, { text?: string; error?: string }>();
+  await Promise.all(
+    pods
+      .filter((p) => p.metadata?.deletionTimestamp === undefined && p.status?.phase === 'Running')
+      .map(async (p) => {
+        const r = await getViaApiServer(
+          client,
+          `/api/v1/namespaces/${p.metadata?.namespace}/pods/${p.metadata?.name}:${DEFAULT_PORTS.admin}/proxy/metrics`,
+          opts.readyTimeoutMs,
+          1 << 20,
+        );
+        metrics.set(
+          podKey(p),
+          r.status === 200
+            ? { text: r.body }
+            : { error: r.error ?? `/metrics answered HTTP ${r.status}: ${firstLine(r.body)}` },
+        );
+      }),
+  );
+  const { trustAnchorsPem, issuerCrtPem } = await readCertificates(client, cp);
+  const deployments = await client
+    .requestOk<{ items: Array<{ metadata?: { name?: string; labels?: Record<string, string> } }> }>(
+      'GET',
+      `/apis/apps/v1/namespaces/${cp}/deployments?labelSelector=${selector}`,
+    )
+    .catch(() => ({ items: [] }));
+  return checkProxies({
+    namespace: dp,
+    pods,
+    metrics,
+    controlPlaneVersions: serverVersions(deployments)
+      .map((v) => v.version)
+      .filter((v) => v !== 'unknown'),
+    trustAnchorsPem,
+    issuerCrtPem,
+    ...(opts.now ? { now: opts.now } : {}),
+  });
 }

@@ -1,5 +1,5 @@
 // minimesh certs create [--dir DIR]: the trust anchor (ca.crt/ca.key) and the issuer
-// (issuer.crt/issuer.key) the chart takes with --set-file, equivalent to the seed's `step` commands.
+// (issuer.crt/issuer.key) the chart takes with --set-file, equivalent to the Linkerd tutorial's `step` commands.
 // With --ca/--ca-key: only a new issuer, signed by that existing trust anchor (issuer rotation,
 // docs/certificates.md). An issuer may not outlive its root: refused, exit 2.
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';

@@ -5,7 +5,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { createMeshCerts, type MeshCerts } from '../certs.js';
 import { CERT_EXPIRY_METRIC } from '../check/proxy.js';
 import type { CheckResult } from '../check/types.js';
-import { collectChecks, parseDuration, retryChecks } from './check.js';
+import { collectChecks, retryChecks } from './check.js';
 
 const OPTS = { namespace: 'minimesh', warnDays: 60, readyTimeoutMs: 1000 };
 const line = (r: CheckResult): string => `${r.status} ${r.description}`;
@@ -251,17 +251,4 @@ describe('check --wait', () => {
     await retryChecks(async () => (runs++, failing(true)), { waitMs: 0, pause: async () => undefined });
     expect(runs).toBe(2);
   });
-
-  it.each([
-    ['5m', 300_000],
-    ['30s', 30_000],
-    ['1m30s', 90_000],
-    ['1h', 3_600_000],
-    ['250ms', 250],
-    ['0', 0],
-    ['5', undefined],
-    ['m5', undefined],
-    ['', undefined],
-    ['5m ', undefined],
-  ])('duration %j is %s ms', (text, ms) => expect(parseDuration(text)).toBe(ms));
 });

@@ -8,6 +8,7 @@ import jsonpatch from 'fast-json-patch';
 import { ANNOTATIONS, ConfigError, type MeshConfig } from '@minimesh/config';
 import {
   OVERRIDE_NAMES,
+  OVERRIDES,
   createPatch,
   loadMeshConfig,
   parseOverride,
@@ -38,24 +39,6 @@ const info = {
     'minimesh inject [--manual --trust-anchors ca.crt] [flags] [FILE|-]   (reads stdin when FILE is "-" or absent; writes stdout)',
 };
 
-const OVERRIDE_HELP: Record<OverrideName, string> = {
-  'proxy-image': 'proxy image name, without tag',
-  'proxy-version': 'proxy image tag',
-  'skip-inbound-ports': 'inbound ports the proxy never sees, e.g. 8081,9000-9010',
-  'skip-outbound-ports': 'outbound ports the proxy never sees, e.g. 25,3306',
-  'skip-subnets': 'CIDRs whose inbound connections bypass the proxy (matched on the source address), e.g. 10.96.0.0/12',
-  'proxy-uid': 'user id of the proxy (proxy-init skips its traffic)',
-  'proxy-log-level': 'trace, debug, info, warn, error',
-  'opaque-ports': 'ports never protocol-detected (numbers, ranges or container port names)',
-  'proxy-cpu-request': 'e.g. 100m',
-  'proxy-cpu-limit': 'e.g. 1',
-  'proxy-memory-request': 'e.g. 20Mi',
-  'proxy-memory-limit': 'e.g. 250Mi',
-  'proxy-enable-native-sidecar': 'true (init container with restartPolicy Always) or false (classic sidecar)',
-  'default-inbound-policy':
-    'what the pod admits when no Server selects a port: all-unauthenticated, all-authenticated, cluster-unauthenticated, cluster-authenticated, deny, audit',
-};
-
 export const injectFlags = {
   manual: {
     type: 'boolean',
@@ -71,7 +54,7 @@ export const injectFlags = {
     description: 'PEM file of the trust anchors, e.g. ca.crt from `minimesh certs create` (with --manual)',
   },
   ...Object.fromEntries(
-    OVERRIDE_NAMES.map((n) => [n, { type: 'string', description: `${OVERRIDE_HELP[n]} (config.minimesh.io/${n})` }]),
+    OVERRIDE_NAMES.map((n) => [n, { type: 'string', description: `${OVERRIDES[n].help} (config.minimesh.io/${n})` }]),
   ),
 } as FlagSpecs;
 

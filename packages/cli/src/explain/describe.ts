@@ -73,16 +73,10 @@ function stepLine(step: WalkStep, walk: Walk, facts: PodFacts): string {
     return `${capital(why.replace(/^uid (\d+) is not uid (\d+)$/, (_m, a: string, b: string) => (facts.proxyUid !== undefined && Number(b) === facts.proxyUid ? `uid ${a} is not the proxy's uid ${b}` : `uid ${a} is not uid ${b}`)))}: ${name} does not match.`;
   }
   const why = step.reasons.join(', ');
-  switch (true) {
-    case step.action.startsWith('jumps to'):
-      return `${name} ${step.action} (${why}).`;
-    case step.action === 'returns': {
-      const back = walk.hook;
-      return `${capital(why)}: ${name} matches and returns — the connection leaves the proxy-init chains and continues in ${back} without being redirected.`;
-    }
-    default:
-      return `${capital(why)}: ${name} matches and ${step.action}.`;
-  }
+  if (step.action.startsWith('jumps to')) return `${name} ${step.action} (${why}).`;
+  if (step.action === 'returns')
+    return `${capital(why)}: ${name} matches and returns — the connection leaves the proxy-init chains and continues in ${walk.hook} without being redirected.`;
+  return `${capital(why)}: ${name} matches and ${step.action}.`;
 }
 
 function capital(s: string): string {

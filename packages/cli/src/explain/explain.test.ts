@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { discover } from './discover.js';
 import { explainConnection, parseHostPort } from './explain.js';
 import type { PodLike } from './pod-facts.js';
-import { SEED_NAT } from './testdata/nat-fixtures.js';
+import { LINKERD_ARGS_NAT } from './testdata/nat-fixtures.js';
 
 const ID = 'web.shop.serviceaccount.identity.minimesh.cluster.local';
 const POD: PodLike = {
@@ -36,7 +36,7 @@ const POD: PodLike = {
 describe('explainConnection', () => {
   it('outbound to a service, with destination saying two meshed endpoints: the brief example', () => {
     const e = explainConnection({
-      natText: SEED_NAT,
+      natText: LINKERD_ARGS_NAT,
       pod: POD,
       to: { host: 'web.shop.svc.cluster.local', port: 80, ip: '10.247.0.10' },
       discovery: {
@@ -84,7 +84,7 @@ describe('explainConnection', () => {
     ],
   ])('%s', (_n, discovery, pattern) => {
     const e = explainConnection({
-      natText: SEED_NAT,
+      natText: LINKERD_ARGS_NAT,
       pod: POD,
       to: { host: 'web.shop.svc.cluster.local', port: 80 },
       discovery,
@@ -93,12 +93,12 @@ describe('explainConnection', () => {
   });
 
   it('an opaque port skips protocol detection', () => {
-    const e = explainConnection({ natText: SEED_NAT, pod: POD, to: { host: '10.23.0.20', port: 3306 } });
+    const e = explainConnection({ natText: LINKERD_ARGS_NAT, pod: POD, to: { host: '10.23.0.20', port: 3306 } });
     expect(e.lines.join('\n')).toContain('port 3306 is opaque, so there is no protocol detection');
   });
 
   it('inbound to the app port names the pod identity and the forward to 127.0.0.1', () => {
-    const e = explainConnection({ natText: SEED_NAT, pod: POD, port: 8080 });
+    const e = explainConnection({ natText: LINKERD_ARGS_NAT, pod: POD, port: 8080 });
     expect(e.outcome).toBe('redirected-to-proxy-inbound');
     expect(e.summary).toBe("redirected to the proxy's inbound listener on port 4143");
     const text = e.lines.join('\n');
@@ -107,7 +107,7 @@ describe('explainConnection', () => {
   });
 
   it('without --port, the first container port is used, and said so', () => {
-    const e = explainConnection({ natText: SEED_NAT, pod: POD });
+    const e = explainConnection({ natText: LINKERD_ARGS_NAT, pod: POD });
     expect(e.packet.dport).toBe(8080);
     expect(e.notes.join('\n')).toContain('no --port given: using the first container port, 8080 (app)');
   });
@@ -120,7 +120,7 @@ describe('explainConnection', () => {
         initContainerStatuses: [{ name: 'minimesh-proxy', ready: false, restartCount: 3, state: { running: {} } }],
       },
     };
-    const e = explainConnection({ natText: SEED_NAT, pod: notReady, port: 8080 });
+    const e = explainConnection({ natText: LINKERD_ARGS_NAT, pod: notReady, port: 8080 });
     expect(e.lines[e.lines.length - 1]).toBe(
       '6. But the proxy is not ready (container minimesh-proxy running, 3 restarts): it listens, but until identity gives it a certificate it can neither originate nor terminate mTLS: connections to meshed endpoints fail with MINIMESH_PROXY_NOT_READY (HTTP 503), plaintext still passes. See: kubectl logs -n shop client-1 -c minimesh-proxy',
     );
@@ -133,7 +133,7 @@ describe('explainConnection', () => {
         ],
       },
     };
-    expect(explainConnection({ natText: SEED_NAT, pod: crashing, port: 8080 }).lines.join('\n')).toContain(
+    expect(explainConnection({ natText: LINKERD_ARGS_NAT, pod: crashing, port: 8080 }).lines.join('\n')).toContain(
       '(container minimesh-proxy waiting (CrashLoopBackOff)): nothing listens on its ports now, so this connection is refused',
     );
     const ready: PodLike = {
@@ -143,28 +143,33 @@ describe('explainConnection', () => {
         initContainerStatuses: [{ name: 'minimesh-proxy', ready: true, state: { running: {} } }],
       },
     };
-    expect(explainConnection({ natText: SEED_NAT, pod: ready, port: 8080 }).lines).toHaveLength(5);
+    expect(explainConnection({ natText: LINKERD_ARGS_NAT, pod: ready, port: 8080 }).lines).toHaveLength(5);
     // Not redirected: the proxy's state does not matter.
-    expect(explainConnection({ natText: SEED_NAT, pod: notReady, port: 4191 }).lines.join('\n')).not.toContain(
+    expect(explainConnection({ natText: LINKERD_ARGS_NAT, pod: notReady, port: 4191 }).lines.join('\n')).not.toContain(
       'not ready',
     );
   });
 
   it('an inbound port no container declares is pointed out', () => {
-    expect(explainConnection({ natText: SEED_NAT, pod: POD, port: 9000 }).notes.join('\n')).toContain(
+    expect(explainConnection({ natText: LINKERD_ARGS_NAT, pod: POD, port: 9000 }).notes.join('\n')).toContain(
       'no container declares port 9000 (declared: 8080)',
     );
-    expect(explainConnection({ natText: SEED_NAT, pod: POD, port: 8080 }).notes).toEqual([]);
+    expect(explainConnection({ natText: LINKERD_ARGS_NAT, pod: POD, port: 8080 }).notes).toEqual([]);
   });
 
   it('inbound to 4191 reaches the admin server directly', () => {
-    const e = explainConnection({ natText: SEED_NAT, pod: POD, port: 4191 });
+    const e = explainConnection({ natText: LINKERD_ARGS_NAT, pod: POD, port: 4191 });
     expect(e.outcome).toBe('not-redirected');
     expect(e.lines[e.lines.length - 1]).toMatch(/admin server/);
   });
 
   it('outbound as the proxy is not redirected, and says why that matters', () => {
-    const e = explainConnection({ natText: SEED_NAT, pod: POD, to: { host: '10.23.0.8', port: 8080 }, uid: 2102 });
+    const e = explainConnection({
+      natText: LINKERD_ARGS_NAT,
+      pod: POD,
+      to: { host: '10.23.0.8', port: 8080 },
+      uid: 2102,
+    });
     expect(e.outcome).toBe('not-redirected');
     expect(e.lines[0]).toContain('from the proxy (uid 2102)');
     expect(e.lines.join('\n')).toContain('without looping back into itself');
@@ -172,7 +177,7 @@ describe('explainConnection', () => {
 
   it('to the pod itself or localhost goes over lo', () => {
     for (const host of ['127.0.0.1', 'localhost', '10.23.0.7']) {
-      const e = explainConnection({ natText: SEED_NAT, pod: POD, to: { host, port: 8080 } });
+      const e = explainConnection({ natText: LINKERD_ARGS_NAT, pod: POD, to: { host, port: 8080 } });
       expect(e.packet.outInterface).toBe('lo');
       expect(e.outcome).toBe('not-redirected');
     }

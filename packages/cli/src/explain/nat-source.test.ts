@@ -54,7 +54,7 @@ describe('execNatSource', () => {
     await execNatSource(exec, 'test').read('shop', 'web', 6);
     expect(calls).toEqual(['shop/web: ip6tables-legacy-save -t nat']);
   });
-  it("prints the seed's kubectl debug way in", () => {
+  it("prints the Linkerd tutorial's kubectl debug way in", () => {
     expect(kubectlDebugHint('shop', 'web-1', 'minimesh-proxy')).toMatch(
       /^kubectl debug -n shop web-1 -i --quiet --image=ubuntu:22\.04 --target=minimesh-proxy --profile=netadmin -- .*iptables-legacy-save -t nat' > web-1\.nat$/,
     );

@@ -32,7 +32,7 @@ export function fileNatSource(path: string): NatSource {
   };
 }
 
-/** The save binaries to try, in order; proxy-init's default mode is legacy, as in the seed. */
+/** The save binaries to try, in order; proxy-init's default mode is legacy, as in the Linkerd tutorial. */
 export const SAVE_BINARIES = ['iptables-legacy-save', 'iptables-nft-save', 'iptables-save'] as const;
 
 export function saveBinaries(family: 4 | 6): string[] {
@@ -250,7 +250,7 @@ function debugError(namespace: string, pod: string, err: unknown): NatSourceErro
   return new NatSourceError(`cannot add a debug container to ${namespace}/${pod}: ${msg}`, { cause: err });
 }
 
-/** The seed's way in: a netadmin debug container sharing the pod's network namespace. */
+/** The Linkerd tutorial's way in: a netadmin debug container sharing the pod's network namespace. */
 export function kubectlDebugHint(namespace: string, pod: string, container: string | undefined): string {
   const target = container ? ` --target=${container}` : '';
   return (

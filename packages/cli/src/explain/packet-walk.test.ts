@@ -1,20 +1,8 @@
+import { LINKERD_PROXY_INIT_ARGS } from '@minimesh/test-support/linkerd';
 import { describe, expect, it } from 'vitest';
 import { parseNatTable } from '@minimesh/proxy-init';
 import { walkPacket, type Packet } from './packet-walk.js';
-import { LIVE_SAVE, SEED_NAT, simulateProxyInit } from './testdata/nat-fixtures.js';
-
-const SEED_ARGS = [
-  '--incoming-proxy-port',
-  '4143',
-  '--outgoing-proxy-port',
-  '4140',
-  '--proxy-uid',
-  '2102',
-  '--inbound-ports-to-ignore',
-  '4190,4191,4567,4568',
-  '--outbound-ports-to-ignore',
-  '443,6443',
-];
+import { LIVE_SAVE, LINKERD_ARGS_NAT, simulateProxyInit } from './testdata/nat-fixtures.js';
 
 const POD_IP = '10.23.0.7';
 const inbound = (dport: number, source?: string): Packet => ({
@@ -107,8 +95,8 @@ function matched(walk: ReturnType<typeof walkPacket>): string[] {
 }
 
 describe.each([
-  ["proxy-init's golden payload", () => SEED_NAT],
-  ['minimesh-proxy-init --simulate output', () => simulateProxyInit(SEED_ARGS)],
+  ["proxy-init's golden payload", () => LINKERD_ARGS_NAT],
+  ['minimesh-proxy-init --simulate output', () => simulateProxyInit([...LINKERD_PROXY_INIT_ARGS])],
 ])('packet walk over %s', (_source, text) => {
   const table = parseNatTable(text());
   it.each(CASES)('%s', (_name, packet, kind, port, comments) => {
@@ -121,9 +109,9 @@ describe.each([
 });
 
 describe('packet walk details', () => {
-  const seed = parseNatTable(SEED_NAT);
+  const table = parseNatTable(LINKERD_ARGS_NAT);
   it('checks every outbound rule in order before the redirect, each with its reason', () => {
-    const walk = walkPacket(seed, outbound(8080));
+    const walk = walkPacket(table, outbound(8080));
     expect(walk.steps.map((s) => [s.chain, s.index, s.result])).toEqual([
       ['OUTPUT', 1, 'yes'],
       ['PROXY_INIT_OUTPUT', 1, 'no'],

@@ -1,6 +1,6 @@
 // The gRPC Destination service: Get and GetProfile handlers. The only module that knows gRPC status codes.
 import { status, type ServerWritableStream, type StatusObject } from '@grpc/grpc-js';
-import { destination } from '@minimesh/proto';
+import { destination, onStreamEnd } from '@minimesh/proto';
 import type { Logger } from '@minimesh/runtime';
 import { DestinationError, shorten } from '../errors.js';
 import type { EndpointIndex, EndpointListener } from '../index/endpoint-index.js';
@@ -55,7 +55,7 @@ export function toGrpcStatus(err: unknown): Partial<StatusObject> {
       case 'MINIMESH_DESTINATION_QUEUE_OVERFLOW':
       case 'MINIMESH_DESTINATION_TOO_MANY_STREAMS':
         return { code: status.RESOURCE_EXHAUSTED, details: err.message };
-      default:
+      case 'MINIMESH_DESTINATION_LISTEN':
         return { code: status.UNAVAILABLE, details: err.message };
     }
   }
@@ -64,20 +64,6 @@ export function toGrpcStatus(err: unknown): Partial<StatusObject> {
 
 function fail(call: ServerWritableStream<unknown, unknown>, err: unknown): void {
   call.emit('error', toGrpcStatus(err));
-}
-
-/** Runs `fn` once, when the call is cancelled, closes or fails. */
-function onStreamEnd(call: ServerWritableStream<unknown, unknown>, fn: () => void): () => void {
-  let done = false;
-  const once = () => {
-    if (done) return;
-    done = true;
-    fn();
-  };
-  call.on('cancelled', once);
-  call.on('close', once);
-  call.on('error', once);
-  return once;
 }
 
 export const DEFAULT_MAX_STREAMS_PER_CLIENT = 1000;

@@ -30,7 +30,7 @@ afterAll(async () => {
 const files = { certFile: '/issuer/crt.pem', keyFile: '/issuer/key.pem' };
 
 describe('parseIssuer', () => {
-  it('accepts the seed-style intermediate (SEC1 key) and reads what signing needs', async () => {
+  it('accepts an intermediate made as the Linkerd tutorial makes it (SEC1 key) and reads what signing needs', async () => {
     const got = parseIssuer({ certPem: issuer.certPem, keyPem: await privateKeyPem(issuer.keys), anchors, ...files });
     expect(got.keyAlgorithm).toBe('ECDSA P-256');
     expect(got.signatureHash).toBe('sha256');

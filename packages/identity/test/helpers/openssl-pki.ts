@@ -1,4 +1,4 @@
-// The seed's certificates, made with the openssl CLI at test time (what `step certificate create
+// The Linkerd tutorial's certificates, made with the openssl CLI at test time (what `step certificate create
 // --profile root-ca` and `--profile intermediate-ca` produce: ECDSA P-256, root pathlen 1, issuer pathlen 0).
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
@@ -8,7 +8,7 @@ export function openssl(args: string[], cwd: string): string {
   return execFileSync('openssl', args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
 }
 
-export interface SeedPki {
+export interface TutorialPki {
   dir: string;
   /** ca.crt, ca.key, issuer.crt, issuer.key inside dir. */
   caCrt: string;
@@ -83,8 +83,8 @@ export function makeSigned(
   );
 }
 
-/** ca.crt/ca.key (root) and issuer.crt/issuer.key (intermediate) in dir, the seed's way. */
-export function makeSeedPki(dir: string): SeedPki {
+/** ca.crt/ca.key (root) and issuer.crt/issuer.key (intermediate) in dir, the Linkerd tutorial's way. */
+export function makeTutorialPki(dir: string): TutorialPki {
   makeRoot(dir);
   makeSigned(dir, { name: 'issuer', ca: 'ca', cn: 'identity.minimesh.cluster.local', profile: 'intermediate-ca' });
   return { dir, caCrt: join(dir, 'ca.crt'), issuerCrt: join(dir, 'issuer.crt'), issuerKey: join(dir, 'issuer.key') };

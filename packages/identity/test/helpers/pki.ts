@@ -1,4 +1,4 @@
-// Test PKI, made at test time the seed's way (`step certificate create --profile root-ca` / `intermediate-ca`:
+// Test PKI, made at test time the Linkerd tutorial's way (`step certificate create --profile root-ca` / `intermediate-ca`:
 // ECDSA P-256, root with pathlen 1, intermediate with pathlen 0), plus CSRs of every shape Certify must judge.
 // Nothing here is committed key material.
 import 'reflect-metadata';

@@ -1,10 +1,10 @@
-// The `minimesh-init` init container: runs proxy-init once with the seed's arguments.
+// The `minimesh-init` init container: runs proxy-init once with Linkerd's proxy-init arguments.
 import { CONTAINER_NAMES, foldRanges, formatPortRanges, parsePortRanges, type MeshConfig } from '@minimesh/config';
 import type { InjectSettings } from './overrides.js';
 import type { Container } from './types.js';
 import { VOLUME_NAMES } from './volumes.js';
 
-/** proxy-init's arguments, in the seed's order and style. */
+/** proxy-init's arguments, in the order and style of Linkerd's (as the Linkerd tutorial's pods show them). */
 export function toProxyInitArgs(config: MeshConfig, s: InjectSettings): string[] {
   const { ports } = config.proxy;
   const inbound = foldRanges([

@@ -14,6 +14,9 @@ export {
   type InboundProtocolKind,
   type InboundRouteFilter,
   type RequestDecision,
+  parseClientIp,
+  // The name minimesh-proxy imports until it moves to parseClientIp (the proxy is rebuilt in its own branch).
+  parseClientIp as ipToBigint,
 } from './server-policy.js';
 export {
   compileMatch,
@@ -40,4 +43,3 @@ export {
   type ResourceRef,
 } from './outbound-policy.js';
 export { fromIpNetwork } from './ip-network.js';
-export { ipToBigint, parseIpNet, netContains, inNetworks, type IpNet } from '../ip-match.js';

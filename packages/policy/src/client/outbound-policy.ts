@@ -181,7 +181,9 @@ export function compileOutboundPolicy(p: outbound.OutboundPolicy): CompiledOutbo
         return { meta, ref, protocol: 'http1', http1: k.value.routes.map(compileRoute), http2: [] };
       case 'http2':
         return { meta, ref, protocol: 'http2', http1: [], http2: k.value.routes.map(compileRoute) };
-      default:
+      case 'grpc':
+      case 'opaque':
+      case 'tls':
         return { meta, ref, protocol: k.$case, http1: [], http2: [] };
     }
   } catch (err) {

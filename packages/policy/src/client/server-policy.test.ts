@@ -11,6 +11,7 @@ import {
   authorizeRequest,
   compileDefaultPolicy,
   compileServerPolicy,
+  parseClientIp,
   type ClientInfo,
   type CompiledServerPolicy,
 } from './server-policy.js';
@@ -109,6 +110,10 @@ describe('inbound authorization', () => {
     expect(decide(cluster, plain('10.3.2.1'))).toBe('allow default/cluster-unauthenticated via default');
     expect(decide(cluster, plain('192.0.2.1'))).toBe('deny via default');
     expect(authorizeConnection(cluster, plain('fd00::7'))?.meta.name).toBe('cluster-unauthenticated');
+    // An IPv4 client as a dual-stack socket reports it is checked against the IPv4 networks.
+    expect(decide(cluster, plain('::ffff:10.3.2.1'))).toBe('allow default/cluster-unauthenticated via default');
+    expect(parseClientIp('::ffff:10.3.2.1')).toEqual({ family: 4, value: 0x0a030201n });
+    expect(parseClientIp('web')).toBeUndefined();
 
     const authn = policyFor([], { 'config.minimesh.io/default-inbound-policy': 'all-authenticated' });
     expect(decide(authn, plain('192.0.2.1'))).toBe('deny via default');

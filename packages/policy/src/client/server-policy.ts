@@ -3,9 +3,17 @@
 // request (HTTP, gRPC). A request is admitted by its route's authorizations or the server's; traffic
 // from localhost is always admitted. A policy that cannot be compiled admits nothing (it never opens).
 // minimesh-proxy and `minimesh explain` both use this module.
+import {
+  ipNetworkContains,
+  parseCidr,
+  parseIp,
+  toIpNetwork,
+  unmapIpv4,
+  type IpNetwork,
+  type IpValue,
+} from '@minimesh/config';
 import type { inbound, meta as metaProto } from '@minimesh/proto';
 import { ALL_NETWORKS, defaultAuthorizations } from '../defaults.js';
-import { ipToBigint, netContains, parseIpNet, type IpNet } from '../ip-match.js';
 import type { DefaultPolicyName } from '../model.js';
 import { toProtoAuthz } from '../server/inbound-translator.js';
 import { fromIpNetwork } from './ip-network.js';
@@ -33,12 +41,21 @@ export interface ClientInfo {
   /** The client's verified mesh identity (mutual TLS). */
   identity?: string | undefined;
   /** ip already parsed (a proxy parses it once per connection); else it is parsed per check. */
-  parsedIp?: { family: 4 | 6; value: bigint } | undefined;
+  parsedIp?: IpValue | undefined;
+}
+
+/**
+ * A client's address as authorization compares it (@minimesh/config's parseIp): an IPv4 peer that a
+ * dual-stack socket reports as ::ffff:a.b.c.d is that IPv4 address. Undefined when it is not an IP.
+ */
+export function parseClientIp(ip: string): IpValue | undefined {
+  const v = parseIp(ip);
+  return v && unmapIpv4(v);
 }
 
 export interface CompiledAuthz {
   meta: PolicyMeta;
-  test(client: ClientInfo, ip: { family: 4 | 6; value: bigint } | undefined): boolean;
+  test(client: ClientInfo, ip: IpValue | undefined): boolean;
 }
 
 export type InboundRouteFilter =
@@ -68,11 +85,11 @@ export interface CompiledServerPolicy {
 }
 
 const LOCALHOST_META: PolicyMeta = { group: '', kind: 'default', name: 'localhost' };
-const LOOPBACK = ['127.0.0.1/32', '::1/128'].map((c) => parseIpNet(c) as IpNet);
+const LOOPBACK: IpNetwork[] = ['127.0.0.1/32', '::1/128'].map((c) => toIpNetwork(parseCidr('loopback', c)));
 
 const localhost: CompiledAuthz = {
   meta: LOCALHOST_META,
-  test: (_c, ip) => ip !== undefined && LOOPBACK.some((n) => netContains(n, ip)),
+  test: (_c, ip) => ip !== undefined && LOOPBACK.some((n) => ipNetworkContains(n, ip)),
 };
 
 export function metaFromProto(m: metaProto.Metadata | undefined, fallback: PolicyMeta): PolicyMeta {
@@ -97,8 +114,9 @@ function compileAuthz(a: inbound.Authz): CompiledAuthz {
     net: fromIpNetwork(n.net),
     except: n.except.map((e) => fromIpNetwork(e)),
   }));
-  const inNetworks = (ip: { family: 4 | 6; value: bigint } | undefined): boolean =>
-    ip !== undefined && networks.some((n) => netContains(n.net, ip) && !n.except.some((e) => netContains(e, ip)));
+  const inNetworks = (ip: IpValue | undefined): boolean =>
+    ip !== undefined &&
+    networks.some((n) => ipNetworkContains(n.net, ip) && !n.except.some((e) => ipNetworkContains(e, ip)));
   const permit = a.authentication?.permit;
   if (!permit) throw new Error(`authorization ${meta.name}: no authentication`);
   if (permit.$case === 'unauthenticated') return { meta, test: (_c, ip) => inNetworks(ip) };
@@ -269,7 +287,7 @@ export function compileDefaultPolicy(
 
 /** The authorization admitting a connection (not HTTP), or undefined: close it. */
 export function authorizeConnection(p: CompiledServerPolicy, client: ClientInfo): CompiledAuthz | undefined {
-  const ip = client.parsedIp ?? ipToBigint(client.ip);
+  const ip = client.parsedIp ?? parseClientIp(client.ip);
   for (const a of p.tcpAuthorizations) if (a.test(client, ip)) return a;
   return undefined;
 }
@@ -285,7 +303,7 @@ export function authorizeRequest(p: CompiledServerPolicy, client: ClientInfo, re
   if (p.invalid !== undefined) return { kind: 'invalid', reason: p.invalid };
   const hit = findRoute(p.routes, req);
   if (!hit) return { kind: 'no-route' };
-  const ip = client.parsedIp ?? ipToBigint(client.ip);
+  const ip = client.parsedIp ?? parseClientIp(client.ip);
   for (const a of hit.route.authorizations)
     if (a.test(client, ip)) return { kind: 'allow', route: hit.route, rule: hit.rule, authz: a };
   return { kind: 'deny', route: hit.route };

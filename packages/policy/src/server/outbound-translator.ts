@@ -158,7 +158,7 @@ export function toProtoOutbound(
     case 'opaque':
       kind = { $case: 'opaque', value: { routes: [opaqueRoute(parent, 'opaq')] } };
       break;
-    default:
+    case undefined:
       kind = {
         $case: 'detect',
         value: {

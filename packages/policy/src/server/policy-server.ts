@@ -9,11 +9,11 @@ import {
   type ServerWritableStream,
   type StatusObject,
 } from '@grpc/grpc-js';
+import { cidrContains, parseCidr } from '@minimesh/config';
 import type { inbound, outbound } from '@minimesh/proto';
-import { fromTcpAddress } from '@minimesh/proto';
+import { fromTcpAddress, onStreamEnd } from '@minimesh/proto';
 import type { Logger } from '@minimesh/runtime';
 import { PolicyError } from '../errors.js';
-import { inNetworks } from '../ip-match.js';
 import type { PolicyIndex, PolicyListener, Subscription } from '../index/policy-index.js';
 import type { InboundServer, OutboundPolicy } from '../model.js';
 import type { PolicyMetrics } from '../metrics.js';
@@ -39,7 +39,8 @@ export function toGrpcStatus(err: unknown): Partial<StatusObject> {
         return { code: status.INVALID_ARGUMENT, details: err.message };
       case 'MINIMESH_POLICY_NOT_FOUND':
         return { code: status.NOT_FOUND, details: err.message };
-      default:
+      case 'MINIMESH_POLICY_INVALID_RESOURCE':
+      case 'MINIMESH_POLICY_LISTEN':
         return { code: status.UNAVAILABLE, details: err.message };
     }
   }
@@ -88,21 +89,6 @@ class LatestWriter<T> {
     this.closed = true;
     this.waiting = undefined;
   }
-}
-
-/** Runs `fn` once, when the call is cancelled, closes or fails. */
-function onStreamEnd(call: ServerWritableStream<unknown, unknown>, fn: () => void): () => void {
-  let done = false;
-  const once = () => {
-    if (done) return;
-    done = true;
-    fn();
-  };
-  call.on('cancelled', once);
-  call.on('close', once);
-  call.on('error', once);
-  call.on('finish', once);
-  return once;
 }
 
 interface Streams {
@@ -248,7 +234,7 @@ export function createOutboundHandlers(opts: PolicyServerOptions): outbound.Outb
         },
         sourceNamespace,
       };
-    if (!inNetworks(addr.ip, index.cluster.networks))
+    if (!index.cluster.networks.some((c) => cidrContains(parseCidr('cluster networks', c), addr.ip)))
       return { target: { kind: 'fallback', ip: addr.ip, port }, sourceNamespace };
     throw notFound(`${addr.ip}:${port} is not a Service address`);
   }

@@ -55,6 +55,7 @@ export function describeTapFailure(pod: string, err: { code?: number; details?: 
       return `pod ${pod}: the proxy does not serve tap (UNIMPLEMENTED: ${detail}); is MINIMESH_PROXY_TAP_SVC_NAME set on it?`;
     case 14:
       return `pod ${pod}: the proxy's tap server is unreachable (UNAVAILABLE: ${detail})`;
+    case undefined:
     default:
       return `pod ${pod}: tap failed (${err.code !== undefined ? (GRPC_CODES[err.code] ?? `code ${err.code}`) : 'error'}: ${detail})`;
   }

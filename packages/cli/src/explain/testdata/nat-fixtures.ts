@@ -5,8 +5,11 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const here = dirname(fileURLToPath(import.meta.url));
-/** proxy-init's golden restore payload for the seed's arguments. */
-export const SEED_NAT = readFileSync(join(here, '../../../../proxy-init/src/testdata/seed-nat.restore'), 'utf8');
+/** proxy-init's golden restore payload for Linkerd's proxy-init arguments. */
+export const LINKERD_ARGS_NAT = readFileSync(
+  join(here, '../../../../proxy-init/src/testdata/linkerd-args-nat.restore'),
+  'utf8',
+);
 
 /** What `iptables-legacy-save -t nat` prints in a pod after proxy-init ran (counters, header, other rules). */
 export const LIVE_SAVE = readFileSync(join(here, '../../../../proxy-init/src/testdata/live-nat.save'), 'utf8');

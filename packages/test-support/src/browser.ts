@@ -1,5 +1,7 @@
 // Debian's chromium driven by playwright-core (never a downloaded browser), with the flags that keep it
-// off the network, as packages/viz's dashboard test launches it.
+// off the network: no background networking, component updates, sync or QUIC. playwright gives it a
+// fresh profile directory of its own (and refuses --user-data-dir in args). For the viz dashboard's
+// tests, in packages/viz and in e2e.
 import { existsSync } from 'node:fs';
 import { chromium, type Browser } from 'playwright-core';
 

@@ -1,22 +1,9 @@
-// The seed's arguments, as argv and as parsed options (shared by the unit tests).
+// Linkerd's proxy-init arguments (LINKERD_PROXY_INIT_ARGS of @minimesh/test-support/linkerd, as the
+// Linkerd tutorial's meshed pods show them) as parsed options, for the unit tests of the plan.
 import { parsePortRanges } from '@minimesh/config';
 import type { ProxyInitOptions } from '../plan.js';
 
-export const SEED_ARGV = [
-  '--ipv6=false',
-  '--incoming-proxy-port',
-  '4143',
-  '--outgoing-proxy-port',
-  '4140',
-  '--proxy-uid',
-  '2102',
-  '--inbound-ports-to-ignore',
-  '4190,4191,4567,4568',
-  '--outbound-ports-to-ignore',
-  '443,6443',
-];
-
-export const SEED: ProxyInitOptions = {
+export const LINKERD_OPTIONS: ProxyInitOptions = {
   incomingProxyPort: 4143,
   outgoingProxyPort: 4140,
   proxyUid: 2102,
