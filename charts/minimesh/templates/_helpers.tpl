@@ -15,7 +15,7 @@ renders both and fails when they drift.
 {{- end -}}
 
 {{/* viz: the tap service's identity, the only client of the proxies' tap servers; empty without viz. */}}
-{{- define "minimesh.tapSvcName" -}}{{ if .Values.viz.enabled }}{{ include "minimesh.identityName" (list . "minimesh-tap") }}{{ end }}{{- end -}}
+{{- define "minimesh.tapSvcName" -}}{{ if dig "viz" "enabled" false .Values.AsMap }}{{ include "minimesh.identityName" (list . "minimesh-tap") }}{{ end }}{{- end -}}
 
 {{- define "minimesh.identityAddr" -}}{{ printf "minimesh-identity.%s.svc.%s:8080" .Release.Namespace .Values.clusterDomain }}{{- end -}}
 {{- define "minimesh.destinationAddr" -}}{{ printf "minimesh-dst.%s.svc.%s:8086" .Release.Namespace .Values.clusterDomain }}{{- end -}}
