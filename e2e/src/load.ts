@@ -245,6 +245,11 @@ export class LoadCollector {
     return out;
   }
 
+  /** Each pod's whole log so far (ticks and failures), for the artifacts. */
+  logs(): Map<string, string> {
+    return new Map([...this.pods].map(([pod, p]) => [pod, p.text]));
+  }
+
   /** Every failure so far. */
   allFailures(): LoadFailure[] {
     return [...this.pods.values()].flatMap((p) => p.parsed().failures);
