@@ -8,10 +8,12 @@
 // served) refuse the upgrade with what to do. The upgrade from the chart with the CRDs inside, under
 // load, is faults.test.ts f.
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
+import { policyCrds, type CustomResourceDefinition } from '@minimesh/policy';
 import { selectDriver } from '../drivers/index.js';
 import type { CertFiles } from '../src/certs.js';
 import { helmTemplate, certArgs, type K8sObject } from '../src/chart.js';
@@ -190,6 +192,32 @@ async function uids(): Promise<string[]> {
   return `${crds}${objs}`.split('\n').filter(Boolean).sort();
 }
 
+let copies = 0;
+/**
+ * A copy of charts/minimesh-crds whose Server CRD `edit` changes (another release of that chart): applied
+ * by `helm upgrade minimesh-crds`, as a user would, so Helm stays the CRDs' only field manager.
+ */
+function crdsChartWith(
+  edit: (versions: Array<Record<string, unknown> & { name: string; served: boolean; storage: boolean }>) => void,
+): string {
+  const dir = join(tmp, `minimesh-crds-${++copies}`);
+  cpSync(crdsChartDir, dir, { recursive: true });
+  const docs = policyCrds().map((c) => {
+    const crd = structuredClone(c) as CustomResourceDefinition & {
+      spec: { versions: Array<Record<string, unknown> & { name: string; served: boolean; storage: boolean }> };
+    };
+    if (crd.metadata.name === 'servers.policy.minimesh.io') edit(crd.spec.versions);
+    const metadata = {
+      ...crd.metadata,
+      labels: { 'app.kubernetes.io/part-of': 'minimesh', 'app.kubernetes.io/component': 'policy' },
+      annotations: { 'helm.sh/resource-policy': 'keep' },
+    };
+    return `---\n${stringify({ ...crd, metadata }, { lineWidth: 0 })}`;
+  });
+  writeFileSync(join(dir, 'templates', 'policy-crds.yaml'), docs.join(''));
+  return dir;
+}
+
 /** The newest pod of an app (after a restart: the new one), ready. */
 async function newestPod(app: string): Promise<Pod> {
   return eventually(`${ns}/${app} ready`, 180_000, async () => {
@@ -285,15 +313,10 @@ describe(`CRDs that outlive the control plane on the ${driver.name} cluster`, ()
   }, 300_000);
 
   it('keeps working with newer CRDs (a version it does not know); refuses older ones with what to do', async () => {
+    type Version = Record<string, unknown> & { name: string; served: boolean; storage: boolean };
+    type Crd = K8sObject & { spec: { versions: Version[] } };
     const servers = 'servers.policy.minimesh.io';
-    type Crd = K8sObject & { spec: { versions: Array<Record<string, unknown> & { name: string }> } };
-    const crd = await kubectlJson<Crd>(driver, ['get', 'crd', servers]);
-    const v1beta3 = crd.spec.versions.find((v) => v.name === 'v1beta3');
-    expect(v1beta3).toBeDefined();
-    // Newer: the CRD serves a version after the one the control plane reads.
-    crd.spec.versions.push({ ...v1beta3!, name: 'v1beta4', storage: false });
-    await kubectlOk(['replace', '-f', '-'], JSON.stringify(crd));
-    const upgrade = () =>
+    const upgradeControlPlane = () =>
       driver.helm([
         'upgrade',
         m.release,
@@ -305,18 +328,45 @@ describe(`CRDs that outlive the control plane on the ${driver.name} cluster`, ()
         '--timeout',
         '180s',
       ]);
-    const newer = await upgrade();
+    // Newer: a later minimesh-crds whose Server CRD serves a version after the one the control plane reads.
+    const newer = await driver.helm([
+      'upgrade',
+      CRDS_RELEASE,
+      crdsChartWith((v) => v.push({ ...v.find((x) => x.name === 'v1beta3')!, name: 'v1beta4', storage: false })),
+      '-n',
+      m.cpNs,
+      '--wait',
+    ]);
     expect(newer.code, newer.stderr).toBe(0);
+    const withV4 = await kubectlJson<Crd>(driver, ['get', 'crd', servers]);
+    expect(withV4.spec.versions.map((v) => v.name)).toContain('v1beta4');
+    const up = await upgradeControlPlane();
+    expect(up.code, up.stderr).toBe(0);
     await controlPlaneReady();
+    // New proxies everywhere: their policy comes from the control plane that runs on the newer CRDs.
+    await kubectlOk(['rollout', 'restart', 'deploy', '-n', ns]);
+    for (const d of ['server', 'client', 'other'])
+      await kubectlOk(['rollout', 'status', '-n', ns, `deploy/${d}`, '--timeout=180s']);
     await answers('client', 200);
     await answers('other', 403);
-    // Older: the version the control plane reads is not served.
-    const now = await kubectlJson<Crd>(driver, ['get', 'crd', servers]);
-    for (const v of now.spec.versions) if (v.name === 'v1beta3') v.served = false;
-    await kubectlOk(['replace', '-f', '-'], JSON.stringify(now));
-    const older = await upgrade();
-    expect(older.code).not.toBe(0);
-    expect(older.stderr).toMatch(/older than this control plane: servers\.policy\.minimesh\.io \(v1beta3\) not served/);
+    // Older: the version the control plane reads is no longer served.
+    const older = await driver.helm([
+      'upgrade',
+      CRDS_RELEASE,
+      crdsChartWith((v) => {
+        for (const x of v) if (x.name === 'v1beta3') x.served = false;
+      }),
+      '-n',
+      m.cpNs,
+      '--wait',
+    ]);
+    expect(older.code, older.stderr).toBe(0);
+    const refused = await upgradeControlPlane();
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toMatch(
+      /older than this control plane: servers\.policy\.minimesh\.io \(v1beta3\) not served/,
+    );
+    expect(refused.stderr).toContain('helm upgrade --install minimesh-crds charts/minimesh-crds');
     // The chart's own CRDs back (v1beta4 was never stored, so it may go).
     const back = await driver.helm(['upgrade', CRDS_RELEASE, crdsChartDir, '-n', m.cpNs, '--wait']);
     expect(back.code, back.stderr).toBe(0);

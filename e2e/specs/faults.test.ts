@@ -176,11 +176,11 @@ function stepAt(t: number): string {
 }
 
 /** Failures grouped by what they were and the step they were sent in, with when (s since the fault). */
-function summarize(failures: readonly LoadFailure[], from: number): string[] {
+function summarize(failures: readonly LoadFailure[], from: number, steps = true): string[] {
   const groups = new Map<string, LoadFailure[]>();
   for (const f of failures) {
     const what = f.error ?? `HTTP ${f.status} ${f.proxyError ?? ''}`.trim();
-    const key = `${what} — during "${stepAt(f.sent)}"`;
+    const key = steps ? `${what} — during "${stepAt(f.sent)}"` : what;
     groups.set(key, [...(groups.get(key) ?? []), f]);
   }
   const s = (t: number) => ((t - from) / 1000).toFixed(2);
@@ -868,7 +868,7 @@ afterAll(async () => {
     );
     say(`\n## The table (docs/reliability.md)\n\n${table.join('\n')}\n`);
     if (outside.length > 0) {
-      say(`failed outside the measured windows:\n  ${summarize(outside, runStart).join('\n  ')}`);
+      say(`failed outside the measured windows:\n  ${summarize(outside, runStart, false).join('\n  ')}`);
       for (const f of outside) art.append('failures.jsonl', `${JSON.stringify({ case: 'between', ...f })}\n`);
     }
     art.write('table.md', `${table.join('\n')}\n`);

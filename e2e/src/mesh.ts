@@ -73,8 +73,10 @@ export async function installCrds(m: MeshSetup, chart = crdsChartDir): Promise<s
     m.cpNs,
     '--create-namespace',
     // The CRDs are cluster-wide and outlive every release: adopt them from the release of an earlier spec
-    // (whose namespace is gone) or from a package test that applied them.
+    // (whose namespace is gone), and their fields from a package test that applied them with its own
+    // field manager (packages/policy's CRD test), or from a spec that stopped half-way.
     '--take-ownership',
+    '--force-conflicts',
     '--wait',
     '--timeout',
     '120s',
@@ -104,8 +106,9 @@ export async function installChart(
     m.cpNs,
     '--create-namespace',
     // An earlier release's chart with the CRDs inside adopts the ones the CRDs' chart (or an aborted run)
-    // left behind.
+    // left behind, fields and all.
     '--take-ownership',
+    '--force-conflicts',
     ...seedInstallArgs(certs),
   ];
   if (m.scopeWebhook) args.push('--set', `proxyInjector.namespaceSelector.matchLabels.${E2E_SCOPE_LABEL}=${m.cpNs}`);
