@@ -21,7 +21,7 @@
 // (docs/e2e.md). The whole report (table, timelines, pod changes, failure groups, examples, the load
 // around failures, the logs of every pod) goes to e2e/.artifacts as the spec goes, whatever the reporter.
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -47,6 +47,8 @@ import {
   type MeshSetup,
   type Pod,
 } from '../src/mesh.js';
+import { CpuSampler } from '../src/cpu-sampler.js';
+import { LogFollower } from '../src/log-follower.js';
 import { PodWatch } from '../src/pod-watch.js';
 import { chartDir, cliMain, repoRoot, run, runOk } from '../src/tools.js';
 
@@ -87,6 +89,8 @@ let certs: CertFiles;
 let release: 'previous' | 'current' = 'previous';
 let load: LoadCollector;
 let pods: PodWatch;
+let logs: LogFollower;
+let cpu: CpuSampler | undefined;
 let runStart = 0;
 
 interface Row {
@@ -142,10 +146,15 @@ async function rolledOut(ns: string): Promise<void> {
  * API server's webhook calls on its open connection (docs/certificates.md says to wait for them).
  */
 function settled(ns: string): Promise<unknown> {
-  return eventually(`no terminating pod in ${ns}`, 120_000, async () => {
-    const list = await kubectlJson<{ items: Pod[] }>(driver, ['get', 'pods', '-n', ns]);
-    return list.items.every((p) => !(p.metadata as { deletionTimestamp?: string }).deletionTimestamp);
-  });
+  return eventually(
+    `no terminating pod in ${ns}`,
+    120_000,
+    async () => {
+      const list = await kubectlJson<{ items: Pod[] }>(driver, ['get', 'pods', '-n', ns]);
+      return list.items.every((p) => !(p.metadata as { deletionTimestamp?: string }).deletionTimestamp);
+    },
+    1000,
+  );
 }
 
 /** `minimesh <args>`, as a user runs it. */
@@ -161,6 +170,34 @@ async function flowing(): Promise<void> {
     const w = load.window(t - 2000, t);
     return w.ok >= 2 * RPS * 0.75;
   });
+}
+
+/**
+ * The load is in its steady state, as a fault's window must start: the last 3 s answered at 90 % of the
+ * rate or more, no answer slower than 1 s, fewer than 50 requests in flight (about 10 when all is well).
+ * A window that began on a backlog left by a set-up step (or by another process hogging the machine)
+ * would charge the fault with its requests. Returns what it saw if it had to give up (after 3 minutes).
+ */
+async function steady(): Promise<string | undefined> {
+  let seen = '';
+  try {
+    await eventually(
+      'the load in its steady state',
+      180_000,
+      async () => {
+        const t = load.lastTick();
+        if (t === 0) return false;
+        const w = load.window(t - 3000, t);
+        const inflight = load.inflightAt(t);
+        seen = `answered ${w.ok} in 3 s, in flight ${inflight}, slowest ${w.maxMs} ms`;
+        return w.ok >= 3 * RPS * 0.9 && w.maxMs < 1000 && inflight < 50;
+      },
+      1000,
+    );
+    return undefined;
+  } catch {
+    return seen;
+  }
 }
 
 const timeline: Array<{ at: number; what: string }> = [];
@@ -202,11 +239,11 @@ async function proxiedPods(ns: string): Promise<Pod[]> {
 }
 
 /**
- * Every container log of both namespaces since `since` (and the previous run of a container that
- * restarted), the events, and the pods, into faults-logs/<case>/; returns a short digest for the report.
+ * What the logs do not say: containers of both namespaces that restarted (how they ended, and their
+ * previous run's log, into faults-logs/<case>/), the events and the pods. Every container's log is
+ * followed all along (faults-logs/pods/), so a pod a rollout deleted is there too.
  */
-async function diagnostics(caseDir: string, since: number): Promise<string> {
-  const seconds = Math.ceil((Date.now() - since) / 1000) + 5;
+async function diagnostics(caseDir: string): Promise<string> {
   const out: string[] = [];
   for (const ns of [m.appNs, m.cpNs]) {
     const list = await kubectlJson<{ items: Pod[] }>(driver, ['get', 'pods', '-n', ns]).catch(() => ({
@@ -218,28 +255,18 @@ async function diagnostics(caseDir: string, since: number): Promise<string> {
         restartCount?: number;
         lastState?: { terminated?: Record<string, unknown> };
       }>;
-      for (const c of statuses) {
-        const r = await driver.kubectl(['logs', '-n', ns, p.metadata.name, '-c', c.name, `--since=${seconds}s`]);
-        art.write(`logs/${caseDir}/${ns}_${p.metadata.name}_${c.name}.log`, r.stdout || r.stderr);
-        if ((c.restartCount ?? 0) > 0) {
-          const prev = await driver.kubectl(['logs', '-n', ns, p.metadata.name, '-c', c.name, '--previous']);
-          art.write(`logs/${caseDir}/${ns}_${p.metadata.name}_${c.name}.previous.log`, prev.stdout || prev.stderr);
-          out.push(
-            `${ns}/${p.metadata.name}/${c.name} restarted ${c.restartCount}×, last: ${JSON.stringify(c.lastState?.terminated ?? {})}`,
-          );
-        }
-        if (c.name === 'minimesh-proxy' && ns === m.appNs) {
-          const tail = (r.stdout || r.stderr).trim().split('\n').slice(-15).join('\n    ');
-          out.push(`--- ${ns}/${p.metadata.name}/minimesh-proxy (last lines)\n    ${tail}`);
-        }
+      for (const c of statuses.filter((x) => (x.restartCount ?? 0) > 0)) {
+        const prev = await driver.kubectl(['logs', '-n', ns, p.metadata.name, '-c', c.name, '--previous']);
+        art.write(`logs/${caseDir}/${ns}_${p.metadata.name}_${c.name}.previous.log`, prev.stdout || prev.stderr);
+        out.push(
+          `${ns}/${p.metadata.name}/${c.name} restarted ${c.restartCount}×, last: ${JSON.stringify(c.lastState?.terminated ?? {})}`,
+        );
       }
     }
     const events = await driver.kubectl(['get', 'events', '-n', ns, '--sort-by=.lastTimestamp', '-o', 'wide']);
     art.write(`logs/${caseDir}/${ns}_events.txt`, events.stdout || events.stderr);
-    const wide = await driver.kubectl(['get', 'pods', '-n', ns, '-o', 'wide']);
-    art.write(`logs/${caseDir}/${ns}_pods.txt`, wide.stdout || wide.stderr);
   }
-  out.push(`(every container's log since the fault: ${art.path(`logs/${caseDir}/`)})`);
+  out.push(`(every container's log: ${art.path('logs/pods/')}; events: ${art.path(`logs/${caseDir}/`)})`);
   return out.join('\n');
 }
 
@@ -248,10 +275,11 @@ async function diagnostics(caseDir: string, since: number): Promise<string> {
  * recovery); the window ends 5 s later. Records the row and writes the report before any assertion.
  */
 async function measure(id: string, round: number, fault: string, inject: () => Promise<string>): Promise<Row> {
-  await flowing();
+  const unsteady = await steady();
   const from = Date.now();
   timeline.length = 0;
   say(`\n## ${id}. ${fault}${round > 1 ? ` (round ${round})` : ''}: ${new Date(from).toISOString()}`);
+  if (unsteady) say(`  (started although the load was not steady after 3 minutes: ${unsteady})`);
   let note = '';
   try {
     note = await inject();
@@ -272,7 +300,7 @@ async function measure(id: string, round: number, fault: string, inject: () => P
     sent: w.sent,
     failed: w.failures.length,
     recoveryMs: Math.max(back, lastFailure) - from,
-    note: `${note}; slowest answer ${w.maxMs} ms`,
+    note: `${note}; slowest answer ${w.maxMs} ms${cpu ? `; cpu ${cpu.meanBusy(from, to)}% busy` : ''}${unsteady ? '; started not steady' : ''}`,
     from,
     to,
     failures: w.failures,
@@ -283,6 +311,7 @@ async function measure(id: string, round: number, fault: string, inject: () => P
   );
   say(`  timeline: ${timeline.map((s) => `${rel(s.at, from)} ${s.what}`).join('; ')}`);
   say(`  pods:\n    ${pods.between(from, to, from).join('\n    ')}`);
+  if (cpu) say(`  cpu: ${cpu.meanBusy(from, to)}% busy on average`);
   for (const f of w.failures) art.append('failures.jsonl', `${JSON.stringify({ case: id, round, ...f })}\n`);
   if (w.failures.length > 0) {
     for (const line of summarize(w.failures, from)) say(`  failed: ${line}`);
@@ -291,7 +320,8 @@ async function measure(id: string, round: number, fault: string, inject: () => P
     const first = Math.min(...w.failures.map((f) => f.sent));
     const last = Math.max(...w.failures.map((f) => f.at));
     say(`  load around the failures:\n    ${load.ticksBetween(first - 3000, last + 3000, from).join('\n    ')}`);
-    say(`  diagnostics:\n${await diagnostics(`${id}-r${round}`, from)}`);
+    if (cpu) say(`  cpu around the failures:\n    ${cpu.between(first - 5000, last + 1000, from).join('\n    ')}`);
+    say(`  diagnostics:\n${await diagnostics(`${id}-r${round}`)}`);
   }
   return row;
 }
@@ -322,14 +352,24 @@ async function issuerReloads(): Promise<number> {
 
 /** Waits until every proxy (apps and control plane) refreshed its certificate after `since` (epoch ms). */
 async function everyProxyRenewedAfter(since: number): Promise<void> {
-  await eventually('every proxy renewed its certificate', 120_000, async () => {
-    for (const ns of [m.appNs, m.cpNs])
-      for (const p of await proxiedPods(ns)) {
-        const text = await proxyMetrics(driver, ns, p.metadata.name);
-        if (metricSum(text, 'control_identity_cert_refresh_timestamp_seconds') * 1000 <= since) return false;
-      }
-    return true;
-  });
+  // Each kubectl costs this 2-core machine a tenth of a second of CPU: ask each proxy until it renewed,
+  // every 2 s, not every proxy twice a second.
+  const renewed = new Set<string>();
+  await eventually(
+    'every proxy renewed its certificate',
+    120_000,
+    async () => {
+      for (const ns of [m.appNs, m.cpNs])
+        for (const p of await proxiedPods(ns)) {
+          if (renewed.has(p.metadata.uid)) continue;
+          const text = await proxyMetrics(driver, ns, p.metadata.name);
+          if (metricSum(text, 'control_identity_cert_refresh_timestamp_seconds') * 1000 <= since) return false;
+          renewed.add(p.metadata.uid);
+        }
+      return true;
+    },
+    2000,
+  );
 }
 
 /** Every meshed proxy's trust anchors (the injected env), one PEM string per pod. */
@@ -617,7 +657,12 @@ const CASES: FaultCase[] = [
         ]);
         certs = next;
         mark('helm upgrade done');
-        await eventually('identity reloaded the new issuer', 120_000, async () => (await issuerReloads()) > reloads);
+        await eventually(
+          'identity reloaded the new issuer',
+          120_000,
+          async () => (await issuerReloads()) > reloads,
+          1000,
+        );
         mark('identity reloaded the issuer');
         await everyProxyRenewedAfter(Date.now());
         mark('every proxy renewed');
@@ -681,7 +726,12 @@ const CASES: FaultCase[] = [
             `identity.issuer.tls.keyPEM=${next.issuerKey}`,
           );
           mark('step 3: helm upgrade (new issuer) done');
-          await eventually('identity reloaded the new issuer', 120_000, async () => (await issuerReloads()) > reloads);
+          await eventually(
+            'identity reloaded the new issuer',
+            120_000,
+            async () => (await issuerReloads()) > reloads,
+            1000,
+          );
           const reloaded = Date.now();
           mark('step 3: identity reloaded the issuer');
           await everyProxyRenewedAfter(reloaded);
@@ -801,6 +851,15 @@ beforeAll(async () => {
   );
   art.write('failures.jsonl', '');
   say(await driver.setup());
+  // Watch from the start: every pod change, every container's log, where the CPU went.
+  pods = new PodWatch(driver, [m.appNs, m.cpNs]);
+  logs = new LogFollower(driver, (ns, pod) => art.path(`logs/pods/${ns}_${pod}.log`));
+  pods.onChange((c) => logs.seen(c));
+  pods.start();
+  if (existsSync('/proc/stat')) {
+    cpu = new CpuSampler((uid) => pods.podOfUid(uid)?.split('/')[1]);
+    cpu.start();
+  }
   tmp = mkdtempSync(join(tmpdir(), 'mm-e2e-faults-'));
   certs = await createMeshCerts(join(tmp, 'certs'));
   // The previous chart, as released at that commit.
@@ -836,8 +895,6 @@ beforeAll(async () => {
     }),
   ]);
   await applyObjects(driver, userObjects());
-  pods = new PodWatch(driver, [m.appNs, m.cpNs]);
-  pods.start();
   await ready(m.appNs, 'server', 2);
   await ready(m.appNs, 'load');
   load = new LoadCollector(driver, m.appNs, 'app=load', say);
@@ -849,6 +906,8 @@ beforeAll(async () => {
 afterAll(async () => {
   load?.stop();
   pods?.stop();
+  logs?.stop();
+  cpu?.stop();
   if (rows.length > 0) {
     const table = [
       '| Fault | Requests sent | Failed | Recovery time | Notes |',
@@ -888,6 +947,7 @@ afterAll(async () => {
     );
     for (const [pod, text] of load.logs()) art.write(`load/${pod}.log`, text);
     art.write('pods.txt', `${pods.between(runStart, Date.now(), runStart).join('\n')}\n`);
+    if (cpu) art.write('cpu.txt', `${cpu.between(runStart, Date.now(), runStart).join('\n')}\n`);
   }
   if (tmp) rmSync(tmp, { recursive: true, force: true });
   if (process.env.MINIMESH_E2E_KEEP === '1') return;

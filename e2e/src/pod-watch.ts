@@ -11,23 +11,38 @@ export interface PodChange {
   at: number;
   ns: string;
   pod: string;
+  uid: string;
+  phase: string;
   /** `phase ready=<True|False|> ip=<ip>`, plus `deleting` once the pod is marked for deletion. */
   state: string;
 }
 
+// One line per event, fields split by '|' (no pod field can hold one).
 const COLUMNS =
-  '{.metadata.name}{"\\t"}{.status.phase}{"\\t"}{.status.conditions[?(@.type=="Ready")].status}{"\\t"}{.status.podIP}{"\\t"}{.metadata.deletionTimestamp}{"\\n"}';
+  '{.metadata.name}|{.metadata.uid}|{.status.phase}|{.status.conditions[?(@.type=="Ready")].status}|{.status.podIP}|{.metadata.deletionTimestamp}{"\\n"}';
 
 export class PodWatch {
   readonly changes: PodChange[] = [];
   private readonly last = new Map<string, string>();
   private readonly children = new Set<ChildProcess>();
+  private readonly listeners: Array<(c: PodChange) => void> = [];
+  private readonly uids = new Map<string, string>();
   private stopped = false;
 
   constructor(
     private readonly driver: Driver,
     private readonly namespaces: readonly string[],
   ) {}
+
+  /** Calls `listener` with every change from now on. */
+  onChange(listener: (c: PodChange) => void): void {
+    this.listeners.push(listener);
+  }
+
+  /** "ns/name" of a pod UID seen so far. */
+  podOfUid(uid: string): string | undefined {
+    return this.uids.get(uid);
+  }
 
   start(): void {
     for (const ns of this.namespaces) this.follow(ns);
@@ -58,13 +73,16 @@ export class PodWatch {
   }
 
   private seen(ns: string, line: string): void {
-    const [pod, phase = '', ready = '', ip = '', deleting = ''] = line.split('\t');
+    const [pod, uid = '', phase = '', ready = '', ip = '', deleting = ''] = line.trim().split('|');
     if (!pod) return;
     const state = `${phase} ready=${ready || '-'} ip=${ip || '-'}${deleting ? ' deleting' : ''}`;
     const key = `${ns}/${pod}`;
+    if (uid) this.uids.set(uid, key);
     if (this.last.get(key) === state) return;
     this.last.set(key, state);
-    this.changes.push({ at: Date.now(), ns, pod, state });
+    const change = { at: Date.now(), ns, pod, uid, phase, state };
+    this.changes.push(change);
+    for (const l of this.listeners) l(change);
   }
 
   stop(): void {
