@@ -1,5 +1,5 @@
 // npm run demo: the whole mesh on the local cluster, explained.
-// Starts the local cluster, installs the chart with the Linkerd tutorial's install command, deploys a client and a server
+// Starts the local cluster, installs the CRDs' chart and then the chart with the Linkerd tutorial's install command, deploys a client and a server
 // (HTTP and gRPC) in a namespace with minimesh.io/inject: enabled, waits for the first meshed request,
 // and prints what a newcomer wants to see. --keep leaves everything running.
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -126,9 +126,11 @@ async function main(): Promise<void> {
       issuerCrt: join(certDir, 'issuer.crt'),
       issuerKey: join(certDir, 'issuer.key'),
     });
+    const [crdsCmd = '', cpCmd = ''] = cmd.split('\n');
+    step(t0, `installed the CRDs first, with their own chart: ${crdsCmd.replace(/ --kubeconfig \S+/, '')}`);
     step(
       t0,
-      `installed the chart: ${cmd.replace(/--set-file (\S+)=\S*\/(\S+)/g, '--set-file $1=$2').replace(/ --kubeconfig \S+/, '')}`,
+      `installed the chart: ${cpCmd.replace(/--set-file (\S+)=\S*\/(\S+)/g, '--set-file $1=$2').replace(/ --kubeconfig \S+/, '')}`,
     );
     for (const c of ['identity', 'destination', 'injector']) {
       await waitForReadyPods(driver, m.cpNs, c, 1, 180_000, 'minimesh.io/control-plane-component');

@@ -78,6 +78,9 @@ make_certs() {
 }
 
 install_chart() {
+  log "installing the CRDs (charts/minimesh-crds, first: the control plane refuses to install without them)"
+  "$HELM" upgrade --install minimesh-crds charts/minimesh-crds -n "$NS" --create-namespace --kube-context "$CONTEXT" \
+    --wait --timeout 2m
   log "installing the chart (the Linkerd tutorial's install command)"
   "$HELM" upgrade --install minimesh charts/minimesh -n "$NS" --create-namespace --kube-context "$CONTEXT" \
     --set-file identityTrustAnchorsPEM="$CERTS/ca.crt" \

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // minimesh's version has one source: the root package.json's "version". Everything else that names it
 // is derived from it by this script (`set`) and checked against it (`check`, in npm test):
-//   - charts/minimesh/Chart.yaml: version and appVersion (image tags default to appVersion),
+//   - charts/minimesh/Chart.yaml and charts/minimesh-crds/Chart.yaml: version and appVersion (image tags
+//     default to appVersion; the CRDs' chart is released with the control plane's),
 //   - every workspace package.json (the CLI is published to npm with it) and their @minimesh/* ranges,
 //   - MINIMESH_VERSION in packages/config (the injector's default proxy and proxy-init image tags),
 //   - the image tags: scripts/images.sh reads package.json itself, the workflows call scripts/images.sh.
@@ -27,18 +28,19 @@ function workspaceManifests() {
 /** Every derived place: where it is, what it says now, and how to write a new version there. */
 function places() {
   const out = [];
-  const chart = join(root, 'charts', 'minimesh', 'Chart.yaml');
-  for (const [field, quote] of [
-    ['version', ''],
-    ['appVersion', '"'],
-  ]) {
-    const re = new RegExp(`^${field}: *"?([^"\\n]*)"?$`, 'm');
-    out.push({
-      where: `${relative(root, chart)} ${field}`,
-      file: chart,
-      read: (text) => re.exec(text)?.[1],
-      write: (text, v) => text.replace(re, `${field}: ${quote}${v}${quote}`),
-    });
+  for (const chart of ['minimesh', 'minimesh-crds'].map((c) => join(root, 'charts', c, 'Chart.yaml'))) {
+    for (const [field, quote] of [
+      ['version', ''],
+      ['appVersion', '"'],
+    ]) {
+      const re = new RegExp(`^${field}: *"?([^"\\n]*)"?$`, 'm');
+      out.push({
+        where: `${relative(root, chart)} ${field}`,
+        file: chart,
+        read: (text) => re.exec(text)?.[1],
+        write: (text, v) => text.replace(re, `${field}: ${quote}${v}${quote}`),
+      });
+    }
   }
   for (const file of workspaceManifests()) {
     out.push({

@@ -222,14 +222,10 @@ describe('values as Linkerd users write them (issue 15)', () => {
     expect(bad.stderr).toContain('/destinationResources/cpu');
   });
 
-  it('renders the CRDs from templates (so upgrades update them), and installCRDs=false leaves them out', async () => {
-    const on = (await render(certArgs(certs))).objects.filter((o) => o.kind === 'CustomResourceDefinition');
-    expect(on.map((o) => o.metadata.name)).toContain('externalworkloads.workload.minimesh.io');
+  it('renders no CRD: they come from charts/minimesh-crds, installed first (issue 31)', async () => {
+    const { objects } = await render(certArgs(certs));
+    expect(objects.filter((o) => o.kind === 'CustomResourceDefinition')).toEqual([]);
     expect(existsSync(join(chartDir, 'crds'))).toBe(false);
-    const off = (
-      await render([...certArgs(certs), '--set', 'installCRDs=false', '--set', 'policyController.installCRDs=false'])
-    ).objects;
-    expect(off.filter((o) => o.kind === 'CustomResourceDefinition')).toEqual([]);
   });
 
   it('installNamespace=true renders the namespace labelled PSA enforce=privileged, as Linkerd; the default renders none', async () => {
@@ -311,12 +307,6 @@ describe("rendered objects (the Linkerd tutorial's install command)", () => {
         'ClusterRoleBinding/minimesh-minimesh-policy',
         'ConfigMap/minimesh-config',
         'ConfigMap/minimesh-identity-trust-roots',
-        'CustomResourceDefinition/authorizationpolicies.policy.minimesh.io',
-        'CustomResourceDefinition/externalworkloads.workload.minimesh.io',
-        'CustomResourceDefinition/httproutes.policy.minimesh.io',
-        'CustomResourceDefinition/meshtlsauthentications.policy.minimesh.io',
-        'CustomResourceDefinition/networkauthentications.policy.minimesh.io',
-        'CustomResourceDefinition/servers.policy.minimesh.io',
         'Deployment/minimesh-destination',
         'Deployment/minimesh-identity',
         'Deployment/minimesh-injector',

@@ -188,8 +188,7 @@ describe('viz in the chart', () => {
   });
 
   it('matches its golden file (UPDATE_GOLDEN=1 regenerates)', async () => {
-    // Without the policy CRDs (their own golden is the default one): this file shows what viz adds.
-    const { text } = await render(['--set', 'viz.enabled=true', '--set', 'policyController.installCRDs=false']);
+    const { text } = await render(['--set', 'viz.enabled=true']);
     const masked = maskRender(text);
     const file = join(import.meta.dirname, 'golden', 'viz.yaml');
     if (process.env.UPDATE_GOLDEN === '1' || !existsSync(file)) writeFileSync(file, masked);

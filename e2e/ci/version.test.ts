@@ -15,6 +15,7 @@ function copyTree(to: string): void {
   const files = [
     'package.json',
     'charts/minimesh/Chart.yaml',
+    'charts/minimesh-crds/Chart.yaml',
     'e2e/package.json',
     'packages/config/src/version.ts',
     ...readdirSync(join(repoRoot, 'packages')).map((p) => `packages/${p}/package.json`),
@@ -42,6 +43,9 @@ describe('scripts/version.mjs', () => {
     const chart = readFileSync(join(copy, 'charts/minimesh/Chart.yaml'), 'utf8');
     expect(chart).toMatch(/^version: 9\.8\.7$/m);
     expect(chart).toMatch(/^appVersion: "9\.8\.7"$/m);
+    const crds = readFileSync(join(copy, 'charts/minimesh-crds/Chart.yaml'), 'utf8');
+    expect(crds).toMatch(/^version: 9\.8\.7$/m);
+    expect(crds).toMatch(/^appVersion: "9\.8\.7"$/m);
     const cli = JSON.parse(readFileSync(join(copy, 'packages/cli/package.json'), 'utf8')) as {
       version: string;
       dependencies: Record<string, string>;

@@ -150,7 +150,8 @@ export class LoadCollector {
           this.follow(p);
         }
       }
-      this.poller = setTimeout(() => void poll(), 1000);
+      // Every 2 s (a kubectl is a tenth of a second of CPU here); a new pod's log is read from its start.
+      this.poller = setTimeout(() => void poll(), 2000);
     };
     void poll();
   }
@@ -212,6 +213,19 @@ export class LoadCollector {
     return sum;
   }
 
+  /** Requests in flight at `at`, summed over the pods (each at its last tick at or before it). */
+  inflightAt(at: number): number {
+    let n = 0;
+    for (const p of this.pods.values()) {
+      const last = p
+        .parsed()
+        .ticks.filter((t) => t.t <= at)
+        .at(-1);
+      if (last && !last.final && at - last.t < 3000) n += last.inflight;
+    }
+    return n;
+  }
+
   /** The newest tick time over all pods (0 before the first). */
   lastTick(): number {
     let t = 0;
@@ -243,6 +257,11 @@ export class LoadCollector {
             `${p.pod} +${((t.t - base) / 1000).toFixed(1)}s sent ${t.sent} ok ${t.ok} failed ${t.failed} in flight ${t.inflight} slowest ${t.maxMs} ms`,
           );
     return out;
+  }
+
+  /** Each pod's whole log so far (ticks and failures), for the artifacts. */
+  logs(): Map<string, string> {
+    return new Map([...this.pods].map(([pod, p]) => [pod, p.text]));
   }
 
   /** Every failure so far. */

@@ -5,7 +5,7 @@ import { stringify } from 'yaml';
 import type { Driver } from '../drivers/types.js';
 import { certFiles, type CertFiles } from './certs.js';
 import { tutorialInstallArgs, type K8sObject } from './chart.js';
-import { chartDir, cliMain, runOk } from './tools.js';
+import { chartDir, cliMain, crdsChartDir, runOk } from './tools.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -59,18 +59,56 @@ export async function createMeshCerts(dir: string): Promise<CertFiles> {
   return certFiles(dir);
 }
 
-/** helm upgrade --install with the Linkerd tutorial's install command (plus, on shared clusters, the webhook scope). */
-export async function installChart(m: MeshSetup, certs: CertFiles, chart = chartDir): Promise<string> {
+/** The release of charts/minimesh-crds (docs/chart.md: installed first, in the control plane's namespace). */
+export const CRDS_RELEASE = 'minimesh-crds';
+
+/** `helm upgrade --install minimesh-crds charts/minimesh-crds`: the CRDs the control plane requires (issue 31). */
+export async function installCrds(m: MeshSetup, chart = crdsChartDir): Promise<string> {
   const args = [
     'upgrade',
     '--install',
-    m.release,
+    CRDS_RELEASE,
     chart,
     '-n',
     m.cpNs,
     '--create-namespace',
-    // CRDs are chart templates now: adopt one a package test (destination's) or an aborted run left behind.
+    // The CRDs are cluster-wide and outlive every release: adopt them from the release of an earlier spec
+    // (whose namespace is gone), and their fields from a package test that applied them with its own
+    // field manager (packages/policy's CRD test), or from a spec that stopped half-way.
     '--take-ownership',
+    '--force-conflicts',
+    '--wait',
+    '--timeout',
+    '120s',
+  ];
+  const r = await m.driver.helm(args);
+  if (r.code !== 0) throw new Error(`helm ${args.join(' ')} failed: ${r.stderr.trim()}`);
+  return `helm ${args.join(' ')}`;
+}
+
+/**
+ * The CRDs' chart (unless `crds: false`: a chart that still has them inside, e.g. an earlier release's),
+ * then the control plane with the Linkerd tutorial's install command (plus, on shared clusters, the webhook scope). Returns
+ * the commands, one per line.
+ */
+export async function installChart(
+  m: MeshSetup,
+  certs: CertFiles,
+  opts: { chart?: string; crds?: boolean } = {},
+): Promise<string> {
+  const crds = opts.crds === false ? [] : [await installCrds(m)];
+  const args = [
+    'upgrade',
+    '--install',
+    m.release,
+    opts.chart ?? chartDir,
+    '-n',
+    m.cpNs,
+    '--create-namespace',
+    // An earlier release's chart with the CRDs inside adopts the ones the CRDs' chart (or an aborted run)
+    // left behind, fields and all.
+    '--take-ownership',
+    '--force-conflicts',
     ...tutorialInstallArgs(certs),
   ];
   if (m.scopeWebhook) args.push('--set', `proxyInjector.namespaceSelector.matchLabels.${E2E_SCOPE_LABEL}=${m.cpNs}`);
@@ -78,7 +116,7 @@ export async function installChart(m: MeshSetup, certs: CertFiles, chart = chart
   for (const s of m.sets ?? []) args.push('--set', s);
   const r = await m.driver.helm(args);
   if (r.code !== 0) throw new Error(`helm ${args.join(' ')} failed: ${r.stderr.trim()}`);
-  return `helm ${args.map((a) => (a.includes(' ') ? `'${a}'` : a)).join(' ')}`;
+  return [...crds, `helm ${args.map((a) => (a.includes(' ') ? `'${a}'` : a)).join(' ')}`].join('\n');
 }
 
 export async function uninstallChart(m: MeshSetup): Promise<void> {

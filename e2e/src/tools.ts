@@ -11,6 +11,8 @@ import { inflateRawSync } from 'node:zlib';
 /** The repository root (e2e/src/tools.ts → ../..). */
 export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const chartDir = join(repoRoot, 'charts', 'minimesh');
+/** The CRDs' own chart, installed before chartDir (issue 31). */
+export const crdsChartDir = join(repoRoot, 'charts', 'minimesh-crds');
 /** The built CLI (`node <cliMain> ...` runs `minimesh` as a user does). */
 export const cliMain = join(repoRoot, 'packages', 'cli', 'dist', 'main.js');
 export const cacheBin = join(process.env.MINIMESH_CACHE_DIR ?? join(homedir(), '.cache', 'minimesh'), 'bin');

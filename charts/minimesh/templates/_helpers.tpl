@@ -15,7 +15,7 @@ renders both and fails when they drift.
 {{- end -}}
 
 {{/* viz: the tap service's identity, the only client of the proxies' tap servers; empty without viz. */}}
-{{- define "minimesh.tapSvcName" -}}{{ if .Values.viz.enabled }}{{ include "minimesh.identityName" (list . "minimesh-tap") }}{{ end }}{{- end -}}
+{{- define "minimesh.tapSvcName" -}}{{ if dig "viz" "enabled" false .Values.AsMap }}{{ include "minimesh.identityName" (list . "minimesh-tap") }}{{ end }}{{- end -}}
 
 {{- define "minimesh.identityAddr" -}}{{ printf "minimesh-identity.%s.svc.%s:8080" .Release.Namespace .Values.clusterDomain }}{{- end -}}
 {{- define "minimesh.destinationAddr" -}}{{ printf "minimesh-dst.%s.svc.%s:8086" .Release.Namespace .Values.clusterDomain }}{{- end -}}
@@ -424,4 +424,48 @@ Argument: the value (e.g. .Values.destinationResources).
 {{- if $requests }}{{ $_ := set $out "requests" $requests }}{{ end -}}
 {{- if $limits }}{{ $_ := set $out "limits" $limits }}{{ end -}}
 {{- if $out }}{{ toYaml $out }}{{ end -}}
+{{- end -}}
+
+{{/*
+The CRDs this control plane reads, each with the version it reads (the minimesh-crds chart installs
+them). Keep in step with packages/policy/src/resources/kinds.ts and packages/destination.
+*/}}
+{{- define "minimesh.requiredCRDs" -}}
+servers.policy.minimesh.io: v1beta3
+authorizationpolicies.policy.minimesh.io: v1alpha1
+meshtlsauthentications.policy.minimesh.io: v1alpha1
+networkauthentications.policy.minimesh.io: v1alpha1
+httproutes.policy.minimesh.io: v1beta3
+externalworkloads.workload.minimesh.io: v1beta1
+{{- end -}}
+
+{{/* See templates/crds-check.yaml. */}}
+{{- define "minimesh.requireCRDs" -}}
+{{- if lookup "v1" "Namespace" "" "kube-system" -}}
+{{- $install := printf "helm upgrade --install minimesh-crds charts/minimesh-crds -n %s" .Release.Namespace -}}
+{{- $missing := list -}}{{- $old := list -}}{{- $owned := list -}}
+{{- range $name, $version := (include "minimesh.requiredCRDs" . | fromYaml) -}}
+{{- $crd := lookup "apiextensions.k8s.io/v1" "CustomResourceDefinition" "" $name -}}
+{{- if not $crd -}}
+{{- $missing = append $missing $name -}}
+{{- else -}}
+{{- $served := false -}}
+{{- range (dig "spec" "versions" list $crd) -}}{{- if and (eq .name $version) .served -}}{{- $served = true -}}{{- end -}}{{- end -}}
+{{- if not $served -}}{{- $old = append $old (printf "%s (%s)" $name $version) -}}{{- end -}}
+{{- $ann := dig "metadata" "annotations" dict $crd -}}
+{{- if and (eq (get $ann "meta.helm.sh/release-name") $.Release.Name) (eq (get $ann "meta.helm.sh/release-namespace") $.Release.Namespace) (ne (get $ann "helm.sh/resource-policy") "keep") -}}
+{{- $owned = append $owned $name -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- if $owned -}}
+{{- fail (printf "\n\nminimesh: the CRDs %s belong to this release (%s), from the chart that had them inside. This chart no longer renders them, so this upgrade would make Helm delete them, and with them every object of their kinds. Hand them to the minimesh-crds chart first (docs/chart.md, \"Upgrading from a chart with the CRDs inside\"):\n  kubectl annotate crd %s --overwrite helm.sh/resource-policy=keep meta.helm.sh/release-name=minimesh-crds meta.helm.sh/release-namespace=%s\n  %s\nthen run this upgrade again.\n" (join ", " $owned) .Release.Name (join " " $owned) .Release.Namespace $install) -}}
+{{- end -}}
+{{- if $missing -}}
+{{- fail (printf "\n\nminimesh: the minimesh CRDs are not installed (missing: %s). Install them first, with their own chart:\n  %s\nthen this chart (docs/chart.md).\n" (join ", " $missing) $install) -}}
+{{- end -}}
+{{- if $old -}}
+{{- fail (printf "\n\nminimesh: the minimesh CRDs are older than this control plane: %s not served. Upgrade them first:\n  %s\n" (join ", " $old) $install) -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}

@@ -51,8 +51,8 @@ const cpNs = `mm-dst-cp-${suffix}`;
 const SA = 'minimesh-destination';
 const rbacName = `mm-dst-${suffix}`;
 const LEASE = { durationMs: 6000, renewDeadlineMs: 4000, retryPeriodMs: 500 };
-// The chart's template for the CRD, without its template lines (the chart renders it under installCRDs).
-const crdFile = fileURLToPath(new URL('../../../charts/minimesh/templates/workload-crds.yaml', import.meta.url));
+// The minimesh-crds chart's template for the CRD, without its template lines.
+const crdFile = fileURLToPath(new URL('../../../charts/minimesh-crds/templates/workload-crds.yaml', import.meta.url));
 const mainJs = fileURLToPath(new URL('../dist/main.js', import.meta.url));
 
 const logger = createLogger({ name: 'destination-test', level: process.env.DST_TEST_LOG ?? 'silent' });

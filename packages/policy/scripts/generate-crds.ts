@@ -1,4 +1,4 @@
-// Writes charts/minimesh/templates/policy-crds.yaml from src/crds.ts.
+// Writes charts/minimesh-crds/templates/policy-crds.yaml from src/crds.ts.
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';

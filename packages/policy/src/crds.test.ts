@@ -32,7 +32,7 @@ describe('policy CRDs', () => {
     ]);
   });
 
-  it('renders one YAML document per CRD, each labelled through the chart helpers', () => {
+  it('renders one YAML document per CRD, each labelled and kept through the minimesh-crds helpers', () => {
     const text = readFileSync(root + CRD_TEMPLATE_PATH, 'utf8');
     const body = text.replace(/\{\{[^}]*\}\}/g, '');
     const docs = parseAllDocuments(body)
@@ -45,6 +45,7 @@ describe('policy CRDs', () => {
       'networkauthentications.policy.minimesh.io',
       'httproutes.policy.minimesh.io',
     ]);
-    expect(text.match(/include "minimesh\.labels"/g)).toHaveLength(5);
+    expect(text.match(/include "minimesh-crds\.labels"/g)).toHaveLength(5);
+    expect(text.match(/include "minimesh-crds\.annotations"/g)).toHaveLength(5);
   });
 });

@@ -1,4 +1,4 @@
-// The policy.minimesh.io CustomResourceDefinitions, as data: the one source for the chart's
+// The policy.minimesh.io CustomResourceDefinitions, as data: the one source for the minimesh-crds chart's
 // templates/policy-crds.yaml (scripts/generate-crds.ts writes it, a test keeps it current). Kinds,
 // fields and versions are Linkerd's (policy.linkerd.io); unlike Linkerd, which checks most of this in
 // an admission webhook, the schemas themselves reject malformed objects (enums, patterns, CEL rules).
@@ -551,10 +551,11 @@ export function policyCrds(): CustomResourceDefinition[] {
 }
 
 /** Where the chart keeps the rendered CRDs (relative to the repository root). */
-export const CRD_TEMPLATE_PATH = 'charts/minimesh/templates/policy-crds.yaml';
+export const CRD_TEMPLATE_PATH = 'charts/minimesh-crds/templates/policy-crds.yaml';
 
 /**
- * The chart template: every CRD, with the chart's labels, behind policyController.installCRDs.
+ * The minimesh-crds chart's template: every CRD, with that chart's labels and its keep annotation (so no
+ * `helm uninstall` deletes the CRDs, and with them the objects users wrote).
  * `stringify` is the YAML serializer (the caller passes yaml's, so this module needs no YAML library).
  */
 export function renderCrdTemplate(stringify: (value: unknown) => string): string {
@@ -563,15 +564,14 @@ export function renderCrdTemplate(stringify: (value: unknown) => string): string
     'The policy.minimesh.io CRDs. Generated from packages/policy/src/crds.ts by',
     '`npm run generate-crds -w @minimesh/policy`; do not edit by hand (a test checks it is current).',
     '*/}}',
-    '{{- if .Values.policyController.installCRDs }}',
   ];
   const docs = policyCrds().map((c) => {
     const text = stringify(c);
     // Labels go under metadata.name, from the chart's helpers.
     return `---\n${text.replace(
       `  name: ${c.metadata.name}\n`,
-      `  name: ${c.metadata.name}\n  labels:\n    {{- include "minimesh.labels" . | nindent 4 }}\n    app.kubernetes.io/component: policy\n    minimesh.io/control-plane-component: policy\n`,
+      `  name: ${c.metadata.name}\n  labels:\n    {{- include "minimesh-crds.labels" . | nindent 4 }}\n    app.kubernetes.io/component: policy\n  annotations:\n    {{- include "minimesh-crds.annotations" . | nindent 4 }}\n`,
     )}`;
   });
-  return `${head.join('\n')}\n${docs.join('')}{{- end }}\n`;
+  return `${head.join('\n')}\n${docs.join('')}`;
 }

@@ -166,7 +166,7 @@ export async function readVizConfig(kube: VizKube, controlPlaneNamespace: string
   if (!cm)
     throw new VizError(
       'MINIMESH_VIZ_NOT_INSTALLED',
-      `viz is not installed in namespace "${controlPlaneNamespace}" (no ConfigMap minimesh-viz): helm upgrade minimesh charts/minimesh -n ${controlPlaneNamespace} --reuse-values --set viz.enabled=true`,
+      `viz is not installed in namespace "${controlPlaneNamespace}" (no ConfigMap minimesh-viz): helm upgrade minimesh charts/minimesh -n ${controlPlaneNamespace} --reset-then-reuse-values --set viz.enabled=true`,
     );
   return {
     prometheusUrl: cm.data?.prometheusUrl ?? '',

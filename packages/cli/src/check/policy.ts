@@ -53,7 +53,12 @@ export function checkPolicy(input: PolicyCheckInput): CheckResult[] {
     const have = byName.get(name);
     if (!have) {
       results.push(
-        fail(POLICY_CATEGORY, desc, 'not found', 'install the chart with policyController.installCRDs=true'),
+        fail(
+          POLICY_CATEGORY,
+          desc,
+          'not found',
+          'install the CRDs first: helm install minimesh-crds charts/minimesh-crds -n <ns>',
+        ),
       );
       continue;
     }
@@ -64,7 +69,12 @@ export function checkPolicy(input: PolicyCheckInput): CheckResult[] {
     if (!established) results.push({ ...fail(POLICY_CATEGORY, desc, 'not Established yet'), retry: true });
     else if (missing.length)
       results.push(
-        warn(POLICY_CATEGORY, desc, `does not serve ${missing.join(', ')}: an older CRD?`, 'upgrade the chart'),
+        warn(
+          POLICY_CATEGORY,
+          desc,
+          `does not serve ${missing.join(', ')}: an older CRD?`,
+          'upgrade the CRDs: helm upgrade minimesh-crds charts/minimesh-crds -n <ns>',
+        ),
       );
     else results.push(ok(POLICY_CATEGORY, desc));
   }

@@ -114,7 +114,7 @@ export async function certsCommand(argv: string[], io: CommandIO): Promise<numbe
       writeFileSync(join(dir, 'issuer.key'), issuer.issuerKey, { mode: 0o600 });
       io.stderr.write(
         `wrote ${show(join(dir, 'issuer.crt'))}, ${show(join(dir, 'issuer.key'))} (a new issuer signed by ${show(resolve(f.ca))})\n` +
-          `rotate with: helm upgrade minimesh charts/minimesh -n minimesh --reuse-values --set-file identity.issuer.tls.crtPEM=${show(join(dir, 'issuer.crt'))} --set-file identity.issuer.tls.keyPEM=${show(join(dir, 'issuer.key'))}\n`,
+          `rotate with: helm upgrade minimesh charts/minimesh -n minimesh --reset-then-reuse-values --set-file identity.issuer.tls.crtPEM=${show(join(dir, 'issuer.crt'))} --set-file identity.issuer.tls.keyPEM=${show(join(dir, 'issuer.key'))}\n`,
       );
       return 0;
     }
