@@ -2,6 +2,7 @@
 # Pinned Go tools, built from the Go module proxy into ~/.cache/minimesh/bin once, and their path printed:
 #   bash scripts/go-tool.sh actionlint   # rhysd/actionlint v1.7.12 (npm run lint: the workflows)
 #   bash scripts/go-tool.sh k3d          # k3d-io/k3d v5.8.3 (scripts/k3d.sh, the k3d config test)
+#   bash scripts/go-tool.sh cnitool      # containernetworking/cni v1.3.1's cnitool (minimesh-cni's tests)
 # The module zips are checked against the Go checksum database (sum.golang.org) by the go command, so a
 # pinned version is also a pinned, verified checksum: CI (.github/workflows) builds them the same way.
 # Built inside a throw-away module that requires the tool's module (not `go install tool@version`: the
@@ -25,8 +26,16 @@ case "$tool" in
     # As k3d's release builds: the version decides the helper images' tags (k3d-tools, k3d-proxy).
     ldflags="-s -w -X github.com/k3d-io/k3d/v5/version.Version=${version}"
     ;;
+  cnitool)
+    # The CNI project's reference harness: runs a conflist's plugins as a container runtime does (ADD,
+    # CHECK, DEL with prevResult chaining) against a network namespace (packages/cni/test).
+    version=v1.3.1
+    module=github.com/containernetworking/cni
+    package=github.com/containernetworking/cni/cnitool
+    ldflags="-s -w"
+    ;;
   *)
-    echo "usage: bash scripts/go-tool.sh actionlint|k3d" >&2
+    echo "usage: bash scripts/go-tool.sh actionlint|k3d|cnitool" >&2
     exit 2
     ;;
 esac
