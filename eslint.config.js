@@ -34,6 +34,8 @@ const LAYERS = {
   destination: ['config', 'runtime', 'proto', 'kube'],
   identity: ['config', 'runtime', 'proto', 'kube'],
   injector: ['config', 'runtime', 'kube'],
+  // cni: the plugin writes proxy-init's rules with proxy-init's own code (one home for the rules).
+  cni: ['config', 'runtime', 'kube', 'proxy-init'],
   cli: ['config', 'runtime', 'proto', 'kube', 'injector', 'proxy-init', 'policy'],
 };
 const PACKAGES = Object.keys(LAYERS);
