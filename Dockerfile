@@ -5,6 +5,7 @@
 #   docker build --target policy      -t ghcr.io/minimesh/policy:0.1.0      .
 #   docker build --target identity    -t ghcr.io/minimesh/identity:0.1.0    .
 #   docker build --target injector    -t ghcr.io/minimesh/injector:0.1.0    .
+#   docker build --target cni         -t ghcr.io/minimesh/cni:0.1.0         .
 #   docker build --target cli         -t ghcr.io/minimesh/cli:0.1.0         .
 #   docker build --target viz         -t ghcr.io/minimesh/viz:0.1.0         .
 # `bash scripts/images.sh build` builds all of them (and the e2e fixtures, pause, CoreDNS and Prometheus) with the
@@ -64,8 +65,11 @@ RUN TURBO_TELEMETRY_DISABLED=1 npx turbo run build --filter='./packages/*' --out
 # .proto files reflection reads): they start in half the CPU and idle ~12 MB smaller than from
 # node_modules (docs/identity.md). Made while esbuild (a dev dependency) is still installed.
 COPY scripts/bundle.mjs ./scripts/bundle.mjs
-RUN node scripts/bundle.mjs destination policy identity injector \
- && mkdir -p /bundles && for p in destination policy identity injector; do mv "packages/$p/bundle" "/bundles/$p"; done
+RUN node scripts/bundle.mjs destination policy identity injector cni \
+ && mkdir -p /bundles && for p in destination policy identity injector cni; do mv "packages/$p/bundle" "/bundles/$p"; done
+# minimesh-cni, the CNI plugin the cni image installs on every node: a Node single executable
+# application made from this stage's node (docs/cni.md), with postject (a dev dependency) and strip.
+RUN node packages/cni/scripts/build-sea.mjs /bundles/cni-sea
 # The base image carries Node's headers in /usr/local/include/node: build against them, offline.
 RUN cd packages/proxy/native \
  && node /src/node_modules/node-gyp/bin/node-gyp.js rebuild --nodedir=/usr/local --loglevel=warn
@@ -105,6 +109,8 @@ WORKDIR /app
 COPY --from=build /src/package.json ./package.json
 COPY --from=build /src/node_modules ./node_modules
 COPY --from=build /src/packages ./packages
+# CNI mode's init container (the injector runs `minimesh-network-validator`) is in this image too.
+RUN ["/bin/ln", "-s", "/app/packages/proxy-init/dist/network-validator.js", "/usr/local/bin/minimesh-network-validator"]
 USER 65534:65534
 ENTRYPOINT ["node", "/app/packages/proxy-init/dist/main.js"]
 
@@ -153,6 +159,15 @@ FROM control-plane AS injector
 COPY --from=build /bundles/injector /app
 USER 2103:2103
 EXPOSE 8443 9995
+ENTRYPOINT ["node", "/app/main.mjs"]
+
+# ---- minimesh-cni's installer (a DaemonSet with cni.enabled): the plugin to copy onto each node ----
+# Root (no capability) to write the node's root-owned CNI directories it mounts.
+FROM control-plane AS cni
+COPY --from=build /bundles/cni /app
+COPY --from=build /bundles/cni-sea/minimesh-cni /app/minimesh-cni
+USER 0:0
+EXPOSE 9997
 ENTRYPOINT ["node", "/app/main.mjs"]
 
 # ---- the CLI (minimesh inject, check, certs create, ...) ----
