@@ -3,7 +3,16 @@
 // CoreDNS as the cluster DNS). `up` is idempotent (it starts only what is not running);
 // ensureCluster() runs it under a file lock so parallel test files and packages can call it.
 import { execFileSync, spawn } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { coreDnsObjects, objectPath } from './coredns.js';
 import {
@@ -234,7 +243,16 @@ function kubeconfigFor(p: StatePaths, name: string, user: string): string {
 
 function writeConfigFiles(p: StatePaths): void {
   const n = nodePaths(p);
-  for (const d of [p.kubeconfigs, p.containerd, n.cniConfDir, n.cniIpamDir, n.cniBinDir, p.kubelet, p.podLogs, p.kubeProxy])
+  for (const d of [
+    p.kubeconfigs,
+    p.containerd,
+    n.cniConfDir,
+    n.cniIpamDir,
+    n.cniBinDir,
+    p.kubelet,
+    p.podLogs,
+    p.kubeProxy,
+  ])
     mkdirSync(d, { recursive: true });
   // The node's CNI bin dir: Debian's plugins, linked (what a DaemonSet adds there stays the cluster's).
   for (const plugin of readdirSync(HOST_CNI_PLUGINS_DIR)) {

@@ -4,6 +4,15 @@ import type { KubeClient } from '@minimesh/kube';
 import { POLICY_GROUP, POLICY_PORTS } from '@minimesh/policy';
 import { outputFlag, parseFlags, parseOutputFormat, renderData, sleep, UsageError } from '@minimesh/runtime';
 import { checkCertificates, DEFAULT_WARN_DAYS } from '../check/certificates.js';
+import {
+  checkCni,
+  CNI_ADMIN_PORT,
+  CNI_CATEGORY,
+  CNI_DAEMONSET,
+  type DaemonSetLike,
+  type InstallerProbe,
+  type InstallerStatusLike,
+} from '../check/cni.js';
 import { DEFAULT_PORTS, LABELS } from '@minimesh/config';
 import {
   API_CATEGORY,
@@ -301,6 +310,10 @@ async function preChecks(client: KubeClient, server: string, ns: string): Promis
       : (await client.get<{ metadata?: { labels?: Record<string, string> } }>('/api/v1/namespaces/default'))?.metadata
           ?.labels?.['pod-security.kubernetes.io/enforce'];
     const dry = await client.request('POST', `/api/v1/namespaces/${target}/pods?dryRun=All`, netAdminPod());
+    const psaSelector = encodeURIComponent('pod-security.kubernetes.io/enforce in (baseline,restricted)');
+    const enforcing = await client.requestOk<{
+      items: Array<{ metadata?: { name?: string; labels?: Record<string, string> } }>;
+    }>('GET', `/api/v1/namespaces?labelSelector=${psaSelector}`);
     const body = dry.body as { message?: string } | undefined;
     results.push(
       ...checkPreInstall({
@@ -317,6 +330,10 @@ async function preChecks(client: KubeClient, server: string, ns: string): Promis
           ...(body?.message ? { message: body.message } : { message: `HTTP ${dry.status}` }),
           ...(psaEnforce ? { psaEnforce } : {}),
         },
+        podSecurityNamespaces: enforcing.items.map((n) => ({
+          name: n.metadata?.name ?? '?',
+          level: n.metadata?.labels?.['pod-security.kubernetes.io/enforce'] ?? '?',
+        })),
       }),
     );
   } catch (err) {
@@ -532,7 +549,64 @@ async function checksWith(client: KubeClient, server: string, opts: CheckOptions
 
   results.push(...checkReadiness(await probeReadiness(client, ns, opts.readyTimeoutMs)));
   results.push(...(await policyChecks(client, ns, opts.readyTimeoutMs, opts.policyResources ?? false)));
+  results.push(...(await cniChecks(client, ns, opts.readyTimeoutMs)));
   return results;
+}
+
+/** CNI mode: the mesh configuration's cni.enabled, the DaemonSet, and each installer's /status. */
+async function cniChecks(client: KubeClient, ns: string, timeoutMs: number): Promise<CheckResult[]> {
+  let enabled = false;
+  let daemonSet: DaemonSetLike | undefined;
+  let installers: InstallerProbe[] = [];
+  let nodes: string[] | undefined;
+  try {
+    const cm = await client.get<{ data?: Record<string, string> }>(
+      `/api/v1/namespaces/${ns}/configmaps/minimesh-config`,
+    );
+    const text = cm?.data?.['config.json'];
+    if (text) enabled = (JSON.parse(text) as { cni?: { enabled?: boolean } }).cni?.enabled === true;
+    daemonSet = await client.get<DaemonSetLike>(`/apis/apps/v1/namespaces/${ns}/daemonsets/${CNI_DAEMONSET}`);
+    if (!enabled && !daemonSet) return [];
+    const selector = encodeURIComponent('minimesh.io/control-plane-component=cni');
+    const pods = await client.requestOk<{
+      items: Array<{ metadata?: { name?: string; deletionTimestamp?: string }; spec?: { nodeName?: string } }>;
+    }>('GET', `/api/v1/namespaces/${ns}/pods?labelSelector=${selector}`);
+    installers = await Promise.all(
+      pods.items
+        .filter((p) => p.metadata?.deletionTimestamp === undefined && p.spec?.nodeName)
+        .map(async (p): Promise<InstallerProbe> => {
+          const pod = p.metadata?.name ?? '?';
+          const node = p.spec?.nodeName ?? '?';
+          const r = await getViaApiServer(
+            client,
+            `/api/v1/namespaces/${ns}/pods/${pod}:${CNI_ADMIN_PORT}/proxy/status`,
+            timeoutMs,
+          );
+          if (r.status !== 200) return { pod, node, error: r.error ?? `/status answered HTTP ${r.status}` };
+          try {
+            return { pod, node, status: JSON.parse(r.body) as InstallerStatusLike };
+          } catch {
+            return { pod, node, error: `/status is not JSON: ${r.body.slice(0, 100)}` };
+          }
+        }),
+    );
+    try {
+      const list = await client.requestOk<{ items: Array<{ metadata?: { name?: string } }> }>('GET', '/api/v1/nodes');
+      nodes = list.items.map((n) => n.metadata?.name ?? '?');
+    } catch {
+      nodes = undefined;
+    }
+  } catch (err) {
+    return [
+      {
+        category: CNI_CATEGORY,
+        description: 'the minimesh-cni DaemonSet is readable',
+        status: 'fail',
+        detail: describeKubeError(err),
+      },
+    ];
+  }
+  return checkCni({ namespace: ns, enabled, daemonSet, nodes, installers });
 }
 
 /** The policy controller's part: its CRDs, its container in each destination pod, and the policy resources. */
