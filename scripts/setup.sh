@@ -67,13 +67,15 @@ fi
 if [ -z "${MINIMESH_SKIP_K8S_BUILD:-}${MINIMESH_SKIP_IMAGES:-}" ]; then
   bash packages/local-cluster/scripts/build-k8s.sh | sed 's/^\[build-k8s\]/[setup]/' >&2
 fi
-# The pinned Go tools (actionlint for npm run lint, k3d for its config test) and the images (docs/images.md):
+# The pinned Go tools (actionlint for npm run lint, k3d for its config test, cnitool for minimesh-cni's
+# tests) and the images (docs/images.md):
 # built here, before any test, into ~/.cache/minimesh; later runs only compare input hashes (about 1 s).
 # The image build installs docker.io and mmdebstrap when missing and stops the engine it started.
 # MINIMESH_SKIP_IMAGES=1 leaves this part out (CI's unit job).
 if have go && [ -z "${MINIMESH_SKIP_IMAGES:-}" ]; then
   bash scripts/go-tool.sh actionlint >/dev/null
   bash scripts/go-tool.sh k3d >/dev/null
+  bash scripts/go-tool.sh cnitool >/dev/null   # minimesh-cni's CNI harness (packages/cni/test)
 fi
 if [ "$(id -u)" -eq 0 ] && [ -z "${MINIMESH_SKIP_IMAGES:-}" ]; then
   bash scripts/images.sh build

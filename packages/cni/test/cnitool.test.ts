@@ -11,7 +11,7 @@ import { parseMeshConfig } from '@minimesh/config';
 import { createPatch, type PodLike } from '@minimesh/injector';
 import { diffNatRules, parseRuleArgs, planFirewall } from '@minimesh/proxy-init';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { containerIdOf, createHarness, run, VALIDATOR, type Harness } from './harness.js';
+import { containerIdOf, createHarness, run, type Harness } from './harness.js';
 
 const config = parseMeshConfig({ identityTrustAnchorsPEM: 'PEM', cni: { enabled: true } });
 
@@ -85,16 +85,7 @@ describe('minimesh-cni under cnitool', () => {
     });
 
     it('the network validator, unprivileged in the pod, finds its traffic redirected', async () => {
-      const r = await h.exec(netns, [
-        'setpriv',
-        '--reuid=65534',
-        '--regid=65534',
-        '--clear-groups',
-        process.execPath,
-        VALIDATOR,
-        '--timeout',
-        '3s',
-      ]);
+      const r = await h.validate(netns, '3s');
       expect(r.code, r.stderr).toBe(0);
       expect(r.stdout).toMatch(/traffic is redirected: a connection to 192\.0\.2\.2:20001 reached 127\.0\.0\.1:4140/);
     });
@@ -152,16 +143,7 @@ describe('minimesh-cni under cnitool', () => {
     expect(r.code, r.stderr).toBe(0);
     expect((await h.exec(netns, ['iptables-nft-save', '-t', 'nat'])).stdout).not.toContain('PROXY_INIT');
     // The validator's connection leaves for the node namespace, which forwards nothing: no answer.
-    const v = await h.exec(netns, [
-      'setpriv',
-      '--reuid=65534',
-      '--regid=65534',
-      '--clear-groups',
-      process.execPath,
-      VALIDATOR,
-      '--timeout',
-      '2s',
-    ]);
+    const v = await h.validate(netns, '2s');
     expect(v.code).toBe(1);
     expect(v.stderr).toContain("this pod's traffic is not redirected to the proxy");
   });

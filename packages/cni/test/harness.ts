@@ -89,6 +89,8 @@ export interface Harness {
   cnitool(command: 'add' | 'check' | 'del', netns: string, pod: { namespace: string; name: string }): Promise<Result>;
   /** Runs argv inside the namespace at that path. */
   exec(netns: string, argv: string[]): Promise<Result>;
+  /** proxy-init's network validator in the namespace, as an unprivileged uid (65534), as in a pod. */
+  validate(netns: string, timeout: string): Promise<Result>;
   destroy(): Promise<void>;
 }
 
@@ -175,6 +177,17 @@ export async function createHarness(): Promise<Harness> {
       });
     },
     exec: (netns, argv) => run(['nsenter', `--net=${netns}`, '--', ...argv]),
+    validate: (netns, timeout) =>
+      h.exec(netns, [
+        'setpriv',
+        '--reuid=65534',
+        '--regid=65534',
+        '--clear-groups',
+        process.execPath,
+        VALIDATOR,
+        '--timeout',
+        timeout,
+      ]),
     async destroy() {
       api?.kill();
       for (const n of [...netnses, node]) await run(['ip', 'netns', 'del', n]);
