@@ -5,7 +5,7 @@
 // of that same node binary. The result is one file the installer copies onto a node, which runs
 // without Node installed there (it needs the host's glibc and libstdc++, as any Node binary does).
 //
-//   node packages/cni/scripts/build-sea.mjs [OUT_DIR]     (after npm run build; default packages/cni/bundle)
+//   node packages/cni/scripts/build-sea.mjs [OUT_DIR]     (after npm run build; default packages/cni/sea)
 import { execFileSync, spawnSync } from 'node:child_process';
 import { chmodSync, copyFileSync, mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 
 const pkgDir = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const out = resolve(process.argv[2] ?? join(pkgDir, 'bundle'));
+const out = resolve(process.argv[2] ?? join(pkgDir, 'sea'));
 const entry = join(pkgDir, 'dist', 'plugin-main.js');
 const require = createRequire(join(pkgDir, 'package.json'));
 /** Runs a build step; its output is shown only when it fails. */

@@ -21,7 +21,7 @@ import { fileURLToPath } from 'node:url';
 
 export const PKG_DIR = fileURLToPath(new URL('..', import.meta.url));
 export const REPO_DIR = fileURLToPath(new URL('../../..', import.meta.url));
-const SEA = join(PKG_DIR, 'bundle', 'minimesh-cni');
+const SEA = join(PKG_DIR, 'sea', 'minimesh-cni');
 const POD_API = fileURLToPath(new URL('./fixtures/pod-api.mjs', import.meta.url));
 export const VALIDATOR = join(REPO_DIR, 'packages', 'proxy-init', 'dist', 'network-validator.js');
 const SUBNET = '10.233.7';
