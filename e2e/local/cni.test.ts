@@ -282,7 +282,7 @@ describe('CNI mode on the local node', () => {
     );
     expect(dry.code).not.toBe(0);
     expect(dry.stderr).toMatch(/violates PodSecurity "restricted:latest"/);
-  }, 60000);
+  }, 60_000);
 
   it("carries the client's requests over mTLS: the server's proxy sees the client's identity", async () => {
     const clientId = identityOf('client', m.appNs, m.cpNs);
@@ -297,7 +297,7 @@ describe('CNI mode on the local node', () => {
         : undefined;
     });
     console.log(metricLines(text, 'request_total', { direction: 'inbound', client_id: clientId })[0]);
-  }, 150000);
+  }, 150_000);
 
   it('enforces the AuthorizationPolicy: the other client’s requests are refused with 403', async () => {
     const other = (await listPods(driver, m.appNs, 'app=other'))[0] as Pod;
@@ -307,7 +307,7 @@ describe('CNI mode on the local node', () => {
     });
     const lines = parseClientLines(await driver.logs(m.appNs, client.metadata.name, 'http'));
     expect(lines.slice(-3).every((l) => l.status === 200)).toBe(true);
-  }, 90000);
+  }, 90_000);
 
   it('minimesh explain reads the rules the plugin wrote', async () => {
     const r = await cli([
@@ -325,7 +325,7 @@ describe('CNI mode on the local node', () => {
     expect(r.stdout).toContain('PROXY_INIT_OUTPUT');
     expect(r.stdout).toMatch(/4140/);
     console.log(r.stdout.split('\n').slice(0, 12).join('\n'));
-  }, 150000);
+  }, 150_000);
 
   it('minimesh check knows CNI mode: the DaemonSet ready on every node, the conflist chained', async () => {
     const r = await cli(['check', '-n', m.cpNs, '-o', 'json']);
@@ -344,12 +344,12 @@ describe('CNI mode on the local node', () => {
     ).results.find((x) => x.description === 'meshed pods are admitted where Pod Security is enforced');
     expect(psa).toMatchObject({ status: 'warn', hint: expect.stringContaining('--set cni.enabled=true') });
     expect(psa?.detail).toContain(`${m.appNs} (restricted)`);
-  }, 300000);
+  }, 300_000);
 
   it('puts itself back when the cluster’s CNI rewrites the conflist', async () => {
     writeFileSync(conflistPath, originalConflist);
     await eventually('minimesh-cni chained again', 30_000, async () => pluginEntries().at(-1) === 'minimesh-cni', 200);
-  }, 60000);
+  }, 60_000);
 
   it('without the plugin, a new meshed pod fails its network validator with the message; it recovers once the plugin is back', async () => {
     await driver.kubectl(['delete', 'daemonset', 'minimesh-cni', '-n', m.cpNs, '--wait=true', '--timeout=60s']);
@@ -386,7 +386,7 @@ describe('CNI mode on the local node', () => {
     await daemonSetReady();
     await driver.kubectl(['delete', 'pod', failed.pod.metadata.name, '-n', m.appNs, '--wait=false']);
     await ready(m.appNs, 'other');
-  }, 600000);
+  }, 600_000);
 
   it('helm uninstall leaves the node’s conflist as it was', async () => {
     const r = await driver.helm(['uninstall', m.release, '-n', m.cpNs, '--wait', '--timeout', '90s']);
@@ -398,5 +398,5 @@ describe('CNI mode on the local node', () => {
     );
     expect(existsSync(join(cluster.cniBinDir, 'minimesh-cni'))).toBe(false);
     expect(readdirSync(cluster.cniConfDir).sort()).toEqual([conflistPath.slice(conflistPath.lastIndexOf('/') + 1)]);
-  }, 180000);
+  }, 180_000);
 });
