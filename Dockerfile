@@ -5,6 +5,7 @@
 #   docker build --target policy      -t ghcr.io/minimesh/policy:0.1.0      .
 #   docker build --target identity    -t ghcr.io/minimesh/identity:0.1.0    .
 #   docker build --target injector    -t ghcr.io/minimesh/injector:0.1.0    .
+#   docker build --target cni         -t ghcr.io/minimesh/cni:0.1.0         .
 #   docker build --target cli         -t ghcr.io/minimesh/cli:0.1.0         .
 #   docker build --target viz         -t ghcr.io/minimesh/viz:0.1.0         .
 # `bash scripts/images.sh build` builds all of them (and the e2e fixtures, pause, CoreDNS and Prometheus) with the
@@ -80,9 +81,20 @@ RUN TURBO_TELEMETRY_DISABLED=1 npx turbo run build --filter='./packages/*' --out
 # plane starts in half the CPU and idles ~12 MB smaller than from node_modules (docs/identity.md).
 # Made while esbuild (a dev dependency) is installed.
 COPY scripts/bundle.mjs ./scripts/bundle.mjs
-RUN node scripts/bundle.mjs destination policy identity injector proxy proxy-init viz cli >/dev/null \
+RUN node scripts/bundle.mjs destination policy identity injector proxy proxy-init viz cli cni >/dev/null \
  && mkdir -p /bundles \
- && for p in destination policy identity injector proxy proxy-init viz cli; do mv "packages/$p/bundle" "/bundles/$p"; done
+ && for p in destination policy identity injector proxy proxy-init viz cli cni; do mv "packages/$p/bundle" "/bundles/$p"; done
+# CNI mode's init container (the injector runs `minimesh-network-validator`) is in proxy-init's image:
+# its bundle entry runs as an executable found on PATH. No shell nor /usr/bin/env in the image, so the
+# interpreter line names node itself, and the PATH entry is a symlink copied in as a directory.
+RUN sed -i '1s|^#!.*|#!/usr/local/bin/node|' /bundles/proxy-init/network-validator.mjs \
+ && head -1 /bundles/proxy-init/network-validator.mjs | grep -qx '#!/usr/local/bin/node' \
+ && chmod 0755 /bundles/proxy-init/network-validator.mjs \
+ && mkdir -p /bundles/validator-path/usr/local/bin \
+ && ln -s /app/network-validator.mjs /bundles/validator-path/usr/local/bin/minimesh-network-validator
+# minimesh-cni, the CNI plugin the cni image installs on every node: a Node single executable
+# application made from this stage's node (docs/cni.md), with postject (a dev dependency) and strip.
+RUN node packages/cni/scripts/build-sea.mjs /bundles/cni-sea >/dev/null
 # The SO_ORIGINAL_DST addon, against the base's Node headers in /usr/local/include/node (offline).
 RUN cd packages/proxy/native \
  && node /src/node_modules/node-gyp/bin/node-gyp.js rebuild --nodedir=/usr/local --loglevel=warn \
@@ -108,10 +120,11 @@ RUN bins=""; for f in iptables ip6tables; do for m in "" -legacy -nft; do for t 
  && getcap /out/usr/sbin/xtables-nft-multi | grep -q cap_net_admin \
  && getcap /out/usr/sbin/xtables-legacy-multi | grep -q cap_net_admin
 
-# ---- proxy-init: iptables, then its bundle; uid 65534 ----
+# ---- proxy-init: iptables, then its bundle (and the network validator); uid 65534 ----
 FROM node-base AS proxy-init
 COPY --from=iptables-runtime /out/ /
 COPY --from=build /bundles/proxy-init /app
+COPY --from=build /bundles/validator-path/ /
 USER 65534:65534
 ENTRYPOINT ["node", "/app/main.mjs"]
 
@@ -147,6 +160,15 @@ FROM node-base AS injector
 COPY --from=build /bundles/injector /app
 USER 2103:2103
 EXPOSE 8443 9995
+ENTRYPOINT ["node", "/app/main.mjs"]
+
+# ---- minimesh-cni's installer (a DaemonSet with cni.enabled): the plugin to copy onto each node ----
+# Root (no capability) to write the node's root-owned CNI directories it mounts.
+FROM node-base AS cni
+COPY --from=build /bundles/cni /app
+COPY --from=build /bundles/cni-sea/minimesh-cni /app/minimesh-cni
+USER 0:0
+EXPOSE 9997
 ENTRYPOINT ["node", "/app/main.mjs"]
 
 # ---- the CLI (minimesh inject, check, certs create, viz dashboard, ...) ----

@@ -40,6 +40,8 @@ const LAYERS = {
   identity: ['config', 'runtime', 'proto', 'kube'],
   injector: ['config', 'runtime', 'kube'],
   viz: ['config', 'runtime', 'proto', 'kube'],
+  // cni: the plugin writes proxy-init's rules with proxy-init's own code (one home for the rules).
+  cni: ['config', 'runtime', 'kube', 'proxy-init'],
   cli: ['config', 'runtime', 'proto', 'kube', 'injector', 'proxy-init', 'policy', 'viz'],
 };
 const PACKAGES = Object.keys(LAYERS);

@@ -10,7 +10,15 @@ export const specs: string[] = (
   JSON.parse(readFileSync(new URL('./specs.json', import.meta.url), 'utf8')) as { specs: string[] }
 ).specs;
 // scale/: the local cluster only (simulated nodes beside its API server), so not in specs.json.
-const others = ['src/**/*.test.ts', 'test/**/*.test.ts', 'chart/**/*.test.ts', 'ci/**/*.test.ts', 'scale/**/*.test.ts'];
+// local/: specs that need the local cluster's node itself (its CNI files), run by the local driver only.
+const others = [
+  'src/**/*.test.ts',
+  'test/**/*.test.ts',
+  'chart/**/*.test.ts',
+  'ci/**/*.test.ts',
+  'scale/**/*.test.ts',
+  'local/**/*.test.ts',
+];
 
 export default mergeConfig(shared, {
   test: { include: process.env.MINIMESH_E2E_SPECS_ONLY === '1' ? specs : [...others, ...specs] },

@@ -55,15 +55,24 @@ const rewritePlugin = {
   },
 };
 
+// Programs with a second executable: its bundle entry beside main.mjs (proxy-init's image also runs CNI
+// mode's init container, minimesh-network-validator, as /app/network-validator.mjs).
+const EXTRA_ENTRIES = { 'proxy-init': ['network-validator'] };
+
 export async function bundle(program) {
   const pkgDir = join(root, 'packages', program);
   const entry = join(pkgDir, 'dist', 'main.js');
   if (!existsSync(entry)) throw new Error(`${entry} is missing: run npm run build first`);
+  const entryPoints = { main: entry };
+  for (const name of EXTRA_ENTRIES[program] ?? []) {
+    entryPoints[name] = join(pkgDir, 'dist', `${name}.js`);
+    if (!existsSync(entryPoints[name])) throw new Error(`${entryPoints[name]} is missing: run npm run build first`);
+  }
   const out = join(pkgDir, 'bundle');
   rmSync(out, { recursive: true, force: true });
   mkdirSync(out, { recursive: true });
   const result = await build({
-    entryPoints: { main: entry },
+    entryPoints,
     outdir: out,
     outExtension: { '.js': '.mjs' },
     bundle: true,

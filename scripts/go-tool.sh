@@ -4,6 +4,7 @@
 #   bash scripts/go-tool.sh k3d          # k3d-io/k3d v5.8.3 (scripts/k3d.sh, the k3d config test)
 #   bash scripts/go-tool.sh syft         # anchore/syft v1.57.1 (scripts/images.sh sbom: an SBOM per image)
 #   bash scripts/go-tool.sh cosign       # sigstore/cosign v2.6.5 (scripts/images.sh sign|verify; the release)
+#   bash scripts/go-tool.sh cnitool      # containernetworking/cni v1.3.1's cnitool (minimesh-cni's tests)
 # The module zips are checked against the Go checksum database (sum.golang.org) by the go command, so a
 # pinned version is also a pinned, verified checksum: CI (.github/workflows) builds them the same way.
 # Built inside a throw-away module that requires the tool's module (not `go install tool@version`: the
@@ -46,8 +47,16 @@ case "$tool" in
     package=github.com/sigstore/cosign/v2/cmd/cosign
     ldflags="-s -w -X sigs.k8s.io/release-utils/version.gitVersion=${version}"
     ;;
+  cnitool)
+    # The CNI project's reference harness: runs a conflist's plugins as a container runtime does (ADD,
+    # CHECK, DEL with prevResult chaining) against a network namespace (packages/cni/test).
+    version=v1.3.1
+    module=github.com/containernetworking/cni
+    package=github.com/containernetworking/cni/cnitool
+    ldflags="-s -w"
+    ;;
   *)
-    echo "usage: bash scripts/go-tool.sh [--check] actionlint|k3d|syft|cosign" >&2
+    echo "usage: bash scripts/go-tool.sh [--check] actionlint|k3d|syft|cosign|cnitool" >&2
     exit 2
     ;;
 esac

@@ -49,7 +49,7 @@ RUN_DIR=/run/minimesh-docker
 OWN_SOCK="unix://$RUN_DIR/docker.sock"
 
 VERSION=$(node -p "require('./package.json').version")
-PROGRAMS=(proxy-init proxy destination policy identity injector cli viz)
+PROGRAMS=(proxy-init proxy destination policy identity injector cni cli viz)
 PROGRAM_REGISTRY=ghcr.io/minimesh
 FIXTURE_REGISTRY=minimesh.test
 FIXTURE_TAG=e2e

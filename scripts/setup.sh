@@ -87,18 +87,18 @@ if [ -z "${MINIMESH_SKIP_K8S_BUILD:-}${MINIMESH_SKIP_IMAGES:-}" ]; then
   fi
 fi
 # The pinned Go tools (actionlint for npm run lint, k3d for its config test, syft and cosign for the
-# images' SBOMs and signatures) and the images (docs/images.md): built here, before any test, into
+# images' SBOMs and signatures, cnitool for minimesh-cni's tests) and the images (docs/images.md): built here, before any test, into
 # ~/.cache/minimesh; later runs only compare input hashes (about 1 s). The image build installs
 # docker.io and mmdebstrap when missing and stops the engine it started.
 # MINIMESH_SKIP_IMAGES=1 leaves this part out (CI's unit job).
 if have go && [ -z "${MINIMESH_SKIP_IMAGES:-}" ]; then
   missing_tools=()
-  for t in actionlint k3d syft cosign; do bash scripts/go-tool.sh --check "$t" || missing_tools+=("$t"); done
+  for t in actionlint k3d syft cosign cnitool; do bash scripts/go-tool.sh --check "$t" || missing_tools+=("$t"); done
   build_go_tools() { local t; for t in "$@"; do bash scripts/go-tool.sh "$t"; done; }
   if [ "${#missing_tools[@]}" -gt 0 ]; then
     stage "Go tools" "building ${missing_tools[*]} from the Go module proxy (first time, ~12 min)" build_go_tools "${missing_tools[@]}"
   else
-    stage_note "Go tools" "cached (actionlint, k3d, syft, cosign)"
+    stage_note "Go tools" "cached (actionlint, k3d, syft, cosign, cnitool)"
   fi
 fi
 if [ "$(id -u)" -eq 0 ] && [ -z "${MINIMESH_SKIP_IMAGES:-}" ]; then

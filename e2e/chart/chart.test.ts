@@ -73,6 +73,7 @@ describe('helm template golden output', () => {
     ['default', () => certArgs(certs)],
     ['ha', () => [...certArgs(certs), '-f', join(chartDir, 'values-ha.yaml')]],
     ['tutorial', () => tutorialInstallArgs(certs)],
+    ['cni', () => [...certArgs(certs), '--set', 'cni.enabled=true']],
   ])('%s matches its golden file (UPDATE_GOLDEN=1 regenerates)', async (name, args) => {
     const { text } = await render(args());
     const masked = maskRender(text);

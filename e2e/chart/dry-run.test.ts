@@ -62,6 +62,10 @@ describe('server-side dry-run on the local cluster', () => {
     ['HA values', () => [...certArgs(certs), '-f', join(chartDir, 'values-ha.yaml')]],
     ["the Linkerd tutorial's install command", () => tutorialInstallArgs(certs)],
     ['a classic sidecar (proxy.nativeSidecar=false)', () => [...certArgs(certs), '--set', 'proxy.nativeSidecar=false']],
+    [
+      'CNI mode (cni.enabled=true: the DaemonSet and its RBAC)',
+      () => [...certArgs(certs), '--set', 'cni.enabled=true'],
+    ],
   ])('accepts every object rendered with %s', async (_name, args) => {
     const objects = await renderFor(args());
     const r = await dryRun(objects);

@@ -32,7 +32,7 @@ afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 describe('scripts/images.sh', () => {
   it('names the program images ghcr.io/minimesh/<program>:<package.json version>', async () => {
     expect(await refs('programs')).toEqual(
-      ['proxy-init', 'proxy', 'destination', 'policy', 'identity', 'injector', 'cli', 'viz'].map(
+      ['proxy-init', 'proxy', 'destination', 'policy', 'identity', 'injector', 'cni', 'cli', 'viz'].map(
         (p) => `ghcr.io/minimesh/${p}:${version}`,
       ),
     );

@@ -113,6 +113,30 @@ export const meshConfigSchema = z
         xtMountPath: z.string().default('/run'),
       })
       .default({}),
+    /**
+     * CNI mode (docs/cni.md): the minimesh-cni plugin writes each meshed pod's rules when its sandbox is
+     * created, and the injector adds the unprivileged network validator instead of proxy-init.
+     */
+    cni: z
+      .object({
+        enabled: z.boolean().default(false),
+        validator: z
+          .object({
+            /** Where the validator connects: outside the pod, nothing answering (TEST-NET-1 by default). */
+            connectAddr: z
+              .string()
+              .regex(
+                /^(\d{1,3}(\.\d{1,3}){3}|\[[0-9a-fA-F:.]+\]):\d{1,5}$/,
+                'an IP address and port, e.g. 192.0.2.2:20001',
+              )
+              .default('192.0.2.2:20001'),
+            /** The validator's uid: never the proxy's, so that its connection is redirected like the app's. */
+            uid: z.number().int().min(1).default(65534),
+            timeout: z.string().default('10s'),
+          })
+          .default({}),
+      })
+      .default({}),
     identity: z
       .object({
         /** host:port of the identity service as the proxies dial it. */

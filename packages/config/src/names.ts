@@ -9,6 +9,8 @@ export const ANNOTATIONS = {
   opaquePorts: 'config.minimesh.io/opaque-ports',
   /** What a pod's ports admit when no Server selects them (docs/policy.md). */
   defaultInboundPolicy: 'config.minimesh.io/default-inbound-policy',
+  /** CNI mode: the proxy-init arguments the injector resolved for the pod (JSON list); minimesh-cni applies them. */
+  proxyInitArgs: 'minimesh.io/proxy-init-args',
 } as const;
 
 export const LABELS = {
@@ -21,6 +23,8 @@ export const LABELS = {
 export const CONTAINER_NAMES = {
   init: 'minimesh-init',
   proxy: 'minimesh-proxy',
+  /** CNI mode's init container in place of minimesh-init (docs/cni.md). */
+  validator: 'minimesh-network-validator',
 } as const;
 
 export const DEFAULT_PORTS = {

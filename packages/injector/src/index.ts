@@ -11,6 +11,12 @@ export {
   type InjectSettings,
 } from './patch/overrides.js';
 export { toProxyInitArgs, buildProxyInitContainer } from './patch/proxy-init-container.js';
+export {
+  buildValidatorContainer,
+  validatorConnectAddr,
+  outboundIgnored,
+  VALIDATOR_COMMAND,
+} from './patch/validator-container.js';
 export { buildProxyContainer, buildProxyEnv, CONTROL_PLANE_SERVICE_ACCOUNTS } from './patch/proxy-container.js';
 export { buildVolumes, VOLUME_NAMES, IDENTITY_DIR, TOKEN_FILE } from './patch/volumes.js';
 export { escapePointerToken, pointer, prefixPatch } from './patch/json-pointer.js';

@@ -4,7 +4,18 @@
 // `down` walk). `up` is idempotent (it starts only what is not running);
 // ensureCluster() runs it under a file lock so parallel test files and packages can call it.
 import { execFileSync, spawn } from 'node:child_process';
-import { closeSync, copyFileSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { COMPONENTS, distFile, startPhase, stopComponents } from './components.js';
 import { assertRunning, ComponentError, waitFor } from './wait.js';
@@ -25,6 +36,7 @@ import {
   kubeletConfig,
   kubeletResolvConf,
   nodePaths,
+  HOST_CNI_PLUGINS_DIR,
 } from './node-config.js';
 import { ensurePki } from './pki.js';
 import {
@@ -78,6 +90,9 @@ export interface ClusterInfo {
   kubectlPath: string;
   /** containerd's socket (ctr --address, crictl --runtime-endpoint). */
   containerdSocket: string;
+  /** The node's CNI directories (host paths, in the state directory): plugins, and the conflist containerd reads. */
+  cniBinDir: string;
+  cniConfDir: string;
 }
 
 export function clusterInfo(dir = stateDir()): ClusterInfo {
@@ -98,6 +113,8 @@ export function clusterInfo(dir = stateDir()): ClusterInfo {
     binDir: binDir(),
     kubectlPath: binPath('kubectl'),
     containerdSocket: p.containerdSocket,
+    cniBinDir: nodePaths(p).cniBinDir,
+    cniConfDir: nodePaths(p).cniConfDir,
   };
 }
 
@@ -189,8 +206,22 @@ function kubeconfigFor(p: StatePaths, name: string, user: string): string {
 
 function writeConfigFiles(p: StatePaths): void {
   const n = nodePaths(p);
-  for (const d of [p.kubeconfigs, p.containerd, n.cniConfDir, n.cniIpamDir, p.kubelet, p.podLogs, p.kubeProxy])
+  for (const d of [
+    p.kubeconfigs,
+    p.containerd,
+    n.cniConfDir,
+    n.cniIpamDir,
+    n.cniBinDir,
+    p.kubelet,
+    p.podLogs,
+    p.kubeProxy,
+  ])
     mkdirSync(d, { recursive: true });
+  // The node's CNI bin dir: Debian's plugins, linked (what a DaemonSet adds there stays the cluster's).
+  for (const plugin of readdirSync(HOST_CNI_PLUGINS_DIR)) {
+    const link = join(n.cniBinDir, plugin);
+    if (!existsSync(link)) symlinkSync(join(HOST_CNI_PLUGINS_DIR, plugin), link);
+  }
   const files: [string, string][] = [
     [p.adminKubeconfig, kubeconfigFor(p, 'admin', 'minimesh-admin')],
     [n.controllerManagerKubeconfig, kubeconfigFor(p, 'kube-controller-manager', 'system:kube-controller-manager')],

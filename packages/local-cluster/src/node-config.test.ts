@@ -16,7 +16,8 @@ describe('node configuration', () => {
     expect(c).toContain('netns_mounts_under_state_dir = true');
     expect(c).toContain('sandbox_image = "registry.k8s.io/pause:3.10"');
     expect(c).toContain('SystemdCgroup = false');
-    expect(c).toContain('bin_dir = "/usr/lib/cni"');
+    // The node's own bin dir (links to Debian's plugins): what a DaemonSet installs stays in the state directory.
+    expect(c).toContain('bin_dir = "/tmp/mm-test-state/cni/bin"');
     expect(c).toContain('path = "/tmp/mm-test-state/containerd/opt"');
   });
   it('CNI: bridge mm0 with the node IP as gateway, host-local IPAM under the state directory', () => {

@@ -13,7 +13,8 @@ import {
   type StatePaths,
 } from './paths.js';
 
-export const CNI_BIN_DIR = '/usr/lib/cni';
+/** Debian's CNI plugins (bridge, host-local, portmap, loopback...): linked into the node's own bin dir. */
+export const HOST_CNI_PLUGINS_DIR = '/usr/lib/cni';
 export const CNI_NETWORK = 'minimesh';
 
 /** Paths of the node's own files inside the state directory. */
@@ -23,6 +24,11 @@ export function nodePaths(p: StatePaths) {
     containerdState: join(p.containerd, 'state'),
     runcRoot: join(p.containerd, 'runc'),
     cniConfDir: join(p.cni, 'net.d'),
+    /**
+     * The node's CNI bin dir: links to Debian's plugins, in the state directory so that a chained
+     * plugin a DaemonSet installs (minimesh-cni) lands in the cluster's files, never in /usr/lib/cni.
+     */
+    cniBinDir: join(p.cni, 'bin'),
     cniIpamDir: join(p.cni, 'ipam'),
     kubeletConfig: join(p.kubelet, 'config.yaml'),
     kubeletRoot: join(p.kubelet, 'root'),
@@ -76,7 +82,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
           SystemdCgroup = false
           Root = ${toml(n.runcRoot)}
     [plugins."io.containerd.grpc.v1.cri".cni]
-      bin_dir = ${toml(CNI_BIN_DIR)}
+      bin_dir = ${toml(n.cniBinDir)}
       conf_dir = ${toml(n.cniConfDir)}
       max_conf_num = 1
 `;

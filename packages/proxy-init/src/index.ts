@@ -47,3 +47,24 @@ export { createCommandRunner, type CommandRunner, type CommandResult } from './c
 export { hasCapability, CAP_NET_ADMIN } from './capabilities.js';
 export { parseCommand, normalizeArgv, FLAGS, PROGRAM, type ProxyInitCommand } from './options.js';
 export { proxyInitMain, proxyInitProgram, type ProgramDeps } from './program.js';
+export { RULE_FLAGS, RULE_FLAG_NAMES, parseRuleArgs, toRuleCommand, type RuleCommand } from './options.js';
+export { writeRules, binariesFor, type WriteRulesOptions, type WriteRulesResult } from './write-rules.js';
+export { diffNatRules, verifyRules, type VerifyRulesOptions } from './verify.js';
+export {
+  validateRedirect,
+  parseHostPort,
+  formatHostPort,
+  type HostPort,
+  type ValidateOptions,
+  type ValidateResult,
+} from './validator/validate-redirect.js';
+export {
+  validatorProgram,
+  validatorMain,
+  notRedirectedMessage,
+  ValidatorError,
+  VALIDATOR_PROGRAM,
+  VALIDATOR_FLAGS,
+  DEFAULT_CONNECT_ADDR,
+  type ValidatorConfig,
+} from './validator/program.js';

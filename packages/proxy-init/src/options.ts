@@ -14,7 +14,7 @@ import {
   type LogFormat,
   type LogLevel,
 } from '@minimesh/config';
-import type { FlagSpecs, FlagValues, ProgramInfo } from '@minimesh/runtime';
+import { parseFlags, UsageError, type FlagSpecs, type FlagValues, type ProgramInfo } from '@minimesh/runtime';
 import { parseMode, type IptablesMode } from './binaries.js';
 import type { ProxyInitOptions } from './plan.js';
 
@@ -125,14 +125,21 @@ export function normalizeArgv(argv: readonly string[]): string[] {
   });
 }
 
-export interface ProxyInitCommand {
+/**
+ * The part of a command that decides the rules: what another program that writes the same rules
+ * (minimesh-cni, from an injected pod's arguments) takes from proxy-init's flags.
+ */
+export interface RuleCommand {
   options: ProxyInitOptions;
   mode: IptablesMode;
+  closeWaitTimeoutSecs: number;
+}
+
+export interface ProxyInitCommand extends RuleCommand {
   simulate: boolean;
   cleanup: boolean;
   netns: string | undefined;
   wait: boolean;
-  closeWaitTimeoutSecs: number;
   logFormat: LogFormat;
   logLevel: LogLevel;
 }
@@ -161,16 +168,31 @@ function parsePortList(field: string, values: readonly string[]): number[] {
   return [...new Set(items.map((item) => parsePort(field, item)))].sort((a, b) => a - b);
 }
 
-/** Validates every flag; throws ConfigError on the first bad one. */
-export function parseCommand(values: FlagValues<typeof FLAGS>): ProxyInitCommand {
-  const netns = values.netns.trim();
-  if (netns !== '' && !existsSync(netns)) {
-    throw new ConfigError(
-      '--netns',
-      values.netns,
-      'the path of an existing network namespace file, e.g. /var/run/netns/<name>',
-    );
-  }
+/** The flags that decide the rules, and nothing else: no --netns, --cleanup, --simulate or logging. */
+export const RULE_FLAG_NAMES = [
+  'incoming-proxy-port',
+  'outgoing-proxy-port',
+  'proxy-uid',
+  'proxy-gid',
+  'ports-to-redirect',
+  'inbound-ports-to-ignore',
+  'outbound-ports-to-ignore',
+  'subnets-to-ignore',
+  'iptables-mode',
+  'firewall-bin-path',
+  'firewall-save-bin-path',
+  'ipv6',
+  'timeout-close-wait-secs',
+] as const satisfies readonly (keyof typeof FLAGS)[];
+
+type RuleFlagName = (typeof RULE_FLAG_NAMES)[number];
+export const RULE_FLAGS = Object.fromEntries(RULE_FLAG_NAMES.map((n) => [n, FLAGS[n]])) as Pick<
+  typeof FLAGS,
+  RuleFlagName
+>;
+
+/** The rule part of the flags, validated; throws ConfigError on the first bad one. */
+export function toRuleCommand(values: FlagValues<typeof RULE_FLAGS>): RuleCommand {
   return {
     options: {
       incomingProxyPort: parsePort('--incoming-proxy-port', values['incoming-proxy-port']),
@@ -188,11 +210,40 @@ export function parseCommand(values: FlagValues<typeof FLAGS>): ProxyInitCommand
       firewallBinPath: values['firewall-bin-path'],
       firewallSavePath: values['firewall-save-bin-path'],
     }),
+    closeWaitTimeoutSecs: parseSeconds('--timeout-close-wait-secs', values['timeout-close-wait-secs']),
+  };
+}
+
+/**
+ * proxy-init arguments (as the injector writes them) → the rule command, for a program that writes
+ * the same rules elsewhere (minimesh-cni). Only the rule flags are accepted: any other flag, a
+ * positional argument or a bad value throws (UsageError or ConfigError) naming it.
+ */
+export function parseRuleArgs(argv: readonly string[]): RuleCommand {
+  const info = { name: 'proxy-init arguments', summary: PROGRAM.summary };
+  const parsed = parseFlags(info, RULE_FLAGS, normalizeArgv(argv));
+  if ('help' in parsed) throw new UsageError('proxy-init arguments: --help is not a rule flag');
+  if (parsed.positionals.length > 0)
+    throw new UsageError(`proxy-init arguments: unexpected argument ${JSON.stringify(parsed.positionals[0])}`);
+  return toRuleCommand(parsed.values);
+}
+
+/** Validates every flag; throws ConfigError on the first bad one. */
+export function parseCommand(values: FlagValues<typeof FLAGS>): ProxyInitCommand {
+  const netns = values.netns.trim();
+  if (netns !== '' && !existsSync(netns)) {
+    throw new ConfigError(
+      '--netns',
+      values.netns,
+      'the path of an existing network namespace file, e.g. /var/run/netns/<name>',
+    );
+  }
+  return {
+    ...toRuleCommand(values),
     simulate: parseBoolean('--simulate', values.simulate),
     cleanup: parseBoolean('--cleanup', values.cleanup),
     netns: netns === '' ? undefined : netns,
     wait: parseBoolean('--use-wait-flag', values['use-wait-flag']),
-    closeWaitTimeoutSecs: parseSeconds('--timeout-close-wait-secs', values['timeout-close-wait-secs']),
     logFormat: parseLogFormat('--log-format', values['log-format']),
     logLevel: parseLogLevel('--log-level', values['log-level']),
   };

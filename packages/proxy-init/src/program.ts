@@ -3,7 +3,6 @@
 // Every check that can refuse runs before anything is changed.
 import { MINIMESH_VERSION } from '@minimesh/config';
 import { defineProgram, type Logger, type Program } from '@minimesh/runtime';
-import { applyFirewall, cleanupFirewall } from './apply.js';
 import { findInPath, nominalBinaries, resolveBinaries, type ResolvedBinaries } from './binaries.js';
 import { CAP_NET_ADMIN, hasCapability } from './capabilities.js';
 import { createCommandRunner, type CommandRunner } from './command-runner.js';
@@ -11,6 +10,7 @@ import { ProxyInitError } from './errors.js';
 import { FLAGS, normalizeArgv, parseCommand, PROGRAM, type ProxyInitCommand } from './options.js';
 import { planFirewall, type FirewallPlan } from './plan.js';
 import { parseNatSave } from './nat-state.js';
+import { writeRules } from './write-rules.js';
 import { renderApplyPayload, renderCleanupPayload } from './restore-payload.js';
 
 export interface ProgramDeps {
@@ -85,29 +85,34 @@ export function proxyInitMain(argv: string[], deps: ProgramDeps = {}): Promise<n
 }
 
 async function apply(cmd: ProxyInitCommand, log: Logger, deps: ProgramDeps): Promise<number> {
-  const plan = planFirewall(cmd.options);
-  const families = plan.families.map((f) => f.family);
   const lookup = deps.lookup ?? ((name: string) => findInPath(name));
   const runner = (deps.runner ?? ((netns) => createCommandRunner({ netns })))(cmd.netns);
 
-  let binaries: ResolvedBinaries;
-  try {
-    binaries = resolveBinaries(cmd.mode, families, lookup);
-  } catch (err) {
-    if (!cmd.simulate) throw err;
-    log.warn(`${(err as Error).message}; simulating with the ${cmd.mode} names`);
-    binaries = nominalBinaries(cmd.mode, families);
-  }
-  if (binaries.fellBackFrom) {
-    log.warn(
-      { mode: binaries.mode },
-      `iptables mode ${binaries.fellBackFrom}: its binaries are not installed; falling back to ${binaries.mode}`,
-    );
-  }
   if (cmd.simulate) {
+    const plan = planFirewall(cmd.options);
+    const families = plan.families.map((f) => f.family);
+    let binaries: ResolvedBinaries;
+    try {
+      binaries = resolveBinaries(cmd.mode, families, lookup);
+    } catch (err) {
+      log.warn(`${(err as Error).message}; simulating with the ${cmd.mode} names`);
+      binaries = nominalBinaries(cmd.mode, families);
+    }
+    if (binaries.fellBackFrom) {
+      log.warn(
+        { mode: binaries.mode },
+        `iptables mode ${binaries.fellBackFrom}: its binaries are not installed; falling back to ${binaries.mode}`,
+      );
+    }
     simulate(cmd, plan, binaries, runner, log, deps.stdout ?? process.stdout);
     return 0;
   }
+  // Every check that can refuse runs before anything is changed.
+  resolveBinaries(
+    cmd.mode,
+    planFirewall(cmd.options).families.map((f) => f.family),
+    lookup,
+  );
   if (cmd.netns && !lookup('nsenter')) {
     throw new ProxyInitError(
       'MINIMESH_PROXY_INIT_MISSING_BINARY',
@@ -120,28 +125,14 @@ async function apply(cmd: ProxyInitCommand, log: Logger, deps: ProgramDeps): Pro
       'no CAP_NET_ADMIN: changing iptables needs the NET_ADMIN capability (run as root, or give the container NET_ADMIN and NET_RAW); nothing was changed',
     );
   }
-  log.info(
-    { mode: binaries.mode, netns: cmd.netns, families },
-    `${cmd.cleanup ? 'removing' : 'configuring'} the nat table (iptables mode ${binaries.mode})`,
-  );
-
-  if (!cmd.cleanup && cmd.closeWaitTimeoutSecs > 0) {
-    const argvSysctl = [
-      'sysctl',
-      '-w',
-      `net.netfilter.nf_conntrack_tcp_timeout_close_wait=${cmd.closeWaitTimeoutSecs}`,
-    ];
-    const res = await runner.run(argvSysctl);
-    if (res.code !== 0) {
-      throw new ProxyInitError(
-        'MINIMESH_PROXY_INIT_COMMAND_FAILED',
-        `--timeout-close-wait-secs: \`${runner.describe(argvSysctl).join(' ')}\` exited with ${res.code}: ${res.stderr.trim()}; nothing was changed`,
-      );
-    }
-    log.info(res.stdout.trim());
-  }
-  const opts = { plan, binaries, runner, logger: log, wait: cmd.wait };
-  await (cmd.cleanup ? cleanupFirewall(opts) : applyFirewall(opts));
+  await writeRules({
+    rules: cmd,
+    cleanup: cmd.cleanup,
+    wait: cmd.wait,
+    runner,
+    logger: cmd.netns ? log.child({ netns: cmd.netns }) : log,
+    lookup,
+  });
   log.info(cmd.cleanup ? 'proxy-init chains and jumps removed' : 'nat rules in place');
   return 0;
 }

@@ -92,6 +92,27 @@ describe('check --pre', () => {
     expect(cap?.hint).toContain('pod-security.kubernetes.io/enforce=privileged');
   });
 
+  it('recommends CNI mode where application namespaces enforce Pod Security that refuses proxy-init', () => {
+    const quiet = checkPreInstall(input({}));
+    expect(quiet.find((x) => x.description === 'meshed pods are admitted where Pod Security is enforced')?.status).toBe(
+      'ok',
+    );
+    const r = checkPreInstall(
+      input({
+        podSecurityNamespaces: [
+          { name: 'shop', level: 'restricted' },
+          { name: 'web', level: 'baseline' },
+        ],
+      }),
+    );
+    const psa = r.find((x) => x.description === 'meshed pods are admitted where Pod Security is enforced');
+    expect(psa?.status).toBe('warn');
+    expect(psa?.detail).toBe(
+      "shop (restricted), web (baseline) enforce Pod Security that refuses proxy-init's NET_ADMIN init container: pods meshed there would not be admitted",
+    );
+    expect(psa?.hint).toContain('install in CNI mode, --set cni.enabled=true');
+  });
+
   it.each([
     ['v1.33.13', 'ok', 'ok'],
     ['v1.29.0-gke.1', 'ok', 'ok'],

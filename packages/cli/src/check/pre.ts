@@ -71,6 +71,8 @@ export interface PreCheckInput {
   access: AccessAnswer[];
   /** A server-side dry run of a pod with proxy-init's capabilities in the target namespace (or default). */
   netAdmin: { namespace: string; allowed: boolean; message?: string; psaEnforce?: string };
+  /** Namespaces labelled pod-security.kubernetes.io/enforce baseline or restricted. */
+  podSecurityNamespaces?: { name: string; level: string }[];
 }
 
 /** "v1.33.13" or "v1.29.0-gke.1" → [1, 33]; undefined when it does not parse. */
@@ -166,8 +168,22 @@ export function checkPreInstall(input: PreCheckInput): CheckResult[] {
           capDesc,
           `a dry-run pod with them was refused: ${n.message ?? 'no reason given'}`,
           n.psaEnforce && n.psaEnforce !== 'privileged'
-            ? `the namespace enforces Pod Security "${n.psaEnforce}": label it pod-security.kubernetes.io/enforce=privileged`
+            ? `the namespace enforces Pod Security "${n.psaEnforce}": label it pod-security.kubernetes.io/enforce=privileged (the control plane's own pods keep proxy-init, also in CNI mode)`
             : 'allow NET_ADMIN and NET_RAW for proxy-init in this namespace',
+        ),
+  );
+  // Application namespaces that enforce baseline or restricted refuse proxy-init's init container:
+  // there, CNI mode (no capability in the pod) is what meshes pods.
+  const enforcing = (input.podSecurityNamespaces ?? []).filter((x) => x.name !== ns);
+  const psaDesc = 'meshed pods are admitted where Pod Security is enforced';
+  results.push(
+    enforcing.length === 0
+      ? ok(CAPABILITY_CATEGORY, psaDesc, 'no namespace enforces Pod Security baseline or restricted')
+      : warn(
+          CAPABILITY_CATEGORY,
+          psaDesc,
+          `${enforcing.map((x) => `${x.name} (${x.level})`).join(', ')} enforce${enforcing.length === 1 ? 's' : ''} Pod Security that refuses proxy-init's NET_ADMIN init container: pods meshed there would not be admitted`,
+          'install in CNI mode, --set cni.enabled=true: the minimesh-cni DaemonSet writes the rules, and meshed pods need no capability (docs/cni.md)',
         ),
   );
   return results;
@@ -229,6 +245,10 @@ export async function preChecks(client: KubeClient, server: string, ns: string):
       : (await client.get<{ metadata?: { labels?: Record<string, string> } }>('/api/v1/namespaces/default'))?.metadata
           ?.labels?.['pod-security.kubernetes.io/enforce'];
     const dry = await client.request('POST', `/api/v1/namespaces/${target}/pods?dryRun=All`, netAdminPod());
+    const psaSelector = encodeURIComponent('pod-security.kubernetes.io/enforce in (baseline,restricted)');
+    const enforcing = await client.requestOk<{
+      items: Array<{ metadata?: { name?: string; labels?: Record<string, string> } }>;
+    }>('GET', `/api/v1/namespaces?labelSelector=${psaSelector}`);
     const body = dry.body as { message?: string } | undefined;
     results.push(
       ...checkPreInstall({
@@ -245,6 +265,10 @@ export async function preChecks(client: KubeClient, server: string, ns: string):
           ...(body?.message ? { message: body.message } : { message: `HTTP ${dry.status}` }),
           ...(psaEnforce ? { psaEnforce } : {}),
         },
+        podSecurityNamespaces: enforcing.items.map((n) => ({
+          name: n.metadata?.name ?? '?',
+          level: n.metadata?.labels?.['pod-security.kubernetes.io/enforce'] ?? '?',
+        })),
       }),
     );
   } catch (err) {

@@ -15,6 +15,7 @@ import {
   readApi,
   webhookChecks,
 } from '../check/control-plane.js';
+import { cniChecks } from '../check/cni.js';
 import { policyChecks } from '../check/policy.js';
 import { preChecks } from '../check/pre.js';
 import { proxyChecks } from '../check/proxy.js';
@@ -186,6 +187,7 @@ async function controlPlaneChecks(client: KubeClient, server: string, opts: Chec
   );
   results.push(...checkReadiness(await probeReadiness(client, ns, opts.readyTimeoutMs)));
   results.push(...(await policyChecks(client, ns, opts.readyTimeoutMs, opts.policyResources ?? false)));
+  results.push(...(await cniChecks(client, ns, opts.readyTimeoutMs)));
   return results;
 }
 

@@ -7,13 +7,14 @@ import { parseFlags, UsageError } from '@minimesh/runtime';
 import type { Discovery } from '../explain/describe.js';
 import { explainConnection, ExplainInputError, parseHostPort } from '../explain/explain.js';
 import {
+  cniRecordNatSource,
   debugContainerNatSource,
   fileNatSource,
   kubeDebugContainerApi,
   kubectlDebugHint,
   type NatSource,
 } from '../explain/nat-source.js';
-import { MINIMESH_VERSION, parseIp } from '@minimesh/config';
+import { CONTAINER_NAMES, MINIMESH_VERSION, parseIp } from '@minimesh/config';
 import type { PodLike } from '../explain/pod-facts.js';
 import type { CommandIO } from '../io.js';
 import { clusterFlags, connectKube, describeKubeError, kubeStatus } from '../kube.js';
@@ -175,6 +176,15 @@ export async function explainCommand(argv: string[], io: CommandIO): Promise<num
       } catch (err) {
         notes.push(`the authorization policy is not explained: ${describeKubeError(err)}`);
       }
+    }
+    const inits = (pod.spec?.initContainers ?? []).map((c) => c.name);
+    if (!source && inits.includes(CONTAINER_NAMES.validator) && !inits.includes(CONTAINER_NAMES.init)) {
+      // CNI mode: minimesh-cni wrote the rules; its installer on the pod's node has what it wrote.
+      source = cniRecordNatSource(api, {
+        controlPlaneNamespace: f['control-plane-namespace'],
+        node: pod.spec?.nodeName,
+        uid: pod.metadata?.uid,
+      });
     }
     if (!source) {
       // The live rules, read the way a user can on any cluster: an ephemeral debug container.

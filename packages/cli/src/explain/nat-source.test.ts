@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { KubeApiError, type KubeClient } from '@minimesh/kube';
 import {
+  cniRecordNatSource,
   debugContainerNatSource,
   debugScript,
   execNatSource,
@@ -213,5 +214,70 @@ describe('kubeDebugContainerApi', () => {
       'PUT /api/v1/namespaces/shop/pods/web/ephemeralcontainers +body',
       'GET /api/v1/namespaces/shop/pods/web/log?container=minimesh-explain-1 accept=application/json, */*',
     ]);
+  });
+});
+
+describe('cniRecordNatSource', () => {
+  const saved = '*nat\n:PROXY_INIT_OUTPUT - [0:0]\nCOMMIT\n';
+  const record = (uid: string, appliedAt: string) => ({
+    namespace: 'shop',
+    name: 'web',
+    uid,
+    node: 'node-a',
+    appliedAt,
+    mode: 'nft',
+    saved: { '4': `${saved}# ${uid} ${appliedAt}` },
+  });
+  function client(items: unknown[], installers = ['minimesh-cni-x']) {
+    const paths: string[] = [];
+    return {
+      paths,
+      client: {
+        async requestOk(_m: string, path: string) {
+          paths.push(path);
+          if (path.includes('/proxy/pods?')) return { items };
+          return { items: installers.map((name) => ({ metadata: { name } })) };
+        },
+      } as unknown as KubeClient,
+    };
+  }
+
+  it("reads the newest record of this pod's uid from the installer on its node, through the API server", async () => {
+    const c = client([
+      record('u-1', '2026-11-28T05:00:00Z'),
+      record('u-1', '2026-11-28T05:01:00Z'),
+      record('u-0', '2026-11-28T05:02:00Z'),
+    ]);
+    const src = cniRecordNatSource(c.client, { controlPlaneNamespace: 'minimesh', node: 'node-a', uid: 'u-1' });
+    expect(await src.read('shop', 'web')).toContain('# u-1 2026-11-28T05:01:00Z');
+    expect(c.paths).toEqual([
+      '/api/v1/namespaces/minimesh/pods?labelSelector=minimesh.io%2Fcontrol-plane-component%3Dcni&fieldSelector=spec.nodeName%3Dnode-a',
+      '/api/v1/namespaces/minimesh/pods/minimesh-cni-x:9997/proxy/pods?namespace=shop&name=web',
+    ]);
+    expect(src.describe).toBe(
+      "minimesh-cni's record on node node-a (installer minimesh-cni-x): the table it read back right after writing the rules at 2026-11-28T05:01:00Z, iptables mode nft",
+    );
+  });
+
+  it('says what is missing: no installer on the node, no record, no IPv6 rules', async () => {
+    await expect(
+      cniRecordNatSource(client([], []).client, { controlPlaneNamespace: 'minimesh', node: 'node-a', uid: 'u-1' }).read(
+        'shop',
+        'web',
+      ),
+    ).rejects.toThrow('no minimesh-cni installer runs on node node-a (kubectl -n minimesh get daemonset minimesh-cni)');
+    await expect(
+      cniRecordNatSource(client([]).client, { controlPlaneNamespace: 'minimesh', node: 'node-a', uid: 'u-1' }).read(
+        'shop',
+        'web',
+      ),
+    ).rejects.toThrow('has no record of it: the plugin did not write its rules');
+    await expect(
+      cniRecordNatSource(client([record('u-1', 'x')]).client, {
+        controlPlaneNamespace: 'minimesh',
+        node: 'node-a',
+        uid: 'u-1',
+      }).read('shop', 'web', 6),
+    ).rejects.toThrow("minimesh-cni wrote no IPv6 rules for it (proxy-init's --ipv6 was off)");
   });
 });

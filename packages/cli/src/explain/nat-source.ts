@@ -3,6 +3,9 @@
 //   debug container  any cluster: an ephemeral container in the pod (the pod's own proxy-init image,
 //                    NET_ADMIN and NET_RAW, as `kubectl debug --profile=netadmin`) runs
 //                    `iptables-*-save -t nat` in the pod's network namespace; its log is the table.
+//   minimesh-cni     CNI mode: the table the plugin read back right after writing the pod's rules,
+//                    served by the installer on the pod's node (a namespace that enforces Pod
+//                    Security "restricted" refuses the NET_ADMIN debug container, too).
 // A user reads the rules the way they can on their own cluster: nothing here needs node access.
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
@@ -257,4 +260,84 @@ export function kubectlDebugHint(namespace: string, pod: string, container: stri
     `kubectl debug -n ${namespace} ${pod} -i --quiet --image=ubuntu:22.04${target} --profile=netadmin -- ` +
     `sh -c 'apt-get update -qq >/dev/null && apt-get install -qq -y iptables >/dev/null && iptables-legacy-save -t nat' > ${pod}.nat`
   );
+}
+
+/** CNI mode's installers: their component label and admin port (the chart's templates/cni.yaml). */
+export const CNI_INSTALLER_SELECTOR = 'minimesh.io/control-plane-component=cni';
+export const CNI_INSTALLER_PORT = 9997;
+
+interface CniRecord {
+  namespace: string;
+  name: string;
+  uid?: string;
+  node?: string;
+  appliedAt: string;
+  mode: string;
+  saved: Record<string, string>;
+}
+
+/**
+ * Reads what minimesh-cni wrote into a CNI-mode pod: the installer on the pod's node serves the
+ * plugin's record of each sandbox (GET /pods, through the API server's pod proxy), whose `saved` is
+ * `iptables-save -t nat` as the plugin read it right after its transaction.
+ */
+export function cniRecordNatSource(
+  client: KubeClient,
+  opts: { controlPlaneNamespace: string; node: string | undefined; uid: string | undefined },
+): NatSource {
+  const cp = opts.controlPlaneNamespace;
+  let described = `the record minimesh-cni keeps on node ${opts.node ?? '?'}`;
+  return {
+    get describe() {
+      return described;
+    },
+    async read(namespace, pod, family = 4) {
+      const what = `cannot read the nat table minimesh-cni wrote for ${namespace}/${pod}`;
+      if (!opts.node) throw new NatSourceError(`${what}: the pod is not scheduled on a node`);
+      let installers;
+      try {
+        installers = await client.requestOk<{ items: { metadata?: { name?: string } }[] }>(
+          'GET',
+          `/api/v1/namespaces/${encodeURIComponent(cp)}/pods?labelSelector=${encodeURIComponent(CNI_INSTALLER_SELECTOR)}&fieldSelector=${encodeURIComponent(`spec.nodeName=${opts.node}`)}`,
+        );
+      } catch (err) {
+        throw new NatSourceError(`${what}: listing the minimesh-cni installers in ${cp}: ${(err as Error).message}`, {
+          cause: err,
+        });
+      }
+      const installer = installers.items[0]?.metadata?.name;
+      if (!installer)
+        throw new NatSourceError(
+          `${what}: no minimesh-cni installer runs on node ${opts.node} (kubectl -n ${cp} get daemonset minimesh-cni)`,
+        );
+      const q = `namespace=${encodeURIComponent(namespace)}&name=${encodeURIComponent(pod)}`;
+      let records: CniRecord[];
+      try {
+        records = (
+          await client.requestOk<{ items: CniRecord[] }>(
+            'GET',
+            `/api/v1/namespaces/${encodeURIComponent(cp)}/pods/${installer}:${CNI_INSTALLER_PORT}/proxy/pods?${q}`,
+            undefined,
+            { accept: 'application/json, */*' },
+          )
+        ).items;
+      } catch (err) {
+        throw new NatSourceError(`${what}: installer ${cp}/${installer}: ${(err as Error).message}`, { cause: err });
+      }
+      const mine = records
+        .filter((r) => opts.uid === undefined || r.uid === undefined || r.uid === opts.uid)
+        .sort((a, b) => b.appliedAt.localeCompare(a.appliedAt))[0];
+      if (!mine)
+        throw new NatSourceError(
+          `${what}: installer ${cp}/${installer} has no record of it: the plugin did not write its rules (is its network validator failing?)`,
+        );
+      const text = mine.saved[String(family)];
+      if (text === undefined)
+        throw new NatSourceError(
+          `${what}: minimesh-cni wrote no IPv${family} rules for it (proxy-init's --ipv6 was off)`,
+        );
+      described = `minimesh-cni's record on node ${opts.node} (installer ${installer}): the table it read back right after writing the rules at ${mine.appliedAt}, iptables mode ${mine.mode}`;
+      return text;
+    },
+  };
 }

@@ -6,8 +6,9 @@ import { parsePortRange } from '@minimesh/proxy-init';
 
 /** The subset of a v1.Pod explain reads (plain JSON, as the API returns it). */
 export interface PodLike {
-  metadata?: { name?: string; namespace?: string; annotations?: Record<string, string> };
+  metadata?: { name?: string; namespace?: string; uid?: string; annotations?: Record<string, string> };
   spec?: {
+    nodeName?: string;
     serviceAccountName?: string;
     securityContext?: { runAsUser?: number; runAsGroup?: number };
     containers?: ContainerLike[];

@@ -7,7 +7,8 @@ import { decideInjection } from './decide.js';
 import { pointer } from './json-pointer.js';
 import { resolveSettings, type OverrideName } from './overrides.js';
 import { buildProxyContainer } from './proxy-container.js';
-import { buildProxyInitContainer } from './proxy-init-container.js';
+import { buildProxyInitContainer, toProxyInitArgs } from './proxy-init-container.js';
+import { buildValidatorContainer } from './validator-container.js';
 import type { Container, PatchOperation, PatchResult, PodLike, StringMap } from './types.js';
 import { buildVolumes } from './volumes.js';
 
@@ -61,7 +62,10 @@ export function createPatch(pod: PodLike, opts: CreatePatchOptions): PatchResult
 
   const native = settings.nativeSidecar;
   const proxy = buildProxyContainer({ config, settings, inboundPorts: inboundPortsOf(containers), native });
-  const init = buildProxyInitContainer(config, settings);
+  // CNI mode: minimesh-cni writes the rules from the arguments recorded here, and the pod's first
+  // init container only checks that it did; otherwise proxy-init writes them itself.
+  const cni = config.cni.enabled;
+  const init = cni ? buildValidatorContainer(config, settings) : buildProxyInitContainer(config, settings);
 
   const ops: PatchOperation[] = [];
   if (pod.metadata === undefined || pod.metadata === null) ops.push({ op: 'add', path: '/metadata', value: {} });
@@ -70,6 +74,7 @@ export function createPatch(pod: PodLike, opts: CreatePatchOptions): PatchResult
     [ANNOTATIONS.proxyVersion]: settings.proxyVersion,
     [ANNOTATIONS.trustRootSha256]: trustRootSha256(config.identityTrustAnchorsPEM),
   };
+  if (cni) annotations[ANNOTATIONS.proxyInitArgs] = JSON.stringify(toProxyInitArgs(config, settings));
   // A namespace's default inbound policy is copied onto its pods (as Linkerd inherits namespace config
   // annotations), so the policy controller, which reads pods, computes the same default the proxy has.
   const podPolicy = pod.metadata?.annotations?.[ANNOTATIONS.defaultInboundPolicy];

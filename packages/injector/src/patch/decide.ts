@@ -9,7 +9,7 @@ export const SYSTEM_NAMESPACES: readonly string[] = ['kube-system', 'kube-public
 export type InjectDecision = { inject: true } | { inject: false; reason: SkipReason; message: string };
 
 export function isInjected(pod: PodLike): boolean {
-  const names: string[] = [CONTAINER_NAMES.init, CONTAINER_NAMES.proxy];
+  const names: string[] = [CONTAINER_NAMES.init, CONTAINER_NAMES.validator, CONTAINER_NAMES.proxy];
   const all = [...asArray(pod.spec?.initContainers), ...asArray(pod.spec?.containers)];
   return all.some((c) => names.includes((c as { name?: string }).name ?? ''));
 }

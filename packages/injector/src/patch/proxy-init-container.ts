@@ -2,6 +2,7 @@
 import { CONTAINER_NAMES, foldRanges, formatPortRanges, parsePortRanges, type MeshConfig } from '@minimesh/config';
 import type { InjectSettings } from './overrides.js';
 import type { Container } from './types.js';
+import { outboundIgnored } from './validator-container.js';
 import { VOLUME_NAMES } from './volumes.js';
 
 /** proxy-init's arguments, in the order and style of Linkerd's (as the Linkerd tutorial's pods show them). */
@@ -13,11 +14,7 @@ export function toProxyInitArgs(config: MeshConfig, s: InjectSettings): string[]
     ...parsePortRanges('proxyInit.ignoreInboundPorts', config.proxyInit.ignoreInboundPorts),
     ...s.skipInboundPorts,
   ]);
-  const outbound = foldRanges([
-    ...parsePortRanges('proxyInit.kubeAPIServerPorts', config.proxyInit.kubeAPIServerPorts),
-    ...parsePortRanges('proxyInit.ignoreOutboundPorts', config.proxyInit.ignoreOutboundPorts),
-    ...s.skipOutboundPorts,
-  ]);
+  const outbound = outboundIgnored(config, s);
   const subnets = [
     ...config.proxyInit.skipSubnets
       .split(',')

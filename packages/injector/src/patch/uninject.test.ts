@@ -53,6 +53,22 @@ describe('uninjectPod', () => {
     expect(back).toEqual(expected);
   });
 
+  it('undoes the CNI-mode patch too (the validator, the recorded arguments)', () => {
+    const cniConfig = parseMeshConfig({ identityTrustAnchorsPEM: 'PEM', cni: { enabled: true } });
+    const pod: PodLike = {
+      metadata: { name: 'd', annotations: { 'x/y': 'z' } },
+      spec: { containers: [{ name: 'app' }] },
+    };
+    const result = createPatch(pod, {
+      config: cniConfig,
+      namespace: 'ns',
+      namespaceAnnotations: { 'minimesh.io/inject': 'enabled' },
+    });
+    const injected = jsonpatch.applyPatch(structuredClone(pod), result.patch, true, false).newDocument;
+    expect(injected.spec?.initContainers?.map((c) => c.name)).toEqual(['minimesh-network-validator', 'minimesh-proxy']);
+    expect(uninjectPod(injected)).toEqual({ pod, changed: true });
+  });
+
   it('keeps inject: disabled and reports unchanged pods', () => {
     const pod: PodLike = {
       metadata: { annotations: { 'minimesh.io/inject': 'disabled' } },

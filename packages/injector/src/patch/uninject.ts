@@ -4,12 +4,13 @@ import { ANNOTATIONS, CONTAINER_NAMES, LABELS } from '@minimesh/config';
 import type { PodLike, StringMap } from './types.js';
 import { VOLUME_NAMES } from './volumes.js';
 
-const OUR_CONTAINERS: readonly string[] = [CONTAINER_NAMES.init, CONTAINER_NAMES.proxy];
+const OUR_CONTAINERS: readonly string[] = [CONTAINER_NAMES.init, CONTAINER_NAMES.validator, CONTAINER_NAMES.proxy];
 const OUR_VOLUMES: readonly string[] = Object.values(VOLUME_NAMES);
 const OUR_ANNOTATIONS: readonly string[] = [
   ANNOTATIONS.createdBy,
   ANNOTATIONS.proxyVersion,
   ANNOTATIONS.trustRootSha256,
+  ANNOTATIONS.proxyInitArgs,
 ];
 const OUR_LABELS: readonly string[] = [LABELS.controlPlaneNs, LABELS.workloadNs];
 

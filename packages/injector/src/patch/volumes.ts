@@ -1,4 +1,4 @@
-// The volumes the injector adds: the xtables lock for proxy-init, the proxy's in-memory key directory
+// The volumes the injector adds: the xtables lock for proxy-init (not in CNI mode), the proxy's in-memory key directory
 // and its projected service-account token (audience identity.minimesh.io).
 import type { MeshConfig } from '@minimesh/config';
 import type { Volume } from './types.js';
@@ -14,9 +14,10 @@ export const TOKEN_DIR = '/var/run/secrets/tokens';
 export const TOKEN_FILE = `${TOKEN_DIR}/minimesh-identity-token`;
 export const TOKEN_EXPIRATION_SECONDS = 86400;
 
+/** CNI mode has no proxy-init container, so no xtables lock volume. */
 export function buildVolumes(config: MeshConfig): Volume[] {
   return [
-    { name: VOLUME_NAMES.xtablesLock, emptyDir: {} },
+    ...(config.cni.enabled ? [] : [{ name: VOLUME_NAMES.xtablesLock, emptyDir: {} }]),
     { name: VOLUME_NAMES.identityEndEntity, emptyDir: { medium: 'Memory' } },
     {
       name: VOLUME_NAMES.identityToken,
