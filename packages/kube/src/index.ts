@@ -34,3 +34,5 @@ export {
 } from './informer.js';
 export { kubeFlags, parseKubeFlags, kubeClientFromFlags, type KubeFlagValues } from './flags.js';
 export { KubeError, KubeConfigError, KubeApiError, statusMessage, statusReason, type KubeErrorCode } from './errors.js';
+export { LeaseElector, toMicroTime, type LeaseElectorOptions } from './lease-elector.js';
+export { leaseFlags, parseLeaseFlags, type LeaseFlagValues, type LeaseTimings } from './lease-flags.js';
