@@ -7,7 +7,7 @@ import type { InboundServer, OutboundPolicy } from '../model.js';
 import type { WorkloadRecord } from '../resources/workload.js';
 import { computeInbound, type InboundResult } from './inbound.js';
 import { computeOutbound, lookupServiceIp } from './outbound.js';
-import { ResourceStore, type IndexedKind, type InvalidResource } from './store.js';
+import { isRouteKind, ResourceStore, type IndexedKind, type InvalidResource } from './store.js';
 
 export interface PolicyListener<T> {
   update(value: T): void;
@@ -29,6 +29,8 @@ export interface PolicyIndexOptions {
   onDiagnostic?: (message: string) => void;
   /** A listener threw; the index goes on with the others. */
   onListenerError?: (err: unknown) => void;
+  /** Any change (after the answers were recomputed): the route-status writer looks again. */
+  onChange?: (kind: IndexedKind) => void;
 }
 
 interface Group<T> {
@@ -172,8 +174,8 @@ export class PolicyIndex {
 
   /** Recomputes the answers a change may affect. A deleted workload or Service ends its streams. */
   private changed(kind: IndexedKind, namespace?: string, name?: string): void {
-    const inbound = kind !== 'Service';
-    const outbound = kind === 'Service' || kind === 'HTTPRoute';
+    const inbound = kind !== 'Service' && kind !== 'GatewayHTTPRoute' && kind !== 'GRPCRoute';
+    const outbound = kind === 'Service' || isRouteKind(kind);
     if (inbound) {
       for (const [id, g] of this.inboundGroups) {
         const k = g.key;
@@ -201,6 +203,7 @@ export class PolicyIndex {
         this.publish(g, policy, '');
       }
     }
+    this.opts.onChange?.(kind);
   }
 
   private publish<T>(g: Group<T>, value: T, diagnostics: string): void {
