@@ -9,4 +9,4 @@ if ! command -v shellcheck >/dev/null 2>&1; then
 fi
 actionlint=$(bash scripts/go-tool.sh actionlint)
 "$actionlint" -shellcheck="$(command -v shellcheck)" .github/workflows/*.yml
-shellcheck scripts/images.sh scripts/k3d.sh scripts/go-tool.sh scripts/lint-workflows.sh
+shellcheck scripts/images.sh scripts/k3d.sh scripts/go-tool.sh scripts/lint-workflows.sh scripts/gateway-api.sh scripts/conformance.sh
