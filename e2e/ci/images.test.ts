@@ -92,7 +92,9 @@ describe('scripts/images.sh', () => {
     const { run } = await import('../src/tools.js');
     const r = await run('bash', [join(repoRoot, 'scripts', 'images.sh'), 'build', '--only=programs,lasers']);
     expect(r.code).toBe(1);
-    expect(r.stderr).toContain('--only: "lasers" is not a group: expected programs, fixtures, node, viz or conformance');
+    expect(r.stderr).toContain(
+      '--only: "lasers" is not a group: expected programs, fixtures, node, viz or conformance',
+    );
     const usage = await run('bash', [join(repoRoot, 'scripts', 'images.sh'), 'sideways']);
     expect(usage.code).toBe(2);
     expect(usage.stderr).toContain('usage: bash scripts/images.sh build|list|refs|stop');
