@@ -5,22 +5,12 @@
 // The tests: the weight split of HTTPRoute and GRPCRoute, request header modifiers on the route and on a
 // backend, and the redirects (host and status, scheme, port, path), on minimesh installed as a user
 // installs it with the Gateway API CRDs applied first.
-import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { selectDriver } from '../drivers/index.js';
-import { runConformance, type ConformanceResult } from '../src/conformance.js';
-import {
-  createMeshCerts,
-  E2E_SCOPE_LABEL,
-  ensureGatewayApiCrds,
-  installChart,
-  uninstallChart,
-  waitForReadyPods,
-  type MeshSetup,
-} from '../src/mesh.js';
+import { installForConformance, runConformance, type ConformanceInstall } from '../src/conformance.js';
 
 export const CI_SUBSET = [
   'MeshHTTPRouteWeight',
@@ -34,39 +24,28 @@ export const CI_SUBSET = [
 ] as const;
 
 const driver = selectDriver();
-const m: MeshSetup = {
-  driver,
-  cpNs: driver.name === 'k3d' ? 'minimesh' : `minimesh-gwc-${randomBytes(3).toString('hex')}`,
-  appNs: 'unused',
-  release: 'minimesh',
-  scopeWebhook: driver.name === 'local',
-};
 let tmp = '';
-let kubeconfig = '';
+let install: ConformanceInstall | undefined;
 
 beforeAll(async () => {
   await driver.setup();
-  const args = driver.kubeArgs();
-  kubeconfig = args[args.indexOf('--kubeconfig') + 1] ?? process.env.KUBECONFIG ?? '';
   tmp = mkdtempSync(join(tmpdir(), 'mm-gwc-'));
-  await ensureGatewayApiCrds(driver);
-  await installChart(m, await createMeshCerts(tmp));
-  for (const c of ['identity', 'destination', 'injector'])
-    await waitForReadyPods(driver, m.cpNs, c, 1, 300_000, 'minimesh.io/control-plane-component');
+  install = await installForConformance(driver, tmp);
 }, 900_000);
 
 afterAll(async () => {
-  if (driver.name === 'local') await uninstallChart(m).catch(() => undefined);
+  await install?.uninstall().catch(() => undefined);
   if (tmp) rmSync(tmp, { recursive: true, force: true });
 });
 
 describe('the Gateway API conformance suite, CI subset', () => {
   it(`passes ${CI_SUBSET.join(', ')}`, async () => {
-    const r: ConformanceResult = await runConformance({
-      kubeconfig,
+    if (!install) throw new Error('minimesh is not installed (see beforeAll)');
+    const r = await runConformance({
+      kubeconfig: install.kubeconfig,
       report: join(tmp, 'report.yaml'),
-      namespaceAnnotations: { 'minimesh.io/inject': 'enabled' },
-      ...(m.scopeWebhook ? { namespaceLabels: { [E2E_SCOPE_LABEL]: m.cpNs } } : {}),
+      namespaceAnnotations: install.namespaceAnnotations,
+      ...(install.namespaceLabels ? { namespaceLabels: install.namespaceLabels } : {}),
       tests: CI_SUBSET,
     });
     const failed = Object.entries(r.tests).filter(([, v]) => v !== 'PASS');

@@ -9,14 +9,14 @@
 //     --keep        leave minimesh installed afterwards (the suite removes its own namespaces)
 //     --out=DIR     where report.yaml and results.md go (default docs/conformance for a full run)
 // Environment: MINIMESH_E2E_DRIVER=local (default) or k3d, as the e2e specs.
-import { randomBytes } from 'node:crypto';
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { homedir, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MINIMESH_VERSION } from '@minimesh/config';
 import { selectDriver } from '../drivers/index.js';
 import {
   GATEWAY_API_VERSION,
+  installForConformance,
   MESH_PROFILES,
   runConformance,
   summarizeReport,
@@ -24,15 +24,6 @@ import {
   type ConformanceResult,
   type ReportSummary,
 } from '../src/conformance.js';
-import {
-  createMeshCerts,
-  E2E_SCOPE_LABEL,
-  ensureGatewayApiCrds,
-  installChart,
-  uninstallChart,
-  waitForReadyPods,
-  type MeshSetup,
-} from '../src/mesh.js';
 import { repoRoot } from '../src/tools.js';
 
 const argv = process.argv.slice(2);
@@ -58,21 +49,6 @@ const out = outArg ?? (tests.length ? undefined : join(repoRoot, 'docs', 'confor
 
 const log = (line: string) => process.stdout.write(`[conformance] ${line}\n`);
 const driver = selectDriver();
-const m: MeshSetup = {
-  driver,
-  cpNs: driver.name === 'k3d' ? 'minimesh' : `minimesh-conformance-${randomBytes(3).toString('hex')}`,
-  appNs: 'unused',
-  release: 'minimesh',
-  // On the shared local cluster the webhook sees only namespaces labelled for this install.
-  scopeWebhook: driver.name === 'local',
-};
-
-function kubeconfig(): string {
-  const args = driver.kubeArgs();
-  const i = args.indexOf('--kubeconfig');
-  if (i >= 0 && args[i + 1]) return args[i + 1] as string;
-  return process.env.KUBECONFIG ?? join(homedir(), '.kube', 'config');
-}
 
 function resultsMarkdown(r: ConformanceResult, summary: ReportSummary | undefined, started: Date): string {
   const rows = Object.entries(r.tests)
@@ -106,21 +82,19 @@ async function main(): Promise<number> {
   const started = new Date();
   log(await driver.setup());
   const tmp = mkdtempSync(join(tmpdir(), 'mm-conformance-'));
+  let install: Awaited<ReturnType<typeof installForConformance>> | undefined;
   try {
-    // The CRDs first, so the policy controller lists them when it starts.
-    log(`applying the Gateway API CRDs (sigs.k8s.io/gateway-api ${GATEWAY_API_VERSION}, standard channel)`);
-    await ensureGatewayApiCrds(driver);
-    log(`installing minimesh into ${m.cpNs}`);
-    await installChart(m, await createMeshCerts(tmp));
-    for (const c of ['identity', 'destination', 'injector'])
-      await waitForReadyPods(driver, m.cpNs, c, 1, 300_000, 'minimesh.io/control-plane-component');
+    log(
+      `applying the Gateway API CRDs (sigs.k8s.io/gateway-api ${GATEWAY_API_VERSION}, standard channel) and installing minimesh`,
+    );
+    install = await installForConformance(driver, tmp);
     const report = join(tmp, 'report.yaml');
     log(`running the suite${tests.length ? ` (only ${tests.join(', ')})` : ''}`);
     const result = await runConformance({
-      kubeconfig: kubeconfig(),
+      kubeconfig: install.kubeconfig,
       report,
-      namespaceAnnotations: { 'minimesh.io/inject': 'enabled' },
-      ...(m.scopeWebhook ? { namespaceLabels: { [E2E_SCOPE_LABEL]: m.cpNs } } : {}),
+      namespaceAnnotations: install.namespaceAnnotations,
+      ...(install.namespaceLabels ? { namespaceLabels: install.namespaceLabels } : {}),
       ...(tests.length ? { tests } : {}),
       onLine: (l) => process.stdout.write(`${l}\n`),
     });
@@ -145,7 +119,7 @@ async function main(): Promise<number> {
       );
     return result.code;
   } finally {
-    if (!keep) await uninstallChart(m).catch((err: unknown) => log(`uninstall: ${(err as Error).message}`));
+    if (!keep) await install?.uninstall().catch((err: unknown) => log(`uninstall: ${(err as Error).message}`));
     rmSync(tmp, { recursive: true, force: true });
   }
 }

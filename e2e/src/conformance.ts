@@ -7,7 +7,19 @@ import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
+import { randomBytes } from 'node:crypto';
+import { homedir } from 'node:os';
 import { MINIMESH_VERSION } from '@minimesh/config';
+import type { Driver } from '../drivers/types.js';
+import {
+  createMeshCerts,
+  E2E_SCOPE_LABEL,
+  ensureGatewayApiCrds,
+  installChart,
+  uninstallChart,
+  waitForReadyPods,
+  type MeshSetup,
+} from './mesh.js';
 import { repoRoot } from './tools.js';
 
 export const CONFORMANCE_DIR = join(repoRoot, 'conformance');
@@ -144,6 +156,48 @@ export function verdicts(events: readonly GoTestEvent[]): Pick<ConformanceResult
   }
   for (const name of Object.keys(failures)) if (tests[name] !== 'FAIL') delete failures[name];
   return { tests, failures };
+}
+
+/** minimesh installed for the suite: where, and what its namespaces need to be meshed. */
+export interface ConformanceInstall {
+  mesh: MeshSetup;
+  kubeconfig: string;
+  namespaceAnnotations: Record<string, string>;
+  namespaceLabels?: Record<string, string>;
+  uninstall(): Promise<void>;
+}
+
+/**
+ * The Gateway API CRDs (first, so the policy controller lists them when it starts) and the chart as a
+ * user installs it; on the shared local cluster the injector sees only namespaces labelled for it.
+ */
+export async function installForConformance(driver: Driver, certDir: string): Promise<ConformanceInstall> {
+  const mesh: MeshSetup = {
+    driver,
+    cpNs: driver.name === 'k3d' ? 'minimesh' : `minimesh-conformance-${randomBytes(3).toString('hex')}`,
+    appNs: 'unused',
+    release: 'minimesh',
+    scopeWebhook: driver.name === 'local',
+  };
+  await ensureGatewayApiCrds(driver);
+  await installChart(mesh, await createMeshCerts(certDir));
+  try {
+    for (const c of ['identity', 'destination', 'injector'])
+      await waitForReadyPods(driver, mesh.cpNs, c, 1, 300_000, 'minimesh.io/control-plane-component');
+  } catch (err) {
+    if (driver.name === 'local') await uninstallChart(mesh).catch(() => undefined);
+    throw err;
+  }
+  const args = driver.kubeArgs();
+  const i = args.indexOf('--kubeconfig');
+  return {
+    mesh,
+    kubeconfig:
+      i >= 0 && args[i + 1] ? (args[i + 1] as string) : (process.env.KUBECONFIG ?? join(homedir(), '.kube', 'config')),
+    namespaceAnnotations: { 'minimesh.io/inject': 'enabled' },
+    ...(mesh.scopeWebhook ? { namespaceLabels: { [E2E_SCOPE_LABEL]: mesh.cpNs } } : {}),
+    uninstall: () => (driver.name === 'local' ? uninstallChart(mesh) : Promise.resolve()),
+  };
 }
 
 export interface ReportSummary {
