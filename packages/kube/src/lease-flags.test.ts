@@ -1,17 +1,22 @@
 // The Lease flags: defaults, the program's duration parser, and the ordering check (exit 2).
 import { describe, expect, it } from 'vitest';
 import { KubeConfigError } from './errors.js';
-import { leaseFlags, parseLeaseFlags } from './lease-flags.js';
+import { leaseFlags, parseLeaseFlags, type LeaseFlagValues } from './lease-flags.js';
 
 const seconds = (flag: string, v: string): number => {
   const m = /^(\d+)s$/.exec(v);
   if (!m) throw new Error(`${flag}: not a duration: ${v}`);
   return Number(m[1]) * 1000;
 };
-const defaults = (name: string) =>
-  Object.fromEntries(Object.entries(leaseFlags(name)).map(([k, spec]) => [k, spec.default])) as Parameters<
-    typeof parseLeaseFlags
-  >[0];
+const defaults = (name: string): LeaseFlagValues => {
+  const f = leaseFlags(name);
+  return {
+    'lease-name': f['lease-name'].default,
+    'lease-duration': f['lease-duration'].default,
+    'lease-renew-deadline': f['lease-renew-deadline'].default,
+    'lease-retry-period': f['lease-retry-period'].default,
+  };
+};
 
 describe('lease flags', () => {
   it("client-go's timings by default, with the program's Lease name", () => {
