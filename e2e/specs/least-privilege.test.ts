@@ -48,9 +48,9 @@ const NEEDS: Record<string, { everywhere: string[]; ownNamespace: string[] }> = 
       ...['servers', 'authorizationpolicies', 'meshtlsauthentications', 'networkauthentications', 'httproutes'].flatMap(
         (r) => rw(`${r}.policy.minimesh.io`, INFORMER),
       ),
-      ...rw('httproutes/status.policy.minimesh.io', ['patch']),
+      ...rw('httproutes.policy.minimesh.io/status', ['patch']),
       ...['httproutes', 'grpcroutes'].flatMap((r) => rw(`${r}.gateway.networking.k8s.io`, INFORMER)),
-      ...['httproutes', 'grpcroutes'].flatMap((r) => rw(`${r}/status.gateway.networking.k8s.io`, ['patch'])),
+      ...['httproutes', 'grpcroutes'].flatMap((r) => rw(`${r}.gateway.networking.k8s.io/status`, ['patch'])),
     ],
     ownNamespace: [
       ...rw(LEASE, ['create']),
