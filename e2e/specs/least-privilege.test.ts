@@ -31,7 +31,8 @@ const LEASE = 'leases.coordination.k8s.io';
 // namespaces, one GET per admission (src/k8s/namespace-lookup.ts); destination watches services, pods, EndpointSlices and
 // ExternalWorkloads, writes EndpointSlices for ExternalWorkloads (leader/external-workload-mirror.ts)
 // and holds its Lease; the policy controller (same service account, as in Linkerd) reads pods,
-// services, ExternalWorkloads and the policy resources.
+// services, ExternalWorkloads, the policy resources and the Gateway API's routes, patches the routes'
+// status (packages/policy/src/status/status-writer.ts) and holds its own Lease.
 // Informers only list and watch (packages/kube/src/informer.ts); a single-object GET is granted only
 // where code sends one: the injector's namespace lookup, the mirror's stale slice, the Lease.
 const INFORMER = ['list', 'watch'];
@@ -47,8 +48,15 @@ const NEEDS: Record<string, { everywhere: string[]; ownNamespace: string[] }> = 
       ...['servers', 'authorizationpolicies', 'meshtlsauthentications', 'networkauthentications', 'httproutes'].flatMap(
         (r) => rw(`${r}.policy.minimesh.io`, INFORMER),
       ),
+      ...rw('httproutes.policy.minimesh.io/status', ['patch']),
+      ...['httproutes', 'grpcroutes'].flatMap((r) => rw(`${r}.gateway.networking.k8s.io`, INFORMER)),
+      ...['httproutes', 'grpcroutes'].flatMap((r) => rw(`${r}.gateway.networking.k8s.io/status`, ['patch'])),
     ],
-    ownNamespace: [...rw(LEASE, ['create']), ...rw(`${LEASE}[minimesh-destination-endpoint-write]`, ['get', 'update'])],
+    ownNamespace: [
+      ...rw(LEASE, ['create']),
+      ...rw(`${LEASE}[minimesh-destination-endpoint-write]`, ['get', 'update']),
+      ...rw(`${LEASE}[minimesh-policy-write]`, ['get', 'update']),
+    ],
   },
 };
 

@@ -2,7 +2,8 @@
 // with the Linkerd tutorial's install command, a client and a server (HTTP and gRPC) in a namespace with
 // minimesh.io/inject: enabled, and what issue 8 asks to see: Linkerd's proxy-init arguments and native
 // sidecar, the nat chains the Linkerd tutorial lists, mTLS with the client's identity, endpoints following a scale-up and
-// a scale-down, and every component at work in the audit log with nothing refused by RBAC.
+// a scale-down, the status the policy controller writes on routes of each kind, and every component at
+// work in the audit log with nothing refused by RBAC.
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -19,6 +20,7 @@ import {
   applyObjects,
   createMeshCerts,
   describePods,
+  ensureGatewayApiCrds,
   eventually,
   identityOf,
   installChart,
@@ -428,6 +430,54 @@ describe(`the mesh on the ${driver.name} cluster`, () => {
       const s = await mirrored();
       return s && (s.endpoints ?? []).length === 0 ? true : undefined;
     });
+  }, 200_000);
+
+  it("writes the status of a route of each kind: the policy controller leader's one write", async () => {
+    // Routes on a Service of their own (the client's traffic to the server stays as it is).
+    await ensureGatewayApiCrds(driver);
+    const parent = (port: number) => ({ group: '', kind: 'Service', name: 'routes', port });
+    const route = (apiVersion: string, kind: string, name: string, port: number) => ({
+      apiVersion,
+      kind,
+      metadata: { name, namespace: m.appNs },
+      spec: { parentRefs: [parent(port)], rules: [{ backendRefs: [{ name: 'routes', port }] }] },
+    });
+    await applyObjects(driver, [
+      {
+        apiVersion: 'v1',
+        kind: 'Service',
+        metadata: { name: 'routes', namespace: m.appNs },
+        spec: {
+          selector: { app: 'routes' },
+          ports: [
+            { name: 'http', port: 80 },
+            { name: 'grpc', port: 7070, appProtocol: 'kubernetes.io/h2c' },
+          ],
+        },
+      },
+      route('policy.minimesh.io/v1beta3', 'HTTPRoute', 'policy-route', 80),
+      route('gateway.networking.k8s.io/v1', 'HTTPRoute', 'gateway-route', 80),
+      route('gateway.networking.k8s.io/v1', 'GRPCRoute', 'grpc-route', 7070),
+    ]);
+    type Status = {
+      status?: { parents?: { controllerName: string; conditions: { type: string; status: string }[] }[] };
+    };
+    // The policy controller lists a CRD installed after it started within 30 s (its informer's retry).
+    for (const [resource, name] of [
+      ['httproutes.policy.minimesh.io', 'policy-route'],
+      ['httproutes.gateway.networking.k8s.io', 'gateway-route'],
+      ['grpcroutes.gateway.networking.k8s.io', 'grpc-route'],
+    ] as const)
+      await eventually(`${resource} ${name}: Accepted and ResolvedRefs`, 90_000, async () => {
+        const r = await driver.kubectl(['-n', m.appNs, 'get', resource, name, '-o', 'json']);
+        if (r.code !== 0) return undefined;
+        const ours = (JSON.parse(r.stdout) as Status).status?.parents?.find(
+          (p) => p.controllerName === 'minimesh.io/policy-controller',
+        );
+        return ours?.conditions.map((c) => `${c.type}=${c.status}`).join(',') === 'Accepted=True,ResolvedRefs=True'
+          ? true
+          : undefined;
+      });
   }, 200_000);
 
   it('shows every component at work in the audit log, and nothing refused by RBAC', async () => {

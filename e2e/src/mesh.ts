@@ -1,11 +1,12 @@
 // The flows the e2e specs and the demo share: certificates, the chart install (the Linkerd tutorial's install command),
 // the two test apps, waiting, and reading pods and proxy metrics through the driver.
 import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { stringify } from 'yaml';
 import type { Driver } from '../drivers/types.js';
 import { certFiles, type CertFiles } from './certs.js';
 import { tutorialInstallArgs, type K8sObject } from './chart.js';
-import { chartDir, cliMain, crdsChartDir, runOk } from './tools.js';
+import { chartDir, cliMain, crdsChartDir, repoRoot, runOk } from './tools.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -134,6 +135,25 @@ export async function applyObjects(driver: Driver, objects: readonly K8sObject[]
   const text = objects.map((o) => `---\n${stringify(o)}`).join('');
   const r = await driver.kubectl(['apply', '-f', '-'], text);
   if (r.code !== 0) throw new Error(`kubectl apply: ${r.stderr.trim()}`);
+}
+
+/**
+ * The Gateway API's HTTPRoute and GRPCRoute CRDs (sigs.k8s.io/gateway-api v1.6.3, scripts/gateway-api.sh),
+ * applied server-side as a cluster admin would (the CRDs are too large for a client-side apply's
+ * last-applied annotation); CRDs the cluster has already are updated to that version.
+ */
+export async function ensureGatewayApiCrds(driver: Driver): Promise<void> {
+  const text = await runOk('bash', [join(repoRoot, 'scripts', 'gateway-api.sh'), 'crds'], { timeoutMs: 300_000 });
+  const r = await driver.kubectl(['apply', '--server-side', '--field-manager=minimesh-e2e', '-f', '-'], text);
+  if (r.code !== 0) throw new Error(`kubectl apply (Gateway API CRDs): ${r.stderr.trim()}`);
+  const established = await driver.kubectl([
+    'wait',
+    '--for=condition=Established',
+    '--timeout=60s',
+    'crd/httproutes.gateway.networking.k8s.io',
+    'crd/grpcroutes.gateway.networking.k8s.io',
+  ]);
+  if (established.code !== 0) throw new Error(`Gateway API CRDs not established: ${established.stderr.trim()}`);
 }
 
 export interface Pod {

@@ -60,10 +60,20 @@ describe('can-i against the audit log', () => {
         }),
         // Non-resource URL.
         ev({ verb: 'get', requestURI: '/version' }),
+        // A subresource, named as can-i names it.
+        ev({
+          verb: 'patch',
+          objectRef: {
+            resource: 'httproutes',
+            apiGroup: 'gateway.networking.k8s.io',
+            subresource: 'status',
+            name: 'r',
+          },
+        }),
       ],
       DST,
     );
-    expect(used).toHaveLength(4);
+    expect(used).toHaveLength(5);
     expect(
       unusedPermissions(
         [
@@ -73,6 +83,8 @@ describe('can-i against the audit log', () => {
           'leases.coordination.k8s.io[minimesh-destination-endpoint-write] get',
           'endpointslices.discovery.k8s.io create',
           'endpointslices.discovery.k8s.io delete',
+          'httproutes.gateway.networking.k8s.io/status patch',
+          'grpcroutes.gateway.networking.k8s.io/status patch',
         ],
         used,
       ),
@@ -80,6 +92,7 @@ describe('can-i against the audit log', () => {
       'leases.coordination.k8s.io[minimesh-destination-endpoint-write] get',
       'endpointslices.discovery.k8s.io create',
       'endpointslices.discovery.k8s.io delete',
+      'grpcroutes.gateway.networking.k8s.io/status patch',
     ]);
   });
 });

@@ -30,7 +30,7 @@ export function parseCanIList(text: string): string[] {
 
 /** One request the audit log shows `user` making with RBAC's consent. */
 export interface UsedPermission {
-  /** resource[/subresource][.group], as can-i names it */
+  /** resource[.group][/subresource], as can-i names it */
   resource: string;
   verb: string;
   /** The object's name, for requests on one object. */
@@ -47,7 +47,8 @@ export function permissionsUsed(events: readonly AuditEvent[], user: string): Us
     if (e.user?.username !== user || !e.objectRef?.resource) continue;
     if (e.annotations?.['authorization.k8s.io/decision'] === 'forbid') continue;
     const { resource, subresource, apiGroup, name } = e.objectRef;
-    const full = `${resource}${subresource ? `/${subresource}` : ''}${apiGroup ? `.${apiGroup}` : ''}`;
+    // As can-i names it: "httproutes.gateway.networking.k8s.io/status".
+    const full = `${resource}${apiGroup ? `.${apiGroup}` : ''}${subresource ? `/${subresource}` : ''}`;
     const key = `${full} ${e.verb} ${name ?? ''}`;
     if (!seen.has(key)) seen.set(key, { resource: full, verb: e.verb, ...(name ? { name } : {}) });
   }

@@ -104,7 +104,8 @@ export async function createHarness(): Promise<Harness> {
   const confDir = join(dir, 'net.d');
   const stateDir = join(dir, 'state');
   const podsFile = join(dir, 'pods.json');
-  for (const d of [binDir, confDir, stateDir]) mkdirSync(d);
+  const varLib = join(dir, 'var-lib');
+  for (const d of [binDir, confDir, stateDir, varLib]) mkdirSync(d);
   for (const p of ['bridge', 'host-local', 'loopback']) symlinkSync(`/usr/lib/cni/${p}`, join(binDir, p));
   copyFileSync(sea, join(binDir, 'minimesh-cni'));
   const pods: Record<string, unknown> = {};
@@ -167,7 +168,12 @@ export async function createHarness(): Promise<Harness> {
       return `/var/run/netns/${name}`;
     },
     cnitool(command, netns, pod) {
-      return run(['ip', 'netns', 'exec', node, cnitool, command, 'mmtest', netns], {
+      // cnitool keeps its results cache in /var/lib/cni (libcni's default; cnitool has no flag for it):
+      // it runs in a mount namespace of its own where /var/lib is this harness's directory, so nothing
+      // is written on the host and the cache lives as long as the harness (add, then check and del).
+      const argv = ['ip', 'netns', 'exec', node, cnitool, command, 'mmtest', netns];
+      const mountThenRun = 'mount --bind "$0" /var/lib && exec "$@"';
+      return run(['unshare', '--mount', '--propagation', 'private', '--', 'sh', '-c', mountThenRun, varLib, ...argv], {
         env: {
           ...process.env,
           NETCONFPATH: confDir,

@@ -2,7 +2,7 @@
 // its ExternalWorkload mirror, and the admin server. main.ts parses flags and calls startDestination;
 // tests and benchmarks call it directly.
 import { Server } from '@grpc/grpc-js';
-import { cacheReadiness, type KubeClient } from '@minimesh/kube';
+import { cacheReadiness, LeaseElector, type KubeClient } from '@minimesh/kube';
 import { bindGrpc, HealthImplementation } from '@minimesh/proto';
 import type { PortRange } from '@minimesh/config';
 import { createRegistry, parseListenAddr, startAdminServer, type AdminServer, type Logger } from '@minimesh/runtime';
@@ -11,7 +11,6 @@ import { DestinationError } from './errors.js';
 import { EndpointIndex } from './index/endpoint-index.js';
 import { createResourceInformers, type ResourceInformers } from './k8s/resource-informers.js';
 import { ExternalWorkloadMirror } from './leader/external-workload-mirror.js';
-import { LeaseElector } from './leader/lease-elector.js';
 import { createDestinationMetrics, type DestinationMetrics } from './metrics.js';
 import { createDestinationHandlers, destinationServiceDefinition } from './server/destination-server.js';
 

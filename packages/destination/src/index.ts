@@ -17,7 +17,7 @@ export {
   type ResourceInformers,
 } from './k8s/resource-informers.js';
 export * from './k8s/records.js';
-export { LeaseElector, toMicroTime, type LeaseElectorOptions } from './leader/lease-elector.js';
+export { LeaseElector, toMicroTime, type LeaseElectorOptions } from '@minimesh/kube';
 export {
   ExternalWorkloadMirror,
   toDesiredSlices,

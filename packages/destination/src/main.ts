@@ -10,7 +10,7 @@ import {
   parseDuration,
   parsePortRanges,
 } from '@minimesh/config';
-import { kubeClientFromFlags, kubeFlags, parseKubeFlags } from '@minimesh/kube';
+import { kubeClientFromFlags, kubeFlags, leaseFlags, parseKubeFlags, parseLeaseFlags } from '@minimesh/kube';
 import { defineProgram, parseListenAddr } from '@minimesh/runtime';
 import { startDestination } from './destination.js';
 
@@ -60,26 +60,7 @@ await defineProgram({
       description: 'open Get/GetProfile streams one client (peer IP or meshed identity) may hold',
     },
     ...kubeFlags(),
-    'lease-name': {
-      type: 'string',
-      default: 'minimesh-destination-endpoint-write',
-      description: 'coordination.k8s.io Lease for leader election (in the controller namespace)',
-    },
-    'lease-duration': {
-      type: 'string',
-      default: '30s',
-      description: 'how long a leader keeps the lease without renewing it',
-    },
-    'lease-renew-deadline': {
-      type: 'string',
-      default: '10s',
-      description: 'how long the leader keeps trying to renew before stepping down',
-    },
-    'lease-retry-period': {
-      type: 'string',
-      default: '2s',
-      description: 'how often candidates try and the leader renews',
-    },
+    ...leaseFlags('minimesh-destination-endpoint-write'),
   },
   configure({ flags: f }) {
     parseListenAddr('--addr', f.addr);
@@ -91,21 +72,7 @@ await defineProgram({
     const maxStreams = Number(f['max-streams-per-client']);
     if (!/^\d+$/.test(f['max-streams-per-client']) || maxStreams < 1)
       throw new ConfigError('--max-streams-per-client', f['max-streams-per-client'], 'a whole number of at least 1');
-    const lease = {
-      durationMs: parseDuration('--lease-duration', f['lease-duration']),
-      renewDeadlineMs: parseDuration('--lease-renew-deadline', f['lease-renew-deadline']),
-      retryPeriodMs: parseDuration('--lease-retry-period', f['lease-retry-period']),
-    };
-    if (!(
-      lease.durationMs > lease.renewDeadlineMs &&
-      lease.renewDeadlineMs > lease.retryPeriodMs &&
-      lease.retryPeriodMs > 0
-    ))
-      throw new ConfigError(
-        '--lease-duration',
-        `${f['lease-duration']}/${f['lease-renew-deadline']}/${f['lease-retry-period']}`,
-        'lease duration > renew deadline > retry period > 0',
-      );
+    const { name: _name, ...lease } = parseLeaseFlags(f, parseDuration);
     return {
       opaque: parsePortRanges('--default-opaque-ports', f['default-opaque-ports']),
       h2: parseBoolean('--enable-h2-upgrade', f['enable-h2-upgrade']),

@@ -35,3 +35,5 @@ export {
 export { cacheReadiness, type CacheReadiness, type SyncedCache } from './cache-readiness.js';
 export { kubeFlags, parseKubeFlags, kubeClientFromFlags, type KubeFlagValues } from './flags.js';
 export { KubeError, KubeConfigError, KubeApiError, statusMessage, statusReason, type KubeErrorCode } from './errors.js';
+export { LeaseElector, toMicroTime, type LeaseElectorOptions } from './lease-elector.js';
+export { leaseFlags, parseLeaseFlags, type LeaseFlagValues, type LeaseTimings } from './lease-flags.js';

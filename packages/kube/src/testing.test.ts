@@ -27,6 +27,18 @@ describe('createFakeKubeClient', () => {
     await expect(fake.requestOk('GET', `${LEASES}/l`)).rejects.toThrow(`GET ${LEASES}/l: HTTP 404 NotFound`);
   });
 
+  it('takes a merge patch with a resourceVersion as a precondition; on /status only the status changes', async () => {
+    const fake = createFakeKubeClient();
+    const ROUTES = '/apis/gateway.networking.k8s.io/v1/namespaces/a/httproutes';
+    fake.put(ROUTES, { metadata: { name: 'r' }, spec: { rules: [] } });
+    const rv = fake.object(ROUTES, 'a', 'r')?.metadata?.resourceVersion as string;
+    const stale = { metadata: { resourceVersion: '0' }, status: { parents: [] } };
+    expect((await fake.request('PATCH', `${ROUTES}/r/status`, stale)).status).toBe(409);
+    const patch = { metadata: { resourceVersion: rv }, spec: { rules: null }, status: { parents: [{ x: 1 }] } };
+    expect((await fake.request('PATCH', `${ROUTES}/r/status`, JSON.stringify(patch))).status).toBe(200);
+    expect(fake.object(ROUTES, 'a', 'r')).toMatchObject({ spec: { rules: [] }, status: { parents: [{ x: 1 }] } });
+  });
+
   it('lists across namespaces or in one, filtered by labels', async () => {
     const fake = createFakeKubeClient();
     fake.put('/api/v1/namespaces/a/pods', { metadata: { name: 'p1', labels: { app: 'web' } } });

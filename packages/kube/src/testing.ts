@@ -251,11 +251,17 @@ export function createFakeKubeClient(opts: { namespace?: string } = {}): FakeKub
         ),
       };
     }
-    if (method === 'PATCH')
-      return {
-        status: 200,
-        body: write(p.collection, p.namespace, mergePatch(existing, body) as KubeObject, 'MODIFIED'),
-      };
+    if (method === 'PATCH') {
+      // A merge patch naming a resourceVersion is a precondition; on the status subresource only the
+      // status changes (as the API server does both).
+      const patch = body as KubeObject;
+      const want = patch?.metadata?.resourceVersion;
+      if (want !== undefined && want !== existing.metadata?.resourceVersion)
+        return status(409, 'Conflict', `Operation cannot be fulfilled on ${what}: the object has been modified`);
+      const merged = mergePatch(existing, body) as KubeObject;
+      const next = p.subresource === 'status' ? { ...existing, status: merged.status } : merged;
+      return { status: 200, body: write(p.collection, p.namespace, next, 'MODIFIED') };
+    }
     if (method === 'DELETE') {
       s.delete(key);
       rv++;

@@ -3,7 +3,13 @@
 import type {
   ClientAuthentication,
   ClientAuthorization,
+  GrpcRouteMatch,
+  GrpcRouteRetry,
+  HeaderModifier,
+  HttpFilter,
   HttpRouteMatch,
+  OutboundGrpcRoute,
+  RouteBackend,
   InboundHttpRoute,
   InboundProtocol,
   InboundServer,
@@ -13,6 +19,7 @@ import type {
   RouteTimeouts,
   RouteRetry,
 } from './model.js';
+import { GATEWAY_GROUP } from './resources/kinds.js';
 
 export function describeServerRef(s: InboundServer): string {
   return s.ref.kind === 'default' ? `default policy ${s.ref.name}` : `Server ${s.ref.name}`;
@@ -52,10 +59,13 @@ export function describeAuthorization(a: ClientAuthorization): string {
   return `${describeAuthorizationRef(a)}: ${describeAuthentication(a.authentication)} from ${nets}`;
 }
 
+/** "HTTPRoute shop/web" (policy.minimesh.io), "HTTPRoute.gateway.networking.k8s.io shop/web", "GRPCRoute shop/rpc". */
 export function describeRouteRef(r: RouteRef): string {
-  return r.kind === 'default'
-    ? `default route ${r.name}`
-    : `${r.resourceKind} ${r.namespace ? `${r.namespace}/` : ''}${r.name}`;
+  if (r.kind === 'default') return `default route ${r.name}`;
+  // The one kind both groups have is told apart as kubectl does (kind.group).
+  const kind =
+    r.resourceKind === 'HTTPRoute' && r.group === GATEWAY_GROUP ? `HTTPRoute.${GATEWAY_GROUP}` : r.resourceKind;
+  return `${kind} ${r.namespace ? `${r.namespace}/` : ''}${r.name}`;
 }
 
 export function describeMatch(m: HttpRouteMatch): string {
@@ -94,21 +104,107 @@ export function describeRetry(r: RouteRetry): string {
   return `retry up to ${r.limit}x${on ? ` on ${on}` : ''}${r.timeoutMs !== undefined ? `, ${formatMs(r.timeoutMs)} per try` : ''}`;
 }
 
+function describeModifier(m: HeaderModifier): string {
+  return [
+    ...m.set.map((h) => `set ${h.name}=${h.value}`),
+    ...m.add.map((h) => `add ${h.name}=${h.value}`),
+    ...m.remove.map((n) => `remove ${n}`),
+  ].join(', ');
+}
+
+/** "request headers set x-a=1", "redirect 301 https://example.com:8443/prefix*", "mirror 10/100 to …". */
+export function describeFilter(f: HttpFilter): string {
+  switch (f.kind) {
+    case 'requestHeaderModifier':
+      return `request headers ${describeModifier(f.modifier)}`;
+    case 'responseHeaderModifier':
+      return `response headers ${describeModifier(f.modifier)}`;
+    case 'requestRedirect': {
+      const r = f.redirect;
+      const parts = [`redirect ${r.statusCode ?? 302}`];
+      if (r.scheme) parts.push(`scheme ${r.scheme}`);
+      if (r.hostname) parts.push(`host ${r.hostname}`);
+      if (r.port) parts.push(`port ${r.port}`);
+      if (r.path) parts.push(`path ${r.path.kind === 'full' ? r.path.value : `prefix ${r.path.value}`}`);
+      return parts.join(' ');
+    }
+    case 'urlRewrite': {
+      const parts = ['rewrite'];
+      if (f.rewrite.hostname) parts.push(`host ${f.rewrite.hostname}`);
+      if (f.rewrite.path)
+        parts.push(`path ${f.rewrite.path.kind === 'full' ? f.rewrite.path.value : `prefix ${f.rewrite.path.value}`}`);
+      return parts.join(' ');
+    }
+    case 'requestMirror': {
+      const share = f.mirror.fraction ? ` ${f.mirror.fraction.numerator}/${f.mirror.fraction.denominator}` : '';
+      return `mirror${share} to ${describeBackend(f.mirror.backend, false)}`;
+    }
+  }
+}
+
+/** "web.shop.svc.cluster.local:80 w90", "gone… (missing) w1", "invalid: <why> w1". */
+export function describeBackend(b: RouteBackend, weight = true): string {
+  const w = weight ? ` w${b.weight}` : '';
+  if (b.kind === 'invalid') return `invalid: ${b.message}${weight && b.weight !== 1 ? w : ''}`;
+  const filters = b.filters.length ? ` [${b.filters.map(describeFilter).join('; ')}]` : '';
+  return `${b.authority}${b.exists ? '' : ' (missing)'}${w}${filters}`;
+}
+
+export function describeGrpcRetry(r: GrpcRouteRetry): string {
+  const on = r.conditions?.join(',');
+  return `retry up to ${r.limit}x${on ? ` on ${on}` : ''}${r.timeoutMs !== undefined ? `, ${formatMs(r.timeoutMs)} per try` : ''}`;
+}
+
+function ruleLine(
+  head: string,
+  matches: string,
+  backends: readonly RouteBackend[],
+  parent: string,
+  filters: readonly HttpFilter[],
+  extras: string,
+): string {
+  const to = backends.length ? backends.map((b) => describeBackend(b)).join(', ') : parent;
+  const f = filters.length ? `; ${filters.map(describeFilter).join('; ')}` : '';
+  return `${head}: ${matches} -> ${to}${f}${extras ? `; ${extras}` : ''}`;
+}
+
 export function describeOutboundRoute(policy: OutboundPolicy, r: OutboundHttpRoute): string[] {
   return r.rules.map((rule, i) => {
-    const backends = rule.backends.length
-      ? rule.backends
-          .map((b) =>
-            b.kind === 'service'
-              ? `${b.authority}${b.exists ? '' : ' (missing)'} w${b.weight}`
-              : `invalid: ${b.message}`,
-          )
-          .join(', ')
-      : policy.service.authority;
     const timeouts = Object.keys(rule.timeouts).length ? rule.timeouts : policy.timeouts;
     const retry = rule.retry ?? policy.retry;
     const extras = [describeTimeouts(timeouts), retry ? describeRetry(retry) : ''].filter(Boolean).join('; ');
-    return `${describeRouteRef(r.ref)} rule ${i + 1}: ${rule.matches.map(describeMatch).join(' | ') || '(any request)'} -> ${backends}${extras ? `; ${extras}` : ''}`;
+    const matches = rule.matches.map(describeMatch).join(' | ') || '(any request)';
+    return ruleLine(
+      `${describeRouteRef(r.ref)} rule ${i + 1}`,
+      matches,
+      rule.backends,
+      policy.service.authority,
+      rule.filters,
+      extras,
+    );
+  });
+}
+
+/** "grpc.Echo/Ping x-user=a" (service and method; absent ones are "*"). */
+export function describeGrpcMatch(m: GrpcRouteMatch): string {
+  const rpc = m.service === undefined && m.method === undefined ? '' : `${m.service ?? '*'}/${m.method ?? '*'}`;
+  const parts = [rpc, ...m.headers.map((h) => `${h.name}${h.kind === 'exact' ? '=' : '~'}${h.value}`)].filter(Boolean);
+  return parts.length ? parts.join(' ') : '(any request)';
+}
+
+export function describeOutboundGrpcRoute(policy: OutboundPolicy, r: OutboundGrpcRoute): string[] {
+  return r.rules.map((rule, i) => {
+    const timeouts = Object.keys(rule.timeouts).length ? rule.timeouts : policy.timeouts;
+    const retry = rule.retry ?? policy.grpcRetry;
+    const extras = [describeTimeouts(timeouts), retry ? describeGrpcRetry(retry) : ''].filter(Boolean).join('; ');
+    return ruleLine(
+      `${describeRouteRef(r.ref)} rule ${i + 1}`,
+      rule.matches.map(describeGrpcMatch).join(' | '),
+      rule.backends,
+      policy.service.authority,
+      rule.filters,
+      extras,
+    );
   });
 }
 

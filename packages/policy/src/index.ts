@@ -6,7 +6,14 @@ export {
   type Subscription,
   type WorkloadKind,
 } from './index/policy-index.js';
-export { ResourceStore, INDEXED_KINDS, type IndexedKind, type InvalidResource } from './index/store.js';
+export {
+  ResourceStore,
+  INDEXED_KINDS,
+  ROUTE_KINDS,
+  type IndexedKind,
+  type RouteKind,
+  type InvalidResource,
+} from './index/store.js';
 export {
   computeInbound,
   serversForPort,
@@ -16,7 +23,24 @@ export {
   type InboundResult,
   type Ignored,
 } from './index/inbound.js';
-export { computeOutbound, routesForService, lookupServiceIp, type ServiceTarget } from './index/outbound.js';
+export { computeOutbound, lookupServiceIp, type ServiceTarget } from './index/outbound.js';
+export {
+  attachedRoutes,
+  serviceParentVerdict,
+  refsVerdict,
+  REASONS as ROUTE_REASONS,
+  type AttachedRoutes,
+  type ParentVerdict,
+} from './index/route-attachment.js';
+export {
+  routeStatusUpdates,
+  statusPath,
+  CONTROLLER_NAME,
+  type RouteStatusUpdate,
+  type RouteParentStatus,
+  type RouteCondition,
+} from './status/route-status.js';
+export { RouteStatusWriter, type RouteStatusWriterOptions } from './status/status-writer.js';
 export type * from './model.js';
 export { DEFAULT_POLICIES } from './model.js';
 export {
@@ -34,7 +58,13 @@ export {
   ALL_NETWORKS,
 } from './defaults.js';
 export * from './describe.js';
-export { POLICY_GROUP, RESOURCE_KINDS, resourcePath, type PolicyResourceKind } from './resources/kinds.js';
+export {
+  POLICY_GROUP,
+  GATEWAY_GROUP,
+  RESOURCE_KINDS,
+  resourcePath,
+  type PolicyResourceKind,
+} from './resources/kinds.js';
 export { WORKLOAD_ANNOTATIONS, toPodWorkload, toExternalWorkload, type WorkloadRecord } from './resources/workload.js';
 export { ANNOTATIONS as ROUTE_ANNOTATIONS } from './resources/http-route.js';
 export { parseLabelSelector, selectorMatches, formatSelector, type LabelSelector } from './resources/selector.js';

@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 // minimesh-policy: its flags and wiring; the skeleton (@minimesh/runtime defineProgram) does the rest.
+import { hostname } from 'node:os';
 import { setLogger } from '@grpc/grpc-js';
 import {
   ConfigError,
@@ -9,7 +10,7 @@ import {
   parseDuration,
   parsePortRanges,
 } from '@minimesh/config';
-import { kubeClientFromFlags, kubeFlags, parseKubeFlags } from '@minimesh/kube';
+import { kubeClientFromFlags, kubeFlags, leaseFlags, parseKubeFlags, parseLeaseFlags } from '@minimesh/kube';
 import { defineProgram, parseListenAddr } from '@minimesh/runtime';
 import { DEFAULT_CLUSTER_NETWORKS, POLICY_PORTS } from './cluster-info.js';
 import { parseDefaultPolicy } from './defaults.js';
@@ -62,6 +63,13 @@ await defineProgram({
       description: 'let l5d-* request headers override route timeouts and retries (true|false)',
     },
     ...kubeFlags(),
+    // Linkerd's policy controller writes route statuses under its Lease "policy-controller-write".
+    ...leaseFlags('minimesh-policy-write'),
+    'status-resync': {
+      type: 'string',
+      default: '10s',
+      description: 'how often the leader checks every route status even when nothing changed',
+    },
   },
   configure({ flags: f }) {
     parseListenAddr('--addr', f.addr);
@@ -71,6 +79,9 @@ await defineProgram({
     if (!defaultPolicy)
       throw new ConfigError('--default-policy', f['default-policy'], `one of ${DEFAULT_POLICIES.join(', ')}`);
     const cidrs = (flag: string, value: string) => parseCidrList(flag, value).map((c) => `${c.address}/${c.prefix}`);
+    const statusResyncMs = parseDuration('--status-resync', f['status-resync']);
+    if (statusResyncMs < 1000)
+      throw new ConfigError('--status-resync', f['status-resync'], 'a duration of at least 1s');
     const networks = cidrs('--cluster-networks', f['cluster-networks']);
     if (networks.length === 0) throw new ConfigError('--cluster-networks', f['cluster-networks'], 'at least one CIDR');
     return {
@@ -85,9 +96,11 @@ await defineProgram({
         probeNetworks: cidrs('--probe-networks', f['probe-networks']),
       },
       allowL5d: parseBoolean('--allow-l5d-request-headers', f['allow-l5d-request-headers']),
+      lease: parseLeaseFlags(f, parseDuration),
+      statusResyncMs,
     };
   },
-  async run({ flags: f, config, logger }) {
+  async run({ flags: f, config, logger, env }) {
     const grpcLog = logger.child({ component: 'grpc-js' });
     setLogger({ error: (...args: unknown[]) => grpcLog.debug(args.map(String).join(' ')) } as Console);
     const api = await kubeClientFromFlags(f, { userAgent: `minimesh-policy/${MINIMESH_VERSION}` });
@@ -98,6 +111,8 @@ await defineProgram({
       addr: f.addr,
       adminAddr: f['admin-addr'],
       allowL5dRequestHeaders: config.allowL5d,
+      statusLease: { ...config.lease, identity: env.POD_NAME || hostname() },
+      statusResyncMs: config.statusResyncMs,
     }).catch(async (err: unknown) => {
       await api.close();
       throw err;

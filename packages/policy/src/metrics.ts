@@ -8,6 +8,10 @@ export interface PolicyMetrics {
   invalidResources: Gauge<'kind'>;
   watchRestarts: Counter<'resource' | 'reason'>;
   cacheSynced: Gauge<'resource'>;
+  /** Route status writes by result (ok, conflict, error). */
+  statusPatches: Counter<'result'>;
+  /** 1 while this replica holds the status-write Lease. */
+  statusLeader: Gauge;
 }
 
 export function createPolicyMetrics(registry: Registry): PolicyMetrics {
@@ -47,6 +51,17 @@ export function createPolicyMetrics(registry: Registry): PolicyMetrics {
       name: 'policy_cache_synced',
       help: '1 once the resource has been listed',
       labelNames: ['resource'],
+      registers,
+    }),
+    statusPatches: new Counter({
+      name: 'policy_status_patches_total',
+      help: 'Route status.parents writes, by result: ok, conflict (the route changed meanwhile: retried), error',
+      labelNames: ['result'],
+      registers,
+    }),
+    statusLeader: new Gauge({
+      name: 'policy_status_leader',
+      help: '1 while this replica holds the Lease that lets it write route statuses',
       registers,
     }),
   };

@@ -79,10 +79,35 @@ export interface RequestRedirect {
   port?: number;
   statusCode?: number;
 }
+/** The Gateway API URLRewrite filter: the request's host and/or path change on the way to the backend. */
+export interface UrlRewrite {
+  hostname?: string;
+  path?: { kind: 'full' | 'prefix'; value: string };
+}
+/** The Gateway API RequestMirror filter: a copy of (a share of) the requests goes to another backend too. */
+export interface RequestMirror {
+  backend: RouteBackend;
+  /** The share mirrored; absent: every request. */
+  fraction?: { numerator: number; denominator: number };
+}
 export type HttpFilter =
   | { kind: 'requestHeaderModifier'; modifier: HeaderModifier }
   | { kind: 'responseHeaderModifier'; modifier: HeaderModifier }
-  | { kind: 'requestRedirect'; redirect: RequestRedirect };
+  | { kind: 'requestRedirect'; redirect: RequestRedirect }
+  | { kind: 'urlRewrite'; rewrite: UrlRewrite }
+  | { kind: 'requestMirror'; mirror: RequestMirror };
+/** What a GRPCRoute rule or backend may carry (a subset of the HTTP filters). */
+export type GrpcFilter = Extract<
+  HttpFilter,
+  { kind: 'requestHeaderModifier' | 'responseHeaderModifier' | 'requestMirror' }
+>;
+
+/** A GRPCRoute match: the service and method (absent: any) and headers that must all hold. */
+export interface GrpcRouteMatch {
+  service?: string;
+  method?: string;
+  headers: HeaderMatch[];
+}
 
 /** A route's identity: a default route ("default", "probe", "http") or an HTTPRoute resource. */
 export type RouteRef =
@@ -118,6 +143,23 @@ export interface RouteRetry {
   statusRanges?: Array<{ min: number; max: number }>;
 }
 
+/** gRPC statuses a route may retry (retry.minimesh.io/grpc), as Linkerd names them. */
+export const GRPC_RETRY_CONDITIONS = [
+  'cancelled',
+  'deadline-exceeded',
+  'internal',
+  'resource-exhausted',
+  'unavailable',
+] as const;
+export type GrpcRetryCondition = (typeof GRPC_RETRY_CONDITIONS)[number];
+
+export interface GrpcRouteRetry {
+  limit: number;
+  timeoutMs?: number;
+  /** Absent: the proxy's default conditions. */
+  conditions?: GrpcRetryCondition[];
+}
+
 export type RouteBackend =
   | {
       kind: 'service';
@@ -127,7 +169,7 @@ export type RouteBackend =
       /** <name>.<namespace>.svc.<cluster-domain>:<port>, the Destination.Get path. */
       authority: string;
       weight: number;
-      /** False when the Service does not exist: requests to it fail with 500. */
+      /** False when the Service (or its port) does not exist: requests to it fail with 500. */
       exists: boolean;
       filters: HttpFilter[];
     }
@@ -148,14 +190,35 @@ export interface OutboundHttpRoute {
   rules: OutboundHttpRouteRule[];
 }
 
+export interface OutboundGrpcRouteRule {
+  matches: GrpcRouteMatch[];
+  filters: GrpcFilter[];
+  /** Empty: the parent Service itself. */
+  backends: RouteBackend[];
+  timeouts: RouteTimeouts;
+  retry?: GrpcRouteRetry;
+}
+
+export interface OutboundGrpcRoute {
+  ref: RouteRef;
+  hostnames: HostMatch[];
+  rules: OutboundGrpcRouteRule[];
+}
+
 /** A Service port as clients see it: protocol handling, routes, and the default backend. */
 export interface OutboundPolicy {
   service: { namespace: string; name: string; port: number; authority: string };
   /** From the Service port's appProtocol or the opaque-ports annotation; undefined: detect. */
   appProtocol?: 'http1' | 'http2' | 'opaque';
-  /** HTTPRoutes attached to the port (consumer routes of the client's namespace win over producer routes). */
+  /**
+   * HTTPRoutes of both API groups attached to the port, oldest first (consumer routes of the client's
+   * namespace win over producer routes); empty when GRPCRoutes are attached (they win the port).
+   */
   httpRoutes: OutboundHttpRoute[];
+  /** GRPCRoutes attached to the port, oldest first. */
+  grpcRoutes: OutboundGrpcRoute[];
   /** Service-level defaults from timeout.minimesh.io/* and retry.minimesh.io/* annotations. */
   timeouts: RouteTimeouts;
   retry?: RouteRetry;
+  grpcRetry?: GrpcRouteRetry;
 }

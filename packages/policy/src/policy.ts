@@ -1,7 +1,8 @@
-// Composition of the policy controller: informers → index → gRPC services, and the admin server.
-// main.ts parses flags and calls startPolicy; tests call it directly.
+// Composition of the policy controller: informers → index → gRPC services, the admin server, and,
+// with a Lease, the leader-elected route-status writer. main.ts parses flags and calls startPolicy;
+// tests call it directly.
 import { Server } from '@grpc/grpc-js';
-import { cacheReadiness, type KubeClient } from '@minimesh/kube';
+import { cacheReadiness, LeaseElector, type KubeClient } from '@minimesh/kube';
 import { bindGrpc, inbound, outbound } from '@minimesh/proto';
 import { createRegistry, parseListenAddr, startAdminServer, type AdminServer, type Logger } from '@minimesh/runtime';
 import type { Registry } from 'prom-client';
@@ -12,6 +13,17 @@ import { INDEXED_KINDS } from './index/store.js';
 import { createPolicyInformers, type PolicyInformers } from './k8s/policy-informers.js';
 import { createPolicyMetrics, type PolicyMetrics } from './metrics.js';
 import { createInboundHandlers, createOutboundHandlers } from './server/policy-server.js';
+import { RouteStatusWriter } from './status/status-writer.js';
+
+/** The Lease that decides which replica writes route statuses (in the controller namespace). */
+export interface StatusLeaseOptions {
+  name: string;
+  /** The holder identity: the pod name. */
+  identity: string;
+  durationMs: number;
+  renewDeadlineMs: number;
+  retryPeriodMs: number;
+}
 
 export interface PolicyOptions {
   api: KubeClient;
@@ -25,6 +37,10 @@ export interface PolicyOptions {
   /** Server-side watch timeout (default: random 300-600 s). */
   watchTimeoutSeconds?: number;
   registry?: Registry;
+  /** Route statuses are written by the holder of this Lease; omitted: this replica writes none. */
+  statusLease?: StatusLeaseOptions;
+  /** How often the leader looks at every route's status even without a change (default 10 s). */
+  statusResyncMs?: number;
 }
 
 export interface Policy {
@@ -33,6 +49,8 @@ export interface Policy {
   index: PolicyIndex;
   informers: PolicyInformers;
   metrics: PolicyMetrics;
+  /** The route-status writer and its elector (when a Lease was given). */
+  status: { writer: RouteStatusWriter; elector: LeaseElector } | undefined;
   ready(): boolean;
   /** Resolves once every informer has listed its resource. */
   synced(): Promise<void>;
@@ -43,6 +61,8 @@ export async function startPolicy(opts: PolicyOptions): Promise<Policy> {
   const log = opts.logger;
   const registry = opts.registry ?? createRegistry();
   const metrics = createPolicyMetrics(registry);
+  // The index tells the status writer about changes; the writer exists once the index does.
+  let statusWriter: RouteStatusWriter | undefined;
   const index = new PolicyIndex(opts.cluster, {
     onInvalid: (p) => {
       log.warn({ kind: p.kind, namespace: p.namespace, name: p.name }, `ignoring a malformed resource: ${p.message}`);
@@ -52,6 +72,7 @@ export async function startPolicy(opts: PolicyOptions): Promise<Policy> {
     },
     onDiagnostic: (message) => log.warn(message),
     onListenerError: (err) => log.error({ err }, 'a policy stream failed on an index change'),
+    onChange: () => statusWriter?.notify(),
   });
   const informers = createPolicyInformers({
     api: opts.api,
@@ -101,15 +122,63 @@ export async function startPolicy(opts: PolicyOptions): Promise<Policy> {
   // NotFound (pod unknown) and retry, keeping their configured default policy meanwhile.
   for (const informer of all) informer.start();
 
+  // Statuses are written only from complete caches (a half-listed cluster would mark routes whose
+  // Services are not listed yet as NoMatchingParent), and only by the Lease holder.
+  let status: Policy['status'];
+  let closed = false;
+  if (opts.statusLease) {
+    const l = opts.statusLease;
+    let leading = false;
+    const writer = new RouteStatusWriter({
+      api: opts.api,
+      index,
+      logger: log,
+      metrics,
+      isLeader: () => leading && ready(),
+      ...(opts.statusResyncMs !== undefined ? { resyncMs: opts.statusResyncMs } : {}),
+    });
+    const elector = new LeaseElector({
+      api: opts.api,
+      namespace: opts.cluster.controlPlaneNamespace,
+      name: l.name,
+      identity: l.identity,
+      leaseDurationMs: l.durationMs,
+      renewDeadlineMs: l.renewDeadlineMs,
+      retryPeriodMs: l.retryPeriodMs,
+      logger: log,
+      onStartedLeading: () => {
+        leading = true;
+        metrics.statusLeader.set(1);
+        writer.leadershipChanged(true);
+      },
+      onStoppedLeading: () => {
+        leading = false;
+        metrics.statusLeader.set(0);
+        writer.leadershipChanged(false);
+      },
+    });
+    statusWriter = writer;
+    status = { writer, elector };
+    void synced().then(() => {
+      if (closed) return;
+      writer.start();
+      elector.start();
+    });
+  }
+
   return {
     grpcPort,
     admin,
     index,
     informers,
     metrics,
+    status,
     ready,
     synced,
     async close() {
+      closed = true;
+      await status?.writer.stop();
+      await status?.elector.stop();
       await Promise.all(all.map((i) => i.stop()));
       // Watches never end on their own: end them (proxies reconnect to another replica).
       inboundHandlers.endAll();

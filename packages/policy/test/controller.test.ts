@@ -1,8 +1,10 @@
 // The policy controller against the real API server of the local cluster: it runs with a kubeconfig for
-// the destination ServiceAccount and exactly the chart's policy RBAC, the test changes Pods, Services and
-// policy resources with the admin client and reads the policy API with a real gRPC client. The audit log
-// must show its watches and no request of its refused.
+// the destination ServiceAccount and exactly the chart's policy RBAC, the test changes Pods, Services,
+// policy resources and Gateway API routes with the admin client and reads the policy API with a real
+// gRPC client. It holds its Lease and writes the routes' status. The audit log must show its watches,
+// its status patches and no request of its refused.
 import { randomBytes } from 'node:crypto';
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import {
@@ -26,6 +28,7 @@ import { inbound, outbound } from '@minimesh/proto';
 import { createLogger } from '@minimesh/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
+import { CONTROLLER_NAME } from '../src/status/route-status.js';
 import { policyCrds } from '../src/crds.js';
 import { startPolicy, type Policy } from '../src/policy.js';
 import { TEST_CLUSTER } from '../src/testing.js';
@@ -41,6 +44,8 @@ let policy: Policy;
 let inboundClient: inbound.InboundServerPoliciesClient & { close(): void };
 let outboundClient: outbound.OutboundPoliciesClient & { close(): void };
 const createdCrds: string[] = [];
+const GW = 'gateway.networking.k8s.io';
+const LEASE = 'minimesh-policy-write';
 const streams: Array<ClientReadableStream<unknown>> = [];
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -73,6 +78,28 @@ function chartRbac(): KubeObject[] {
     .replace(/\{\{ \.Release\.Namespace \}\}/g, cpNs)
     .replace(/\n\s*labels:\n\s*\{\{-[^}]*\}\}/g, '');
   return parseAllDocuments(rendered).map((d) => d.toJS() as KubeObject);
+}
+
+/** Where an RBAC object of the chart is created (cluster-wide or in the control-plane namespace). */
+function rbacCollection(o: KubeObject): string {
+  const base = '/apis/rbac.authorization.k8s.io/v1';
+  const plural = {
+    ClusterRole: 'clusterroles',
+    ClusterRoleBinding: 'clusterrolebindings',
+    Role: 'roles',
+    RoleBinding: 'rolebindings',
+  }[String(o.kind)];
+  if (!plural) throw new Error(`policy-rbac.yaml: unexpected kind ${String(o.kind)}`);
+  return o.kind.startsWith('Cluster') ? `${base}/${plural}` : `${base}/namespaces/${cpNs}/${plural}`;
+}
+
+/** The Gateway API CRDs the controller serves, from the Go module (scripts/gateway-api.sh). */
+function gatewayCrds(): KubeObject[] {
+  const script = fileURLToPath(new URL('../../../scripts/gateway-api.sh', import.meta.url));
+  const text = execFileSync('bash', [script, 'crds'], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+  return parseAllDocuments(text)
+    .map((d) => d.toJS() as KubeObject | null)
+    .filter((o): o is KubeObject => o !== null);
 }
 
 async function apply(obj: KubeObject): Promise<void> {
@@ -153,7 +180,7 @@ function watchPort(
 beforeAll(async () => {
   await ensureCluster();
   admin = adminClient();
-  for (const crd of policyCrds()) {
+  for (const crd of [...policyCrds(), ...gatewayCrds()]) {
     const path = `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${crd.metadata.name}`;
     const existing = await admin.get<KubeObject>(path);
     if (existing?.metadata?.annotations?.['meta.helm.sh/release-name']) continue;
@@ -165,12 +192,9 @@ beforeAll(async () => {
   await admin.request('POST', `/api/v1/namespaces/${cpNs}/serviceaccounts`, {
     metadata: { name: SA, namespace: cpNs },
   });
-  for (const o of chartRbac()) {
-    const kind = o.kind === 'ClusterRole' ? 'clusterroles' : 'clusterrolebindings';
-    await admin.request('POST', `/apis/rbac.authorization.k8s.io/v1/${kind}`, o);
-  }
+  for (const o of chartRbac()) await admin.request('POST', rbacCollection(o), o);
   await until('CRDs established', async () => {
-    for (const crd of policyCrds()) {
+    for (const crd of [...policyCrds(), ...gatewayCrds()]) {
       const c = await admin.get<KubeObject>(
         `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${crd.metadata.name}`,
       );
@@ -191,6 +215,14 @@ beforeAll(async () => {
     cluster: { ...TEST_CLUSTER, controlPlaneNamespace: cpNs },
     addr: '127.0.0.1:0',
     adminAddr: '127.0.0.1:0',
+    statusLease: {
+      name: LEASE,
+      identity: `policy-test-${suffix}`,
+      durationMs: 15_000,
+      renewDeadlineMs: 10_000,
+      retryPeriodMs: 1000,
+    },
+    statusResyncMs: 2000,
   });
   await policy.synced();
   const In = makeGenericClientConstructor(inbound.InboundServerPoliciesService, 'InboundServerPolicies');
@@ -207,12 +239,8 @@ afterAll(async () => {
   if (!admin) return;
   await admin.request('DELETE', `/api/v1/namespaces/${ns}`).catch(() => undefined);
   await admin.request('DELETE', `/api/v1/namespaces/${cpNs}`).catch(() => undefined);
-  for (const o of chartRbac()) {
-    const kind = o.kind === 'ClusterRole' ? 'clusterroles' : 'clusterrolebindings';
-    await admin
-      .request('DELETE', `/apis/rbac.authorization.k8s.io/v1/${kind}/${o.metadata.name}`)
-      .catch(() => undefined);
-  }
+  for (const o of chartRbac())
+    await admin.request('DELETE', `${rbacCollection(o)}/${o.metadata.name}`).catch(() => undefined);
   for (const path of createdCrds) await admin.request('DELETE', path).catch(() => undefined);
 }, 60_000);
 
@@ -265,6 +293,118 @@ describe('the policy controller on the API server', () => {
     });
   });
 
+  it('serves Gateway API routes on Service ports and, holding its Lease, writes their status', async () => {
+    const svc = (name: string, ports: object[]): KubeObject => ({
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name, namespace: ns },
+      spec: { selector: { app: name }, ports },
+    });
+    await apply(svc('echo', [{ name: 'http', port: 80, appProtocol: 'http' }]));
+    await apply(svc('echo-v1', [{ name: 'http', port: 80 }]));
+    await apply(svc('rpc', [{ name: 'grpc', port: 7070, appProtocol: 'kubernetes.io/h2c' }]));
+    const route = (kind: string, name: string, spec: object): KubeObject => ({
+      apiVersion: `${GW}/v1`,
+      kind,
+      metadata: { name, namespace: ns },
+      spec,
+    });
+    // (The API server's CEL refuses two parentRefs to one Service without distinct sectionNames.)
+    const wrongPort = route('HTTPRoute', 'wrong-port', {
+      parentRefs: [{ group: '', kind: 'Service', name: 'echo', port: 9999 }],
+      rules: [{ backendRefs: [{ name: 'echo-v1', port: 80 }] }],
+    });
+    const split = route('HTTPRoute', 'split', {
+      parentRefs: [{ group: '', kind: 'Service', name: 'echo', port: 80 }],
+      rules: [
+        {
+          backendRefs: [
+            { name: 'echo-v1', port: 80, weight: 90 },
+            { name: 'echo-v2', port: 80, weight: 10 },
+          ],
+        },
+      ],
+    });
+    const grpc = route('GRPCRoute', 'rpc', {
+      parentRefs: [{ group: '', kind: 'Service', name: 'rpc' }],
+      rules: [{ matches: [{ method: { service: 'grpc.Echo' } }], backendRefs: [{ name: 'rpc', port: 7070 }] }],
+    });
+    await apply(split);
+    await apply(wrongPort);
+    await apply(grpc);
+    await until('the Lease held', () => policy.status?.elector.isLeader, 30_000);
+
+    type Cond = { type: string; status: string; reason: string; message: string; observedGeneration?: number };
+    const ours = async (kind: string, name: string) => {
+      const r = await admin.get<KubeObject>(`/apis/${GW}/v1/namespaces/${ns}/${kind}/${name}`);
+      const parents = (r?.status?.parents ?? []) as Array<{
+        controllerName: string;
+        parentRef: { port?: number };
+        conditions: Cond[];
+      }>;
+      return parents.filter((p) => p.controllerName === CONTROLLER_NAME);
+    };
+    const conds = (p: { conditions: Cond[] } | undefined) =>
+      p?.conditions.map((c) => `${c.type}=${c.status} ${c.reason}`);
+    const written = await until('the HTTPRoute status', async () => {
+      const p = await ours('httproutes', 'split');
+      return p.length === 1 ? p : undefined;
+    });
+    expect(conds(written[0])).toEqual(['Accepted=True Accepted', 'ResolvedRefs=False BackendNotFound']);
+    expect(written[0]?.conditions[0]?.observedGeneration).toBe(1);
+    const refused = await until('the other HTTPRoute status', async () => {
+      const p = await ours('httproutes', 'wrong-port');
+      return p.length === 1 ? p[0] : undefined;
+    });
+    expect(conds(refused)).toEqual(['Accepted=False NoMatchingParent', 'ResolvedRefs=True ResolvedRefs']);
+    expect(refused.conditions[0]?.message).toBe(`Service ${ns}/echo has no port 9999 (it has 80)`);
+
+    const get = (authority: string) =>
+      new Promise<outbound.OutboundPolicy>((resolve, reject) =>
+        outboundClient.get(
+          { sourceWorkload: JSON.stringify({ ns, pod: 'client' }), target: { $case: 'authority', value: authority } },
+          (err, p) => (err ? reject(err) : resolve(p!)),
+        ),
+      );
+    const http = await get(`echo.${ns}.svc.cluster.local:80`);
+    expect(http.protocol?.kind?.$case).toBe('http1');
+    const r0 = http.protocol?.kind?.$case === 'http1' ? http.protocol.kind.value.routes[0] : undefined;
+    expect(r0?.metadata?.kind).toMatchObject({
+      $case: 'resource',
+      value: { group: GW, kind: 'HTTPRoute', name: 'split' },
+    });
+    const dist = r0?.rules[0]?.backends?.kind;
+    const backends = dist?.$case === 'randomAvailable' ? dist.value.backends : [];
+    expect(backends.map((b) => b.weight)).toEqual([90, 10]);
+    expect(backends[1]?.backend?.filters[0]?.kind).toMatchObject({ $case: 'failureInjector', value: { status: 500 } });
+
+    // The missing backend appears: its share is served and the status says so.
+    await apply(svc('echo-v2', [{ name: 'http', port: 80 }]));
+    await until('ResolvedRefs=True', async () => {
+      const p = await ours('httproutes', 'split');
+      return conds(p.find((x) => x.parentRef.port === 80))?.[1] === 'ResolvedRefs=True ResolvedRefs';
+    });
+
+    const rpc = await get(`rpc.${ns}.svc.cluster.local:7070`);
+    expect(rpc.protocol?.kind?.$case).toBe('grpc');
+    await until('the GRPCRoute status', async () => {
+      const p = await ours('grpcroutes', 'rpc');
+      return conds(p[0])?.join(', ') === 'Accepted=True Accepted, ResolvedRefs=True ResolvedRefs';
+    });
+    // The status is written once per change, not on every resync.
+    const patches = () =>
+      readAuditEvents().filter(
+        (e) =>
+          e.user?.username === `system:serviceaccount:${cpNs}:${SA}` &&
+          e.verb === 'patch' &&
+          e.objectRef?.subresource === 'status' &&
+          e.objectRef?.name === 'rpc',
+      ).length;
+    const before = patches();
+    await sleep(5000);
+    expect(patches()).toBe(before);
+  }, 120_000);
+
   it('shows its watches in the audit log, and RBAC refused none of its requests', async () => {
     const user = `system:serviceaccount:${cpNs}:${SA}`;
     const events = await until(
@@ -286,8 +426,20 @@ describe('the policy controller on the API server', () => {
       `${G}/meshtlsauthentications`,
       `${G}/networkauthentications`,
       `${G}/httproutes`,
+      `${GW}/httproutes`,
+      `${GW}/grpcroutes`,
     ])
       expect(watched, r).toContain(r);
+    const patched = new Set(
+      events
+        .filter((e) => e.verb === 'patch')
+        .map((e) => `${e.objectRef?.apiGroup ?? ''}/${e.objectRef?.resource}/${e.objectRef?.subresource ?? ''}`),
+    );
+    expect([...patched].sort()).toEqual([`${GW}/grpcroutes/status`, `${GW}/httproutes/status`]);
+    const leases = new Set(
+      events.filter((e) => e.objectRef?.resource === 'leases' && e.objectRef.name === LEASE).map((e) => e.verb),
+    );
+    expect(leases).toContain('update');
     const denied = events.filter((e) => e.annotations?.['authorization.k8s.io/decision'] === 'forbid');
     // ExternalWorkloads may be absent (their CRD comes with the chart): a 404, never a 403.
     expect(denied.map((e) => e.requestURI)).toEqual([]);

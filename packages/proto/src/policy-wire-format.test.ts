@@ -188,6 +188,23 @@ describe('outbound policy wire format', () => {
     expect(hex(b)).toBe('12 19 12 17 0a 04 63 6f 72 65 12 07 53 65 72 76 69 63 65 1a 01 73 22 01 6e 30 50');
   });
 
+  it("minimesh's extension filters sit at field numbers 100 and 101, clear of linkerd2-proxy-api's", () => {
+    // HttpRoute.Filter{url_rewrite (100, LEN): tag 100<<3|2 = 802 = varint a2 06 | UrlRewrite{host (0a) "a"}}
+    expect(
+      hex(outbound.HttpRoute_Filter.encode({ kind: { $case: 'urlRewrite', value: { host: 'a' } } }).finish()),
+    ).toBe('a2 06 03 0a 01 61');
+    // HttpRoute.Filter{request_mirror (101): tag 810 = aa 06 | RequestMirror{ratio (12) Ratio{1 (08 01), 4 (10 04)}}}
+    const mirror = outbound.HttpRoute_Filter.encode({
+      kind: { $case: 'requestMirror', value: { ratio: { numerator: 1, denominator: 4 } } },
+    }).finish();
+    expect(hex(mirror)).toBe('aa 06 06 12 04 08 01 10 04');
+    // GrpcRoute.Filter{response_header_modifier (100): a2 06 | empty}
+    const grpc = outbound.GrpcRoute_Filter.encode({
+      kind: { $case: 'responseHeaderModifier', value: { remove: [] } },
+    }).finish();
+    expect(hex(grpc)).toBe('a2 06 00');
+  });
+
   it('Get and Watch are io.linkerd.proxy.outbound.OutboundPolicies methods', () => {
     expect(outbound.OutboundPoliciesService.get.path).toBe('/io.linkerd.proxy.outbound.OutboundPolicies/Get');
     expect(outbound.OutboundPoliciesService.watch.path).toBe('/io.linkerd.proxy.outbound.OutboundPolicies/Watch');

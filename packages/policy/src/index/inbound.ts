@@ -4,6 +4,7 @@
 import { portInRanges } from '@minimesh/config';
 import { defaultAuthorizations, requireIdentity, ALL_NETWORKS } from '../defaults.js';
 import type {
+  HttpFilter,
   ClientAuthentication,
   ClientAuthorization,
   DefaultPolicyName,
@@ -123,8 +124,12 @@ function toInboundRoute(store: ResourceStore, r: HttpRouteSpec, ignored: Ignored
     hostnames: r.hostnames,
     rules: r.rules.map((rule) => ({
       matches: rule.matches,
-      // Inbound, responses are not edited (as Linkerd's inbound routes).
-      filters: rule.filters.filter((f) => f.kind !== 'responseHeaderModifier'),
+      // Inbound, responses are not edited (as Linkerd's inbound routes); a policy.minimesh.io route has
+      // no URLRewrite or RequestMirror to keep.
+      filters: rule.filters.filter(
+        (f): f is Extract<HttpFilter, { kind: 'requestHeaderModifier' | 'requestRedirect' }> =>
+          f.kind === 'requestHeaderModifier' || f.kind === 'requestRedirect',
+      ),
     })),
     authorizations: sortAuthorizations(authorizations),
   };

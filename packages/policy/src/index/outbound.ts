@@ -1,12 +1,23 @@
-// What a client is told about a Service port: its protocol, the HTTPRoutes attached to it (routes in
-// the client's own namespace, "consumer routes", win over those in the Service's namespace), each
-// rule's backends, timeouts and retries. Pure functions of the store, as Linkerd's outbound index.
+// What a client is told about a Service port: its protocol, the routes attached to it (HTTPRoutes of
+// both API groups, or the GRPCRoutes that win the port; route-attachment.ts decides which), each
+// rule's matches, filters, backends, timeouts and retries. Pure functions of the store, as Linkerd's
+// outbound index.
 import { serviceAuthority } from '../cluster-info.js';
-import type { OutboundHttpRoute, OutboundPolicy, RouteBackend, RouteTimeouts } from '../model.js';
-import { byCreationThenName } from '../resources/fields.js';
-import type { HttpRouteSpec } from '../resources/http-route.js';
-import { refersTo } from '../resources/kinds.js';
+import type {
+  GrpcFilter,
+  HttpFilter,
+  OutboundGrpcRoute,
+  OutboundHttpRoute,
+  OutboundPolicy,
+  RouteBackend,
+  RouteRef,
+  RouteTimeouts,
+} from '../model.js';
+import type { GrpcRouteSpec, GrpcSpecFilter } from '../resources/grpc-route.js';
+import type { HttpRouteSpec, SpecFilter } from '../resources/http-route.js';
+import type { BackendRefSpec } from '../resources/route-parts.js';
 import { serviceAppProtocol, type ServiceRecord } from '../resources/service.js';
+import { attachedRoutes, backendProblem } from './route-attachment.js';
 import type { ResourceStore } from './store.js';
 
 export interface ServiceTarget {
@@ -28,26 +39,6 @@ export function lookupServiceIp(
   return undefined;
 }
 
-/** The HTTPRoutes that attach to the Service port, as the client in sourceNamespace sees them. */
-export function routesForService(
-  store: ResourceStore,
-  target: ServiceTarget,
-  sourceNamespace: string,
-): HttpRouteSpec[] {
-  const attached = (r: HttpRouteSpec) =>
-    r.parents.some(
-      (p) =>
-        p.kind === 'service' &&
-        p.namespace === target.namespace &&
-        p.name === target.name &&
-        (p.port === undefined || p.port === target.port),
-    );
-  const consumer =
-    sourceNamespace !== target.namespace ? store.inNamespace('HTTPRoute', sourceNamespace).filter(attached) : [];
-  const routes = consumer.length > 0 ? consumer : store.inNamespace('HTTPRoute', target.namespace).filter(attached);
-  return routes.sort((a, b) => byCreationThenName(a.meta, b.meta));
-}
-
 export function computeOutbound(
   store: ResourceStore,
   svc: ServiceRecord,
@@ -57,58 +48,103 @@ export function computeOutbound(
   const cluster = store.cluster;
   const target = { namespace: svc.namespace, name: svc.name, port };
   const appProtocol = serviceAppProtocol(svc, port, cluster.defaultOpaquePorts);
-  const httpRoutes = routesForService(store, target, sourceNamespace).map((r) => toOutboundRoute(store, r));
+  const attached = attachedRoutes(store, target, sourceNamespace);
   return {
     service: { ...target, authority: serviceAuthority(cluster, svc.namespace, svc.name, port) },
     ...(appProtocol ? { appProtocol } : {}),
-    httpRoutes,
+    httpRoutes: attached.http.map(({ kind, spec }) => toOutboundHttpRoute(store, spec, routeRef(kind, spec))),
+    grpcRoutes: attached.grpc.map((r) => toOutboundGrpcRoute(store, r)),
     timeouts: svc.timeouts,
     ...(svc.retry ? { retry: svc.retry } : {}),
+    ...(svc.grpcRetry ? { grpcRetry: svc.grpcRetry } : {}),
   };
 }
 
-function toOutboundRoute(store: ResourceStore, r: HttpRouteSpec): OutboundHttpRoute {
+function routeRef(kind: 'HTTPRoute' | 'GatewayHTTPRoute' | 'GRPCRoute', r: HttpRouteSpec | GrpcRouteSpec): RouteRef {
   return {
-    ref: {
-      kind: 'resource',
-      group: 'policy.minimesh.io',
-      resourceKind: 'HTTPRoute',
-      name: r.meta.name,
-      namespace: r.meta.namespace,
-    },
+    kind: 'resource',
+    group: r.group,
+    resourceKind: kind === 'GRPCRoute' ? 'GRPCRoute' : 'HTTPRoute',
+    name: r.meta.name,
+    namespace: r.meta.namespace,
+  };
+}
+
+/** A backendRef as the proxy gets it: a Service port (maybe missing: 500s) or an invalid backend (500s). */
+function toBackend(store: ResourceStore, b: BackendRefSpec, filters: HttpFilter[]): RouteBackend {
+  const problem = backendProblem(store, b);
+  if (problem && problem.reason === 'InvalidKind')
+    return { kind: 'invalid', weight: b.weight, message: `unsupported backend type ${b.group || 'core'} ${b.kind}` };
+  if (b.port === undefined)
+    return { kind: 'invalid', weight: b.weight, message: `missing port for backend Service ${b.name}` };
+  const svc = store.get('Service', b.namespace, b.name);
+  if (svc && !svc.ports.some((p) => p.port === b.port))
+    return { kind: 'invalid', weight: b.weight, message: `Service ${b.namespace}/${b.name} has no port ${b.port}` };
+  return {
+    kind: 'service',
+    name: b.name,
+    namespace: b.namespace,
+    port: b.port,
+    authority: serviceAuthority(store.cluster, b.namespace, b.name, b.port),
+    weight: b.weight,
+    exists: svc !== undefined,
+    filters,
+  };
+}
+
+function toFilters(store: ResourceStore, list: readonly SpecFilter[]): HttpFilter[] {
+  return list.map((f): HttpFilter => {
+    if (f.kind !== 'requestMirror') return f;
+    return {
+      kind: 'requestMirror',
+      mirror: {
+        backend: toBackend(store, f.ref, []),
+        ...(f.fraction ? { fraction: f.fraction } : {}),
+      },
+    };
+  });
+}
+
+function toOutboundHttpRoute(store: ResourceStore, r: HttpRouteSpec, ref: RouteRef): OutboundHttpRoute {
+  return {
+    ref,
     hostnames: r.hostnames,
     rules: r.rules.map((rule) => {
       const timeouts: RouteTimeouts = { ...r.timeouts };
       // The annotation wins over the rule's timeouts.request; zero means no timeout (GEP-1742).
       if (timeouts.requestMs === undefined && rule.requestTimeoutMs !== undefined && rule.requestTimeoutMs > 0)
         timeouts.requestMs = rule.requestTimeoutMs;
+      let retry = r.retry;
+      const backendMs = rule.backendRequestTimeoutMs;
+      if (backendMs !== undefined && backendMs > 0) {
+        // timeouts.backendRequest bounds each attempt: the retry's per-try timeout, or, without retries,
+        // the one attempt (the request timeout, when that is not shorter already).
+        if (retry) retry = { ...retry, timeoutMs: retry.timeoutMs ?? backendMs };
+        else if (timeouts.requestMs === undefined || timeouts.requestMs > backendMs) timeouts.requestMs = backendMs;
+      }
       return {
         matches: rule.matches,
-        filters: rule.filters,
-        backends: rule.backendRefs.map((b): RouteBackend => {
-          if (!refersTo(b, '', 'Service'))
-            return {
-              kind: 'invalid',
-              weight: b.weight,
-              message: `unsupported backend type ${b.group || 'core'} ${b.kind}`,
-            };
-          if (b.port === undefined)
-            return { kind: 'invalid', weight: b.weight, message: `missing port for backend Service ${b.name}` };
-          return {
-            kind: 'service',
-            name: b.name,
-            namespace: b.namespace,
-            port: b.port,
-            authority: serviceAuthority(store.cluster, b.namespace, b.name, b.port),
-            weight: b.weight,
-            exists: store.get('Service', b.namespace, b.name) !== undefined,
-            filters: b.filters,
-          };
-        }),
+        filters: toFilters(store, rule.filters),
+        backends: rule.backendRefs.map((b) => toBackend(store, b, toFilters(store, b.filters))),
         timeouts,
-        ...(r.retry ? { retry: r.retry } : {}),
+        ...(retry ? { retry } : {}),
       };
     }),
+  };
+}
+
+function toOutboundGrpcRoute(store: ResourceStore, r: GrpcRouteSpec): OutboundGrpcRoute {
+  const filters = (list: readonly GrpcSpecFilter[]) => toFilters(store, list) as GrpcFilter[];
+  return {
+    ref: routeRef('GRPCRoute', r),
+    hostnames: r.hostnames,
+    rules: r.rules.map((rule) => ({
+      matches: rule.matches,
+      filters: filters(rule.filters),
+      backends: rule.backendRefs.map((b) => toBackend(store, b, filters(b.filters))),
+      timeouts: { ...r.timeouts },
+      ...(r.retry ? { retry: r.retry } : {}),
+    })),
   };
 }
 

@@ -1,7 +1,7 @@
 // Table-driven tests of the policy index from Kubernetes YAML fixtures (fixtures/*.yaml). Each
 // fixture applies objects, then checks answers (described with the same one-liners `minimesh authz`
-// prints), then runs steps that apply/delete/reset objects (or change the cluster default) and checks
-// again. A check lists only the fields it cares about.
+// prints) and the route statuses the leader would write, then runs steps that apply/delete/reset
+// objects (or change the cluster default) and checks again. A check lists only the fields it cares about.
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -9,7 +9,9 @@ import { parse } from 'yaml';
 import type { ClusterInfo } from '../cluster-info.js';
 import {
   describeAuthorization,
+  describeGrpcRetry,
   describeInboundRoute,
+  describeOutboundGrpcRoute,
   describeOutboundRoute,
   describeProtocol,
   describeRetry,
@@ -18,8 +20,9 @@ import {
   describeTimeouts,
 } from '../describe.js';
 import type { DefaultPolicyName, InboundServer, OutboundPolicy } from '../model.js';
+import { routeStatusUpdates, type RouteParentStatus } from '../status/route-status.js';
 import { PolicyIndex } from './policy-index.js';
-import type { IndexedKind } from './store.js';
+import { isRouteKind, type IndexedKind, type RouteKind } from './store.js';
 import { TEST_CLUSTER } from '../testing.js';
 
 interface InboundExpect {
@@ -36,9 +39,12 @@ interface OutboundExpect {
   authority?: string;
   appProtocol?: string;
   routes?: string[];
+  grpcRoutes?: string[];
   serviceDefaults?: string;
 }
 type Check =
+  /** The status.parents minimesh would write for a route ("<Kind> <ns>/<name>"), one line per parent; [] none. */
+  | { status: string; expect: string[] | 'unchanged' }
   | { inbound: { pod: string; port: number }; expect: InboundExpect | 'not found' }
   | { outbound: { service: string; port: number; from: string }; expect: OutboundExpect | 'not found' }
   | { lookup: { ip: string; port: number }; expect: string }
@@ -64,7 +70,16 @@ const fixtures = readdirSync(dir)
   .map((f) => [f, parse(readFileSync(dir + f, 'utf8')) as Fixture] as const);
 
 function kindOf(o: unknown): IndexedKind {
-  return (o as { kind: IndexedKind }).kind;
+  const { kind, apiVersion } = o as { kind: IndexedKind; apiVersion?: string };
+  return kind === 'HTTPRoute' && apiVersion?.startsWith('gateway.networking.k8s.io/') ? 'GatewayHTTPRoute' : kind;
+}
+
+/** "Service shop/web:80: Accepted=True Accepted; ResolvedRefs=False BackendNotFound (<message>)" */
+function describeParentStatus(p: RouteParentStatus): string {
+  const r = p.parentRef;
+  const parent = `${r.kind ?? 'Gateway'} ${r.namespace ? `${r.namespace}/` : ''}${r.name}${r.port ? `:${r.port}` : ''}${r.sectionName ? `#${r.sectionName}` : ''}`;
+  const conds = p.conditions.map((c) => `${c.type}=${c.status} ${c.reason}${c.message ? ` (${c.message})` : ''}`);
+  return `${parent}: ${conds.join('; ')}`;
 }
 
 function load(objects: readonly unknown[], cluster: ClusterInfo): PolicyIndex {
@@ -96,7 +111,14 @@ function summarizeOutbound(p: OutboundPolicy) {
     authority: p.service.authority,
     appProtocol: p.appProtocol ?? 'detect',
     routes: p.httpRoutes.flatMap((r) => describeOutboundRoute(p, r)),
-    serviceDefaults: [describeTimeouts(p.timeouts), p.retry ? describeRetry(p.retry) : ''].filter(Boolean).join('; '),
+    grpcRoutes: p.grpcRoutes.flatMap((r) => describeOutboundGrpcRoute(p, r)),
+    serviceDefaults: [
+      describeTimeouts(p.timeouts),
+      p.retry ? describeRetry(p.retry) : '',
+      p.grpcRetry ? `grpc ${describeGrpcRetry(p.grpcRetry)}` : '',
+    ]
+      .filter(Boolean)
+      .join('; '),
   };
 }
 
@@ -112,6 +134,18 @@ function pick<T extends object>(actual: T, wanted: object): Partial<T> {
 }
 
 function runCheck(index: PolicyIndex, c: Check): void {
+  if ('status' in c) {
+    const [kindText = '', id = ''] = c.status.split(' ');
+    const kind = (kindText === 'HTTPRoute.gateway.networking.k8s.io' ? 'GatewayHTTPRoute' : kindText) as RouteKind;
+    expect(isRouteKind(kind), `${kindText} is a route kind`).toBe(true);
+    const [ns = '', name = ''] = id.split('/');
+    const u = routeStatusUpdates(index.store, kind, '2026-01-01T00:00:00Z').find(
+      (x) => x.namespace === ns && x.name === name,
+    );
+    if (c.expect === 'unchanged') expect(u, `${c.status}: no write`).toBeUndefined();
+    else expect(u?.ours.map(describeParentStatus) ?? [], c.status).toEqual(c.expect);
+    return;
+  }
   if ('inbound' in c) {
     const [ns = '', name = ''] = c.inbound.pod.split('/');
     const r = index.inbound('pod', ns, name, c.inbound.port);

@@ -7,7 +7,7 @@ import type { InboundServer, OutboundPolicy } from '../model.js';
 import type { WorkloadRecord } from '../resources/workload.js';
 import { computeInbound, type InboundResult } from './inbound.js';
 import { computeOutbound, lookupServiceIp } from './outbound.js';
-import { ResourceStore, type IndexedKind, type InvalidResource } from './store.js';
+import { isRouteKind, ResourceStore, type IndexedKind, type InvalidResource } from './store.js';
 
 export interface PolicyListener<T> {
   update(value: T): void;
@@ -29,6 +29,8 @@ export interface PolicyIndexOptions {
   onDiagnostic?: (message: string) => void;
   /** A listener threw; the index goes on with the others. */
   onListenerError?: (err: unknown) => void;
+  /** Any change (after the answers were recomputed): the route-status writer looks again. */
+  onChange?: (kind: IndexedKind) => void;
 }
 
 interface Group<T> {
@@ -180,10 +182,10 @@ export class PolicyIndex {
    * referenced from any namespace: a change to one recomputes everything, as a re-list does.
    */
   private changed(kind: IndexedKind, namespace?: string, name?: string): void {
-    const inbound = kind !== 'Service';
-    const outbound = kind === 'Service' || kind === 'HTTPRoute';
+    const inbound = kind !== 'Service' && kind !== 'GatewayHTTPRoute' && kind !== 'GRPCRoute';
+    const outbound = kind === 'Service' || isRouteKind(kind);
     const scoped =
-      namespace !== undefined && (kind === 'Server' || kind === 'AuthorizationPolicy' || kind === 'HTTPRoute');
+      namespace !== undefined && (kind === 'Server' || kind === 'AuthorizationPolicy' || isRouteKind(kind));
     if (inbound) {
       for (const [id, g] of this.inboundGroups) {
         const k = g.key;
@@ -212,6 +214,7 @@ export class PolicyIndex {
         this.publish(g, policy, '');
       }
     }
+    this.opts.onChange?.(kind);
   }
 
   private publish<T>(g: Group<T>, value: T, diagnostics: string): void {

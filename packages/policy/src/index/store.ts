@@ -10,7 +10,9 @@ import {
 } from '../resources/authentications.js';
 import { parseAuthorizationPolicy, type AuthorizationPolicySpec } from '../resources/authorization-policy.js';
 import { describeObject, FieldError } from '../resources/fields.js';
+import { parseGrpcRoute, type GrpcRouteSpec } from '../resources/grpc-route.js';
 import { parseHttpRoute, type HttpRouteSpec } from '../resources/http-route.js';
+import { GATEWAY_GROUP } from '../resources/kinds.js';
 import { parseServer, type ServerSpec } from '../resources/server.js';
 import { toServiceRecord, type ServiceRecord } from '../resources/service.js';
 import { toExternalWorkload, toPodWorkload, type WorkloadRecord } from '../resources/workload.js';
@@ -24,8 +26,15 @@ export const INDEXED_KINDS = [
   'MeshTLSAuthentication',
   'NetworkAuthentication',
   'HTTPRoute',
+  'GatewayHTTPRoute',
+  'GRPCRoute',
 ] as const;
 export type IndexedKind = (typeof INDEXED_KINDS)[number];
+
+/** The route kinds: policy.minimesh.io HTTPRoute, gateway.networking.k8s.io HTTPRoute and GRPCRoute. */
+export const ROUTE_KINDS = ['HTTPRoute', 'GatewayHTTPRoute', 'GRPCRoute'] as const;
+export type RouteKind = (typeof ROUTE_KINDS)[number];
+export const isRouteKind = (k: IndexedKind): k is RouteKind => (ROUTE_KINDS as readonly string[]).includes(k);
 
 export interface SpecByKind {
   Pod: WorkloadRecord;
@@ -36,6 +45,8 @@ export interface SpecByKind {
   MeshTLSAuthentication: MeshTLSAuthenticationSpec;
   NetworkAuthentication: NetworkAuthenticationSpec;
   HTTPRoute: HttpRouteSpec;
+  GatewayHTTPRoute: HttpRouteSpec;
+  GRPCRoute: GrpcRouteSpec;
 }
 
 export interface InvalidResource {
@@ -43,6 +54,8 @@ export interface InvalidResource {
   namespace: string;
   name: string;
   message: string;
+  /** A route kind's object as it came (its parents and status still get a status written). */
+  object?: unknown;
 }
 
 /** namespace → name → spec */
@@ -64,7 +77,13 @@ export class ResourceStore {
     } catch (err) {
       const { namespace, name } = identify(obj);
       const detail = err instanceof FieldError ? err.message : (err as Error).message;
-      const problem: InvalidResource = { kind, namespace, name, message: `${describeObject(obj, kind)}: ${detail}` };
+      const problem: InvalidResource = {
+        kind,
+        namespace,
+        name,
+        message: `${describeObject(obj, kind === 'GatewayHTTPRoute' ? 'HTTPRoute' : kind)}: ${detail}`,
+        ...(isRouteKind(kind) ? { object: obj } : {}),
+      };
       if (namespace && name) {
         this.remove(kind, namespace, name);
         this.invalidByKey.set(key(kind, namespace, name), problem);
@@ -113,8 +132,16 @@ export class ResourceStore {
     return out;
   }
 
+  /** Every object that could not be used (for a route kind, with the object itself). */
   invalid(): InvalidResource[] {
-    return [...this.invalidByKey.values()];
+    return [...this.invalidByKey.values()].map(({ object: _o, ...rest }) => rest);
+  }
+
+  /** The route objects of a kind that could not be used, as they came. */
+  invalidRoutes(kind: RouteKind): Array<InvalidResource & { object: unknown }> {
+    return [...this.invalidByKey.values()].filter(
+      (p): p is InvalidResource & { object: unknown } => p.kind === kind && p.object !== undefined,
+    );
   }
 
   count(kind: IndexedKind): number {
@@ -148,6 +175,10 @@ export class ResourceStore {
         return parseNetworkAuthentication(obj);
       case 'HTTPRoute':
         return parseHttpRoute(obj);
+      case 'GatewayHTTPRoute':
+        return parseHttpRoute(obj, GATEWAY_GROUP);
+      case 'GRPCRoute':
+        return parseGrpcRoute(obj);
     }
   }
 }

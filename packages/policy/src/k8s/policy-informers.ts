@@ -1,10 +1,11 @@
-// The watches the policy controller runs: pods, Services, ExternalWorkloads and the five
-// policy.minimesh.io kinds, each feeding the index. Objects are trimmed to what the index reads
-// before they are kept (a pod keeps its labels, policy annotations, ports and probes).
+// The watches the policy controller runs: pods, Services, ExternalWorkloads, the five
+// policy.minimesh.io kinds and the Gateway API's HTTPRoute and GRPCRoute, each feeding the index.
+// Objects are trimmed to what the index reads before they are kept (a pod keeps its labels, policy
+// annotations, ports and probes; a route its status too, which the status writer compares against).
 import { Informer, keyOfObject, type InformerHooks, type KubeClient } from '@minimesh/kube';
 import type { BackoffOptions, Logger } from '@minimesh/runtime';
 import type { PolicyIndex } from '../index/policy-index.js';
-import type { IndexedKind } from '../index/store.js';
+import { isRouteKind, type IndexedKind } from '../index/store.js';
 import type { PolicyMetrics } from '../metrics.js';
 import { RESOURCE_KINDS, resourcePath } from '../resources/kinds.js';
 
@@ -66,6 +67,13 @@ export function trimObject(o: unknown): unknown {
   return { apiVersion: o.apiVersion, kind: o.kind, metadata, spec: o.spec };
 }
 
+/** A route keeps its status.parents as well. */
+export function trimRoute(o: unknown): unknown {
+  const t = trimObject(o);
+  if (!isObj(t) || !isObj(o) || !isObj(o.status)) return t;
+  return { ...t, status: { parents: o.status.parents } };
+}
+
 export function metricsHooks(metrics: Pick<PolicyMetrics, 'watchRestarts' | 'cacheSynced'>): InformerHooks {
   return {
     onRestart: (resource, reason) => metrics.watchRestarts.inc({ resource, reason }),
@@ -83,7 +91,7 @@ export function createPolicyInformers(opts: PolicyInformersOptions): PolicyInfor
       client: opts.api,
       resource,
       path,
-      transform: kind === 'Pod' ? trimPod : trimObject,
+      transform: kind === 'Pod' ? trimPod : isRouteKind(kind) ? trimRoute : trimObject,
       keyOf: keyOfObject,
       handler: {
         apply: (r) => opts.index.apply(kind, r),
@@ -109,5 +117,13 @@ export function createPolicyInformers(opts: PolicyInformersOptions): PolicyInfor
     MeshTLSAuthentication: crd('MeshTLSAuthentication'),
     NetworkAuthentication: crd('NetworkAuthentication'),
     HTTPRoute: crd('HTTPRoute'),
+    // The Gateway API's CRDs may be missing (installGatewayAPI=false and none installed): an empty list.
+    GatewayHTTPRoute: make(
+      'GatewayHTTPRoute',
+      resourcePath('GatewayHTTPRoute'),
+      'httproutes.gateway.networking.k8s.io',
+      true,
+    ),
+    GRPCRoute: make('GRPCRoute', resourcePath('GRPCRoute'), 'grpcroutes.gateway.networking.k8s.io', true),
   };
 }

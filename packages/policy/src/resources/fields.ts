@@ -72,6 +72,10 @@ export interface ObjectMeta {
   annotations: Record<string, string>;
   /** RFC 3339 creation time ("" when absent, e.g. in fixtures): orders Servers and routes. */
   createdAt: string;
+  /** metadata.generation (routes' status conditions carry it as observedGeneration). */
+  generation?: number;
+  /** metadata.resourceVersion (the route-status writer's precondition). */
+  resourceVersion?: string;
 }
 
 export function objectMeta(o: unknown, kind: string): ObjectMeta {
@@ -83,6 +87,8 @@ export function objectMeta(o: unknown, kind: string): ObjectMeta {
     labels: stringMap(m.labels, 'metadata.labels'),
     annotations: stringMap(m.annotations, 'metadata.annotations'),
     createdAt: typeof m.creationTimestamp === 'string' ? m.creationTimestamp : '',
+    ...(typeof m.generation === 'number' ? { generation: m.generation } : {}),
+    ...(typeof m.resourceVersion === 'string' ? { resourceVersion: m.resourceVersion } : {}),
   };
 }
 

@@ -1,6 +1,8 @@
 // The resources the policy controller reads: API group, kinds, versions (as Linkerd serves its own
-// policy.linkerd.io kinds), plural names for the API paths.
+// policy.linkerd.io kinds, and the Gateway API's routes in mesh mode), plural names for the API paths.
 export const POLICY_GROUP = 'policy.minimesh.io';
+/** The Gateway API (sigs.k8s.io/gateway-api): HTTPRoute and GRPCRoute v1 with Service parents (GAMMA). */
+export const GATEWAY_GROUP = 'gateway.networking.k8s.io';
 
 export interface ResourceKindInfo {
   group: string;
@@ -31,6 +33,8 @@ export const RESOURCE_KINDS = {
     version: 'v1alpha1',
   },
   HTTPRoute: { group: POLICY_GROUP, kind: 'HTTPRoute', plural: 'httproutes', version: 'v1beta3' },
+  GatewayHTTPRoute: { group: GATEWAY_GROUP, kind: 'HTTPRoute', plural: 'httproutes', version: 'v1' },
+  GRPCRoute: { group: GATEWAY_GROUP, kind: 'GRPCRoute', plural: 'grpcroutes', version: 'v1' },
   Pod: { group: '', kind: 'Pod', plural: 'pods', version: 'v1' },
   Service: { group: '', kind: 'Service', plural: 'services', version: 'v1' },
 } as const satisfies Record<string, ResourceKindInfo>;

@@ -1,9 +1,9 @@
 // The parts of a Service the outbound index needs: cluster IPs, ports (with appProtocol), and the
 // opaque-ports, timeout and retry annotations.
 import { parsePortRanges, portInRanges, type PortRange } from '@minimesh/config';
-import type { RouteRetry, RouteTimeouts } from '../model.js';
+import type { GrpcRouteRetry, RouteRetry, RouteTimeouts } from '../model.js';
 import { arr, isObject, objectMeta, type Json } from './fields.js';
-import { parseRetryAnnotations, parseTimeoutAnnotations } from './http-route.js';
+import { parseGrpcRetryAnnotations, parseRetryAnnotations, parseTimeoutAnnotations } from './route-parts.js';
 import { WORKLOAD_ANNOTATIONS } from './workload.js';
 
 export interface ServicePortRecord {
@@ -21,6 +21,9 @@ export interface ServiceRecord {
   opaquePorts?: PortRange[];
   timeouts: RouteTimeouts;
   retry?: RouteRetry;
+  grpcRetry?: GrpcRouteRetry;
+  /** spec.type (ExternalName Services are no route parents). */
+  type?: string;
   problems: string[];
 }
 
@@ -44,6 +47,7 @@ export function toServiceRecord(o: unknown): ServiceRecord {
     clusterIPs: [...ips],
     ports,
     timeouts: {},
+    ...(typeof spec.type === 'string' ? { type: spec.type } : {}),
     problems,
   };
   const opaque = meta.annotations[WORKLOAD_ANNOTATIONS.opaquePorts];
@@ -64,6 +68,14 @@ export function toServiceRecord(o: unknown): ServiceRecord {
     if (retry) rec.retry = retry;
   } catch (err) {
     problems.push(`${(err as Error).message}; ignored`);
+  }
+  try {
+    const grpcRetry = parseGrpcRetryAnnotations(meta.annotations);
+    if (grpcRetry) rec.grpcRetry = grpcRetry;
+  } catch (err) {
+    // A bad limit or timeout was reported above already.
+    const line = `${(err as Error).message}; ignored`;
+    if (!problems.includes(line)) problems.push(line);
   }
   return rec;
 }

@@ -96,7 +96,9 @@ function toProtoHttpRoute(r: InboundHttpRoute, clusterNetworks: readonly string[
     authorizations: r.authorizations.map((a) => toProtoAuthz(a, clusterNetworks)),
     rules: r.rules.map((rule) => ({
       matches: rule.matches.map(toHttpMatch),
+      // Inbound, responses are not edited and only linkerd2-proxy-api's own filters exist.
       filters: rule.filters.flatMap((f): inbound.HttpRoute_Filter[] => {
+        if (f.kind !== 'requestHeaderModifier' && f.kind !== 'requestRedirect') return [];
         const k = toFilterKind(f);
         return k.$case === 'responseHeaderModifier' ? [] : [{ kind: k }];
       }),

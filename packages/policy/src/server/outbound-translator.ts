@@ -1,12 +1,29 @@
 // OutboundPolicy (the model) → io.linkerd.proxy.outbound.OutboundPolicy, as Linkerd's policy
 // controller encodes a Service port: protocol detection (10 s) with HTTP/1, HTTP/2 and opaque routes
-// unless the port's appProtocol says otherwise; each backend a P2C balancer over Destination.Get of the
-// Service authority with peak-EWMA (30 ms default RTT, 10 s decay) and a queue of 100 (3 s fail-fast);
-// retries with 25-250 ms backoff and 64 KiB request buffering. Also the answers for addresses that are
-// not Services: a forward to the original destination, or a forbidden route for an undefined port.
-import { toTcpAddress, type outbound } from '@minimesh/proto';
+// unless the port's appProtocol says otherwise, or the gRPC protocol when GRPCRoutes hold the port;
+// each backend a P2C balancer over Destination.Get of the Service authority with peak-EWMA (30 ms
+// default RTT, 10 s decay) and a queue of 100 (3 s fail-fast); a backend that cannot be reached (a
+// missing Service, an unsupported kind) a backend without endpoints whose failure injector answers
+// 500 (gRPC: UNAVAILABLE) for its share; retries with 25-250 ms backoff and 64 KiB request
+// buffering. Also the answers for addresses that are not Services: a forward to the original
+// destination, or a forbidden route for an undefined port.
+//
+// Where minimesh differs from Linkerd's encoder (and why):
+// - URLRewrite and RequestMirror (HTTP), ResponseHeaderModifier and RequestMirror (gRPC) are sent as
+//   minimesh's extension filters (outbound.proto, field numbers from 100); Linkerd's controller does
+//   not serve a route with them at all.
+// - a gRPC backend that cannot be reached answers UNAVAILABLE (14), as the GRPCRoute spec says;
+//   Linkerd's encoder writes 500 into the gRPC code.
+// - a rule whose backendRefs all have weight 0 gets a failure injector (500) after its own filters:
+//   nothing may receive its traffic (Linkerd sends the zero weights as they are, which linkerd2-proxy
+//   cannot build a distribution from).
+import { toTcpAddress, type grpcRoute, type outbound } from '@minimesh/proto';
 import type {
+  GrpcFilter,
+  GrpcRouteMatch,
+  GrpcRouteRetry,
   HttpFilter,
+  OutboundGrpcRouteRule,
   OutboundHttpRouteRule,
   OutboundPolicy,
   RouteBackend,
@@ -19,8 +36,10 @@ import {
   routeMeta,
   toDuration,
   toFilterKind,
+  toHeaderMatch,
   toHostMatch,
   toHttpMatch,
+  toRequestHeaderModifier,
 } from './translate-common.js';
 
 export const DETECT_TIMEOUT_MS = 10_000;
@@ -29,6 +48,14 @@ const LOAD: outbound.Backend_BalanceP2c['load'] = {
   $case: 'peakEwma',
   value: { defaultRtt: toDuration(30), decay: toDuration(10_000) },
 };
+const BACKOFF: outbound.ExponentialBackoff = {
+  minBackoff: toDuration(25),
+  maxBackoff: toDuration(250),
+  jitterRatio: 1,
+  respectRetryAfterHint: false,
+};
+/** gRPC UNAVAILABLE: what a GRPCRoute's unreachable backend answers. */
+const GRPC_UNAVAILABLE = 14;
 
 function serviceBackend(b: { namespace: string; name: string; port: number; authority: string }): outbound.Backend {
   return {
@@ -41,8 +68,60 @@ function serviceBackend(b: { namespace: string; name: string; port: number; auth
   };
 }
 
-function toFilters(list: readonly HttpFilter[]): outbound.HttpRoute_Filter[] {
-  return list.map((f) => ({ kind: toFilterKind(f) }));
+/** A backend the proxy cannot reach: its metadata and why (the failure injector's message). */
+function unreachable(b: RouteBackend): { backend: outbound.Backend; message: string } | undefined {
+  if (b.kind === 'service' && b.exists) return undefined;
+  const metadata =
+    b.kind === 'service'
+      ? resourceMeta({ group: 'core', kind: 'Service', name: b.name, namespace: b.namespace, port: b.port })
+      : defaultMeta('invalid');
+  return {
+    backend: { metadata, queue: QUEUE },
+    message: b.kind === 'service' ? `Service not found ${b.name}` : b.message,
+  };
+}
+
+function toMirror(m: Extract<HttpFilter, { kind: 'requestMirror' }>['mirror']): outbound.RequestMirror {
+  const b = m.backend;
+  const down = unreachable(b);
+  return {
+    // A mirror that cannot be reached is a backend without endpoints: its copies go nowhere.
+    backend: down ? down.backend : serviceBackend(b as Extract<RouteBackend, { kind: 'service' }>),
+    ...(m.fraction ? { ratio: { numerator: m.fraction.numerator, denominator: m.fraction.denominator } } : {}),
+  };
+}
+
+function toUrlRewrite(r: Extract<HttpFilter, { kind: 'urlRewrite' }>['rewrite']): outbound.UrlRewrite {
+  return {
+    host: r.hostname ?? '',
+    ...(r.path ? { path: { replace: { $case: r.path.kind, value: r.path.value } } } : {}),
+  };
+}
+
+function toHttpFilters(list: readonly HttpFilter[]): outbound.HttpRoute_Filter[] {
+  return list.map((f): outbound.HttpRoute_Filter => {
+    switch (f.kind) {
+      case 'urlRewrite':
+        return { kind: { $case: 'urlRewrite', value: toUrlRewrite(f.rewrite) } };
+      case 'requestMirror':
+        return { kind: { $case: 'requestMirror', value: toMirror(f.mirror) } };
+      default:
+        return { kind: toFilterKind(f) };
+    }
+  });
+}
+
+function toGrpcFilters(list: readonly GrpcFilter[]): outbound.GrpcRoute_Filter[] {
+  return list.map((f): outbound.GrpcRoute_Filter => {
+    switch (f.kind) {
+      case 'requestHeaderModifier':
+        return { kind: { $case: 'requestHeaderModifier', value: toRequestHeaderModifier(f.modifier) } };
+      case 'responseHeaderModifier':
+        return { kind: { $case: 'responseHeaderModifier', value: toRequestHeaderModifier(f.modifier) } };
+      case 'requestMirror':
+        return { kind: { $case: 'requestMirror', value: toMirror(f.mirror) } };
+    }
+  });
 }
 
 function toRetry(r: RouteRetry): outbound.HttpRoute_Retry {
@@ -51,7 +130,24 @@ function toRetry(r: RouteRetry): outbound.HttpRoute_Retry {
     maxRequestBytes: 64 * 1024,
     conditions: { statusRanges: (r.statusRanges ?? []).map((s) => ({ start: s.min, end: s.max })) },
     ...(r.timeoutMs !== undefined ? { timeout: toDuration(r.timeoutMs) } : {}),
-    backoff: { minBackoff: toDuration(25), maxBackoff: toDuration(250), jitterRatio: 1, respectRetryAfterHint: false },
+    backoff: BACKOFF,
+  };
+}
+
+function toGrpcRetry(r: GrpcRouteRetry): outbound.GrpcRoute_Retry {
+  const on = new Set(r.conditions ?? []);
+  return {
+    maxRetries: r.limit,
+    maxRequestBytes: 64 * 1024,
+    conditions: {
+      cancelled: on.has('cancelled'),
+      deadineExceeded: on.has('deadline-exceeded'),
+      resourceExhausted: on.has('resource-exhausted'),
+      internal: on.has('internal'),
+      unavailable: on.has('unavailable'),
+    },
+    ...(r.timeoutMs !== undefined ? { timeout: toDuration(r.timeoutMs) } : {}),
+    backoff: BACKOFF,
   };
 }
 
@@ -63,41 +159,100 @@ function toTimeouts(t: RouteTimeouts): NonNullable<outbound.HttpRoute_Rule['time
   };
 }
 
-function toRouteBackend(b: RouteBackend): outbound.HttpRoute_WeightedRouteBackend {
-  if (b.kind === 'service' && b.exists)
-    return { weight: b.weight, backend: { backend: serviceBackend(b), filters: toFilters(b.filters) } };
-  const message = b.kind === 'service' ? `Service not found ${b.name}` : b.message;
-  const metadata =
-    b.kind === 'service'
-      ? resourceMeta({ group: 'core', kind: 'Service', name: b.name, namespace: b.namespace, port: b.port })
-      : defaultMeta('invalid');
+function toHttpRouteBackend(b: RouteBackend): outbound.HttpRoute_WeightedRouteBackend {
+  const down = unreachable(b);
+  if (!down) {
+    const svc = b as Extract<RouteBackend, { kind: 'service' }>;
+    return { weight: b.weight, backend: { backend: serviceBackend(svc), filters: toHttpFilters(svc.filters) } };
+  }
   return {
     weight: b.weight,
     backend: {
-      backend: { metadata, queue: QUEUE },
-      filters: [{ kind: { $case: 'failureInjector', value: { status: 500, message } } }],
+      backend: down.backend,
+      filters: [{ kind: { $case: 'failureInjector', value: { status: 500, message: down.message } } }],
     },
   };
 }
 
-function toRule(
+function toGrpcRouteBackend(b: RouteBackend): outbound.GrpcRoute_WeightedRouteBackend {
+  const down = unreachable(b);
+  if (!down) {
+    const svc = b as Extract<RouteBackend, { kind: 'service' }>;
+    return {
+      weight: b.weight,
+      backend: { backend: serviceBackend(svc), filters: toGrpcFilters(svc.filters as GrpcFilter[]) },
+    };
+  }
+  return {
+    weight: b.weight,
+    backend: {
+      backend: down.backend,
+      filters: [{ kind: { $case: 'failureInjector', value: { code: GRPC_UNAVAILABLE, message: down.message } } }],
+    },
+  };
+}
+
+/** Why a rule may send nothing anywhere (every backendRef weighs 0), or undefined. */
+export function zeroWeightMessage(backends: readonly RouteBackend[]): string | undefined {
+  return backends.length > 0 && backends.every((b) => b.weight === 0)
+    ? 'every backendRef of the rule has weight 0: no backend may receive its requests'
+    : undefined;
+}
+
+function toHttpRule(
   rule: Pick<OutboundHttpRouteRule, 'matches' | 'filters' | 'backends'>,
   timeouts: RouteTimeouts,
   retry: RouteRetry | undefined,
   parent: outbound.Backend,
   allowL5dRequestHeaders: boolean,
 ): outbound.HttpRoute_Rule {
+  const zero = zeroWeightMessage(rule.backends);
   const backends: outbound.HttpRoute_Distribution =
     rule.backends.length === 0
       ? { kind: { $case: 'firstAvailable', value: { backends: [{ backend: parent, filters: [] }] } } }
-      : { kind: { $case: 'randomAvailable', value: { backends: rule.backends.map(toRouteBackend) } } };
+      : zero
+        ? { kind: { $case: 'empty', value: {} } }
+        : { kind: { $case: 'randomAvailable', value: { backends: rule.backends.map(toHttpRouteBackend) } } };
+  const filters = toHttpFilters(rule.filters);
+  if (zero) filters.push({ kind: { $case: 'failureInjector', value: { status: 500, message: zero } } });
   return {
     matches: rule.matches.map(toHttpMatch),
-    filters: toFilters(rule.filters),
+    filters,
     backends,
     ...(timeouts.requestMs !== undefined ? { requestTimeout: toDuration(timeouts.requestMs) } : {}),
     timeouts: toTimeouts(timeouts),
     ...(retry ? { retry: toRetry(retry) } : {}),
+    allowL5dRequestHeaders,
+  };
+}
+
+function toGrpcMatch(m: GrpcRouteMatch): grpcRoute.GrpcRouteMatch {
+  return { rpc: { service: m.service ?? '', method: m.method ?? '' }, headers: m.headers.map(toHeaderMatch) };
+}
+
+function toGrpcRule(
+  rule: OutboundGrpcRouteRule,
+  timeouts: RouteTimeouts,
+  retry: GrpcRouteRetry | undefined,
+  parent: outbound.Backend,
+  allowL5dRequestHeaders: boolean,
+): outbound.GrpcRoute_Rule {
+  const zero = zeroWeightMessage(rule.backends);
+  const backends: outbound.GrpcRoute_Distribution =
+    rule.backends.length === 0
+      ? { kind: { $case: 'firstAvailable', value: { backends: [{ backend: parent, filters: [] }] } } }
+      : zero
+        ? { kind: { $case: 'empty', value: {} } }
+        : { kind: { $case: 'randomAvailable', value: { backends: rule.backends.map(toGrpcRouteBackend) } } };
+  const filters = toGrpcFilters(rule.filters);
+  if (zero) filters.push({ kind: { $case: 'failureInjector', value: { code: GRPC_UNAVAILABLE, message: zero } } });
+  return {
+    matches: rule.matches.map(toGrpcMatch),
+    filters,
+    backends,
+    ...(timeouts.requestMs !== undefined ? { requestTimeout: toDuration(timeouts.requestMs) } : {}),
+    timeouts: toTimeouts(timeouts),
+    ...(retry ? { retry: toGrpcRetry(retry) } : {}),
     allowL5dRequestHeaders,
   };
 }
@@ -111,61 +266,95 @@ function opaqueRoute(backend: outbound.Backend, name: string): outbound.OpaqueRo
   };
 }
 
+/** A rule without timeouts (or retries) of its own takes the Service's. */
+function own<T>(
+  ruleTimeouts: RouteTimeouts,
+  serviceTimeouts: RouteTimeouts,
+  ruleRetry: T | undefined,
+  serviceRetry: T | undefined,
+) {
+  return {
+    timeouts: Object.keys(ruleTimeouts).length > 0 ? ruleTimeouts : serviceTimeouts,
+    retry: ruleRetry ?? serviceRetry,
+  };
+}
+
+function httpRoutes(policy: OutboundPolicy, parent: outbound.Backend, allow: boolean): outbound.HttpRoute[] {
+  if (policy.httpRoutes.length === 0)
+    return [
+      {
+        metadata: defaultMeta('http'),
+        hosts: [],
+        rules: [
+          toHttpRule(
+            {
+              matches: [{ path: { kind: 'prefix', value: '/' }, headers: [], queryParams: [] }],
+              filters: [],
+              backends: [],
+            },
+            policy.timeouts,
+            policy.retry,
+            parent,
+            allow,
+          ),
+        ],
+      },
+    ];
+  return policy.httpRoutes.map((r) => ({
+    metadata: routeMeta(r.ref),
+    hosts: r.hostnames.map(toHostMatch),
+    rules: r.rules.map((rule) => {
+      const e = own(rule.timeouts, policy.timeouts, rule.retry, policy.retry);
+      return toHttpRule(rule, e.timeouts, e.retry, parent, allow);
+    }),
+  }));
+}
+
+function grpcRoutes(policy: OutboundPolicy, parent: outbound.Backend, allow: boolean): outbound.GrpcRoute[] {
+  return policy.grpcRoutes.map((r) => ({
+    metadata: routeMeta(r.ref),
+    hosts: r.hostnames.map(toHostMatch),
+    rules: r.rules.map((rule) => {
+      const e = own(rule.timeouts, policy.timeouts, rule.retry, policy.grpcRetry);
+      return toGrpcRule(rule, e.timeouts, e.retry, parent, allow);
+    }),
+  }));
+}
+
 export function toProtoOutbound(
   policy: OutboundPolicy,
   opts: { allowL5dRequestHeaders?: boolean } = {},
 ): outbound.OutboundPolicy {
   const allow = opts.allowL5dRequestHeaders ?? false;
   const parent = serviceBackend(policy.service);
-  const routes: outbound.HttpRoute[] =
-    policy.httpRoutes.length > 0
-      ? policy.httpRoutes.map((r) => ({
-          metadata: routeMeta(r.ref),
-          hosts: r.hostnames.map(toHostMatch),
-          rules: r.rules.map((rule) => {
-            // A rule without timeouts (or retries) of its own takes the Service's.
-            const timeouts = Object.keys(rule.timeouts).length > 0 ? rule.timeouts : policy.timeouts;
-            return toRule(rule, timeouts, rule.retry ?? policy.retry, parent, allow);
-          }),
-        }))
-      : [
-          {
-            metadata: defaultMeta('http'),
-            hosts: [],
-            rules: [
-              toRule(
-                {
-                  matches: [{ path: { kind: 'prefix', value: '/' }, headers: [], queryParams: [] }],
-                  filters: [],
-                  backends: [],
-                },
-                policy.timeouts,
-                policy.retry,
-                parent,
-                allow,
-              ),
-            ],
-          },
-        ];
+  // As Linkerd's encoder: GRPCRoutes turn an HTTP/2 or undeclared port into a gRPC one (no detection);
+  // an HTTP/1 port gets its HTTPRoutes only; an opaque port no routes at all.
+  const grpc = policy.grpcRoutes.length > 0;
   let kind: outbound.ProxyProtocol['kind'];
   switch (policy.appProtocol) {
     case 'http1':
-      kind = { $case: 'http1', value: { routes } };
+      kind = { $case: 'http1', value: { routes: httpRoutes(policy, parent, allow) } };
       break;
     case 'http2':
-      kind = { $case: 'http2', value: { routes } };
+      kind = grpc
+        ? { $case: 'grpc', value: { routes: grpcRoutes(policy, parent, allow) } }
+        : { $case: 'http2', value: { routes: httpRoutes(policy, parent, allow) } };
       break;
     case 'opaque':
       kind = { $case: 'opaque', value: { routes: [opaqueRoute(parent, 'opaq')] } };
       break;
-    case undefined:
+    default:
+      if (grpc) {
+        kind = { $case: 'grpc', value: { routes: grpcRoutes(policy, parent, allow) } };
+        break;
+      }
       kind = {
         $case: 'detect',
         value: {
           timeout: toDuration(DETECT_TIMEOUT_MS),
           opaque: { routes: [opaqueRoute(parent, 'opaq')] },
-          http1: { routes },
-          http2: { routes },
+          http1: { routes: httpRoutes(policy, parent, allow) },
+          http2: { routes: httpRoutes(policy, parent, allow) },
         },
       };
   }

@@ -1,7 +1,15 @@
 // Pieces of the policy model in the proxy API's terms, shared by the inbound and outbound translators.
 import type { httpRoute, meta, net } from '@minimesh/proto';
 import { httpTypes, toIpAddress, type Duration } from '@minimesh/proto';
-import type { HeaderModifier, HostMatch, HttpFilter, HttpRouteMatch, RequestRedirect, RouteRef } from '../model.js';
+import type {
+  HeaderMatch,
+  HeaderModifier,
+  HostMatch,
+  HttpFilter,
+  HttpRouteMatch,
+  RequestRedirect,
+  RouteRef,
+} from '../model.js';
 
 export function toDuration(ms: number): Duration {
   return { seconds: BigInt(Math.floor(ms / 1000)), nanos: Math.round((ms % 1000) * 1e6) };
@@ -64,12 +72,16 @@ const REGISTERED: Record<string, httpTypes.HttpMethod_Registered> = {
   TRACE: httpTypes.HttpMethod_Registered.TRACE,
 };
 
+export function toHeaderMatch(h: HeaderMatch): httpRoute.HeaderMatch {
+  return {
+    name: h.name,
+    value: h.kind === 'exact' ? { $case: 'exact', value: Buffer.from(h.value) } : { $case: 'regex', value: h.value },
+  };
+}
+
 export function toHttpMatch(m: HttpRouteMatch): httpRoute.HttpRouteMatch {
   const out: httpRoute.HttpRouteMatch = {
-    headers: m.headers.map((h) => ({
-      name: h.name,
-      value: h.kind === 'exact' ? { $case: 'exact', value: Buffer.from(h.value) } : { $case: 'regex', value: h.value },
-    })),
+    headers: m.headers.map(toHeaderMatch),
     queryParams: m.queryParams.map((q) => ({
       name: q.name,
       value: q.kind === 'exact' ? { $case: 'exact', value: q.value } : { $case: 'regex', value: q.value },
@@ -113,7 +125,13 @@ export type ProtoFilterKind =
   | { $case: 'redirect'; value: httpRoute.RequestRedirect }
   | { $case: 'failureInjector'; value: httpRoute.HttpFailureInjector };
 
-export function toFilterKind(f: HttpFilter): ProtoFilterKind {
+/** The filters linkerd2-proxy-api has (inbound and outbound); the others are outbound extensions. */
+export type BaseHttpFilter = Extract<
+  HttpFilter,
+  { kind: 'requestHeaderModifier' | 'responseHeaderModifier' | 'requestRedirect' }
+>;
+
+export function toFilterKind(f: BaseHttpFilter): ProtoFilterKind {
   switch (f.kind) {
     case 'requestHeaderModifier':
       return { $case: 'requestHeaderModifier', value: toRequestHeaderModifier(f.modifier) };

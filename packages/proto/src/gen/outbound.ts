@@ -27,6 +27,8 @@ import {
   HostMatch,
   HttpFailureInjector,
   HttpRouteMatch,
+  PathModifier,
+  Ratio,
   RequestHeaderModifier,
   RequestRedirect,
   ResponseHeaderModifier,
@@ -149,6 +151,14 @@ export interface HttpRoute_Filter {
     | { $case: "requestHeaderModifier"; value: RequestHeaderModifier }
     | { $case: "redirect"; value: RequestRedirect }
     | { $case: "responseHeaderModifier"; value: ResponseHeaderModifier }
+    | //
+    /**
+     * minimesh extensions (not in linkerd2-proxy-api, which has no filter for them; field numbers
+     * from 100 so that upstream's next numbers stay free): the Gateway API's URLRewrite and
+     * RequestMirror filters. linkerd2-proxy refuses a policy with a filter it cannot read.
+     */
+    { $case: "urlRewrite"; value: UrlRewrite }
+    | { $case: "requestMirror"; value: RequestMirror }
     | undefined;
 }
 
@@ -239,10 +249,17 @@ export interface GrpcRoute_Rule {
 }
 
 export interface GrpcRoute_Filter {
-  kind?: { $case: "failureInjector"; value: GrpcFailureInjector } | {
-    $case: "requestHeaderModifier";
-    value: RequestHeaderModifier;
-  } | undefined;
+  kind?:
+    | { $case: "failureInjector"; value: GrpcFailureInjector }
+    | { $case: "requestHeaderModifier"; value: RequestHeaderModifier }
+    | //
+    /**
+     * minimesh extensions (not in linkerd2-proxy-api; see HttpRoute.Filter): the GRPCRoute's
+     * ResponseHeaderModifier and RequestMirror filters.
+     */
+    { $case: "responseHeaderModifier"; value: ResponseHeaderModifier }
+    | { $case: "requestMirror"; value: RequestMirror }
+    | undefined;
 }
 
 export interface GrpcRoute_Distribution {
@@ -392,6 +409,29 @@ export interface TlsRoute_RouteBackend {
 export interface TlsRoute_WeightedRouteBackend {
   backend?: TlsRoute_RouteBackend | undefined;
   weight: number;
+}
+
+/**
+ * minimesh extension: the Gateway API URLRewrite filter. The request's host and/or path are
+ * replaced before it goes to the backend (no redirect is sent to the client).
+ */
+export interface UrlRewrite {
+  /** Empty: the Host (:authority) is kept. */
+  host: string;
+  /** Unset: the path is kept. `prefix` replaces the part the rule's path prefix match matched. */
+  path?: PathModifier | undefined;
+}
+
+/**
+ * minimesh extension: the Gateway API RequestMirror filter. A copy of the request goes to the
+ * backend as well; its response is discarded and it never delays or fails the original.
+ */
+export interface RequestMirror {
+  backend?:
+    | Backend
+    | undefined;
+  /** The share of requests mirrored; unset: every request. */
+  ratio?: Ratio | undefined;
 }
 
 export interface Backend {
@@ -1760,6 +1800,12 @@ export const HttpRoute_Filter: MessageFns<HttpRoute_Filter> = {
       case "responseHeaderModifier":
         ResponseHeaderModifier.encode(message.kind.value, writer.uint32(34).fork()).join();
         break;
+      case "urlRewrite":
+        UrlRewrite.encode(message.kind.value, writer.uint32(802).fork()).join();
+        break;
+      case "requestMirror":
+        RequestMirror.encode(message.kind.value, writer.uint32(810).fork()).join();
+        break;
     }
     return writer;
   },
@@ -1815,6 +1861,22 @@ export const HttpRoute_Filter: MessageFns<HttpRoute_Filter> = {
             };
             continue;
           }
+          case 100: {
+            if (tag !== 802) {
+              break;
+            }
+
+            message.kind = { $case: "urlRewrite", value: UrlRewrite.decode(reader, reader.uint32()) };
+            continue;
+          }
+          case 101: {
+            if (tag !== 810) {
+              break;
+            }
+
+            message.kind = { $case: "requestMirror", value: RequestMirror.decode(reader, reader.uint32()) };
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1843,6 +1905,14 @@ export const HttpRoute_Filter: MessageFns<HttpRoute_Filter> = {
         ? { $case: "responseHeaderModifier", value: ResponseHeaderModifier.fromJSON(object.responseHeaderModifier) }
         : isSet(object.response_header_modifier)
         ? { $case: "responseHeaderModifier", value: ResponseHeaderModifier.fromJSON(object.response_header_modifier) }
+        : isSet(object.urlRewrite)
+        ? { $case: "urlRewrite", value: UrlRewrite.fromJSON(object.urlRewrite) }
+        : isSet(object.url_rewrite)
+        ? { $case: "urlRewrite", value: UrlRewrite.fromJSON(object.url_rewrite) }
+        : isSet(object.requestMirror)
+        ? { $case: "requestMirror", value: RequestMirror.fromJSON(object.requestMirror) }
+        : isSet(object.request_mirror)
+        ? { $case: "requestMirror", value: RequestMirror.fromJSON(object.request_mirror) }
         : undefined,
     };
   },
@@ -1857,6 +1927,10 @@ export const HttpRoute_Filter: MessageFns<HttpRoute_Filter> = {
       obj.redirect = RequestRedirect.toJSON(message.kind.value);
     } else if (message.kind?.$case === "responseHeaderModifier") {
       obj.responseHeaderModifier = ResponseHeaderModifier.toJSON(message.kind.value);
+    } else if (message.kind?.$case === "urlRewrite") {
+      obj.urlRewrite = UrlRewrite.toJSON(message.kind.value);
+    } else if (message.kind?.$case === "requestMirror") {
+      obj.requestMirror = RequestMirror.toJSON(message.kind.value);
     }
     return obj;
   },
@@ -1894,6 +1968,18 @@ export const HttpRoute_Filter: MessageFns<HttpRoute_Filter> = {
             $case: "responseHeaderModifier",
             value: ResponseHeaderModifier.fromPartial(object.kind.value),
           };
+        }
+        break;
+      }
+      case "urlRewrite": {
+        if (object.kind?.value !== undefined && object.kind?.value !== null) {
+          message.kind = { $case: "urlRewrite", value: UrlRewrite.fromPartial(object.kind.value) };
+        }
+        break;
+      }
+      case "requestMirror": {
+        if (object.kind?.value !== undefined && object.kind?.value !== null) {
+          message.kind = { $case: "requestMirror", value: RequestMirror.fromPartial(object.kind.value) };
         }
         break;
       }
@@ -3052,6 +3138,12 @@ export const GrpcRoute_Filter: MessageFns<GrpcRoute_Filter> = {
       case "requestHeaderModifier":
         RequestHeaderModifier.encode(message.kind.value, writer.uint32(18).fork()).join();
         break;
+      case "responseHeaderModifier":
+        ResponseHeaderModifier.encode(message.kind.value, writer.uint32(802).fork()).join();
+        break;
+      case "requestMirror":
+        RequestMirror.encode(message.kind.value, writer.uint32(810).fork()).join();
+        break;
     }
     return writer;
   },
@@ -3088,6 +3180,25 @@ export const GrpcRoute_Filter: MessageFns<GrpcRoute_Filter> = {
             };
             continue;
           }
+          case 100: {
+            if (tag !== 802) {
+              break;
+            }
+
+            message.kind = {
+              $case: "responseHeaderModifier",
+              value: ResponseHeaderModifier.decode(reader, reader.uint32()),
+            };
+            continue;
+          }
+          case 101: {
+            if (tag !== 810) {
+              break;
+            }
+
+            message.kind = { $case: "requestMirror", value: RequestMirror.decode(reader, reader.uint32()) };
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3110,6 +3221,14 @@ export const GrpcRoute_Filter: MessageFns<GrpcRoute_Filter> = {
         ? { $case: "requestHeaderModifier", value: RequestHeaderModifier.fromJSON(object.requestHeaderModifier) }
         : isSet(object.request_header_modifier)
         ? { $case: "requestHeaderModifier", value: RequestHeaderModifier.fromJSON(object.request_header_modifier) }
+        : isSet(object.responseHeaderModifier)
+        ? { $case: "responseHeaderModifier", value: ResponseHeaderModifier.fromJSON(object.responseHeaderModifier) }
+        : isSet(object.response_header_modifier)
+        ? { $case: "responseHeaderModifier", value: ResponseHeaderModifier.fromJSON(object.response_header_modifier) }
+        : isSet(object.requestMirror)
+        ? { $case: "requestMirror", value: RequestMirror.fromJSON(object.requestMirror) }
+        : isSet(object.request_mirror)
+        ? { $case: "requestMirror", value: RequestMirror.fromJSON(object.request_mirror) }
         : undefined,
     };
   },
@@ -3120,6 +3239,10 @@ export const GrpcRoute_Filter: MessageFns<GrpcRoute_Filter> = {
       obj.failureInjector = GrpcFailureInjector.toJSON(message.kind.value);
     } else if (message.kind?.$case === "requestHeaderModifier") {
       obj.requestHeaderModifier = RequestHeaderModifier.toJSON(message.kind.value);
+    } else if (message.kind?.$case === "responseHeaderModifier") {
+      obj.responseHeaderModifier = ResponseHeaderModifier.toJSON(message.kind.value);
+    } else if (message.kind?.$case === "requestMirror") {
+      obj.requestMirror = RequestMirror.toJSON(message.kind.value);
     }
     return obj;
   },
@@ -3142,6 +3265,21 @@ export const GrpcRoute_Filter: MessageFns<GrpcRoute_Filter> = {
             $case: "requestHeaderModifier",
             value: RequestHeaderModifier.fromPartial(object.kind.value),
           };
+        }
+        break;
+      }
+      case "responseHeaderModifier": {
+        if (object.kind?.value !== undefined && object.kind?.value !== null) {
+          message.kind = {
+            $case: "responseHeaderModifier",
+            value: ResponseHeaderModifier.fromPartial(object.kind.value),
+          };
+        }
+        break;
+      }
+      case "requestMirror": {
+        if (object.kind?.value !== undefined && object.kind?.value !== null) {
+          message.kind = { $case: "requestMirror", value: RequestMirror.fromPartial(object.kind.value) };
         }
         break;
       }
@@ -5581,6 +5719,180 @@ export const TlsRoute_WeightedRouteBackend: MessageFns<TlsRoute_WeightedRouteBac
       ? TlsRoute_RouteBackend.fromPartial(object.backend)
       : undefined;
     message.weight = object.weight ?? 0;
+    return message;
+  },
+};
+
+function createBaseUrlRewrite(): UrlRewrite {
+  return { host: "", path: undefined };
+}
+
+export const UrlRewrite: MessageFns<UrlRewrite> = {
+  encode(message: UrlRewrite, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.host !== "") {
+      writer.uint32(10).string(message.host);
+    }
+    if (message.path !== undefined) {
+      PathModifier.encode(message.path, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UrlRewrite {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUrlRewrite();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.host = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.path = PathModifier.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UrlRewrite {
+    return {
+      host: isSet(object.host) ? globalThis.String(object.host) : "",
+      path: isSet(object.path) ? PathModifier.fromJSON(object.path) : undefined,
+    };
+  },
+
+  toJSON(message: UrlRewrite): unknown {
+    const obj: any = {};
+    if (message.host !== "") {
+      obj.host = message.host;
+    }
+    if (message.path !== undefined) {
+      obj.path = PathModifier.toJSON(message.path);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<UrlRewrite>, I>>(base?: I): UrlRewrite {
+    return UrlRewrite.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<UrlRewrite>, I>>(object: I): UrlRewrite {
+    const message = createBaseUrlRewrite();
+    message.host = object.host ?? "";
+    message.path = (object.path !== undefined && object.path !== null)
+      ? PathModifier.fromPartial(object.path)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseRequestMirror(): RequestMirror {
+  return { backend: undefined, ratio: undefined };
+}
+
+export const RequestMirror: MessageFns<RequestMirror> = {
+  encode(message: RequestMirror, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.backend !== undefined) {
+      Backend.encode(message.backend, writer.uint32(10).fork()).join();
+    }
+    if (message.ratio !== undefined) {
+      Ratio.encode(message.ratio, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RequestMirror {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRequestMirror();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.backend = Backend.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.ratio = Ratio.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RequestMirror {
+    return {
+      backend: isSet(object.backend) ? Backend.fromJSON(object.backend) : undefined,
+      ratio: isSet(object.ratio) ? Ratio.fromJSON(object.ratio) : undefined,
+    };
+  },
+
+  toJSON(message: RequestMirror): unknown {
+    const obj: any = {};
+    if (message.backend !== undefined) {
+      obj.backend = Backend.toJSON(message.backend);
+    }
+    if (message.ratio !== undefined) {
+      obj.ratio = Ratio.toJSON(message.ratio);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RequestMirror>, I>>(base?: I): RequestMirror {
+    return RequestMirror.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RequestMirror>, I>>(object: I): RequestMirror {
+    const message = createBaseRequestMirror();
+    message.backend = (object.backend !== undefined && object.backend !== null)
+      ? Backend.fromPartial(object.backend)
+      : undefined;
+    message.ratio = (object.ratio !== undefined && object.ratio !== null) ? Ratio.fromPartial(object.ratio) : undefined;
     return message;
   },
 };

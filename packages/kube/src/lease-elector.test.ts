@@ -1,8 +1,8 @@
 // LeaseElector against an in-memory Lease API with optimistic concurrency (resourceVersion, 409).
 import { createLogger } from '@minimesh/runtime';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createFakeKubeClient } from '@minimesh/kube/testing';
-import type { KubeClient } from '@minimesh/kube';
+import { createFakeKubeClient } from './testing.js';
+import type { KubeClient } from './client.js';
 import { LeaseElector, toMicroTime } from './lease-elector.js';
 
 const LEASES = '/apis/coordination.k8s.io/v1/namespaces/minimesh/leases';

@@ -3,7 +3,7 @@
 // for leaseDuration (measured on our own clock from when we last saw it change); the leader renews
 // every retryPeriod and steps down when it could not renew within renewDeadline; stop() releases it.
 import type { Logger } from '@minimesh/runtime';
-import type { KubeClient } from '@minimesh/kube';
+import type { KubeClient } from './client.js';
 
 export interface LeaseElectorOptions {
   api: KubeClient;

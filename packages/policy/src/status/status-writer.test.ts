@@ -1,0 +1,171 @@
+// The route-status writer against the in-memory API server: only the leader writes; a write is a merge
+// patch of status.parents on /status with the route's resourceVersion as precondition; other
+// controllers' entries stay; an unchanged status is not written again (also not while the watch has
+// not shown the last write yet); a route changed meanwhile (409) is retried on a later pass.
+import { createFakeKubeClient, type FakeKubeClient } from '@minimesh/kube/testing';
+import { createLogger } from '@minimesh/runtime';
+import { Registry } from 'prom-client';
+import { describe, expect, it } from 'vitest';
+import { PolicyIndex } from '../index/policy-index.js';
+import { createPolicyMetrics } from '../metrics.js';
+import { TEST_CLUSTER } from '../testing.js';
+import { CONTROLLER_NAME } from './route-status.js';
+import { RouteStatusWriter } from './status-writer.js';
+
+const ROUTES = '/apis/gateway.networking.k8s.io/v1/namespaces/shop/httproutes';
+const logger = createLogger({ name: 'test', level: 'silent', format: 'json' });
+
+const SERVICE = {
+  apiVersion: 'v1',
+  kind: 'Service',
+  metadata: { name: 'web', namespace: 'shop' },
+  spec: { clusterIP: '10.96.0.10', ports: [{ port: 80 }] },
+};
+const OTHER = {
+  parentRef: { group: 'gateway.networking.k8s.io', kind: 'Gateway', name: 'gw' },
+  controllerName: 'example.com/gateway',
+  conditions: [
+    { type: 'Accepted', status: 'True', reason: 'Accepted', message: '', lastTransitionTime: '2025-01-01T00:00:00Z' },
+  ],
+};
+
+function setup(leader: { now: boolean }) {
+  const api = createFakeKubeClient();
+  const index = new PolicyIndex(TEST_CLUSTER);
+  index.apply('Service', SERVICE);
+  const metrics = createPolicyMetrics(new Registry());
+  const writer = new RouteStatusWriter({
+    api,
+    index,
+    logger,
+    metrics,
+    isLeader: () => leader.now,
+    now: () => new Date('2026-03-01T10:00:00.123Z'),
+  });
+  /** What an informer would do: the index gets the object as the API server has it. */
+  const sync = (name: string) => index.apply('GatewayHTTPRoute', api.object(ROUTES, 'shop', name));
+  const route = (name: string, backend: string) => {
+    api.put(ROUTES, {
+      apiVersion: 'gateway.networking.k8s.io/v1',
+      kind: 'HTTPRoute',
+      metadata: { name, namespace: 'shop', generation: 1 },
+      spec: {
+        parentRefs: [{ group: '', kind: 'Service', name: 'web', port: 80 }],
+        rules: [{ backendRefs: [{ name: backend, port: 80 }] }],
+      },
+      status: { parents: [OTHER] },
+    });
+    sync(name);
+  };
+  return { api, index, writer, sync, route, metrics };
+}
+
+const patches = (api: FakeKubeClient) => api.calls.filter((c) => c.startsWith('PATCH'));
+const statusOf = (api: FakeKubeClient, name: string) =>
+  (
+    api.object(ROUTES, 'shop', name) as {
+      status: { parents: Array<{ controllerName: string; conditions: Array<Record<string, unknown>> }> };
+    }
+  ).status;
+
+describe('RouteStatusWriter', () => {
+  it('writes nothing while another replica leads', async () => {
+    const t = setup({ now: false });
+    t.route('r', 'web');
+    expect(await t.writer.pass()).toBe(0);
+    expect(patches(t.api)).toEqual([]);
+  });
+
+  it('the leader writes Accepted and ResolvedRefs next to the other controllers’ entries, once', async () => {
+    const t = setup({ now: true });
+    t.route('r', 'gone');
+    expect(await t.writer.pass()).toBe(1);
+    expect(patches(t.api)).toEqual([`PATCH ${ROUTES}/r/status`]);
+    const parents = statusOf(t.api, 'r').parents;
+    expect(parents[0]).toEqual(OTHER);
+    expect(parents[1]).toEqual({
+      parentRef: { group: '', kind: 'Service', name: 'web', port: 80 },
+      controllerName: CONTROLLER_NAME,
+      conditions: [
+        {
+          type: 'Accepted',
+          status: 'True',
+          reason: 'Accepted',
+          message: '',
+          lastTransitionTime: '2026-03-01T10:00:00Z',
+          observedGeneration: 1,
+        },
+        {
+          type: 'ResolvedRefs',
+          status: 'False',
+          reason: 'BackendNotFound',
+          message: 'backendRef Service shop/gone does not exist',
+          lastTransitionTime: '2026-03-01T10:00:00Z',
+          observedGeneration: 1,
+        },
+      ],
+    });
+    // Before the watch shows the write, the same write is not sent again; after, nothing differs.
+    expect(await t.writer.pass()).toBe(0);
+    t.sync('r');
+    expect(await t.writer.pass()).toBe(0);
+    expect(patches(t.api)).toHaveLength(1);
+    expect(await t.metrics.statusPatches.get()).toMatchObject({ values: [{ labels: { result: 'ok' }, value: 1 }] });
+  });
+
+  it('a change rewrites only the condition that changed; the unchanged one keeps its transition time', async () => {
+    const t = setup({ now: true });
+    t.route('r', 'gone');
+    await t.writer.pass();
+    t.sync('r');
+    t.index.apply('Service', {
+      ...SERVICE,
+      metadata: { name: 'gone', namespace: 'shop' },
+      spec: { clusterIP: '10.96.0.11', ports: [{ port: 80 }] },
+    });
+    const later = new RouteStatusWriter({
+      api: t.api,
+      index: t.index,
+      logger,
+      isLeader: () => true,
+      now: () => new Date('2026-03-02T00:00:00Z'),
+    });
+    expect(await later.pass()).toBe(1);
+    const [accepted, refs] = statusOf(t.api, 'r').parents[1]!.conditions;
+    expect(accepted).toMatchObject({ status: 'True', lastTransitionTime: '2026-03-01T10:00:00Z' });
+    expect(refs).toMatchObject({ status: 'True', reason: 'ResolvedRefs', lastTransitionTime: '2026-03-02T00:00:00Z' });
+  });
+
+  it('a route that changed since it was read answers 409: counted, nothing written, tried again later', async () => {
+    const t = setup({ now: true });
+    t.route('r', 'web');
+    // The API server has a newer version than the index.
+    await t.api.requestOk('PATCH', `${ROUTES}/r`, { metadata: { labels: { x: 'y' } } });
+    expect(await t.writer.pass()).toBe(0);
+    expect(await t.metrics.statusPatches.get()).toMatchObject({
+      values: [{ labels: { result: 'conflict' }, value: 1 }],
+    });
+    expect(statusOf(t.api, 'r').parents).toEqual([OTHER]);
+    t.sync('r');
+    expect(await t.writer.pass()).toBe(1);
+    expect(statusOf(t.api, 'r').parents).toHaveLength(2);
+  });
+
+  it('an index change while leading makes a pass soon after (debounced)', async () => {
+    const leader = { now: true };
+    const api = createFakeKubeClient();
+    const index = new PolicyIndex(TEST_CLUSTER, { onChange: () => writer.notify() });
+    const writer = new RouteStatusWriter({ api, index, logger, isLeader: () => leader.now, debounceMs: 5 });
+    index.apply('Service', SERVICE);
+    api.put(ROUTES, {
+      apiVersion: 'gateway.networking.k8s.io/v1',
+      kind: 'HTTPRoute',
+      metadata: { name: 'n', namespace: 'shop' },
+      spec: { parentRefs: [{ group: '', kind: 'Service', name: 'web' }] },
+    });
+    index.apply('GatewayHTTPRoute', api.object(ROUTES, 'shop', 'n'));
+    await new Promise((r) => setTimeout(r, 100));
+    expect(api.calls.filter((c) => c.startsWith('PATCH'))).toEqual([`PATCH ${ROUTES}/n/status`]);
+    await writer.stop();
+  });
+});
