@@ -177,7 +177,7 @@ async function daemonSetReady(): Promise<void> {
       '-n',
       m.cpNs,
     ]);
-    return (ds.status?.desiredNumberScheduled ?? 0) > 0 && ds.status?.numberReady === ds.status.desiredNumberScheduled;
+    return (ds.status?.desiredNumberScheduled ?? 0) > 0 && ds.status?.numberReady === ds.status?.desiredNumberScheduled;
   }).catch(async (err: Error) => {
     throw new Error(`${err.message}\n${await describePods(driver, m.cpNs)}`);
   });

@@ -3,9 +3,10 @@ import { planFirewall } from './plan.js';
 import { renderApplyPayload } from './restore-payload.js';
 import { parseNatSave } from './nat-state.js';
 import { diffNatRules } from './verify.js';
-import { SEED } from './testdata/seed.js';
+import { LINKERD_PROXY_INIT_ARGS } from '@minimesh/test-support/linkerd';
+import { parseRuleArgs } from './options.js';
 
-const plan = planFirewall(SEED).families[0]!;
+const plan = planFirewall(parseRuleArgs([...LINKERD_PROXY_INIT_ARGS]).options).families[0]!;
 const applied = renderApplyPayload(plan, parseNatSave(''));
 
 describe('diffNatRules', () => {

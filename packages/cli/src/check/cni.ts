@@ -119,7 +119,9 @@ export async function cniChecks(client: KubeClient, ns: string, timeoutMs: numbe
   let installers: InstallerProbe[] = [];
   let nodes: string[] | undefined;
   try {
-    const cm = await client.get<{ data?: Record<string, string> }>(`/api/v1/namespaces/${ns}/configmaps/minimesh-config`);
+    const cm = await client.get<{ data?: Record<string, string> }>(
+      `/api/v1/namespaces/${ns}/configmaps/minimesh-config`,
+    );
     const text = cm?.data?.['config.json'];
     if (text) enabled = (JSON.parse(text) as { cni?: { enabled?: boolean } }).cni?.enabled === true;
     daemonSet = await client.get<DaemonSetLike>(`/apis/apps/v1/namespaces/${ns}/daemonsets/${CNI_DAEMONSET}`);

@@ -105,7 +105,9 @@ function toHttpFilters(list: readonly HttpFilter[]): outbound.HttpRoute_Filter[]
         return { kind: { $case: 'urlRewrite', value: toUrlRewrite(f.rewrite) } };
       case 'requestMirror':
         return { kind: { $case: 'requestMirror', value: toMirror(f.mirror) } };
-      default:
+      case 'requestHeaderModifier':
+      case 'requestRedirect':
+      case 'responseHeaderModifier':
         return { kind: toFilterKind(f) };
     }
   });
@@ -343,7 +345,7 @@ export function toProtoOutbound(
     case 'opaque':
       kind = { $case: 'opaque', value: { routes: [opaqueRoute(parent, 'opaq')] } };
       break;
-    default:
+    case undefined:
       if (grpc) {
         kind = { $case: 'grpc', value: { routes: grpcRoutes(policy, parent, allow) } };
         break;
