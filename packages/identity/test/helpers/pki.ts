@@ -68,6 +68,8 @@ export interface CaOptions {
 }
 
 const HOUR = 3600_000;
+/** Whole seconds: a certificate's times have no milliseconds, so a Date with them would not round-trip. */
+const wholeSeconds = (ms: number): Date => new Date(Math.floor(ms / 1000) * 1000);
 
 async function makeCa(parent: Ca | undefined, opts: CaOptions): Promise<Ca> {
   const kind = opts.kind ?? 'P-256';
@@ -87,8 +89,8 @@ async function makeCa(parent: Ca | undefined, opts: CaOptions): Promise<Ca> {
     serialNumber: Buffer.from(webcrypto.getRandomValues(new Uint8Array(8)))
       .toString('hex')
       .replace(/^[89a-f]/, '1'),
-    notBefore: opts.notBefore ?? new Date(Date.now() - HOUR),
-    notAfter: opts.notAfter ?? new Date(Date.now() + 8760 * HOUR),
+    notBefore: opts.notBefore ?? wholeSeconds(Date.now() - HOUR),
+    notAfter: opts.notAfter ?? wholeSeconds(Date.now() + 8760 * HOUR),
     extensions,
   };
   const cert = parent
