@@ -163,11 +163,12 @@ EXPOSE 8443 9995
 ENTRYPOINT ["node", "/app/main.mjs"]
 
 # ---- minimesh-cni's installer (a DaemonSet with cni.enabled): the plugin to copy onto each node ----
-# Root (no capability) to write the node's root-owned CNI directories it mounts.
+# Non-root by default, as every image; the DaemonSet runs it as root (runAsUser: 0, no capability) to
+# write the node's root-owned CNI directories it mounts (charts/minimesh/templates/cni.yaml).
 FROM node-base AS cni
 COPY --from=build /bundles/cni /app
 COPY --from=build /bundles/cni-sea/minimesh-cni /app/minimesh-cni
-USER 0:0
+USER 65534:65534
 EXPOSE 9997
 ENTRYPOINT ["node", "/app/main.mjs"]
 

@@ -1,7 +1,7 @@
 // The images: one list (scripts/images.sh refs), one version (package.json), and every place that builds,
 // imports or references an image takes it from there: the Dockerfile has a target per program, the chart
 // references exactly the program images (the CLI image is for users, not the chart; viz's program and
-// Prometheus only with viz.enabled), the workflows and scripts/k3d.sh build and import what images.sh
+// Prometheus only with viz.enabled, minimesh-cni only with cni.enabled), the workflows and scripts/k3d.sh build and import what images.sh
 // lists, the k3d driver names the same fixtures, and the conformance suite's echo app is the image its
 // mesh manifests run.
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
@@ -156,8 +156,9 @@ describe('the Dockerfile', () => {
 
 describe('the chart', () => {
   it.each([
-    ['without viz', [], ['cli', 'viz']],
-    ['with viz.enabled', ['--set', 'viz.enabled=true'], ['cli']],
+    ['without viz', [], ['cli', 'viz', 'cni']],
+    ['with viz.enabled', ['--set', 'viz.enabled=true'], ['cli', 'cni']],
+    ['with cni.enabled', ['--set', 'cni.enabled=true'], ['cli', 'viz']],
   ])('references exactly the program images but the CLI, with the same version (%s)', async (_name, extra, not) => {
     const certs = await createTestCerts(join(tmp, 'certs'));
     const r = await helmTemplate('minimesh', [...certArgs(certs), ...extra]);
@@ -171,7 +172,7 @@ describe('the chart', () => {
         images.add(`${m[1]}:${m[2] || version}`);
     }
     const programs = (await refs('programs')).filter((r) => !not.some((p) => r.startsWith(`ghcr.io/minimesh/${p}:`)));
-    const viz = extra.length > 0 ? await refs('viz') : [];
+    const viz = not.includes('viz') ? [] : await refs('viz');
     expect([...images].sort()).toEqual([...programs, ...viz].sort());
   });
 });

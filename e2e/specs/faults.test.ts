@@ -16,7 +16,7 @@
 //
 // Each case stands alone: it first brings the install to what it needs (f: the previous chart; the others:
 // this one), outside its measured window, so `-t c2` runs it alone and any order works.
-// MINIMESH_FAULTS_ORDER=shuffle[:<seed>] shuffles the cases (the seed is printed and reported);
+// MINIMESH_FAULTS_ORDER=shuffle[:<seed>] shuffles the cases (the random seed is printed and reported);
 // MINIMESH_FAULTS_ROUNDS=<n> runs them n times on the one install. `npm run e2e -- faults` does both
 // (docs/e2e.md). The whole report (table, timelines, pod changes, failure groups, examples, the load
 // around failures, the logs of every pod) goes to e2e/.artifacts as the spec goes, whatever the reporter.
