@@ -1,6 +1,6 @@
 // The built `minimesh` binary, spawned as a user runs it: inject from stdin, uninject round trip,
 // override flags, bad input (exit 2), certs create checked with openssl.
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -12,9 +12,23 @@ const bin = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'main.js
 const work = mkdtempSync(join(tmpdir(), 'mm-cli-'));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
-function run(args: string[], input = ''): { code: number; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, [bin, ...args], { input, encoding: 'utf8', timeout: 30_000 });
-  return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
+/**
+ * Runs the binary as a user does. Asynchronous on purpose: a test that runs it dozens of times in a row
+ * with spawnSync blocked vitest's worker for over a minute on a loaded machine, and the worker's own RPC
+ * to the runner then timed out ("Timeout calling onTaskUpdate"), failing the run.
+ */
+function run(args: string[], input = ''): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [bin, ...args], { timeout: 30_000 });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr }));
+    child.stdin.on('error', () => undefined);
+    child.stdin.end(input);
+  });
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- YAML documents are walked freely in assertions
@@ -72,9 +86,9 @@ const ANCHORS = join(work, 'anchors.pem');
 writeFileSync(ANCHORS, '-----BEGIN CERTIFICATE-----\nMIIBtest\n-----END CERTIFICATE-----\n');
 const DEPLOYMENT_ONLY = MANIFEST.split('---\n')[0]!;
 
-describe('minimesh inject (default: the annotation, as linkerd inject)', () => {
-  it('adds minimesh.io/inject: enabled and the override flags as annotations, nothing else', () => {
-    const r = run(['inject', '--proxy-log-level', 'debug', '--skip-outbound-ports', '3306', '-'], MANIFEST);
+describe('minimesh inject (default: the annotation, as linkerd inject)', async () => {
+  it('adds minimesh.io/inject: enabled and the override flags as annotations, nothing else', async () => {
+    const r = await run(['inject', '--proxy-log-level', 'debug', '--skip-outbound-ports', '3306', '-'], MANIFEST);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stderr).toMatch(/deployment "web" annotated \(the webhook injects its pods\)/);
     expect(r.stderr).toMatch(/pod "node-agent" skipped: the pod uses hostNetwork/);
@@ -98,26 +112,26 @@ describe('minimesh inject (default: the annotation, as linkerd inject)', () => {
     expect(pod).toEqual(original[3]);
     // uninject takes the annotation off again.
     const file = join(work, 'annotated.yaml');
-    writeFileSync(file, run(['inject', '-'], MANIFEST).stdout);
-    expect(docs(run(['uninject', file]).stdout)).toEqual(original);
+    writeFileSync(file, (await run(['inject', '-'], MANIFEST)).stdout);
+    expect(docs((await run(['uninject', file])).stdout)).toEqual(original);
   });
 
-  it('refuses --trust-anchors and --config without --manual, and --manual without trust anchors (exit 2)', () => {
-    const a = run(['inject', '--trust-anchors', ANCHORS, '-'], MANIFEST);
+  it('refuses --trust-anchors and --config without --manual, and --manual without trust anchors (exit 2)', async () => {
+    const a = await run(['inject', '--trust-anchors', ANCHORS, '-'], MANIFEST);
     expect(a.code).toBe(2);
     expect(a.stderr).toMatch(/^minimesh inject: --trust-anchors only matters with --manual/);
-    const m = run(['inject', '--manual', '-'], MANIFEST);
+    const m = await run(['inject', '--manual', '-'], MANIFEST);
     expect(m.code).toBe(2);
     expect(m.stderr).toMatch(/^minimesh inject: --manual needs the trust anchors: pass --trust-anchors ca\.crt/);
     expect(m.stdout).toBe('');
   });
 
-  it('refuses the classic sidecar for a Job or CronJob: its proxy would never exit', () => {
+  it('refuses the classic sidecar for a Job or CronJob: its proxy would never exit', async () => {
     for (const args of [
       ['inject', '--proxy-enable-native-sidecar', 'false', '-'],
       ['inject', '--manual', '--trust-anchors', ANCHORS, '--proxy-enable-native-sidecar', 'false', '-'],
     ]) {
-      const r = run(args, MANIFEST);
+      const r = await run(args, MANIFEST);
       expect(r.code, args.join(' ')).toBe(2);
       expect(r.stderr).toMatch(
         /cronjob "nightly": the classic sidecar .* never exits, so this pod would never complete/,
@@ -125,13 +139,13 @@ describe('minimesh inject (default: the annotation, as linkerd inject)', () => {
       expect(r.stderr.trim().split('\n')).toHaveLength(1);
     }
     // A Deployment may use it.
-    expect(run(['inject', '--proxy-enable-native-sidecar', 'false', '-'], DEPLOYMENT_ONLY).code).toBe(0);
+    expect((await run(['inject', '--proxy-enable-native-sidecar', 'false', '-'], DEPLOYMENT_ONLY)).code).toBe(0);
   });
 });
 
-describe('minimesh inject --manual', () => {
-  it('injects a Deployment read from stdin, leaves other kinds alone, and reports per workload', () => {
-    const r = run(['inject', '--manual', '--trust-anchors', ANCHORS, '-'], MANIFEST);
+describe('minimesh inject --manual', async () => {
+  it('injects a Deployment read from stdin, leaves other kinds alone, and reports per workload', async () => {
+    const r = await run(['inject', '--manual', '--trust-anchors', ANCHORS, '-'], MANIFEST);
     expect(r.stderr).toMatch(/deployment "web" injected/);
     expect(r.code).toBe(0);
     const [deploy, svc, cron, pod] = docs(r.stdout);
@@ -164,18 +178,18 @@ describe('minimesh inject --manual', () => {
     expect(r.stderr).toMatch(/pod "node-agent" skipped: the pod uses hostNetwork/);
   });
 
-  it('uninject removes exactly what inject added', () => {
-    const injected = run(['inject', '--manual', '--trust-anchors', ANCHORS], MANIFEST);
+  it('uninject removes exactly what inject added', async () => {
+    const injected = await run(['inject', '--manual', '--trust-anchors', ANCHORS], MANIFEST);
     const file = join(work, 'injected.yaml');
     writeFileSync(file, injected.stdout);
-    const back = run(['uninject', file]);
+    const back = await run(['uninject', file]);
     expect(back.code).toBe(0);
     expect(docs(back.stdout)).toEqual(docs(MANIFEST));
     expect(back.stderr).toMatch(/deployment "web" uninjected/);
   });
 
-  it('applies the override flags and the trust anchors', () => {
-    const r = run(
+  it('applies the override flags and the trust anchors', async () => {
+    const r = await run(
       [
         'inject',
         '--manual',
@@ -217,22 +231,22 @@ describe('minimesh inject --manual', () => {
     [['inject', join(work, 'missing.yaml')], /cannot read .*missing\.yaml/],
     [['inject', '--manual', '--trust-anchors', join(work, 'missing.pem'), '-'], /--trust-anchors: cannot read/],
     [['nosuchcommand'], /unknown command "nosuchcommand"/],
-  ])('exits 2 with one line for bad input: %j', (args, message) => {
-    const r = run(args, MANIFEST);
+  ])('exits 2 with one line for bad input: %j', async (args, message) => {
+    const r = await run(args, MANIFEST);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(message);
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
   });
 
-  it('exits 2 on YAML that does not parse', () => {
-    const r = run(['inject', '-'], 'kind: Pod\n  metadata: [\n');
+  it('exits 2 on YAML that does not parse', async () => {
+    const r = await run(['inject', '-'], 'kind: Pod\n  metadata: [\n');
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/stdin: document 1 is not valid YAML/);
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
   });
 
-  it('inject --help says what --skip-subnets does (it matches the source of inbound connections)', () => {
-    expect(run(['inject', '--help']).stdout).toMatch(
+  it('inject --help says what --skip-subnets does (it matches the source of inbound connections)', async () => {
+    expect((await run(['inject', '--help'])).stdout).toMatch(
       /--skip-subnets <value>\s+CIDRs whose inbound connections bypass the proxy \(matched on the source address\)/,
     );
   });
@@ -259,8 +273,8 @@ describe('minimesh inject --manual', () => {
     expect(help.endsWith('\n'), `${what}: ends with a newline`).toBe(true);
   }
 
-  it('--help everywhere: every command and subcommand, no empty section (uninject has no flags of its own)', () => {
-    const top = run(['--help']);
+  it('--help everywhere: every command and subcommand, no empty section (uninject has no flags of its own)', async () => {
+    const top = await run(['--help']);
     expect(top.code).toBe(0);
     expectWellFormed(top.stdout, 'minimesh --help');
     const commands = listed(top.stdout);
@@ -288,13 +302,13 @@ describe('minimesh inject --manual', () => {
     expect(columns.size, top.stdout).toBe(1);
     const seen: string[] = [];
     for (const c of commands) {
-      const r = run([c, '--help']);
+      const r = await run([c, '--help']);
       expect(r.code, `${c} --help`).toBe(0);
       expect(r.stdout).toMatch(/Usage: minimesh/);
       expectWellFormed(r.stdout, `${c} --help`);
       seen.push(c);
       for (const sub of listed(r.stdout)) {
-        const s = run([c, sub, '--help']);
+        const s = await run([c, sub, '--help']);
         expect(s.code, `${c} ${sub} --help`).toBe(0);
         expect(s.stdout).toMatch(new RegExp(`^minimesh ${c} ${sub} — .*\n\nUsage: minimesh ${c} ${sub}`));
         expect(s.stdout).toMatch(/\nFlags:\n/);
@@ -305,14 +319,14 @@ describe('minimesh inject --manual', () => {
     expect(seen).toEqual(
       expect.arrayContaining(['certs create', 'viz stat', 'viz edges', 'diagnostics proxy-metrics']),
     );
-    expect(run(['uninject', '--help']).stdout).toMatch(/\nFlags:\n {2}-h, --help +show this help\n$/);
+    expect((await run(['uninject', '--help'])).stdout).toMatch(/\nFlags:\n {2}-h, --help +show this help\n$/);
   });
 });
 
-describe('minimesh certs create', () => {
-  it("writes a root and an issuer that openssl verifies, with the Linkerd tutorial's profiles", () => {
+describe('minimesh certs create', async () => {
+  it("writes a root and an issuer that openssl verifies, with the Linkerd tutorial's profiles", async () => {
     const dir = join(work, 'certs');
-    const r = run(['certs', 'create', '--dir', dir]);
+    const r = await run(['certs', 'create', '--dir', dir]);
     expect(r.code).toBe(0);
     expect(
       execFileSync('openssl', ['verify', '-CAfile', join(dir, 'ca.crt'), join(dir, 'issuer.crt')], {
@@ -349,28 +363,37 @@ describe('minimesh certs create', () => {
     );
   });
 
-  it('refuses to overwrite without --force', () => {
+  it('refuses to overwrite without --force', async () => {
     const dir = join(work, 'certs-twice');
-    expect(run(['certs', 'create', '--dir', dir]).code).toBe(0);
+    expect((await run(['certs', 'create', '--dir', dir])).code).toBe(0);
     const before = readFileSync(join(dir, 'ca.crt'), 'utf8');
-    const again = run(['certs', 'create', '--dir', dir]);
+    const again = await run(['certs', 'create', '--dir', dir]);
     expect(again.code).toBe(2);
     expect(again.stderr).toMatch(/already exist.*--force/);
     expect(readFileSync(join(dir, 'ca.crt'), 'utf8')).toBe(before);
-    expect(run(['certs', 'create', '--dir', dir, '--force']).code).toBe(0);
+    expect((await run(['certs', 'create', '--dir', dir, '--force'])).code).toBe(0);
     expect(readFileSync(join(dir, 'ca.crt'), 'utf8')).not.toBe(before);
   });
 });
 
-describe('minimesh certs create --ca/--ca-key (issuer rotation)', () => {
+describe('minimesh certs create --ca/--ca-key (issuer rotation)', async () => {
   const root = join(work, 'rot-root');
   const openssl = (args: string[]): string => execFileSync('openssl', args, { encoding: 'utf8' });
 
-  it('signs a new issuer with the existing root: openssl verifies it, the root files are untouched', () => {
-    expect(run(['certs', 'create', '--dir', root]).code).toBe(0);
+  it('signs a new issuer with the existing root: openssl verifies it, the root files are untouched', async () => {
+    expect((await run(['certs', 'create', '--dir', root])).code).toBe(0);
     const caBefore = readFileSync(join(root, 'ca.crt'), 'utf8');
     const out = join(work, 'rot-new');
-    const r = run(['certs', 'create', '--ca', join(root, 'ca.crt'), '--ca-key', join(root, 'ca.key'), '--dir', out]);
+    const r = await run([
+      'certs',
+      'create',
+      '--ca',
+      join(root, 'ca.crt'),
+      '--ca-key',
+      join(root, 'ca.key'),
+      '--dir',
+      out,
+    ]);
     expect(r.stderr).toContain('a new issuer signed by');
     expect(r.stderr).toContain(`--set-file identity.issuer.tls.crtPEM=${join(out, 'issuer.crt')}`);
     expect(r.code).toBe(0);
@@ -387,7 +410,7 @@ describe('minimesh certs create --ca/--ca-key (issuer rotation)', () => {
     expect(openssl(['x509', '-in', join(out, 'issuer.crt'), '-noout', '-text'])).toContain(ski!);
   });
 
-  it('accepts a SEC1 root key (as step writes it)', () => {
+  it('accepts a SEC1 root key (as step writes it)', async () => {
     const sec1 = join(work, 'ca-sec1.key');
     writeFileSync(
       sec1,
@@ -395,17 +418,17 @@ describe('minimesh certs create --ca/--ca-key (issuer rotation)', () => {
     );
     expect(readFileSync(sec1, 'utf8')).toMatch(/BEGIN EC PRIVATE KEY/);
     const out = join(work, 'rot-sec1');
-    const r = run(['certs', 'create', '--ca', join(root, 'ca.crt'), '--ca-key', sec1, '--dir', out]);
+    const r = await run(['certs', 'create', '--ca', join(root, 'ca.crt'), '--ca-key', sec1, '--dir', out]);
     expect(r.code, r.stderr).toBe(0);
     expect(openssl(['verify', '-CAfile', join(root, 'ca.crt'), join(out, 'issuer.crt')])).toMatch(/OK/);
   });
 
-  it('refuses an issuer that would outlive its root, a key of another root, and --ca without --ca-key', () => {
+  it('refuses an issuer that would outlive its root, a key of another root, and --ca without --ca-key', async () => {
     const shortRoot = join(work, 'short-root');
     expect(
-      run(['certs', 'create', '--dir', shortRoot, '--root-lifetime', '100h', '--issuer-lifetime', '10h']).code,
+      (await run(['certs', 'create', '--dir', shortRoot, '--root-lifetime', '100h', '--issuer-lifetime', '10h'])).code,
     ).toBe(0);
-    const long = run([
+    const long = await run([
       'certs',
       'create',
       '--ca',
@@ -424,10 +447,10 @@ describe('minimesh certs create --ca/--ca-key (issuer rotation)', () => {
     expect(long.stderr.trim().split('\n')).toHaveLength(1);
     expect(() => statSync(join(work, 'x1', 'issuer.crt'))).toThrow();
     // New root and issuer at once: the same rule.
-    const both = run(['certs', 'create', '--dir', join(work, 'x2'), '--issuer-lifetime', '100000h']);
+    const both = await run(['certs', 'create', '--dir', join(work, 'x2'), '--issuer-lifetime', '100000h']);
     expect(both.code).toBe(2);
     expect(both.stderr).toMatch(/may not outlive its root/);
-    const wrongKey = run([
+    const wrongKey = await run([
       'certs',
       'create',
       '--ca',
@@ -439,10 +462,10 @@ describe('minimesh certs create --ca/--ca-key (issuer rotation)', () => {
     ]);
     expect(wrongKey.code).toBe(2);
     expect(wrongKey.stderr).toMatch(/--ca-key: the key does not belong to the certificate of --ca/);
-    const alone = run(['certs', 'create', '--ca', join(root, 'ca.crt'), '--dir', join(work, 'x4')]);
+    const alone = await run(['certs', 'create', '--ca', join(root, 'ca.crt'), '--dir', join(work, 'x4')]);
     expect(alone.code).toBe(2);
     expect(alone.stderr).toMatch(/--ca and --ca-key go together/);
-    const notCa = run([
+    const notCa = await run([
       'certs',
       'create',
       '--ca',
@@ -457,8 +480,8 @@ describe('minimesh certs create --ca/--ca-key (issuer rotation)', () => {
   });
 });
 
-describe('minimesh version', () => {
-  it('prints the version of the root package.json; --client needs no cluster', () => {
+describe('minimesh version', async () => {
+  it('prints the version of the root package.json; --client needs no cluster', async () => {
     const version = (
       JSON.parse(
         readFileSync(join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'package.json'), 'utf8'),
@@ -466,34 +489,34 @@ describe('minimesh version', () => {
         version: string;
       }
     ).version;
-    const r = run(['version', '--client']);
+    const r = await run(['version', '--client']);
     expect(r.code).toBe(0);
     expect(r.stdout).toBe(`Client version: ${version}\n`);
-    expect(JSON.parse(run(['version', '--client', '-o', 'json']).stdout)).toEqual({ client: version });
-    expect(run(['version', '--client', '-o', 'yaml']).stdout).toBe(`client: ${version}\n`);
-    expect(run(['version', '--client', '-o', 'wide'])).toMatchObject({ code: 2 });
-    expect(run(['--version']).stdout).toBe(`minimesh ${version}\n`);
+    expect(JSON.parse((await run(['version', '--client', '-o', 'json'])).stdout)).toEqual({ client: version });
+    expect((await run(['version', '--client', '-o', 'yaml'])).stdout).toBe(`client: ${version}\n`);
+    expect(await run(['version', '--client', '-o', 'wide'])).toMatchObject({ code: 2 });
+    expect((await run(['--version'])).stdout).toBe(`minimesh ${version}\n`);
   });
 
-  it('says the server version is unavailable, and why, when there is no cluster', () => {
+  it('says the server version is unavailable, and why, when there is no cluster', async () => {
     const kc = join(work, 'nowhere.kubeconfig');
     writeFileSync(
       kc,
       'apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]\nusers: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n',
     );
-    const r = run(['version', '--kubeconfig', kc]);
+    const r = await run(['version', '--kubeconfig', kc]);
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/^Client version: \S+\nServer version: unavailable\n$/);
     expect(r.stderr).toMatch(/^minimesh version: server version unavailable: .*ECONNREFUSED/);
-    const bad = run(['version', '--kubeconfig', kc, '--context', 'nope']);
+    const bad = await run(['version', '--kubeconfig', kc, '--context', 'nope']);
     expect(bad.stderr).toMatch(/nope/);
-    const y = docs(run(['version', '--kubeconfig', kc, '-o', 'yaml']).stdout)[0];
+    const y = docs((await run(['version', '--kubeconfig', kc, '-o', 'yaml'])).stdout)[0];
     expect(y).toMatchObject({ server: null, error: expect.stringContaining('ECONNREFUSED') });
   });
 });
 
-describe('the repository bin (npx minimesh)', () => {
-  it('npm links bin/minimesh.js, which runs the built CLI', () => {
+describe('the repository bin (npx minimesh)', async () => {
+  it('npm links bin/minimesh.js, which runs the built CLI', async () => {
     const repo = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
     const r = spawnSync('npx', ['--no-install', 'minimesh', 'version', '--client'], {
       cwd: repo,
@@ -505,7 +528,7 @@ describe('the repository bin (npx minimesh)', () => {
   });
 });
 
-describe('CLI conventions: -n, --context, -o, color and NO_COLOR', () => {
+describe('CLI conventions: -n, --context, -o, color and NO_COLOR', async () => {
   const kc = join(work, 'two-contexts.kubeconfig');
   writeFileSync(
     kc,
@@ -520,46 +543,46 @@ describe('CLI conventions: -n, --context, -o, color and NO_COLOR', () => {
     ].join('\n'),
   );
 
-  it('check: --context picks the kubeconfig context, -n the namespace, -o json the format', () => {
-    const first = run(['check', '--kubeconfig', kc, '-n', 'mesh-a', '-o', 'json']);
+  it('check: --context picks the kubeconfig context, -n the namespace, -o json the format', async () => {
+    const first = await run(['check', '--kubeconfig', kc, '-n', 'mesh-a', '-o', 'json']);
     expect(first.code).toBe(1);
     const parsed = JSON.parse(first.stdout) as { ok: boolean; results: { detail?: string }[] };
     expect(parsed.ok).toBe(false);
     expect(JSON.stringify(parsed.results)).toContain('127.0.0.1:1');
-    const second = run(['check', '--kubeconfig', kc, '--context', 'second', '-o', 'json']);
+    const second = await run(['check', '--kubeconfig', kc, '--context', 'second', '-o', 'json']);
     expect(JSON.stringify(JSON.parse(second.stdout))).toContain('127.0.0.1:2');
-    const missing = run(['check', '--kubeconfig', kc, '--context', 'nope']);
+    const missing = await run(['check', '--kubeconfig', kc, '--context', 'nope']);
     expect(missing.stdout).toMatch(/nope/);
-    const yaml = run(['check', '--kubeconfig', kc, '-n', 'mesh-a', '-o', 'yaml']);
+    const yaml = await run(['check', '--kubeconfig', kc, '-n', 'mesh-a', '-o', 'yaml']);
     expect(yaml.code).toBe(1);
     const y = docs(yaml.stdout)[0] as { ok: boolean; results: { category: string; status: string }[] };
     expect(y.ok).toBe(false);
     expect(y.results[0]).toMatchObject({ category: 'kubernetes-api', status: 'fail' });
-    const bad = run(['check', '-o', 'xml']);
+    const bad = await run(['check', '-o', 'xml']);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/^minimesh check: -o "xml" is not valid: expected table, wide, json, yaml/);
   });
 
-  it('every command that reads the cluster takes --kubeconfig and --context', () => {
+  it('every command that reads the cluster takes --kubeconfig and --context', async () => {
     for (const args of [
       ['authz', 'shop/web'],
       ['version'],
       ['explain', 'shop/web-1', '--port', '8080'],
       ['viz', 'stat', 'deploy'],
     ]) {
-      const r = run([...args, '--kubeconfig', kc, '--context', 'second']);
+      const r = await run([...args, '--kubeconfig', kc, '--context', 'second']);
       expect(r.code, `${args.join(' ')}: ${r.stderr}`).not.toBe(2);
       expect(r.stdout + r.stderr, args.join(' ')).toMatch(/127\.0\.0\.1:2/);
     }
   });
 
-  it('check: --pre with --proxy, a bad --wait and a bad -L are refused (exit 2)', () => {
+  it('check: --pre with --proxy, a bad --wait and a bad -L are refused (exit 2)', async () => {
     for (const [args, msg] of [
       [['--pre', '--proxy'], /--pre and --proxy cannot be used together/],
       [['--wait', '5'], /--wait "5" is not valid: expected a duration such as 30s, 5m or 1m30s/],
       [['--proxy', '-L', 'Bad_NS'], /--control-plane-namespace "Bad_NS" is not valid: expected a namespace name/],
     ] as const) {
-      const r = run(['check', ...args]);
+      const r = await run(['check', ...args]);
       expect(r.code, args.join(' ')).toBe(2);
       expect(r.stderr).toMatch(msg);
     }
