@@ -313,7 +313,9 @@ describe("rendered objects (the Linkerd tutorial's install command)", () => {
         'Deployment/minimesh-injector',
         'MutatingWebhookConfiguration/minimesh-injector-webhook-config-minimesh',
         'Role/minimesh-destination-lease',
+        'Role/minimesh-policy-lease',
         'RoleBinding/minimesh-destination-lease',
+        'RoleBinding/minimesh-policy-lease',
         'Secret/minimesh-identity-issuer',
         'Secret/minimesh-injector-k8s-tls',
         'Service/minimesh-dst',
@@ -458,6 +460,24 @@ describe("rendered objects (the Linkerd tutorial's install command)", () => {
           'httproutes',
         ],
         verbs: ['list', 'watch'],
+      },
+      // The Gateway API's routes (mesh mode), and the status of the routes it accepts (issue 26).
+      { apiGroups: ['gateway.networking.k8s.io'], resources: ['httproutes', 'grpcroutes'], verbs: ['list', 'watch'] },
+      { apiGroups: ['policy.minimesh.io'], resources: ['httproutes/status'], verbs: ['patch'] },
+      {
+        apiGroups: ['gateway.networking.k8s.io'],
+        resources: ['httproutes/status', 'grpcroutes/status'],
+        verbs: ['patch'],
+      },
+    ]);
+    // Its status writer's Lease, in the control-plane namespace only.
+    expect(rules('Role', 'minimesh-policy-lease')).toEqual([
+      { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
+      {
+        apiGroups: ['coordination.k8s.io'],
+        resources: ['leases'],
+        resourceNames: ['minimesh-policy-write'],
+        verbs: ['get', 'update'],
       },
     ]);
     expect(

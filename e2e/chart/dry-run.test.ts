@@ -10,7 +10,7 @@ import { stringify } from 'yaml';
 import { adminClient, createNamespace, ensureCluster, type ClusterInfo } from '@minimesh/local-cluster';
 import { createTestCerts, type CertFiles } from '../src/certs.js';
 import { certArgs, helmTemplate, parseManifests, tutorialInstallArgs, type K8sObject } from '../src/chart.js';
-import { chartDir, ensureHelm, run, type RunResult } from '../src/tools.js';
+import { chartDir, crdsChartDir, ensureHelm, run, type RunResult } from '../src/tools.js';
 
 const ns = `mm-chart-${randomBytes(3).toString('hex')}`;
 let cluster: ClusterInfo;
@@ -106,7 +106,6 @@ describe('helm upgrade on the local cluster', () => {
       '-n',
       upNs,
       '--create-namespace',
-      '--take-ownership', // the CRDs are templates: adopt the ones another test left on the shared cluster
       ...certArgs(certs),
       '--set',
       'controllerReplicas=0',
@@ -131,6 +130,20 @@ describe('helm upgrade on the local cluster', () => {
       return { crt, caBundle };
     };
     try {
+      // The control plane refuses to install without its CRDs (templates/crds-check.yaml): their chart
+      // first, adopting the CRDs another test left on the shared cluster (they stay: resource-policy keep).
+      const crds = await helm([
+        'upgrade',
+        '--install',
+        'minimesh-crds',
+        crdsChartDir,
+        '-n',
+        upNs,
+        '--create-namespace',
+        '--take-ownership',
+        '--force-conflicts',
+      ]);
+      expect(crds.code, crds.stderr).toBe(0);
       const first = await helm(args);
       expect(first.code, first.stderr).toBe(0);
       const before = await read();
@@ -144,6 +157,7 @@ describe('helm upgrade on the local cluster', () => {
       expect(new X509Certificate(Buffer.from(after.crt, 'base64')).verify(ca.publicKey)).toBe(true);
     } finally {
       await helm(['uninstall', release, '-n', upNs]);
+      await helm(['uninstall', 'minimesh-crds', '-n', upNs]);
       await run(cluster.kubectlPath, [
         '--kubeconfig',
         cluster.kubeconfigPath,

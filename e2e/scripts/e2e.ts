@@ -12,6 +12,8 @@
 //   --cases a,b      faults: only these cases (f a b c1 c2 d e), by vitest's -t
 //   --order O        faults: written | shuffle | shuffle:<seed>; default: shuffle with --repeat or --rounds
 //                    above 1, written otherwise (MINIMESH_FAULTS_ORDER)
+//   --rps N          faults: the load's rate (MINIMESH_FAULTS_RPS); default 200, the rate of
+//                    docs/reliability.md; lower only on a machine too busy to serve it (the table says)
 // Each run writes e2e/.artifacts/<spec>-runs/<time>/run-<i>/ (the spec's report, its vitest output);
 // the summary goes to summary.md there. Exit code 1 if any run failed.
 import { spawn } from 'node:child_process';
@@ -19,7 +21,8 @@ import { createWriteStream, existsSync, mkdirSync, readFileSync, writeFileSync }
 import { join } from 'node:path';
 import { repoRoot } from '../src/tools.js';
 
-const USAGE = 'usage: npm run e2e -- <spec> [--repeat N] [--rounds N] [--cases c1,c2] [--order written|shuffle[:seed]]';
+const USAGE =
+  'usage: npm run e2e -- <spec> [--repeat N] [--rounds N] [--cases c1,c2] [--order written|shuffle[:seed]] [--rps N]';
 const FAULT_CASES = ['f', 'a', 'b', 'c1', 'c2', 'd', 'e'];
 
 function fail(msg: string): never {
@@ -33,10 +36,11 @@ interface Options {
   rounds: number;
   cases: string[];
   order: string | undefined;
+  rps: number | undefined;
 }
 
 function parse(argv: string[]): Options {
-  const o: Options = { spec: '', repeat: 1, rounds: 1, cases: [], order: undefined };
+  const o: Options = { spec: '', repeat: 1, rounds: 1, cases: [], order: undefined, rps: undefined };
   const count = (flag: string, v: string | undefined): number => {
     const n = Number(v);
     if (!Number.isInteger(n) || n < 1) fail(`${flag} ${v ?? ''}: expected a whole number ≥ 1`);
@@ -51,6 +55,7 @@ function parse(argv: string[]): Options {
     else if (a === '--rounds') o.rounds = count(a, argv[++i]);
     else if (a === '--cases') o.cases = (argv[++i] ?? '').split(',').filter(Boolean);
     else if (a === '--order') o.order = argv[++i];
+    else if (a === '--rps') o.rps = count(a, argv[++i]);
     else if (a.startsWith('-')) fail(`unknown option ${a}`);
     else if (!o.spec) o.spec = a;
     else fail(`one spec at a time (got ${o.spec} and ${a})`);
@@ -58,7 +63,9 @@ function parse(argv: string[]): Options {
   if (!o.spec) fail('name a spec, e.g. faults');
   if (!existsSync(join(repoRoot, 'e2e', 'specs', `${o.spec}.test.ts`))) fail(`no spec e2e/specs/${o.spec}.test.ts`);
   const faults = o.spec === 'faults';
-  if (!faults && (o.rounds > 1 || o.cases.length || o.order)) fail('--rounds, --cases and --order are for faults');
+  if (!faults && (o.rounds > 1 || o.cases.length || o.order || o.rps))
+    fail('--rounds, --cases, --order and --rps are for faults');
+  if (o.rps !== undefined && (o.rps < 10 || o.rps > 1000)) fail(`--rps ${o.rps}: expected 10 to 1000`);
   const unknown = o.cases.filter((c) => !FAULT_CASES.includes(c));
   if (unknown.length) fail(`--cases ${unknown.join(',')}: expected some of ${FAULT_CASES.join(' ')}`);
   if (o.order !== undefined && !/^(written|shuffle(:\d+)?)$/.test(o.order))
@@ -68,6 +75,7 @@ function parse(argv: string[]): Options {
 
 interface FaultRows {
   order: string;
+  rps?: number;
   started: string;
   seconds: number;
   rows: Array<{
@@ -91,6 +99,7 @@ function runOnce(o: Options, dir: string): Promise<number> {
   if (o.spec === 'faults') {
     env.MINIMESH_FAULTS_ROUNDS = String(o.rounds);
     env.MINIMESH_FAULTS_ORDER = o.order ?? (o.repeat > 1 || o.rounds > 1 ? 'shuffle' : 'written');
+    if (o.rps !== undefined) env.MINIMESH_FAULTS_RPS = String(o.rps);
   }
   const log = createWriteStream(join(dir, 'vitest.log'));
   return new Promise((resolve) => {
@@ -139,7 +148,7 @@ async function main(): Promise<void> {
     const rowsFile = join(dir, 'faults-rows.json');
     const rows = existsSync(rowsFile) ? (JSON.parse(readFileSync(rowsFile, 'utf8')) as FaultRows) : undefined;
     summary.push({ run: i, code, rows });
-    const head = `### Run ${i}: ${code === 0 ? 'passed' : `FAILED (vitest exit ${code})`}, ${Math.round((Date.now() - t0) / 1000)} s${rows ? `, started ${rows.started}, order ${rows.order}` : ''}`;
+    const head = `### Run ${i}: ${code === 0 ? 'passed' : `FAILED (vitest exit ${code})`}, ${Math.round((Date.now() - t0) / 1000)} s${rows ? `, started ${rows.started}, ${rows.rps ?? 200} rps, order ${rows.order}` : ''}`;
     out.push(head, '', rows ? faultTable(rows) : '(no table: see vitest.log)', '');
     process.stdout.write(`\n${head}\n\n${rows ? faultTable(rows) : ''}\n`);
     writeFileSync(join(base, 'summary.md'), `${out.join('\n')}\n`);

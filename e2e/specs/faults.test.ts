@@ -54,7 +54,19 @@ import { chartDir, cliMain, repoRoot, run, runOk } from '../src/tools.js';
 
 const driver = selectDriver();
 const suffix = randomBytes(3).toString('hex');
-const RPS = 200;
+/**
+ * The load's rate: 200 requests a second (the figures of docs/reliability.md), or MINIMESH_FAULTS_RPS
+ * (`npm run e2e -- faults --rps N`) on a machine too busy to serve that: the report and the table say
+ * which rate ran.
+ */
+const RPS = ((): number => {
+  const v = process.env.MINIMESH_FAULTS_RPS;
+  if (v === undefined || v === '') return 200;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 10 || n > 1000)
+    throw new Error(`MINIMESH_FAULTS_RPS=${v}: expected a whole number of requests a second, 10 to 1000`);
+  return n;
+})();
 /** Leaf lifetime for this install: short, so proxies renew (at 70 %: every 42 s) during the spec. */
 const LEAF_LIFETIME = '60s';
 /** The previous release of the chart, for the upgrade: one chart with the CRDs inside (docs/chart.md). */
@@ -164,11 +176,20 @@ async function minimesh(args: readonly string[]): Promise<string> {
 
 /** The traffic flows: the last 2 s of ticks show at least 75 % of the rate answered. */
 async function flowing(): Promise<void> {
+  const t0 = Date.now();
   await eventually('the load answered at 75 % of its rate for 2 s', 120_000, async () => {
     const t = load.lastTick();
     if (t === 0) return false;
     const w = load.window(t - 2000, t);
     return w.ok >= 2 * RPS * 0.75;
+  }).catch((err: Error) => {
+    // Say whether the machine starved the load pod (waited for a CPU far longer than it ran).
+    throw new Error(
+      `${err.message}; meanwhile the ${loadCpu(t0, Date.now())} (cpu ${cpu?.meanBusy(t0, Date.now()) ?? '?'}% busy)`,
+      {
+        cause: err,
+      },
+    );
   });
 }
 
@@ -198,6 +219,12 @@ async function steady(): Promise<string | undefined> {
   } catch {
     return seen;
   }
+}
+
+/** The load pods' CPU and their wait for one (both as shares of one core) between two instants. */
+function loadCpu(from: number, to: number): string {
+  const l = cpu?.podShare(from, to, 'load-') ?? { pct: 0, waitPct: 0 };
+  return `load pod ran ${l.pct}% and waited ${l.waitPct}% of a core`;
 }
 
 const timeline: Array<{ at: number; what: string }> = [];
@@ -300,7 +327,7 @@ async function measure(id: string, round: number, fault: string, inject: () => P
     sent: w.sent,
     failed: w.failures.length,
     recoveryMs: Math.max(back, lastFailure) - from,
-    note: `${note}; slowest answer ${w.maxMs} ms${cpu ? `; cpu ${cpu.meanBusy(from, to)}% busy` : ''}${unsteady ? '; started not steady' : ''}`,
+    note: `${note}; slowest answer ${w.maxMs} ms${cpu ? `; cpu ${cpu.meanBusy(from, to)}% busy, ${loadCpu(from, to)}` : ''}${unsteady ? '; started not steady' : ''}`,
     from,
     to,
     failures: w.failures,
@@ -501,11 +528,48 @@ async function migrateToCurrent(): Promise<void> {
  */
 async function downgradeToPrevious(): Promise<void> {
   await helmOk(['uninstall', CRDS_RELEASE, '-n', m.cpNs]);
+  await applyObjects(driver, previousChartShim());
   await installChart(m, certs, { chart: previousChart, crds: false });
   await kubectlOk(['annotate', 'crd', ...CRDS, 'helm.sh/resource-policy-']);
   await rolledOut(m.cpNs);
   await settled(m.cpNs);
   release = 'previous';
+}
+
+/**
+ * The previous chart runs this tree's images (the e2e builds no images of that commit): their
+ * policy controller also reads the Gateway API's routes and writes their status (issue 26), which that
+ * chart's ClusterRole does not grant, so it would answer 403 and the policy container never be ready. A
+ * real release of that commit runs its own images, which do not read them. This grants what the new
+ * images need beyond the previous chart (this chart's policy-rbac.yaml rules for the Gateway API and the
+ * status Lease), as its own objects, so the upgrade in f is still the chart's own.
+ */
+function previousChartShim(): K8sObject[] {
+  const name = `minimesh-e2e-previous-${m.cpNs}`;
+  const subjects = [{ kind: 'ServiceAccount', name: 'minimesh-destination', namespace: m.cpNs }];
+  return [
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRole',
+      metadata: { name },
+      rules: [
+        { apiGroups: ['gateway.networking.k8s.io'], resources: ['httproutes', 'grpcroutes'], verbs: ['list', 'watch'] },
+        {
+          apiGroups: ['gateway.networking.k8s.io'],
+          resources: ['httproutes/status', 'grpcroutes/status'],
+          verbs: ['patch'],
+        },
+        { apiGroups: ['policy.minimesh.io'], resources: ['httproutes/status'], verbs: ['patch'] },
+      ],
+    },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: { name },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name },
+      subjects,
+    },
+  ] as K8sObject[];
 }
 
 /** Brings the install to the chart a case needs, outside its measured window, and says so in the report. */
@@ -847,7 +911,7 @@ beforeAll(async () => {
   art.write(
     'report.md',
     `# Faults under load: ${new Date().toISOString()}, commit ${commit?.stdout.trim() ?? '?'}, ${driver.name} cluster\n\n` +
-      `Order: ${ORDER}: ${ROUNDS.map((r) => r.map((c) => c.id).join(' ')).join(' | ')}\n`,
+      `Load: ${RPS} requests a second. Order: ${ORDER}: ${ROUNDS.map((r) => r.map((c) => c.id).join(' ')).join(' | ')}\n`,
   );
   art.write('failures.jsonl', '');
   say(await driver.setup());
@@ -876,6 +940,7 @@ beforeAll(async () => {
   previousChart = join(old, 'charts', 'minimesh');
   // A cluster where an earlier spec left the CRDs with minimesh-crds: the previous chart takes them over,
   // as it had them (no keep annotation).
+  await applyObjects(driver, previousChartShim());
   say(await installChart(m, certs, { chart: previousChart, crds: false }));
   await driver.kubectl(['annotate', 'crd', ...CRDS, 'helm.sh/resource-policy-']);
   release = 'previous';
@@ -936,6 +1001,7 @@ afterAll(async () => {
       `${JSON.stringify(
         {
           order: ORDER,
+          rps: RPS,
           started: new Date(runStart).toISOString(),
           seconds: Math.round((Date.now() - runStart) / 1000),
           rows: rows.map(({ failures: _f, ...r }) => r),
@@ -951,6 +1017,8 @@ afterAll(async () => {
   }
   if (tmp) rmSync(tmp, { recursive: true, force: true });
   if (process.env.MINIMESH_E2E_KEEP === '1') return;
+  const shim = `minimesh-e2e-previous-${m.cpNs}`;
+  await driver.kubectl(['delete', 'clusterrolebinding,clusterrole', shim, '--ignore-not-found']);
   await driver.kubectl(['delete', 'namespace', m.appNs, '--wait=false', '--ignore-not-found']);
   if (driver.name === 'local') await uninstallChart(m);
 }, 300_000);

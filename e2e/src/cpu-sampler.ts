@@ -2,7 +2,9 @@
 // processes used most, each named by the pod and program it belongs to ("load-7f9c…/proxy") or, outside
 // the cluster's pods, by its program ("kube-apiserver", "go compile"). The fault specs put this beside
 // failed requests: a request that waited 10 s behind a busy machine and one lost by the mesh read
-// differently. Linux only (/proc); the local cluster's pods are this machine's processes.
+// differently. Beside each one's CPU, how long it waited for a CPU (/proc/<pid>/schedstat: time runnable
+// but not running): a process that waited ten times as long as it ran was starved by the machine, not
+// slow of its own. Linux only (/proc); the local cluster's pods are this machine's processes.
 import { readFileSync, readdirSync } from 'node:fs';
 
 export interface CpuSample {
@@ -10,8 +12,10 @@ export interface CpuSample {
   t: number;
   /** Busy share of all cores over the interval, 0-100. */
   busy: number;
-  /** The heaviest users: who, and their share of one core (100 = a whole core). */
-  top: Array<{ who: string; pct: number }>;
+  /** The heaviest users: who, their share of one core (100 = a whole core), and how long they waited for one (same unit). */
+  top: Array<{ who: string; pct: number; waitPct: number }>;
+  /** Every pod's processes together (by pod name), same units. */
+  pods: Map<string, { pct: number; waitPct: number }>;
 }
 
 const TICKS_PER_SECOND = 100;
@@ -62,17 +66,29 @@ function describe(pid: string, podOfUid: (uid: string) => string | undefined): s
   return program;
 }
 
+/** Nanoseconds a process has waited runnable for a CPU (schedstat's 2nd field), or undefined. */
+function readWaitNs(pid: string): number | undefined {
+  try {
+    const v = Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[1]);
+    return Number.isFinite(v) ? v : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 export class CpuSampler {
   readonly samples: CpuSample[] = [];
   private timer: NodeJS.Timeout | undefined;
-  private last: { t: number; totals: { total: number; idle: number }; ticks: Map<string, number> } | undefined;
+  private last:
+    | { t: number; totals: { total: number; idle: number }; ticks: Map<string, number>; waits: Map<string, number> }
+    | undefined;
   private readonly names = new Map<string, string>();
 
   /** @param podOfUid the pod a UID belongs to ("ns/name"), when known */
   constructor(private readonly podOfUid: (uid: string) => string | undefined = () => undefined) {}
 
   start(everyMs = 1000): void {
-    this.last = { t: Date.now(), totals: readTotals(), ticks: this.readAll() };
+    this.last = { t: Date.now(), totals: readTotals(), ticks: this.readAll(), waits: new Map() };
     this.timer = setInterval(() => this.sample(), everyMs);
     this.timer.unref();
   }
@@ -96,26 +112,47 @@ export class CpuSampler {
     const now = Date.now();
     const totals = readTotals();
     const ticks = this.readAll();
+    const waits = new Map<string, number>();
     const dTotal = totals.total - this.last.totals.total;
     const busy = dTotal > 0 ? 100 * (1 - (totals.idle - this.last.totals.idle) / dTotal) : 0;
     const seconds = (now - this.last.t) / 1000;
-    const byWho = new Map<string, number>();
+    const byWho = new Map<string, { pct: number; waitPct: number }>();
     for (const [pid, t] of ticks) {
       const d = t - (this.last.ticks.get(pid) ?? t);
-      if (d <= 0) continue;
+      const known = this.last.waits.get(pid);
+      if (d <= 0) {
+        if (known !== undefined) waits.set(pid, known);
+        continue;
+      }
       let who = this.names.get(pid);
       if (!who || who.startsWith('pod ')) {
         who = describe(pid, this.podOfUid);
         this.names.set(pid, who);
       }
-      byWho.set(who, (byWho.get(who) ?? 0) + (100 * d) / TICKS_PER_SECOND / seconds);
+      // The wait of the processes that ran (a process that never got a CPU in a second is rare).
+      const w = readWaitNs(pid);
+      if (w !== undefined) waits.set(pid, w);
+      const dWait = w !== undefined && known !== undefined ? Math.max(0, w - known) : 0;
+      const e = byWho.get(who) ?? { pct: 0, waitPct: 0 };
+      e.pct += (100 * d) / TICKS_PER_SECOND / seconds;
+      e.waitPct += (100 * dWait) / 1e9 / seconds;
+      byWho.set(who, e);
     }
     const top = [...byWho]
-      .sort((a, b) => b[1] - a[1])
+      .sort((a, b) => b[1].pct - a[1].pct)
       .slice(0, 6)
-      .map(([who, pct]) => ({ who, pct: Math.round(pct) }));
-    this.samples.push({ t: now, busy: Math.round(busy), top });
-    this.last = { t: now, totals, ticks };
+      .map(([who, e]) => ({ who, pct: Math.round(e.pct), waitPct: Math.round(e.waitPct) }));
+    const pods = new Map<string, { pct: number; waitPct: number }>();
+    for (const [who, e] of byWho) {
+      const i = who.indexOf('/');
+      if (i < 0 || who.startsWith('pod ')) continue;
+      const p = pods.get(who.slice(0, i)) ?? { pct: 0, waitPct: 0 };
+      p.pct += e.pct;
+      p.waitPct += e.waitPct;
+      pods.set(who.slice(0, i), p);
+    }
+    this.samples.push({ t: now, busy: Math.round(busy), top, pods });
+    this.last = { t: now, totals, ticks, waits };
   }
 
   /** One line per second between two instants, times relative to `base`. */
@@ -124,8 +161,26 @@ export class CpuSampler {
       .filter((s) => s.t >= from && s.t <= to)
       .map(
         (s) =>
-          `+${((s.t - base) / 1000).toFixed(1)}s cpu ${s.busy}% busy: ${s.top.map((x) => `${x.who} ${x.pct}%`).join(', ')}`,
+          `+${((s.t - base) / 1000).toFixed(1)}s cpu ${s.busy}% busy: ${s.top.map((x) => `${x.who} ${x.pct}% (waited ${x.waitPct}%)`).join(', ')}`,
       );
+  }
+
+  /**
+   * The mean CPU share and wait (share of one core) of the pods whose name starts with `prefix` between
+   * two instants: "ran 9 %, waited 80 %" is a starved pod.
+   */
+  podShare(from: number, to: number, prefix: string): { pct: number; waitPct: number } {
+    const s = this.samples.filter((x) => x.t >= from && x.t <= to);
+    if (s.length === 0) return { pct: 0, waitPct: 0 };
+    let pct = 0;
+    let waitPct = 0;
+    for (const x of s)
+      for (const [pod, e] of x.pods)
+        if (pod.startsWith(prefix)) {
+          pct += e.pct;
+          waitPct += e.waitPct;
+        }
+    return { pct: Math.round(pct / s.length), waitPct: Math.round(waitPct / s.length) };
   }
 
   /** The mean busy share between two instants. */

@@ -86,23 +86,30 @@ class PodLog {
   text = '';
   done = false;
   child: ChildProcess | undefined;
+  /** What is parsed so far (up to `upTo` in `text`): each window reads it, so parse each line once. */
+  private readonly ticks: LoadTick[] = [];
+  private readonly failures: LoadFailure[] = [];
+  private upTo = 0;
   constructor(readonly pod: string) {}
 
   parsed(): { ticks: LoadTick[]; failures: LoadFailure[] } {
-    const ticks: LoadTick[] = [];
-    const failures: LoadFailure[] = [];
-    for (const line of this.text.split('\n')) {
-      if (!line.startsWith('{')) continue;
-      let v: Record<string, unknown>;
-      try {
-        v = JSON.parse(line) as Record<string, unknown>;
-      } catch {
-        continue; // a partial last line
+    // `text` only grows (a follow again starts from the log's beginning and replaces it once longer).
+    const end = this.text.lastIndexOf('\n') + 1;
+    if (end > this.upTo) {
+      for (const line of this.text.slice(this.upTo, end).split('\n')) {
+        if (!line.startsWith('{')) continue;
+        let v: Record<string, unknown>;
+        try {
+          v = JSON.parse(line) as Record<string, unknown>;
+        } catch {
+          continue; // not a line of the script's
+        }
+        if (v.fail) this.failures.push({ ...(v.fail as LoadFailure), pod: this.pod });
+        else if (typeof v.t === 'number' && typeof v.sent === 'number') this.ticks.push(v as unknown as LoadTick);
       }
-      if (v.fail) failures.push({ ...(v.fail as LoadFailure), pod: this.pod });
-      else if (typeof v.t === 'number' && typeof v.sent === 'number') ticks.push(v as unknown as LoadTick);
+      this.upTo = end;
     }
-    return { ticks, failures };
+    return { ticks: this.ticks, failures: this.failures };
   }
 }
 

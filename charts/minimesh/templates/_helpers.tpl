@@ -21,6 +21,16 @@ renders both and fails when they drift.
 {{- define "minimesh.destinationAddr" -}}{{ printf "minimesh-dst.%s.svc.%s:8086" .Release.Namespace .Values.clusterDomain }}{{- end -}}
 {{- define "minimesh.policyAddr" -}}{{ printf "minimesh-policy.%s.svc.%s:8090" .Release.Namespace .Values.clusterDomain }}{{- end -}}
 
+{{/*
+The cni values (JSON) over values.yaml's defaults, repeated here: a release made before CNI mode has no
+cni at all, and helm upgrade --reuse-values gives the old values in place of values.yaml
+(e2e/chart/upgrade-values.test.ts renders the chart so).
+*/}}
+{{- define "minimesh.cniValues" -}}
+{{- $d := dict "enabled" false "image" (dict "name" "ghcr.io/minimesh/cni" "version" "" "pullPolicy" "IfNotPresent") "binDir" "/opt/cni/bin" "confDir" "/etc/cni/net.d" "stateDir" "/var/run/minimesh-cni" "logLevel" "info" "resync" "10s" "validator" (dict "connectAddr" "192.0.2.2:20001" "uid" 65534 "timeout" "10s") "resources" (dict) -}}
+{{- mustMergeOverwrite $d (deepCopy (.Values.cni | default dict)) | toJson -}}
+{{- end -}}
+
 {{- define "minimesh.proxyImage" -}}{{ printf "%s:%s" .Values.proxy.image.name (.Values.proxy.image.version | default .Chart.AppVersion) }}{{- end -}}
 {{- define "minimesh.proxyInitImage" -}}{{ printf "%s:%s" .Values.proxyInit.image.name (.Values.proxyInit.image.version | default .Chart.AppVersion) }}{{- end -}}
 {{- define "minimesh.controllerImage" -}}
