@@ -132,10 +132,20 @@ function procStat(pid: number): { cpu: number } {
   return { cpu: (Number(f[11]) + Number(f[12])) / 100 };
 }
 
-function memMb(pid: number): { rss: number; anon: number } {
+/**
+ * RSS, its anonymous part (/proc/<pid>/status RssAnon) and the private memory (USS: Private_Clean +
+ * Private_Dirty of /proc/<pid>/smaps_rollup, the pages no other process maps). File-backed pages of the
+ * node binary are shared by every proxy on a node (in RSS, not in USS); anonymous pages are each proxy's own.
+ */
+function memMb(pid: number): { rss: number; anon: number; priv: number } {
   const s = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = (k: string) => Number(new RegExp(`${k}:\\s+(\\d+) kB`).exec(s)?.[1] ?? 0) / 1024;
-  return { rss: kb('VmRSS'), anon: kb('RssAnon') };
+  const r = readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
+  const kb = (text: string, k: string) => Number(new RegExp(`^${k}:\\s+(\\d+) kB`, 'm').exec(text)?.[1] ?? 0) / 1024;
+  return {
+    rss: kb(s, 'VmRSS'),
+    anon: kb(s, 'RssAnon'),
+    priv: kb(r, 'Private_Clean') + kb(r, 'Private_Dirty') + kb(r, 'Private_Hugetlb'),
+  };
 }
 
 function commit(): string {

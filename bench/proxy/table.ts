@@ -28,6 +28,8 @@ export interface Sat {
 interface Mem {
   rss: number;
   anon: number;
+  /** Private memory (USS, smaps_rollup Private_*); absent in files of runs before 2026-11-28. */
+  priv?: number;
 }
 interface Runtime {
   lagP50Ms: number;
@@ -87,6 +89,7 @@ const GOALS = {
   cpu: 1.5,
   sat: 0.7,
   rss: 2,
+  priv: 3,
 };
 
 function median(xs: number[]): number {
@@ -184,6 +187,22 @@ export function renderTable(file: BenchFile): string {
       unit: ' MB',
       goal: `≤ ${GOALS.rss}x`,
       goalOk: (x) => x <= GOALS.rss,
+    },
+    {
+      label: 'private memory (USS) under load, outbound proxy',
+      values: (k) => per(file, k, (p) => p.loaded.client.priv ?? NaN).filter((x) => !Number.isNaN(x)),
+      digits: 1,
+      unit: ' MB',
+      goal: `≤ ${GOALS.priv}x`,
+      goalOk: (x) => x <= GOALS.priv,
+    },
+    {
+      label: 'private memory (USS) under load, inbound proxy',
+      values: (k) => per(file, k, (p) => p.loaded.server.priv ?? NaN).filter((x) => !Number.isNaN(x)),
+      digits: 1,
+      unit: ' MB',
+      goal: `≤ ${GOALS.priv}x`,
+      goalOk: (x) => x <= GOALS.priv,
     },
     {
       label: 'errors (all phases)',
