@@ -552,6 +552,9 @@ interface Scrape {
   gcMajorMs: number;
   /** GC pauses longer than 10 ms (histogram bucket le=0.01). */
   gcOver10: number;
+  /** V8 heap spaces (MB committed) and memory held outside the heap (external, array buffers), at this scrape. */
+  heapMb: Record<string, number>;
+  externalMb: number;
 }
 
 /** The minimesh proxy's own process metrics: event-loop delay since the last scrape, GC so far. */
@@ -572,6 +575,13 @@ function scrape(pod: string): Scrape {
     gcOver10:
       num(/^nodejs_gc_duration_seconds_count\{[^}]*\} ([\d.e+-]+)/gm) -
       num(/^nodejs_gc_duration_seconds_bucket\{le="0\.01",[^}]*\} ([\d.e+-]+)/gm),
+    heapMb: Object.fromEntries(
+      [...text.matchAll(/^nodejs_heap_space_size_total_bytes\{space="(\w+)"\} ([\d.e+-]+)/gm)].map((m) => [
+        m[1]!,
+        Number(m[2]) / 2 ** 20,
+      ]),
+    ),
+    externalMb: num(/^nodejs_external_memory_bytes ([\d.e+-]+)/gm) / 2 ** 20,
   };
 }
 
@@ -589,6 +599,8 @@ function during(before: Scrape, after: Scrape): NonNullable<PairRun['runtime']>[
     gcCount: after.gcCount - before.gcCount,
     gcMajorMs: after.gcMajorMs - before.gcMajorMs,
     gcOver10: after.gcOver10 - before.gcOver10,
+    heapMb: after.heapMb,
+    externalMb: after.externalMb,
   };
 }
 

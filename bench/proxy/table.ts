@@ -40,6 +40,9 @@ interface Runtime {
   gcCount: number;
   gcMajorMs: number;
   gcOver10: number;
+  /** V8 heap spaces committed (MB) and external memory at the end of the open loop (runs from 2026-11-28 on). */
+  heapMb?: Record<string, number>;
+  externalMb?: number;
 }
 export interface PairRun {
   readyMs: { client: number; server: number };
@@ -316,6 +319,26 @@ export function renderTable(file: BenchFile): string {
       rt('server', (r) => r.gcCount),
       0,
     )} collections; `;
+    const spaces = ['new', 'old', 'code', 'large_object'];
+    if (per(file, k, (p) => (p.runtime?.client.heapMb ? 1 : NaN)).some((x) => x === 1)) {
+      const heap = (side: 'client' | 'server') =>
+        spaces
+          .map(
+            (sp) =>
+              `${sp} ${fmt(
+                rt(side, (r) => r.heapMb?.[sp] ?? NaN),
+                1,
+              )}`,
+          )
+          .concat(
+            `external ${fmt(
+              rt(side, (r) => r.externalMb ?? NaN),
+              1,
+            )}`,
+          )
+          .join(', ');
+      out += `V8 heap committed after the open loop (MB), outbound: ${heap('client')}; inbound: ${heap('server')}; `;
+    }
     out += `anonymous RSS idle ${fmt(stat(per(file, k, (p) => p.idle.client.anon)), 1)} / ${fmt(stat(per(file, k, (p) => p.idle.server.anon)), 1)} MB, under load ${fmt(stat(per(file, k, (p) => p.loaded.client.anon)), 1)} / ${fmt(stat(per(file, k, (p) => p.loaded.server.anon)), 1)} MB.\n`;
   }
   const d = (f: (r: Run) => number) => stat(file.runs.map(f));
