@@ -132,10 +132,20 @@ function procStat(pid: number): { cpu: number } {
   return { cpu: (Number(f[11]) + Number(f[12])) / 100 };
 }
 
-function memMb(pid: number): { rss: number; anon: number } {
+/**
+ * RSS, its anonymous part (/proc/<pid>/status RssAnon) and the private memory (USS: Private_Clean +
+ * Private_Dirty of /proc/<pid>/smaps_rollup, the pages no other process maps). File-backed pages of the
+ * node binary are shared by every proxy on a node (in RSS, not in USS); anonymous pages are each proxy's own.
+ */
+function memMb(pid: number): { rss: number; anon: number; priv: number } {
   const s = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = (k: string) => Number(new RegExp(`${k}:\\s+(\\d+) kB`).exec(s)?.[1] ?? 0) / 1024;
-  return { rss: kb('VmRSS'), anon: kb('RssAnon') };
+  const r = readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
+  const kb = (text: string, k: string) => Number(new RegExp(`^${k}:\\s+(\\d+) kB`, 'm').exec(text)?.[1] ?? 0) / 1024;
+  return {
+    rss: kb(s, 'VmRSS'),
+    anon: kb(s, 'RssAnon'),
+    priv: kb(r, 'Private_Clean') + kb(r, 'Private_Dirty') + kb(r, 'Private_Hugetlb'),
+  };
 }
 
 function commit(): string {
@@ -542,6 +552,9 @@ interface Scrape {
   gcMajorMs: number;
   /** GC pauses longer than 10 ms (histogram bucket le=0.01). */
   gcOver10: number;
+  /** V8 heap spaces (MB committed) and memory held outside the heap (external, array buffers), at this scrape. */
+  heapMb: Record<string, number>;
+  externalMb: number;
 }
 
 /** The minimesh proxy's own process metrics: event-loop delay since the last scrape, GC so far. */
@@ -562,6 +575,13 @@ function scrape(pod: string): Scrape {
     gcOver10:
       num(/^nodejs_gc_duration_seconds_count\{[^}]*\} ([\d.e+-]+)/gm) -
       num(/^nodejs_gc_duration_seconds_bucket\{le="0\.01",[^}]*\} ([\d.e+-]+)/gm),
+    heapMb: Object.fromEntries(
+      [...text.matchAll(/^nodejs_heap_space_size_total_bytes\{space="(\w+)"\} ([\d.e+-]+)/gm)].map((m) => [
+        m[1]!,
+        Number(m[2]) / 2 ** 20,
+      ]),
+    ),
+    externalMb: num(/^nodejs_external_memory_bytes ([\d.e+-]+)/gm) / 2 ** 20,
   };
 }
 
@@ -579,6 +599,8 @@ function during(before: Scrape, after: Scrape): NonNullable<PairRun['runtime']>[
     gcCount: after.gcCount - before.gcCount,
     gcMajorMs: after.gcMajorMs - before.gcMajorMs,
     gcOver10: after.gcOver10 - before.gcOver10,
+    heapMb: after.heapMb,
+    externalMb: after.externalMb,
   };
 }
 

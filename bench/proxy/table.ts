@@ -28,6 +28,8 @@ export interface Sat {
 interface Mem {
   rss: number;
   anon: number;
+  /** Private memory (USS, smaps_rollup Private_*); absent in files of runs before 2026-11-28. */
+  priv?: number;
 }
 interface Runtime {
   lagP50Ms: number;
@@ -38,6 +40,9 @@ interface Runtime {
   gcCount: number;
   gcMajorMs: number;
   gcOver10: number;
+  /** V8 heap spaces committed (MB) and external memory at the end of the open loop (runs from 2026-11-28 on). */
+  heapMb?: Record<string, number>;
+  externalMb?: number;
 }
 export interface PairRun {
   readyMs: { client: number; server: number };
@@ -87,6 +92,7 @@ const GOALS = {
   cpu: 1.5,
   sat: 0.7,
   rss: 2,
+  priv: 3,
 };
 
 function median(xs: number[]): number {
@@ -184,6 +190,22 @@ export function renderTable(file: BenchFile): string {
       unit: ' MB',
       goal: `≤ ${GOALS.rss}x`,
       goalOk: (x) => x <= GOALS.rss,
+    },
+    {
+      label: 'private memory (USS) under load, outbound proxy',
+      values: (k) => per(file, k, (p) => p.loaded.client.priv ?? NaN).filter((x) => !Number.isNaN(x)),
+      digits: 1,
+      unit: ' MB',
+      goal: `≤ ${GOALS.priv}x`,
+      goalOk: (x) => x <= GOALS.priv,
+    },
+    {
+      label: 'private memory (USS) under load, inbound proxy',
+      values: (k) => per(file, k, (p) => p.loaded.server.priv ?? NaN).filter((x) => !Number.isNaN(x)),
+      digits: 1,
+      unit: ' MB',
+      goal: `≤ ${GOALS.priv}x`,
+      goalOk: (x) => x <= GOALS.priv,
     },
     {
       label: 'errors (all phases)',
@@ -297,6 +319,26 @@ export function renderTable(file: BenchFile): string {
       rt('server', (r) => r.gcCount),
       0,
     )} collections; `;
+    const spaces = ['new', 'old', 'code', 'large_object'];
+    if (per(file, k, (p) => (p.runtime?.client.heapMb ? 1 : NaN)).some((x) => x === 1)) {
+      const heap = (side: 'client' | 'server') =>
+        spaces
+          .map(
+            (sp) =>
+              `${sp} ${fmt(
+                rt(side, (r) => r.heapMb?.[sp] ?? NaN),
+                1,
+              )}`,
+          )
+          .concat(
+            `external ${fmt(
+              rt(side, (r) => r.externalMb ?? NaN),
+              1,
+            )}`,
+          )
+          .join(', ');
+      out += `V8 heap committed after the open loop (MB), outbound: ${heap('client')}; inbound: ${heap('server')}; `;
+    }
     out += `anonymous RSS idle ${fmt(stat(per(file, k, (p) => p.idle.client.anon)), 1)} / ${fmt(stat(per(file, k, (p) => p.idle.server.anon)), 1)} MB, under load ${fmt(stat(per(file, k, (p) => p.loaded.client.anon)), 1)} / ${fmt(stat(per(file, k, (p) => p.loaded.server.anon)), 1)} MB.\n`;
   }
   const d = (f: (r: Run) => number) => stat(file.runs.map(f));
