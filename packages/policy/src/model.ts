@@ -160,6 +160,20 @@ export interface GrpcRouteRetry {
   conditions?: GrpcRetryCondition[];
 }
 
+/**
+ * Circuit breaking of a Service's endpoints (balancer.linkerd.io/failure-accrual: consecutive): an
+ * endpoint that fails `maxFailures` requests in a row is left out for a penalty that starts at
+ * `minPenaltyMs`, grows exponentially to `maxPenaltyMs` while probes fail, with up to `jitterRatio`
+ * of it added at random.
+ */
+export interface FailureAccrual {
+  kind: 'consecutive';
+  maxFailures: number;
+  minPenaltyMs: number;
+  maxPenaltyMs: number;
+  jitterRatio: number;
+}
+
 export type RouteBackend =
   | {
       kind: 'service';
@@ -221,4 +235,6 @@ export interface OutboundPolicy {
   timeouts: RouteTimeouts;
   retry?: RouteRetry;
   grpcRetry?: GrpcRouteRetry;
+  /** From the Service's failure-accrual annotations; absent: no circuit breaking. */
+  failureAccrual?: FailureAccrual;
 }

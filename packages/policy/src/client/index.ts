@@ -40,6 +40,7 @@ export {
   type CompiledRetry,
   type CompiledTimeouts,
   type CompiledBackend,
+  type CompiledFailureAccrual,
   type ResourceRef,
 } from './outbound-policy.js';
 export { fromIpNetwork } from './ip-network.js';

@@ -144,7 +144,7 @@ export class PolicyIndex {
     if (!group) {
       const policy = this.outbound(namespace, name, port, sourceNamespace);
       if (!policy) return undefined;
-      group = { key, ...this.groupState(policy, ''), listeners: new Set() };
+      group = { key, ...this.groupState(policy, this.outboundDiagnostics(namespace, name)), listeners: new Set() };
       this.outboundGroups.set(id, group);
     }
     const g = group;
@@ -165,6 +165,12 @@ export class PolicyIndex {
     for (const g of this.inboundGroups.values()) inbound += g.listeners.size;
     for (const g of this.outboundGroups.values()) outbound += g.listeners.size;
     return { inbound, outbound };
+  }
+
+  /** What was wrong with a watched Service's annotations (bad values replaced by defaults). */
+  private outboundDiagnostics(namespace: string, name: string): string {
+    const problems = this.store.get('Service', namespace, name)?.problems ?? [];
+    return problems.length > 0 ? `Service ${namespace}/${name}: ${problems.join('; ')}` : '';
   }
 
   private groupState<T>(value: T, diagnostics: string): { json: string; value: T; diagnostics: string } {
@@ -211,7 +217,7 @@ export class PolicyIndex {
           this.end(this.outboundGroups, id, g, `Service ${k.namespace}/${k.name} was deleted`);
           continue;
         }
-        this.publish(g, policy, '');
+        this.publish(g, policy, this.outboundDiagnostics(k.namespace, k.name));
       }
     }
     this.opts.onChange?.(kind);
