@@ -122,12 +122,25 @@ export interface InboundHttpRoute {
   authorizations: ClientAuthorization[];
 }
 
+/** An HTTPLocalRateLimitPolicy as a Server's proxies are told it: requests per second. */
+export interface InboundRateLimit {
+  /** The policy (namespace/name). */
+  name: string;
+  namespace: string;
+  total?: number;
+  identity?: number;
+  /** Per-client limits: the client identities each applies to. */
+  overrides: Array<{ requestsPerSecond: number; identities: string[] }>;
+}
+
 /** The policy of one workload port, as proxies are told it. */
 export interface InboundServer {
   ref: ServerRef;
   protocol: InboundProtocol;
   authorizations: ClientAuthorization[];
   httpRoutes: InboundHttpRoute[];
+  /** The Server's HTTP rate limit (the oldest HTTPLocalRateLimitPolicy targeting it); absent: none. */
+  rateLimit?: InboundRateLimit;
 }
 
 export interface RouteTimeouts {

@@ -3,6 +3,8 @@
 export {
   compileServerPolicy,
   compileDefaultPolicy,
+  compileRateLimit,
+  type CompiledRateLimit,
   authorizeConnection,
   authorizeRequest,
   metaFromProto,

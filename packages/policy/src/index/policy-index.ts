@@ -191,7 +191,8 @@ export class PolicyIndex {
     const inbound = kind !== 'Service' && kind !== 'GatewayHTTPRoute' && kind !== 'GRPCRoute';
     const outbound = kind === 'Service' || isRouteKind(kind);
     const scoped =
-      namespace !== undefined && (kind === 'Server' || kind === 'AuthorizationPolicy' || isRouteKind(kind));
+      namespace !== undefined &&
+      (kind === 'Server' || kind === 'AuthorizationPolicy' || kind === 'HTTPLocalRateLimitPolicy' || isRouteKind(kind));
     if (inbound) {
       for (const [id, g] of this.inboundGroups) {
         const k = g.key;
