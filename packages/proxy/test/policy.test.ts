@@ -505,3 +505,42 @@ describe('outbound routes from the policy API', () => {
     );
   }, 20_000);
 });
+
+describe('HTTP local rate limits from the policy API', () => {
+  it('an HTTPLocalRateLimitPolicy on the Server: 429 with Retry-After past the limit, counted; deleting it lifts it', async () => {
+    index.apply('AuthorizationPolicy', webClientsPolicy);
+    index.apply('HTTPLocalRateLimitPolicy', {
+      apiVersion: 'policy.minimesh.io/v1alpha1',
+      ...meta('HTTPLocalRateLimitPolicy', 'web-limit'),
+      spec: {
+        targetRef: { group: 'policy.minimesh.io', kind: 'Server', name: 'web-http' },
+        identity: { requestsPerSecond: 2 },
+      },
+    });
+    const status = async () => (await meshRequest('client', '127.0.2.1', { ':path': '/' })).headers[':status'];
+    // The policy arrives by stream: from then on the third request in a second is refused.
+    await until(status, (s) => s === 429);
+    await new Promise((r) => setTimeout(r, 1100)); // the bucket is full again: 2 tokens
+    const answers = [];
+    for (let i = 0; i < 5; i++) answers.push(await meshRequest('client', '127.0.2.1', { ':path': '/' }));
+    expect(answers.map((a) => a.headers[':status'])).toEqual([200, 200, 429, 429, 429]);
+    expect(answers[2]!.headers['retry-after']).toBe('1');
+    expect(answers[2]!.headers['x-minimesh-proxy-error']).toBe(
+      'MINIMESH_PROXY_RATE_LIMITED: per-identity rate limit exceeded: 2rps',
+    );
+    expect(await metric(web, 'inbound_http_local_ratelimit_total')).toMatch(
+      /srv_name="web-http"[^}]*ratelimit_group="policy\.minimesh\.io",ratelimit_kind="HTTPLocalRateLimitPolicy",ratelimit_name="web-limit",ratelimit_scope="identity"[^}]*client_id="client\.shop\.serviceaccount[^}]*\} [3-9]/,
+    );
+    // Another identity has its own bucket (it is refused by authorization, not by the limit: 403).
+    expect((await meshRequest('other', '127.0.2.3', { ':path': '/' })).headers[':status']).toBe(403);
+    index.delete('HTTPLocalRateLimitPolicy', NS, 'web-limit');
+    await until(
+      async () => {
+        const got = [];
+        for (let i = 0; i < 4; i++) got.push(await status());
+        return got;
+      },
+      (got) => got.every((s) => s === 200),
+    );
+  }, 20_000);
+});
