@@ -110,6 +110,6 @@ describe('authz report', () => {
         '20 rps per identity; 50 rps for batch.shop.serviceaccount.identity.minimesh.cluster.local (over it: 429)\n',
     );
     // Not on a port it does not govern.
-    expect(text).not.toMatch(/port 5432[^\n]*\n    rate limit/);
+    expect(text).not.toMatch(/port 5432[^\n]*\n {4}rate limit/);
   });
 });

@@ -80,29 +80,31 @@ export class FailureAccrual {
     this.now = opts.now ?? (() => performance.now());
     this.random = opts.random ?? Math.random;
     if (opts.registry) {
-      const self = this;
-      new Gauge({
+      const gauge: Gauge<(typeof LABELS)[number]> = new Gauge({
         name: 'outbound_http_balancer_endpoints',
         help: 'The number of endpoints currently in a HTTP request balancer',
         labelNames: LABELS,
         registers: [opts.registry],
-        collect() {
-          this.reset();
-          for (const [authority, ref] of self.sets) {
-            const set = ref.deref();
-            if (set === undefined) {
-              self.sets.delete(authority);
-              continue;
-            }
-            const labels = serviceLabels(authority);
-            const now = self.now();
-            let ready = 0;
-            for (const ep of set.list) if (self.sendable(ep, now)) ready++;
-            this.set({ endpoint_state: 'ready', ...labels }, ready);
-            this.set({ endpoint_state: 'pending', ...labels }, set.list.length - ready);
-          }
-        },
+        collect: () => this.collect(gauge),
       });
+    }
+  }
+
+  /** Sets the endpoints gauge from the balanced sets seen (at scrape time). */
+  private collect(gauge: Gauge<(typeof LABELS)[number]>): void {
+    gauge.reset();
+    const now = this.now();
+    for (const [authority, ref] of this.sets) {
+      const set = ref.deref();
+      if (set === undefined) {
+        this.sets.delete(authority);
+        continue;
+      }
+      const labels = serviceLabels(authority);
+      let ready = 0;
+      for (const ep of set.list) if (this.sendable(ep, now)) ready++;
+      gauge.set({ endpoint_state: 'ready', ...labels }, ready);
+      gauge.set({ endpoint_state: 'pending', ...labels }, set.list.length - ready);
     }
   }
 

@@ -2,7 +2,7 @@
 // a refused one is answered 429 with Retry-After (whole seconds, at least 1) and goes no further.
 import { describe, expect, it } from 'vitest';
 import { FakeRequest, inboundConn, recorder } from '../../test/support/stages.js';
-import { ProxyError } from '../errors.js';
+import type { ProxyError } from '../errors.js';
 import type { RateLimited } from '../policy/local-rate-limit.js';
 import { toHttpErrorResponse } from '../respond.js';
 import type { Authorized } from '../targets.js';
