@@ -67,14 +67,21 @@ export interface PolicyState {
 const KINDS: Array<{ kind: IndexedKind; path: string; namespaced: boolean }> = [
   { kind: 'Pod', path: '/api/v1/pods', namespaced: true },
   { kind: 'Service', path: '/api/v1/services', namespaced: false },
-  ...(['Server', 'AuthorizationPolicy', 'MeshTLSAuthentication', 'NetworkAuthentication', 'HTTPRoute'] as const).map(
-    (kind) => ({ kind, path: resourcePath(kind), namespaced: false }),
-  ),
+  ...(
+    [
+      'Server',
+      'AuthorizationPolicy',
+      'MeshTLSAuthentication',
+      'NetworkAuthentication',
+      'HTTPRoute',
+      'HTTPLocalRateLimitPolicy',
+    ] as const
+  ).map((kind) => ({ kind, path: resourcePath(kind), namespaced: false })),
 ];
 
 /**
  * Reads the policy state: the controller's flags from its Deployment, then pods (of `namespace`, or
- * all), Services and the five policy kinds (all namespaces: authentications may be referenced across).
+ * all), Services and the policy kinds (all namespaces: authentications may be referenced across).
  */
 export async function loadPolicyState(
   client: KubeClient,

@@ -29,6 +29,7 @@ describe('policy CRDs', () => {
       'MeshTLSAuthentication: v1alpha1*',
       'NetworkAuthentication: v1alpha1*',
       'HTTPRoute: v1alpha1 v1beta1 v1beta2 v1beta3*',
+      'HTTPLocalRateLimitPolicy: v1alpha1*',
     ]);
   });
 
@@ -44,8 +45,9 @@ describe('policy CRDs', () => {
       'meshtlsauthentications.policy.minimesh.io',
       'networkauthentications.policy.minimesh.io',
       'httproutes.policy.minimesh.io',
+      'httplocalratelimitpolicies.policy.minimesh.io',
     ]);
-    expect(text.match(/include "minimesh-crds\.labels"/g)).toHaveLength(5);
-    expect(text.match(/include "minimesh-crds\.annotations"/g)).toHaveLength(5);
+    expect(text.match(/include "minimesh-crds\.labels"/g)).toHaveLength(6);
+    expect(text.match(/include "minimesh-crds\.annotations"/g)).toHaveLength(6);
   });
 });

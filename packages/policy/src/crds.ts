@@ -547,7 +547,81 @@ export function policyCrds(): CustomResourceDefinition[] {
         },
       ],
     ),
+    rateLimitCrd(),
   ];
+}
+
+/**
+ * HTTPLocalRateLimitPolicy v1alpha1, Linkerd's schema (policy.linkerd.io), stricter where Linkerd's
+ * webhook or controller would refuse: the target must be a Server, a limit is at least 1 request per
+ * second (a limit of 0 would silently mean none in the proxy), override clients are ServiceAccounts.
+ */
+function rateLimitCrd(): CustomResourceDefinition {
+  const limit = (description: string): Schema => ({
+    type: 'object',
+    description,
+    required: ['requestsPerSecond'],
+    properties: {
+      requestsPerSecond: { type: 'integer', format: 'int64', minimum: 1, maximum: 4294967295 },
+    },
+  });
+  const target = ref('The Server whose HTTP requests are limited.');
+  target['x-kubernetes-validations'] = [
+    {
+      rule: `self.kind == 'Server' && has(self.group) && self.group == '${POLICY_GROUP}'`,
+      message: `must be a ${POLICY_GROUP} Server`,
+    },
+  ];
+  const client = ref('A client ServiceAccount (its identity).', { namespaced: true });
+  client['x-kubernetes-validations'] = [
+    {
+      rule: "self.kind == 'ServiceAccount' && (!has(self.group) || self.group in ['', 'core'])",
+      message: 'must be a ServiceAccount',
+    },
+  ];
+  return crd(
+    'HTTPLocalRateLimitPolicy',
+    'httplocalratelimitpolicies',
+    [],
+    [
+      {
+        name: 'v1alpha1',
+        storage: true,
+        statusSubresource: true,
+        spec: {
+          type: 'object',
+          description: "Limits the HTTP requests a Server admits per second, in each of its pods' proxies.",
+          required: ['targetRef'],
+          properties: {
+            targetRef: target,
+            total: limit('Over all requests to the target; unset: no overall limit.'),
+            identity: limit(
+              'Per client identity (clients without one share one limit); at most total, if that is set.',
+            ),
+            overrides: {
+              type: 'array',
+              maxItems: 64,
+              description: 'Limits for particular clients, instead of the per-identity limit.',
+              items: {
+                type: 'object',
+                required: ['requestsPerSecond', 'clientRefs'],
+                properties: {
+                  requestsPerSecond: { type: 'integer', format: 'int64', minimum: 1, maximum: 4294967295 },
+                  clientRefs: { type: 'array', minItems: 1, maxItems: 64, items: client },
+                },
+              },
+            },
+          },
+        },
+        printer: [
+          { name: 'Target_kind', type: 'string', jsonPath: '.spec.targetRef.kind' },
+          { name: 'Target_name', type: 'string', jsonPath: '.spec.targetRef.name' },
+          { name: 'Total_RPS', type: 'integer', jsonPath: '.spec.total.requestsPerSecond' },
+          { name: 'Identity_RPS', type: 'integer', jsonPath: '.spec.identity.requestsPerSecond' },
+        ],
+      },
+    ],
+  );
 }
 
 /** Where the chart keeps the rendered CRDs (relative to the repository root). */

@@ -12,6 +12,7 @@ import type {
   RouteBackend,
   InboundHttpRoute,
   InboundProtocol,
+  InboundRateLimit,
   InboundServer,
   OutboundHttpRoute,
   OutboundPolicy,
@@ -213,4 +214,13 @@ export function formatMs(ms: number): string {
   if (ms % 60_000 === 0 && ms > 0) return `${ms / 60_000}m`;
   if (ms % 1000 === 0) return `${ms / 1000}s`;
   return `${ms}ms`;
+}
+
+/** "HTTPLocalRateLimitPolicy web-limit: total 100 rps, 20 rps per identity, 50 rps for batch.shop..." */
+export function describeRateLimit(l: InboundRateLimit): string {
+  const parts: string[] = [];
+  if (l.total !== undefined) parts.push(`total ${l.total} rps`);
+  if (l.identity !== undefined) parts.push(`${l.identity} rps per identity`);
+  for (const o of l.overrides) parts.push(`${o.requestsPerSecond} rps for ${o.identities.join(', ')}`);
+  return `HTTPLocalRateLimitPolicy ${l.name}: ${parts.join('; ')} (over it: 429)`;
 }

@@ -45,6 +45,22 @@ describe('explain: inbound policy', () => {
     ]);
   });
 
+  it("adds the Server's rate limit after an admitted request", () => {
+    const i = index();
+    i.apply('HTTPLocalRateLimitPolicy', {
+      kind: 'HTTPLocalRateLimitPolicy',
+      metadata: { name: 'web-limit', namespace: 'shop' },
+      spec: {
+        targetRef: { group: 'policy.minimesh.io', kind: 'Server', name: 'web-http' },
+        identity: { requestsPerSecond: 50 },
+      },
+    });
+    const e = explainInboundPolicy(i, target, { ip: '10.0.0.5', identity: CLIENT }, { method: 'GET', path: '/' });
+    expect(e.lines[2]).toBe(
+      "Then the Server's rate limit applies: HTTPLocalRateLimitPolicy web-limit: 50 rps per identity (over it: 429); counted in inbound_http_local_ratelimit_total.",
+    );
+  });
+
   it('says what would have admitted a denied request, and the 403', () => {
     const e = explainInboundPolicy(index(), target, {}, { method: 'GET', path: '/x' });
     expect(e.outcome).toBe('forbidden');

@@ -9,7 +9,7 @@ import {
   requestView,
   type ClientInfo,
 } from './client/index.js';
-import { describeAuthorization, describeProtocol, describeServerRef } from './describe.js';
+import { describeAuthorization, describeProtocol, describeRateLimit, describeServerRef } from './describe.js';
 import type { PolicyIndex } from './index/policy-index.js';
 import { toProtoServer } from './server/inbound-translator.js';
 
@@ -112,6 +112,10 @@ export function explainInboundPolicy(
     lines.push(
       `${req} takes ${route}; from ${who} it is admitted by ${authz} (counted in inbound_http_authz_allow_total).`,
     );
+    if (server.rateLimit)
+      lines.push(
+        `Then the Server's rate limit applies: ${describeRateLimit(server.rateLimit)}; counted in inbound_http_local_ratelimit_total.`,
+      );
     return { outcome: 'admitted', lines };
   }
   const routeModel = server.httpRoutes.find((r) =>

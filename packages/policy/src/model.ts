@@ -122,12 +122,25 @@ export interface InboundHttpRoute {
   authorizations: ClientAuthorization[];
 }
 
+/** An HTTPLocalRateLimitPolicy as a Server's proxies are told it: requests per second. */
+export interface InboundRateLimit {
+  /** The policy (namespace/name). */
+  name: string;
+  namespace: string;
+  total?: number;
+  identity?: number;
+  /** Per-client limits: the client identities each applies to. */
+  overrides: Array<{ requestsPerSecond: number; identities: string[] }>;
+}
+
 /** The policy of one workload port, as proxies are told it. */
 export interface InboundServer {
   ref: ServerRef;
   protocol: InboundProtocol;
   authorizations: ClientAuthorization[];
   httpRoutes: InboundHttpRoute[];
+  /** The Server's HTTP rate limit (the oldest HTTPLocalRateLimitPolicy targeting it); absent: none. */
+  rateLimit?: InboundRateLimit;
 }
 
 export interface RouteTimeouts {
@@ -158,6 +171,20 @@ export interface GrpcRouteRetry {
   timeoutMs?: number;
   /** Absent: the proxy's default conditions. */
   conditions?: GrpcRetryCondition[];
+}
+
+/**
+ * Circuit breaking of a Service's endpoints (balancer.linkerd.io/failure-accrual: consecutive): an
+ * endpoint that fails `maxFailures` requests in a row is left out for a penalty that starts at
+ * `minPenaltyMs`, grows exponentially to `maxPenaltyMs` while probes fail, with up to `jitterRatio`
+ * of it added at random.
+ */
+export interface FailureAccrual {
+  kind: 'consecutive';
+  maxFailures: number;
+  minPenaltyMs: number;
+  maxPenaltyMs: number;
+  jitterRatio: number;
 }
 
 export type RouteBackend =
@@ -221,4 +248,6 @@ export interface OutboundPolicy {
   timeouts: RouteTimeouts;
   retry?: RouteRetry;
   grpcRetry?: GrpcRouteRetry;
+  /** From the Service's failure-accrual annotations; absent: no circuit breaking. */
+  failureAccrual?: FailureAccrual;
 }

@@ -83,4 +83,33 @@ describe('authz report', () => {
       [['b'], 'default policy all-unauthenticated'],
     ]);
   });
+
+  it("shows a Server's HTTP rate limit", () => {
+    const index = new PolicyIndex(TEST_CLUSTER);
+    index.apply('Pod', pod('web-1', { app: 'web' }));
+    index.apply('Server', {
+      apiVersion: 'policy.minimesh.io/v1beta3',
+      kind: 'Server',
+      metadata: { name: 'web-http', namespace: 'shop', creationTimestamp: '2026-01-01T00:00:00Z' },
+      spec: { podSelector: { matchLabels: { app: 'web' } }, port: 'http', proxyProtocol: 'HTTP/1' },
+    });
+    index.apply('HTTPLocalRateLimitPolicy', {
+      apiVersion: 'policy.minimesh.io/v1alpha1',
+      kind: 'HTTPLocalRateLimitPolicy',
+      metadata: { name: 'web-limit', namespace: 'shop' },
+      spec: {
+        targetRef: { group: 'policy.minimesh.io', kind: 'Server', name: 'web-http' },
+        total: { requestsPerSecond: 100 },
+        identity: { requestsPerSecond: 20 },
+        overrides: [{ requestsPerSecond: 50, clientRefs: [{ kind: 'ServiceAccount', name: 'batch' }] }],
+      },
+    });
+    const text = formatAuthzReport(authzReport(index, 'shop', ['web-1']));
+    expect(text).toContain(
+      '  port 8080: Server web-http, HTTP/1\n    rate limit: HTTPLocalRateLimitPolicy web-limit: total 100 rps; ' +
+        '20 rps per identity; 50 rps for batch.shop.serviceaccount.identity.minimesh.cluster.local (over it: 429)\n',
+    );
+    // Not on a port it does not govern.
+    expect(text).not.toMatch(/port 5432[^\n]*\n {4}rate limit/);
+  });
 });

@@ -1,7 +1,13 @@
 // `minimesh authz` in pure form: for the pods of a workload, each port's Server (or default policy),
 // its routes and who each authorization admits, from the same index the controller runs. Pods whose
 // answers are identical are reported once.
-import { describeAuthorization, describeInboundRoute, describeProtocol, describeServerRef } from './describe.js';
+import {
+  describeAuthorization,
+  describeInboundRoute,
+  describeProtocol,
+  describeRateLimit,
+  describeServerRef,
+} from './describe.js';
 import { serverPorts, serverSelects } from './index/inbound.js';
 import type { PolicyIndex } from './index/policy-index.js';
 import type { InboundServer } from './model.js';
@@ -14,6 +20,8 @@ export interface PortReport {
   routes: Array<{ route: string; admits: string[] }>;
   /** What admits non-HTTP connections (opaque, TLS, undetected). */
   connections: string[];
+  /** The Server's HTTP rate limit (HTTPLocalRateLimitPolicy), described; absent: none. */
+  rateLimit?: string;
   notes: string[];
 }
 
@@ -48,6 +56,7 @@ function portReport(server: InboundServer, port: number, notes: string[]): PortR
         }))
       : [],
     connections: serverAuthz,
+    ...(server.rateLimit && httpLike ? { rateLimit: describeRateLimit(server.rateLimit) } : {}),
     notes,
   };
 }
@@ -90,6 +99,7 @@ export function formatAuthzReport(reports: readonly AuthzReport[], invalid: read
     if (r.ports.length === 0) out.push('  (no ports: the pod declares none and no Server selects it)');
     for (const p of r.ports) {
       out.push(`  port ${p.port}: ${p.server}, ${p.protocol}`);
+      if (p.rateLimit) out.push(`    rate limit: ${p.rateLimit}`);
       if (p.routes.length === 0) {
         out.push('    connections are admitted for:');
         out.push(...(p.connections.length ? p.connections.map((a) => `      ${a}`) : ['      nobody (closed)']));

@@ -76,8 +76,22 @@ const route = (version: string, spec: KubeObject): KubeObject => ({
   metadata: { name: 'r' },
   spec,
 });
+const rateLimit = (spec: KubeObject): KubeObject => ({
+  apiVersion: `${G}/v1alpha1`,
+  kind: 'HTTPLocalRateLimitPolicy',
+  metadata: { name: 'rl' },
+  spec: { targetRef: { group: G, kind: 'Server', name: 'web' }, ...spec },
+});
 
 const VALID: Array<[string, KubeObject]> = [
+  [
+    'HTTPLocalRateLimitPolicy with total, identity and an override',
+    rateLimit({
+      total: { requestsPerSecond: 100 },
+      identity: { requestsPerSecond: 20 },
+      overrides: [{ requestsPerSecond: 50, clientRefs: [{ kind: 'ServiceAccount', name: 'batch' }] }],
+    }),
+  ],
   ['Server v1beta3 by port name', server('v1beta3', { podSelector: { matchLabels: { app: 'web' } }, port: 'http' })],
   [
     'Server v1beta3 with every field',
@@ -307,6 +321,21 @@ const INVALID: Array<[string, KubeObject, string]> = [
     'spec.rules[0].backendRefs[0].weight',
   ],
   ['HTTPRoute with an upper-case hostname', route('v1beta3', { hostnames: ['Web.Example.com'] }), 'spec.hostnames[0]'],
+  [
+    'HTTPLocalRateLimitPolicy with a limit of 0',
+    rateLimit({ total: { requestsPerSecond: 0 } }),
+    'spec.total.requestsPerSecond',
+  ],
+  [
+    'HTTPLocalRateLimitPolicy on an HTTPRoute',
+    rateLimit({ targetRef: { group: G, kind: 'HTTPRoute', name: 'r' }, total: { requestsPerSecond: 5 } }),
+    'spec.targetRef',
+  ],
+  [
+    'HTTPLocalRateLimitPolicy overriding a Namespace',
+    rateLimit({ overrides: [{ requestsPerSecond: 5, clientRefs: [{ kind: 'Namespace', name: 'ops' }] }] }),
+    'spec.overrides[0].clientRefs[0]',
+  ],
 ];
 
 /** The index's parser over the same object, with the name and namespace the API server would give it. */

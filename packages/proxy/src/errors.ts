@@ -18,18 +18,24 @@ export type ProxyErrorCode =
   | 'MINIMESH_PROXY_ROUTE_NOT_FOUND'
   | 'MINIMESH_PROXY_INVALID_POLICY'
   | 'MINIMESH_PROXY_REQUEST_TIMEOUT'
+  // A request over the Server's HTTPLocalRateLimitPolicy (429, with Retry-After).
+  | 'MINIMESH_PROXY_RATE_LIMITED'
   // A request the proxy refuses to forward because it is malformed in a way the HTTP parser let
   // through (an HTTP/2 host header that disagrees with :authority).
   | 'MINIMESH_PROXY_MALFORMED_REQUEST';
 
 export class ProxyError extends Error {
+  /** When the caller may try again (a rate limit's Retry-After), in whole seconds. */
+  readonly retryAfterSeconds: number | undefined;
+
   constructor(
     readonly code: ProxyErrorCode,
     message: string,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; retryAfterSeconds?: number },
   ) {
     super(message, options);
     this.name = 'ProxyError';
+    this.retryAfterSeconds = options?.retryAfterSeconds;
   }
 }
 

@@ -33,10 +33,11 @@ const HTTP_STATUS: Record<ProxyErrorCode, number> = {
   MINIMESH_PROXY_ROUTE_NOT_FOUND: 404,
   MINIMESH_PROXY_INVALID_POLICY: 500,
   MINIMESH_PROXY_REQUEST_TIMEOUT: 504,
+  MINIMESH_PROXY_RATE_LIMITED: 429,
   MINIMESH_PROXY_MALFORMED_REQUEST: 400,
 };
 
-/** gRPC status codes: UNAVAILABLE 14, DEADLINE_EXCEEDED 4, UNAUTHENTICATED 16, INTERNAL 13 (also HTTP 400, as gRPC maps it), PERMISSION_DENIED 7, NOT_FOUND 5. */
+/** gRPC status codes: UNAVAILABLE 14, DEADLINE_EXCEEDED 4, UNAUTHENTICATED 16, INTERNAL 13 (also HTTP 400, as gRPC maps it), PERMISSION_DENIED 7, NOT_FOUND 5, RESOURCE_EXHAUSTED 8. */
 const GRPC_STATUS: Record<ProxyErrorCode, number> = {
   MINIMESH_PROXY_NO_ENDPOINTS: 14,
   MINIMESH_PROXY_CONNECT_REFUSED: 14,
@@ -53,6 +54,7 @@ const GRPC_STATUS: Record<ProxyErrorCode, number> = {
   MINIMESH_PROXY_ROUTE_NOT_FOUND: 5,
   MINIMESH_PROXY_INVALID_POLICY: 13,
   MINIMESH_PROXY_REQUEST_TIMEOUT: 4,
+  MINIMESH_PROXY_RATE_LIMITED: 8,
   MINIMESH_PROXY_MALFORMED_REQUEST: 13,
 };
 
@@ -69,11 +71,13 @@ function reason(e: ProxyError): string {
 
 export function toHttpErrorResponse(err: unknown): HttpErrorResponse {
   const e = asProxyError(err);
-  return {
-    status: HTTP_STATUS[e.code],
-    headers: { [ERROR_HEADER]: reason(e), 'content-type': 'text/plain', connection: 'close' },
-    body: `${reason(e)}\n`,
-  };
+  // A rate-limited request leaves the connection open (linkerd2-proxy's rate_limited response) and says
+  // when to come back.
+  const headers: Record<string, string> =
+    e.retryAfterSeconds !== undefined
+      ? { [ERROR_HEADER]: reason(e), 'content-type': 'text/plain', 'retry-after': String(e.retryAfterSeconds) }
+      : { [ERROR_HEADER]: reason(e), 'content-type': 'text/plain', connection: 'close' };
+  return { status: HTTP_STATUS[e.code], headers, body: `${reason(e)}\n` };
 }
 
 /** Headers of a gRPC trailers-only response (HTTP 200 with grpc-status in the only HEADERS frame). */
@@ -91,7 +95,13 @@ export function toGrpcErrorHeaders(err: unknown): Record<string, string | number
 /** Headers of an HTTP/2 error response for non-gRPC streams. */
 export function toH2ErrorHeaders(err: unknown): Record<string, string | number> {
   const r = toHttpErrorResponse(err);
-  return { ':status': r.status, [ERROR_HEADER]: r.headers[ERROR_HEADER] as string, 'content-type': 'text/plain' };
+  const retryAfter = r.headers['retry-after'];
+  return {
+    ':status': r.status,
+    [ERROR_HEADER]: r.headers[ERROR_HEADER] as string,
+    'content-type': 'text/plain',
+    ...(retryAfter !== undefined ? { 'retry-after': retryAfter } : {}),
+  };
 }
 
 export function isGrpc(contentType: string | string[] | undefined): boolean {

@@ -505,3 +505,51 @@ describe('outbound routes from the policy API', () => {
     );
   }, 20_000);
 });
+
+describe('HTTP local rate limits from the policy API', () => {
+  it('an HTTPLocalRateLimitPolicy on the Server: 429 with Retry-After past the limit, counted; deleting it lifts it', async () => {
+    index.apply('AuthorizationPolicy', webClientsPolicy);
+    index.apply('HTTPLocalRateLimitPolicy', {
+      apiVersion: 'policy.minimesh.io/v1alpha1',
+      ...meta('HTTPLocalRateLimitPolicy', 'web-limit'),
+      spec: {
+        targetRef: { group: 'policy.minimesh.io', kind: 'Server', name: 'web-http' },
+        identity: { requestsPerSecond: 2 },
+      },
+    });
+    const status = async () => (await meshRequest('client', '127.0.2.1', { ':path': '/' })).headers[':status'];
+    // The policy arrives by stream: from then on the third request in a second is refused.
+    await until(status, (s) => s === 429);
+    await new Promise((r) => setTimeout(r, 1100)); // the bucket is full again: 2 tokens
+    // Ten at once: 2 tokens, plus 2 a second for as long as they take to arrive (a loaded machine).
+    const t0 = performance.now();
+    const answers = await Promise.all(
+      Array.from({ length: 10 }, () => meshRequest('client', '127.0.2.1', { ':path': '/' })),
+    );
+    const seconds = (performance.now() - t0) / 1000;
+    const ok = answers.filter((a) => a.headers[':status'] === 200).length;
+    const refused = answers.filter((a) => a.headers[':status'] === 429);
+    expect(ok + refused.length).toBe(10);
+    expect(ok).toBeGreaterThanOrEqual(2);
+    expect(ok).toBeLessThanOrEqual(2 + Math.ceil(2 * seconds));
+    expect(refused.length).toBeGreaterThan(0);
+    expect(refused[0]!.headers['retry-after']).toBe('1');
+    expect(refused[0]!.headers['x-minimesh-proxy-error']).toBe(
+      'MINIMESH_PROXY_RATE_LIMITED: per-identity rate limit exceeded: 2rps',
+    );
+    expect(await metric(web, 'inbound_http_local_ratelimit_total')).toMatch(
+      /srv_name="web-http"[^}]*ratelimit_group="policy\.minimesh\.io",ratelimit_kind="HTTPLocalRateLimitPolicy",ratelimit_name="web-limit",ratelimit_scope="identity"[^}]*client_id="client\.shop\.serviceaccount[^}]*\} [1-9]/,
+    );
+    // Another identity has its own bucket (it is refused by authorization, not by the limit: 403).
+    expect((await meshRequest('other', '127.0.2.3', { ':path': '/' })).headers[':status']).toBe(403);
+    index.delete('HTTPLocalRateLimitPolicy', NS, 'web-limit');
+    await until(
+      async () => {
+        const got = [];
+        for (let i = 0; i < 4; i++) got.push(await status());
+        return got;
+      },
+      (got) => got.every((s) => s === 200),
+    );
+  }, 20_000);
+});

@@ -3,6 +3,8 @@
 export {
   compileServerPolicy,
   compileDefaultPolicy,
+  compileRateLimit,
+  type CompiledRateLimit,
   authorizeConnection,
   authorizeRequest,
   metaFromProto,
@@ -40,6 +42,7 @@ export {
   type CompiledRetry,
   type CompiledTimeouts,
   type CompiledBackend,
+  type CompiledFailureAccrual,
   type ResourceRef,
 } from './outbound-policy.js';
 export { fromIpNetwork } from './ip-network.js';

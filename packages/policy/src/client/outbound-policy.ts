@@ -60,6 +60,18 @@ export interface CompiledOutboundRoute extends CompiledRouteBase {
   rules: CompiledOutboundRule[];
 }
 
+/**
+ * Consecutive-failures circuit breaking of each endpoint (linkerd2-proxy's ConsecutiveFailures): out
+ * after `maxFailures` failures in a row, probed after a penalty of `minMs` doubling to `maxMs`, each
+ * with up to `jitter` of it added at random.
+ */
+export interface CompiledFailureAccrual {
+  maxFailures: number;
+  minMs: number;
+  maxMs: number;
+  jitter: number;
+}
+
 export interface CompiledOutboundPolicy {
   meta: PolicyMeta;
   ref: ResourceRef;
@@ -67,6 +79,8 @@ export interface CompiledOutboundPolicy {
   protocol: 'detect' | 'opaque' | 'http1' | 'http2' | 'grpc' | 'tls';
   http1: CompiledOutboundRoute[];
   http2: CompiledOutboundRoute[];
+  /** Circuit breaking of the target's endpoints (HTTP and gRPC); absent: none. */
+  failureAccrual?: CompiledFailureAccrual;
   /** Set when the policy could not be compiled (the proxy then keeps its own routing). */
   invalid?: string;
 }
@@ -104,6 +118,29 @@ function compileBackend(
   }
   return { kind: 'fail', weight, meta, status: 500, message: `backend ${meta.name} is invalid` };
 }
+
+/**
+ * The protocol's failure accrual, as linkerd2-proxy reads it: ConsecutiveFailures needs a backoff
+ * (without one the policy is invalid); max_failures 0 switches it off; a Unified breaker is not
+ * implemented by minimesh-proxy and is ignored (no circuit breaking).
+ */
+function compileFailureAccrual(fa: outbound.FailureAccrual | undefined): CompiledFailureAccrual | undefined {
+  const k = fa?.kind;
+  if (k?.$case !== 'consecutiveFailures') return undefined;
+  const b = k.value.backoff;
+  if (b === undefined) throw new Error('failure accrual without a backoff');
+  const minMs = ms(b.minBackoff) ?? 0;
+  const maxMs = ms(b.maxBackoff) ?? 0;
+  if (maxMs <= 0 || minMs > maxMs) throw new Error(`failure accrual backoff ${minMs}-${maxMs} ms is invalid`);
+  if (!(b.jitterRatio >= 0)) throw new Error(`failure accrual jitter ${b.jitterRatio} is invalid`);
+  if (k.value.maxFailures === 0) return undefined;
+  return { maxFailures: k.value.maxFailures, minMs, maxMs, jitter: b.jitterRatio };
+}
+
+const withAccrual = (fa: outbound.FailureAccrual | undefined): { failureAccrual?: CompiledFailureAccrual } => {
+  const c = compileFailureAccrual(fa);
+  return c ? { failureAccrual: c } : {};
+};
 
 function compileRetry(r: outbound.HttpRoute_Retry): CompiledRetry {
   const ranges = (r.conditions?.statusRanges ?? []).map((s): [number, number] => {
@@ -176,12 +213,28 @@ export function compileOutboundPolicy(p: outbound.OutboundPolicy): CompiledOutbo
           protocol: 'detect',
           http1: (k.value.http1?.routes ?? []).map(compileRoute),
           http2: (k.value.http2?.routes ?? []).map(compileRoute),
+          ...withAccrual(k.value.http1?.failureAccrual ?? k.value.http2?.failureAccrual),
         };
       case 'http1':
-        return { meta, ref, protocol: 'http1', http1: k.value.routes.map(compileRoute), http2: [] };
+        return {
+          meta,
+          ref,
+          protocol: 'http1',
+          http1: k.value.routes.map(compileRoute),
+          http2: [],
+          ...withAccrual(k.value.failureAccrual),
+        };
       case 'http2':
-        return { meta, ref, protocol: 'http2', http1: [], http2: k.value.routes.map(compileRoute) };
+        return {
+          meta,
+          ref,
+          protocol: 'http2',
+          http1: [],
+          http2: k.value.routes.map(compileRoute),
+          ...withAccrual(k.value.failureAccrual),
+        };
       case 'grpc':
+        return { meta, ref, protocol: 'grpc', http1: [], http2: [], ...withAccrual(k.value.failureAccrual) };
       case 'opaque':
       case 'tls':
         return { meta, ref, protocol: k.$case, http1: [], http2: [] };

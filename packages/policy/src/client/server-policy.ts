@@ -80,8 +80,23 @@ export interface CompiledServerPolicy {
   tcpAuthorizations: CompiledAuthz[];
   /** HTTP routes (detect, HTTP/1, HTTP/2) or gRPC routes (gRPC). */
   routes: CompiledInboundRoute[];
+  /** The Server's HTTP rate limit (HTTPLocalRateLimitPolicy); absent: none. */
+  rateLimit?: CompiledRateLimit;
   /** Set when the policy could not be compiled: nothing is admitted, requests fail with 500. */
   invalid?: string;
+}
+
+/**
+ * An HTTP local rate limit as linkerd2-proxy reads it (requests per second; a 0 limit is none):
+ * `total` over every request, `identity` per client identity (clients without one share one), and
+ * `overrides` by identity, each override one limit shared by the identities it names.
+ */
+export interface CompiledRateLimit {
+  meta: PolicyMeta;
+  total?: number;
+  identity?: number;
+  /** Identity → its override (the same object for the identities of one override). */
+  overrides: Map<string, { requestsPerSecond: number }>;
 }
 
 const LOCALHOST_META: PolicyMeta = { group: '', kind: 'default', name: 'localhost' };
@@ -201,6 +216,27 @@ function compileGrpcRoute(r: inbound.GrpcRoute, server: CompiledAuthz[]): Compil
 }
 
 /** Compiles a policy from the controller; an invalid one admits nothing and says why. */
+export function compileRateLimit(l: inbound.HttpLocalRateLimit | undefined): CompiledRateLimit | undefined {
+  if (l === undefined) return undefined;
+  const meta = metaFromProto(l.metadata, { group: '', kind: 'default', name: 'ratelimit' });
+  const overrides = new Map<string, { requestsPerSecond: number }>();
+  for (const o of l.overrides) {
+    const rps = o.limit?.requestsPerSecond ?? 0;
+    if (rps <= 0) continue;
+    const limit = { requestsPerSecond: rps };
+    for (const id of o.clients?.identities ?? []) if (id.name) overrides.set(id.name, limit);
+  }
+  const total = l.total?.requestsPerSecond ?? 0;
+  const identity = l.identity?.requestsPerSecond ?? 0;
+  if (total <= 0 && identity <= 0 && overrides.size === 0) return undefined;
+  return { meta, ...(total > 0 ? { total } : {}), ...(identity > 0 ? { identity } : {}), overrides };
+}
+
+const withRateLimit = (l: inbound.HttpLocalRateLimit | undefined): { rateLimit?: CompiledRateLimit } => {
+  const c = compileRateLimit(l);
+  return c ? { rateLimit: c } : {};
+};
+
 export function compileServerPolicy(s: inbound.Server): CompiledServerPolicy {
   const meta = metaFromLabels(s.labels, 'policy.linkerd.io', 'server');
   try {
@@ -216,12 +252,28 @@ export function compileServerPolicy(s: inbound.Server): CompiledServerPolicy {
         const t = kind.value.timeout;
         const ms = t ? Number(t.seconds) * 1000 + Math.floor(t.nanos / 1e6) : NaN;
         if (!Number.isFinite(ms)) throw new Error('detect without a timeout');
-        return { ...base, protocol: 'detect', detectTimeoutMs: ms, routes: routesOf(kind.value.httpRoutes) };
+        return {
+          ...base,
+          protocol: 'detect',
+          detectTimeoutMs: ms,
+          routes: routesOf(kind.value.httpRoutes),
+          ...withRateLimit(kind.value.httpLocalRateLimit),
+        };
       }
       case 'http1':
-        return { ...base, protocol: 'http1', routes: routesOf(kind.value.routes) };
+        return {
+          ...base,
+          protocol: 'http1',
+          routes: routesOf(kind.value.routes),
+          ...withRateLimit(kind.value.localRateLimit),
+        };
       case 'http2':
-        return { ...base, protocol: 'http2', routes: routesOf(kind.value.routes) };
+        return {
+          ...base,
+          protocol: 'http2',
+          routes: routesOf(kind.value.routes),
+          ...withRateLimit(kind.value.localRateLimit),
+        };
       case 'grpc':
         return {
           ...base,

@@ -14,6 +14,7 @@ import type {
 } from '../model.js';
 import type { AuthorizationPolicySpec } from '../resources/authorization-policy.js';
 import { byCreationThenName } from '../resources/fields.js';
+import { serviceAccountIdentity } from '../cluster-info.js';
 import type { HttpRouteSpec } from '../resources/http-route.js';
 import { selectorMatches } from '../resources/selector.js';
 import { toInboundProtocol, type ServerSpec } from '../resources/server.js';
@@ -22,7 +23,7 @@ import type { ResourceStore } from './store.js';
 
 /** Why a policy resource does not take part, for diagnostics ("<kind> <ns>/<name>: <why>"). */
 export interface Ignored {
-  kind: 'AuthorizationPolicy' | 'HTTPRoute' | 'Server';
+  kind: 'AuthorizationPolicy' | 'HTTPRoute' | 'Server' | 'HTTPLocalRateLimitPolicy';
   namespace: string;
   name: string;
   reason: string;
@@ -91,12 +92,40 @@ export function computeInbound(store: ResourceStore, w: WorkloadRecord, port: nu
     .sort((a, b) => byCreationThenName(a.meta, b.meta))
     .map((r) => toInboundRoute(store, r, ignored));
 
+  // As Linkerd's status controller accepts one HTTPLocalRateLimitPolicy per Server: the oldest (then
+  // by name); the others are ignored for it.
+  const [limit, ...extraLimits] = store
+    .inNamespace('HTTPLocalRateLimitPolicy', w.namespace)
+    .filter((l) => l.server === name)
+    .sort((a, b) => byCreationThenName(a.meta, b.meta));
+  for (const l of extraLimits)
+    ignored.push({
+      kind: 'HTTPLocalRateLimitPolicy',
+      namespace: l.meta.namespace,
+      name: l.meta.name,
+      reason: `Server ${name} already has the older HTTPLocalRateLimitPolicy ${limit!.meta.name}`,
+    });
+
   return {
     server: {
       ref: { kind: 'server', name },
       protocol: toInboundProtocol(server.proxyProtocol, cluster.defaultDetectTimeoutMs),
       authorizations: sortAuthorizations(authorizations),
       httpRoutes: routes.length > 0 ? routes : defaultRoutes(store, probePaths),
+      ...(limit
+        ? {
+            rateLimit: {
+              name: limit.meta.name,
+              namespace: limit.meta.namespace,
+              ...(limit.total !== undefined ? { total: limit.total } : {}),
+              ...(limit.identity !== undefined ? { identity: limit.identity } : {}),
+              overrides: limit.overrides.map((o) => ({
+                requestsPerSecond: o.requestsPerSecond,
+                identities: o.clients.map((c) => serviceAccountIdentity(cluster, c.namespace, c.name)),
+              })),
+            },
+          }
+        : {}),
     },
     conflicting: others.map((s) => s.meta.name),
     ignored,

@@ -57,6 +57,7 @@ export function computeOutbound(
     timeouts: svc.timeouts,
     ...(svc.retry ? { retry: svc.retry } : {}),
     ...(svc.grpcRetry ? { grpcRetry: svc.grpcRetry } : {}),
+    ...(svc.failureAccrual ? { failureAccrual: svc.failureAccrual } : {}),
   };
 }
 

@@ -144,7 +144,7 @@ export class PolicyIndex {
     if (!group) {
       const policy = this.outbound(namespace, name, port, sourceNamespace);
       if (!policy) return undefined;
-      group = { key, ...this.groupState(policy, ''), listeners: new Set() };
+      group = { key, ...this.groupState(policy, this.outboundDiagnostics(namespace, name)), listeners: new Set() };
       this.outboundGroups.set(id, group);
     }
     const g = group;
@@ -167,6 +167,12 @@ export class PolicyIndex {
     return { inbound, outbound };
   }
 
+  /** What was wrong with a watched Service's annotations (bad values replaced by defaults). */
+  private outboundDiagnostics(namespace: string, name: string): string {
+    const problems = this.store.get('Service', namespace, name)?.problems ?? [];
+    return problems.length > 0 ? `Service ${namespace}/${name}: ${problems.join('; ')}` : '';
+  }
+
   private groupState<T>(value: T, diagnostics: string): { json: string; value: T; diagnostics: string } {
     if (diagnostics) this.opts.onDiagnostic?.(diagnostics);
     return { json: JSON.stringify(value), value, diagnostics };
@@ -185,7 +191,8 @@ export class PolicyIndex {
     const inbound = kind !== 'Service' && kind !== 'GatewayHTTPRoute' && kind !== 'GRPCRoute';
     const outbound = kind === 'Service' || isRouteKind(kind);
     const scoped =
-      namespace !== undefined && (kind === 'Server' || kind === 'AuthorizationPolicy' || isRouteKind(kind));
+      namespace !== undefined &&
+      (kind === 'Server' || kind === 'AuthorizationPolicy' || kind === 'HTTPLocalRateLimitPolicy' || isRouteKind(kind));
     if (inbound) {
       for (const [id, g] of this.inboundGroups) {
         const k = g.key;
@@ -211,7 +218,7 @@ export class PolicyIndex {
           this.end(this.outboundGroups, id, g, `Service ${k.namespace}/${k.name} was deleted`);
           continue;
         }
-        this.publish(g, policy, '');
+        this.publish(g, policy, this.outboundDiagnostics(k.namespace, k.name));
       }
     }
     this.opts.onChange?.(kind);

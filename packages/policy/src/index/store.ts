@@ -13,6 +13,7 @@ import { describeObject, FieldError } from '../resources/fields.js';
 import { parseGrpcRoute, type GrpcRouteSpec } from '../resources/grpc-route.js';
 import { parseHttpRoute, type HttpRouteSpec } from '../resources/http-route.js';
 import { GATEWAY_GROUP } from '../resources/kinds.js';
+import { parseRateLimitPolicy, type RateLimitPolicySpec } from '../resources/ratelimit-policy.js';
 import { parseServer, type ServerSpec } from '../resources/server.js';
 import { toServiceRecord, type ServiceRecord } from '../resources/service.js';
 import { toExternalWorkload, toPodWorkload, type WorkloadRecord } from '../resources/workload.js';
@@ -28,6 +29,7 @@ export const INDEXED_KINDS = [
   'HTTPRoute',
   'GatewayHTTPRoute',
   'GRPCRoute',
+  'HTTPLocalRateLimitPolicy',
 ] as const;
 export type IndexedKind = (typeof INDEXED_KINDS)[number];
 
@@ -47,6 +49,7 @@ export interface SpecByKind {
   HTTPRoute: HttpRouteSpec;
   GatewayHTTPRoute: HttpRouteSpec;
   GRPCRoute: GrpcRouteSpec;
+  HTTPLocalRateLimitPolicy: RateLimitPolicySpec;
 }
 
 export interface InvalidResource {
@@ -179,6 +182,8 @@ export class ResourceStore {
         return parseHttpRoute(obj, GATEWAY_GROUP);
       case 'GRPCRoute':
         return parseGrpcRoute(obj);
+      case 'HTTPLocalRateLimitPolicy':
+        return parseRateLimitPolicy(obj);
     }
   }
 }

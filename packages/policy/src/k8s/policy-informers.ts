@@ -117,6 +117,7 @@ export function createPolicyInformers(opts: PolicyInformersOptions): PolicyInfor
     MeshTLSAuthentication: crd('MeshTLSAuthentication'),
     NetworkAuthentication: crd('NetworkAuthentication'),
     HTTPRoute: crd('HTTPRoute'),
+    HTTPLocalRateLimitPolicy: crd('HTTPLocalRateLimitPolicy'),
     // The Gateway API's CRDs may be missing (installGatewayAPI=false and none installed): an empty list.
     GatewayHTTPRoute: make(
       'GatewayHTTPRoute',

@@ -33,6 +33,12 @@ export const RESOURCE_KINDS = {
     version: 'v1alpha1',
   },
   HTTPRoute: { group: POLICY_GROUP, kind: 'HTTPRoute', plural: 'httproutes', version: 'v1beta3' },
+  HTTPLocalRateLimitPolicy: {
+    group: POLICY_GROUP,
+    kind: 'HTTPLocalRateLimitPolicy',
+    plural: 'httplocalratelimitpolicies',
+    version: 'v1alpha1',
+  },
   GatewayHTTPRoute: { group: GATEWAY_GROUP, kind: 'HTTPRoute', plural: 'httproutes', version: 'v1' },
   GRPCRoute: { group: GATEWAY_GROUP, kind: 'GRPCRoute', plural: 'grpcroutes', version: 'v1' },
   Pod: { group: '', kind: 'Pod', plural: 'pods', version: 'v1' },

@@ -1,7 +1,8 @@
 // The parts of a Service the outbound index needs: cluster IPs, ports (with appProtocol), and the
-// opaque-ports, timeout and retry annotations.
+// opaque-ports, timeout, retry and failure-accrual annotations.
 import { parsePortRanges, portInRanges, type PortRange } from '@minimesh/config';
-import type { GrpcRouteRetry, RouteRetry, RouteTimeouts } from '../model.js';
+import type { FailureAccrual, GrpcRouteRetry, RouteRetry, RouteTimeouts } from '../model.js';
+import { parseFailureAccrualAnnotations } from './failure-accrual.js';
 import { arr, isObject, objectMeta, type Json } from './fields.js';
 import { parseGrpcRetryAnnotations, parseRetryAnnotations, parseTimeoutAnnotations } from './route-parts.js';
 import { WORKLOAD_ANNOTATIONS } from './workload.js';
@@ -22,6 +23,8 @@ export interface ServiceRecord {
   timeouts: RouteTimeouts;
   retry?: RouteRetry;
   grpcRetry?: GrpcRouteRetry;
+  /** Circuit breaking of its endpoints (balancer.linkerd.io/failure-accrual). */
+  failureAccrual?: FailureAccrual;
   /** spec.type (ExternalName Services are no route parents). */
   type?: string;
   problems: string[];
@@ -77,6 +80,9 @@ export function toServiceRecord(o: unknown): ServiceRecord {
     const line = `${(err as Error).message}; ignored`;
     if (!problems.includes(line)) problems.push(line);
   }
+  const accrual = parseFailureAccrualAnnotations(meta.annotations);
+  if (accrual.accrual) rec.failureAccrual = accrual.accrual;
+  problems.push(...accrual.problems);
   return rec;
 }
 

@@ -3,7 +3,7 @@
 // those), metadata on authorizations and routes; an authorization without networks gets the cluster's.
 import type { inbound } from '@minimesh/proto';
 import { POLICY_GROUP } from '../resources/kinds.js';
-import type { ClientAuthorization, InboundHttpRoute, InboundServer } from '../model.js';
+import type { ClientAuthorization, InboundHttpRoute, InboundRateLimit, InboundServer } from '../model.js';
 import {
   defaultMeta,
   resourceMeta,
@@ -17,18 +17,27 @@ import {
 
 export function toProtoServer(server: InboundServer, clusterNetworks: readonly string[]): inbound.Server {
   const routes = () => server.httpRoutes.map((r) => toProtoHttpRoute(r, clusterNetworks));
+  // HTTP/1, HTTP/2 and detected HTTP carry it (the proxy API's gRPC protocol has no rate limit).
+  const limit = server.rateLimit ? toProtoRateLimit(server.rateLimit) : undefined;
   let protocol: inbound.ProxyProtocol;
   switch (server.protocol.kind) {
     case 'detect':
       protocol = {
-        kind: { $case: 'detect', value: { timeout: toDuration(server.protocol.timeoutMs), httpRoutes: routes() } },
+        kind: {
+          $case: 'detect',
+          value: {
+            timeout: toDuration(server.protocol.timeoutMs),
+            httpRoutes: routes(),
+            ...(limit ? { httpLocalRateLimit: limit } : {}),
+          },
+        },
       };
       break;
     case 'http1':
-      protocol = { kind: { $case: 'http1', value: { routes: routes() } } };
+      protocol = { kind: { $case: 'http1', value: { routes: routes(), ...(limit ? { localRateLimit: limit } : {}) } } };
       break;
     case 'http2':
-      protocol = { kind: { $case: 'http2', value: { routes: routes() } } };
+      protocol = { kind: { $case: 'http2', value: { routes: routes(), ...(limit ? { localRateLimit: limit } : {}) } } };
       break;
     case 'grpc':
       protocol = { kind: { $case: 'grpc', value: { routes: [defaultGrpcRoute()] } } };
@@ -112,5 +121,18 @@ function defaultGrpcRoute(): inbound.GrpcRoute {
     hosts: [],
     authorizations: [],
     rules: [{ matches: [{ rpc: { service: '', method: '' }, headers: [] }], filters: [] }],
+  };
+}
+
+/** An HTTPLocalRateLimitPolicy as Linkerd's controller sends it (identities by name). */
+export function toProtoRateLimit(l: InboundRateLimit): inbound.HttpLocalRateLimit {
+  return {
+    metadata: resourceMeta({ group: POLICY_GROUP, kind: 'HTTPLocalRateLimitPolicy', name: l.name }),
+    ...(l.total !== undefined ? { total: { requestsPerSecond: l.total } } : {}),
+    ...(l.identity !== undefined ? { identity: { requestsPerSecond: l.identity } } : {}),
+    overrides: l.overrides.map((o) => ({
+      limit: { requestsPerSecond: o.requestsPerSecond },
+      clients: { identities: o.identities.map((name) => ({ name })) },
+    })),
   };
 }

@@ -19,6 +19,7 @@
 //   cannot build a distribution from).
 import { toTcpAddress, type grpcRoute, type outbound } from '@minimesh/proto';
 import type {
+  FailureAccrual,
   GrpcFilter,
   GrpcRouteMatch,
   GrpcRouteRetry,
@@ -150,6 +151,28 @@ function toGrpcRetry(r: GrpcRouteRetry): outbound.GrpcRoute_Retry {
     },
     ...(r.timeoutMs !== undefined ? { timeout: toDuration(r.timeoutMs) } : {}),
     backoff: BACKOFF,
+  };
+}
+
+/**
+ * A Service's failure accrual, as Linkerd's controller sends it: ConsecutiveFailures with the penalty
+ * as its backoff (Retry-After is not honoured by the consecutive breaker).
+ */
+function toFailureAccrual(a: FailureAccrual | undefined): outbound.FailureAccrual | undefined {
+  if (a === undefined) return undefined;
+  return {
+    kind: {
+      $case: 'consecutiveFailures',
+      value: {
+        maxFailures: a.maxFailures,
+        backoff: {
+          minBackoff: toDuration(a.minPenaltyMs),
+          maxBackoff: toDuration(a.maxPenaltyMs),
+          jitterRatio: a.jitterRatio,
+          respectRetryAfterHint: false,
+        },
+      },
+    },
   };
 }
 
@@ -332,22 +355,24 @@ export function toProtoOutbound(
   // As Linkerd's encoder: GRPCRoutes turn an HTTP/2 or undeclared port into a gRPC one (no detection);
   // an HTTP/1 port gets its HTTPRoutes only; an opaque port no routes at all.
   const grpc = policy.grpcRoutes.length > 0;
+  const fa = toFailureAccrual(policy.failureAccrual);
+  const accrual = fa ? { failureAccrual: fa } : {};
   let kind: outbound.ProxyProtocol['kind'];
   switch (policy.appProtocol) {
     case 'http1':
-      kind = { $case: 'http1', value: { routes: httpRoutes(policy, parent, allow) } };
+      kind = { $case: 'http1', value: { routes: httpRoutes(policy, parent, allow), ...accrual } };
       break;
     case 'http2':
       kind = grpc
-        ? { $case: 'grpc', value: { routes: grpcRoutes(policy, parent, allow) } }
-        : { $case: 'http2', value: { routes: httpRoutes(policy, parent, allow) } };
+        ? { $case: 'grpc', value: { routes: grpcRoutes(policy, parent, allow), ...accrual } }
+        : { $case: 'http2', value: { routes: httpRoutes(policy, parent, allow), ...accrual } };
       break;
     case 'opaque':
       kind = { $case: 'opaque', value: { routes: [opaqueRoute(parent, 'opaq')] } };
       break;
     case undefined:
       if (grpc) {
-        kind = { $case: 'grpc', value: { routes: grpcRoutes(policy, parent, allow) } };
+        kind = { $case: 'grpc', value: { routes: grpcRoutes(policy, parent, allow), ...accrual } };
         break;
       }
       kind = {
@@ -355,8 +380,8 @@ export function toProtoOutbound(
         value: {
           timeout: toDuration(DETECT_TIMEOUT_MS),
           opaque: { routes: [opaqueRoute(parent, 'opaq')] },
-          http1: { routes: httpRoutes(policy, parent, allow) },
-          http2: { routes: httpRoutes(policy, parent, allow) },
+          http1: { routes: httpRoutes(policy, parent, allow), ...accrual },
+          http2: { routes: httpRoutes(policy, parent, allow), ...accrual },
         },
       };
   }

@@ -1,6 +1,7 @@
 // Power of two choices over peak-EWMA latency weighted by in-flight requests (tower's peak_ewma):
 // pick two endpoints at random, send to the one whose estimated cost (rtt × (pending + 1)) is lower.
 // The RTT estimate jumps up at once on a slow response (the "peak") and decays back with time.
+import type { ConsecutiveFailures } from './consecutive-failures.js';
 
 export interface PeakEwmaOptions {
   /** Decay time constant in ms (Linkerd: 10 s). */
@@ -29,6 +30,8 @@ export class PeakEwma {
   failures = 0;
   /** Not ready again before this time (epoch ms), however soon a reconnect works (balance/endpoint-health.ts). */
   ejectedUntil = 0;
+  /** The endpoint's circuit breaker, when its Service has failure accrual (balance/failure-accrual.ts). */
+  breaker: ConsecutiveFailures | undefined = undefined;
   private readonly now: () => number;
 
   constructor(private readonly opts: PeakEwmaOptions) {
@@ -55,10 +58,17 @@ export class PeakEwma {
     return this.now();
   }
 
-  /** Marks a request started at `t0` as answered (its head arrived, or it failed). */
-  end(t0: number): void {
+  /**
+   * Marks a request started at `t0` as answered (its head arrived, or it failed); `failed` (a 5xx or
+   * gRPC error head, a connection error, a timeout) goes to the circuit breaker, if any; undefined:
+   * not classified here (an opaque connection; a retried exchange, whose attempts report their own,
+   * http/retry.ts).
+   */
+  end(t0: number, failed?: boolean): void {
     this.pending--;
-    this.observe(this.now() - t0);
+    const now = this.now();
+    this.observe(now - t0);
+    if (failed !== undefined) this.breaker?.record(failed, now);
   }
 
   observe(rttMs: number): void {

@@ -89,6 +89,8 @@ export abstract class HttpExchange implements ExchangeHooks, CallSink, HttpReque
   private upstream: HttpUpstream | undefined;
   private t0 = 0;
   private loadT0 = -1;
+  /** Sent through the retry transport (forwardVia). */
+  private retried = false;
   private status = 0;
   private grpcStatus: number | undefined;
   /** A route's request timeout (the outbound route stage sets it), armed once the request is sent; 0: none. */
@@ -180,6 +182,8 @@ export abstract class HttpExchange implements ExchangeHooks, CallSink, HttpReque
    * upstream: counted, tapped, load-tracked and bounded by the route's request timeout the same way.
    */
   forwardVia(up: HttpUpstream, labels: Labels, transport: ExchangeTransport): void {
+    // Each attempt tells its own endpoint's circuit breaker how it went (RetryAttempt), not the exchange.
+    this.retried = true;
     this.begin(up, labels);
     this.sending = transport;
     transport.start(this);
@@ -214,7 +218,7 @@ export abstract class HttpExchange implements ExchangeHooks, CallSink, HttpReque
     const err = new ProxyError('MINIMESH_PROXY_REQUEST_TIMEOUT', `request timed out after ${this.requestTimeoutMs} ms`);
     this.sink.metrics.error(this.sink.direction, err.code);
     this.sink.log.debug({ err: err.message }, `${this.sink.direction} request timed out (route timeout)`);
-    this.endLoad();
+    this.endLoad(true);
     this.observer?.responseEnd({ failed: true });
     this.sending?.cancel();
     if (this.status === 0) this.fail(err);
@@ -223,7 +227,8 @@ export abstract class HttpExchange implements ExchangeHooks, CallSink, HttpReque
 
   onResponse(status: number, grpcStatus: number | undefined): void {
     if (this.expired) return;
-    this.endLoad();
+    // A 5xx or a gRPC error in the head is a failure to the endpoint's circuit breaker (failure accrual).
+    this.endLoad(status >= 500 || (grpcStatus !== undefined && grpcStatus !== 0));
     this.status = status;
     this.grpcStatus = grpcStatus;
     this.observer?.responseInit(status);
@@ -239,7 +244,7 @@ export abstract class HttpExchange implements ExchangeHooks, CallSink, HttpReque
   onError(raw: Error): void {
     if (this.timer) clearTimeout(this.timer);
     if (this.expired) return;
-    this.endLoad();
+    this.endLoad(true);
     this.observer?.responseEnd({ failed: true });
     const err = this.explain(raw);
     this.sink.metrics.error(this.sink.direction, errorCode(err));
@@ -256,9 +261,9 @@ export abstract class HttpExchange implements ExchangeHooks, CallSink, HttpReque
     return toConnectError(up.endpoint.key, unwrapCause(err));
   }
 
-  private endLoad(): void {
+  private endLoad(failed: boolean): void {
     if (this.loadT0 < 0) return;
-    this.upstream?.endpoint.load?.end(this.loadT0);
+    this.upstream?.endpoint.load?.end(this.loadT0, this.retried ? undefined : failed);
     this.loadT0 = -1;
   }
 }

@@ -12,7 +12,8 @@
 //             take it, the held response goes back (retry overflow).
 //   timeouts  each attempt may have its own timeout (a retryable outcome); the route's request timeout
 //             (HttpExchange) bounds all attempts together.
-// Only the first attempt is counted, tapped and load-tracked as the exchange (HttpExchange.forwardVia).
+// Only the first attempt is counted, tapped and load-tracked as the exchange (HttpExchange.forwardVia);
+// every attempt reports its own outcome to its endpoint's circuit breaker (failure accrual).
 import type { Readable, Writable } from 'node:stream';
 import { sleep, type Logger } from '@minimesh/runtime';
 import { ProxyError } from '../errors.js';
@@ -139,10 +140,12 @@ export class RetryAttempt implements CallSink, HttpRequest {
 
   onHead(call: UpstreamCall): void {
     this.settle?.({ kind: 'response', status: call.status });
+    this.up?.endpoint.load?.breaker?.record(call.status >= 500, performance.now());
   }
 
   onError(err: Error, call: UpstreamCall | undefined): void {
     this.settle?.({ kind: call?.refused(err) === true ? 'refused' : 'error' }, err);
+    this.up?.endpoint.load?.breaker?.record(true, performance.now());
   }
 }
 

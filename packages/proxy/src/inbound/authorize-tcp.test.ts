@@ -15,6 +15,9 @@ function authz(admit: (c: AuthzConn) => boolean): InboundAuthz {
     checkRequest: () => {
       throw new Error('not asked here');
     },
+    checkRateLimit: () => {
+      throw new Error('not asked here');
+    },
   };
 }
 

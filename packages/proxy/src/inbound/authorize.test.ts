@@ -22,6 +22,9 @@ function authz(verdict: (path: string) => RequestVerdict): InboundAuthz & { aske
       asked.push(`${conn.clientId} ${conn.targetPort} ${req.method} ${req.path} ${req.header('x-h')}`);
       return verdict(req.path);
     },
+    checkRateLimit: () => {
+      throw new Error('not asked here');
+    },
   };
 }
 

@@ -2,7 +2,7 @@
 // AuthorizationPolicy, its routes) admits it (policy/inbound-authz.ts counts the decision in Linkerd's
 // authz metrics). Refused: 403 (gRPC PERMISSION_DENIED), no route 404 (NOT_FOUND), an invalid policy
 // 500 (INTERNAL), as linkerd2-proxy answers (respond.ts). The Authorized target carries the route's
-// filters for the route stage. A per-port rate limit goes here too.
+// filters for the route stage. The port's rate limit is the next stage (rate-limit.ts).
 import type { IncomingRequest } from '../http/handoff.js';
 import type { Layer, RequestHandler } from '../layers.js';
 import { authzConnOf, verdictError, type InboundAuthz } from '../policy/inbound-authz.js';

@@ -1,6 +1,6 @@
 // The inbound proxy (mesh → :4143 → the app), as three chains of stages, each read top-down in the order
 // a request or connection meets them (layers.ts; docs/proxy.md draws the same path):
-//   http         authorize → route (filters) → connect (the app) → tap → forward
+//   http         authorize → rate limit → route (filters) → connect (the app) → tap → forward
 //   opaque TCP   authorize → relay (the app)
 //   connections  accept → admit → tls → detect → (HTTP server → http | opaque TCP)
 // TLS hands HTTP/2 over our mTLS (ALPN h2) straight to the HTTP server.
@@ -29,6 +29,7 @@ import { pushAuthorize } from './authorize.js';
 import { pushConnect } from './connect.js';
 import { pushDetect } from './detect.js';
 import { relayToApp } from './relay.js';
+import { pushRateLimit } from './rate-limit.js';
 import { pushRoute } from './route.js';
 import { pushTls } from './tls.js';
 
@@ -67,6 +68,7 @@ export function createInboundStack(opts: InboundStackOptions): InboundStack {
   const http = stack(
     pushHttpServer<InboundConn>({ sink, headerReadTimeoutMs: config.headerReadTimeoutMs }),
     pushAuthorize(authz),
+    pushRateLimit(authz),
     pushRoute(),
     pushConnect({ connector, labels, app }),
     pushTap({ tap: opts.tap, direction: 'inbound' }),

@@ -6,6 +6,7 @@
 import type { Server, Socket } from 'node:net';
 import type { Logger } from '@minimesh/runtime';
 import { EndpointHealth } from '../balance/endpoint-health.js';
+import { FailureAccrual } from '../balance/failure-accrual.js';
 import type { ProxyConfig } from '../config/proxy.js';
 import { createDiscovery } from '../destination/discovery.js';
 import type { DestinationResolver } from '../destination/resolver.js';
@@ -60,6 +61,12 @@ export function createOutboundStack(opts: OutboundStackOptions): OutboundStack {
   const sink: ExchangeSink = { direction: 'outbound', metrics, log };
   const connector: Connector = new Connector(opts.creds, config.outboundConnectTimeoutMs, (ep) => health.broken(ep));
   const health = new EndpointHealth((ep) => connector.reconnect(ep));
+  const accrual = new FailureAccrual({
+    lookup: (authority) => opts.policies?.get({ kind: 'authority', authority })?.failureAccrual,
+    healthy: health.ready,
+    log,
+    registry: metrics.registry,
+  });
   const discovery = createDiscovery(opts.resolver, config.clusterDomain);
   const labels = new OutboundLabels();
   const sockets = new Set<Socket>();
@@ -69,7 +76,7 @@ export function createOutboundStack(opts: OutboundStackOptions): OutboundStack {
     pushDiscover(discovery),
     pushRoute({ policies: opts.policies, log }),
     pushBackend(),
-    pushBalance(health),
+    pushBalance(health, accrual),
     pushConnect({ connector, labels }),
     pushTap({ tap: opts.tap, direction: 'outbound' }),
     forward(),

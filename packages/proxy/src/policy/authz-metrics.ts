@@ -4,6 +4,7 @@
 //   inbound_http_route_not_found_total  target_*, srv_*, tls, client_id
 //   inbound_tcp_authz_allow_total   target_*, srv_*, authz_*, tls, client_id
 //   inbound_tcp_authz_deny_total    target_*, srv_*, tls, client_id
+//   inbound_http_local_ratelimit_total  target_*, srv_*, ratelimit_{group,kind,name,scope}, tls, client_id
 // Label sets are cached per (port policy, route, authorization, connection): a request costs a few map
 // lookups on its connection and an increment (2.5 µs → 0.1 µs with the per-connection cache).
 import type { Registry } from 'prom-client';
@@ -33,6 +34,7 @@ export class AuthzMetrics {
   readonly routeNotFound: SeriesCounter;
   readonly tcpAllow: SeriesCounter;
   readonly tcpDeny: SeriesCounter;
+  readonly rateLimited: SeriesCounter;
   private readonly cache = new Map<string, CounterHandle>();
   /** Per connection: (route or server, authorization) → handle, so a request costs two map lookups. */
   private readonly perConn = new WeakMap<
@@ -64,6 +66,11 @@ export class AuthzMetrics {
     this.tcpDeny = new SeriesCounter(
       'inbound_tcp_authz_deny_total',
       'The total number of inbound TCP connections that were denied',
+      registry,
+    );
+    this.rateLimited = new SeriesCounter(
+      'inbound_http_local_ratelimit_total',
+      'The total number of inbound HTTP requests that were rate-limited',
       registry,
     );
   }
@@ -133,5 +140,26 @@ export class AuthzMetrics {
 
   tcpDenied(conn: AuthzConnLabels, server: PolicyMeta): void {
     this.handle(this.tcpDeny, conn, server).value++;
+  }
+
+  /** A request refused by the Server's rate limit (scope "total" or "identity", as linkerd2-proxy). */
+  httpRateLimited(conn: AuthzConnLabels, server: PolicyMeta, limit: PolicyMeta, scope: string): void {
+    const key = `ratelimit|${conn.targetAddr}|${conn.tls}|${conn.clientId ?? ''}|${server.group}/${server.kind}/${server.name}|${limit.group}/${limit.kind}/${limit.name}|${scope}`;
+    let h = this.cache.get(key);
+    if (!h) {
+      h = this.rateLimited.with({
+        target_addr: conn.targetAddr,
+        target_ip: conn.targetIp,
+        target_port: String(conn.targetPort),
+        ...metaLabels('srv', server),
+        srv_port: String(conn.targetPort),
+        ...metaLabels('ratelimit', limit),
+        ratelimit_scope: scope,
+        tls: conn.tls,
+        client_id: conn.clientId ?? '',
+      });
+      this.cache.set(key, h);
+    }
+    h.value++;
   }
 }

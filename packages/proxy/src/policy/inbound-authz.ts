@@ -9,6 +9,7 @@ import {
   ipToBigint,
   requestView,
   type ClientInfo,
+  type CompiledRateLimit,
   type CompiledServerPolicy,
   type InboundRouteFilter,
 } from '@minimesh/policy/client';
@@ -16,6 +17,7 @@ import type { Logger } from '@minimesh/runtime';
 import { ProxyError } from '../errors.js';
 import type { InboundConn } from '../targets.js';
 import type { AuthzConnLabels, AuthzMetrics } from './authz-metrics.js';
+import { LocalRateLimit, type RateLimited } from './local-rate-limit.js';
 import type { InboundPolicies } from './inbound-policies.js';
 
 /** The connection as authorization sees it. */
@@ -38,6 +40,11 @@ export interface InboundAuthz {
     conn: AuthzConn,
     req: { method: string; path: string; authority: string | undefined; header(name: string): string | undefined },
   ): RequestVerdict;
+  /**
+   * Takes a token for an admitted HTTP request from the port's rate limit (HTTPLocalRateLimitPolicy),
+   * or says which limit refused it (counted in inbound_http_local_ratelimit_total).
+   */
+  checkRateLimit(conn: AuthzConn): RateLimited | undefined;
 }
 
 const GRPC = { NOT_FOUND: 5, PERMISSION_DENIED: 7, INTERNAL: 13 } as const;
@@ -60,8 +67,24 @@ export function createInboundAuthz(opts: {
     return info;
   };
 
+  // One limiter per compiled rate limit: a policy update starts the buckets over, as linkerd2-proxy
+  // builds its limiters from each update.
+  const limiters = new WeakMap<CompiledRateLimit, LocalRateLimit>();
+
   return {
     policy: (port) => policies.get(port),
+
+    checkRateLimit(conn) {
+      const p = policies.get(conn.targetPort);
+      const limit = p.rateLimit;
+      if (limit === undefined) return undefined;
+      const now = performance.now();
+      let rl = limiters.get(limit);
+      if (rl === undefined) limiters.set(limit, (rl = new LocalRateLimit(limit, now)));
+      const refused = rl.check(conn.tls === 'true' ? conn.clientId : undefined, now);
+      if (refused) metrics.httpRateLimited(conn, p.meta, rl.meta, refused.scope);
+      return refused;
+    },
 
     admitConnection(conn) {
       const p = policies.get(conn.targetPort);

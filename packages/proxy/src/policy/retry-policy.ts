@@ -62,12 +62,22 @@ export function attemptTimeoutMs(retry: CompiledRetry, attempt: number): number 
   return attempt <= retry.maxRetries ? retry.timeoutMs : undefined;
 }
 
-/**
- * The wait before retry `n` (from 1), as linkerd2-proxy's ExponentialBackoff: base = min·2^(n-1)
- * capped at max, plus a uniform jitter of up to jitter·base that never takes it past max.
- */
+/** The wait before retry `n` (from 1): linkerd2-proxy's ExponentialBackoff (exponentialBackoffMs). */
 export function retryBackoffMs(retry: CompiledRetry, n: number, random: () => number = Math.random): number {
-  const { minMs, maxMs, jitter } = retry.backoff;
+  return exponentialBackoffMs(retry.backoff, n, random);
+}
+
+/**
+ * Wait `n` (from 1) of linkerd2-proxy's ExponentialBackoff: base = min·2^(n-1) capped at max, plus a
+ * uniform jitter of up to jitter·base that never takes it past max. Retries and failure accrual's
+ * penalties (balance/consecutive-failures.ts) both wait this way.
+ */
+export function exponentialBackoffMs(
+  backoff: { minMs: number; maxMs: number; jitter: number },
+  n: number,
+  random: () => number = Math.random,
+): number {
+  const { minMs, maxMs, jitter } = backoff;
   if (maxMs <= 0) return 0;
   const base = Math.min(maxMs, minMs * 2 ** Math.min(Math.max(0, n - 1), 30));
   if (jitter <= 0) return base;

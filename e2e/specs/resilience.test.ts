@@ -1,0 +1,285 @@
+// Failure accrual (circuit breaking) on a cluster (MINIMESH_E2E_DRIVER=local, the default, or k3d):
+// a Service with balancer.linkerd.io/failure-accrual: consecutive over three server pods, one of which
+// (`flaky`) answers 500 to everything until it is told to recover. A meshed client sends 2,000
+// requests through its proxy: the flaky pod is ejected after 3 failures in a row and gets only its
+// probes, so the client's success rate stays >= 99.5 % and the flaky pod gets < 2 % of the requests;
+// the client proxy's outbound_http_balancer_endpoints shows it pending. Then the client tells the
+// flaky pod (through a second Service that selects only it) to recover, and keeps sending: a probe
+// finds it well within the max penalty (10 s), and it gets its share back.
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { selectDriver } from '../drivers/index.js';
+import type { K8sObject } from '../src/chart.js';
+import {
+  applyObjects,
+  createMeshCerts,
+  describePods,
+  E2E_SCOPE_LABEL,
+  eventually,
+  installChart,
+  metricSum,
+  parseClientLines,
+  proxyMetrics,
+  uninstallChart,
+  waitForReadyPods,
+  SERVER_HTTP_PORT,
+  type MeshSetup,
+  type Pod,
+} from '../src/mesh.js';
+
+const driver = selectDriver();
+const suffix = randomBytes(3).toString('hex');
+const m: MeshSetup = {
+  driver,
+  cpNs: process.env.MINIMESH_E2E_NAMESPACE ?? (driver.name === 'k3d' ? 'minimesh' : `minimesh-e2e-${suffix}`),
+  appNs: `mm-e2e-resil-${suffix}`,
+  release: 'minimesh',
+  scopeWebhook: driver.name === 'local',
+};
+const ns = m.appNs;
+const ROLLOUT_MS = 180_000;
+const REQUESTS = 2000;
+const MAX_PENALTY_S = 10;
+/** After the 2,000 requests, how long the client trickles on (5 rps) before it has the flaky pod recover. */
+const PAUSE_MS = 12_000;
+/** How long it keeps sending after the recovery (the max penalty, and time to see the share). */
+const AFTER_MS = (MAX_PENALTY_S + 6) * 1000;
+let tmp = '';
+
+// The flaky server: the fixture image's Node, with a script of its own (the image has no shell):
+// 500 to everything but /healthz until POST /recover.
+const FLAKY_SCRIPT = `
+const http = require('node:http');
+const pod = process.env.POD_NAME;
+let failing = true;
+http.createServer((req, res) => {
+  req.resume();
+  if (req.url === '/healthz') return res.end('ok');
+  if (req.url === '/recover') {
+    failing = false;
+    process.stdout.write(JSON.stringify({ recovered: Date.now() }) + '\\n');
+  }
+  res.writeHead(failing ? 500 : 200, { 'x-pod-name': pod });
+  res.end(failing ? 'failing' : 'ok');
+}).listen(${SERVER_HTTP_PORT}, '0.0.0.0');
+`;
+
+// The client: warms its proxy up (the first request to the Service starts the policy watch), sends
+// REQUESTS requests two at a time, trickles on for PAUSE_MS, has the flaky pod recover, and sends for
+// AFTER_MS more.
+// One JSON line per answer: { p: phase, t: epoch ms, status, pod }.
+const CLIENT_SCRIPT = `
+const http = require('node:http');
+const agent = new http.Agent({ keepAlive: true, maxSockets: 2 });
+const get = (host, path, method = 'GET') => new Promise((resolve) => {
+  const req = http.request({ host, port: ${SERVER_HTTP_PORT}, path, method, agent, timeout: 5000 }, (res) => {
+    res.resume();
+    res.on('end', () => resolve({ status: res.statusCode, pod: res.headers['x-pod-name'] }));
+  });
+  req.on('timeout', () => req.destroy(new Error('timed out')));
+  req.on('error', (e) => resolve({ error: e.message }));
+  req.end();
+});
+const out = (o) => process.stdout.write(JSON.stringify(o) + '\\n');
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+(async () => {
+  for (let i = 0; i < 20; i++) await get('server', '/healthz');
+  await sleep(3000);
+  let n = 0;
+  const worker = async () => { while (n < ${REQUESTS}) { n++; out({ p: 1, t: Date.now(), ...(await get('server', '/')) }); } };
+  await Promise.all([worker(), worker()]);
+  out({ phase1: 'done', t: Date.now() });
+  // A trickle while the spec reads the metrics: the flaky pod's probes keep failing.
+  const pauseEnd = Date.now() + ${PAUSE_MS};
+  while (Date.now() < pauseEnd) { out({ p: 'pause', t: Date.now(), ...(await get('server', '/')) }); await sleep(200); }
+  out({ p: 'recover', t: Date.now(), ...(await get('flaky-admin', '/recover', 'POST')) });
+  const end = Date.now() + ${AFTER_MS};
+  while (Date.now() < end) { out({ p: 2, t: Date.now(), ...(await get('server', '/')) }); await sleep(10); }
+  out({ phase2: 'done', t: Date.now() });
+  setInterval(() => {}, 60000);
+})();
+`;
+
+function deployment(name: string, labels: Record<string, string>, container: Record<string, unknown>): K8sObject {
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name, namespace: ns, labels: { app: name } },
+    spec: {
+      replicas: name === 'server' ? 2 : 1,
+      selector: { matchLabels: { app: name } },
+      template: {
+        metadata: { labels: { app: name, ...labels } },
+        spec: {
+          terminationGracePeriodSeconds: 5,
+          containers: [
+            {
+              name: 'app',
+              env: [
+                { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+                { name: 'PORT', value: String(SERVER_HTTP_PORT) },
+              ],
+              ...container,
+            },
+          ],
+        },
+      },
+    },
+  };
+}
+
+function appObjects(): K8sObject[] {
+  const labels: Record<string, string> = m.scopeWebhook ? { [E2E_SCOPE_LABEL]: m.cpNs } : {};
+  const port = { name: 'http', containerPort: SERVER_HTTP_PORT };
+  const probe = { httpGet: { path: '/healthz', port: SERVER_HTTP_PORT }, periodSeconds: 2 };
+  const service = (name: string, selector: Record<string, string>, annotations: Record<string, string> = {}) => ({
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: { name, namespace: ns, annotations },
+    spec: { selector, ports: [{ name: 'http', port: SERVER_HTTP_PORT, targetPort: SERVER_HTTP_PORT }] },
+  });
+  return [
+    {
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: { name: ns, labels, annotations: { 'minimesh.io/inject': 'enabled' } },
+    },
+    service(
+      'server',
+      { svc: 'server' },
+      {
+        'balancer.linkerd.io/failure-accrual': 'consecutive',
+        'balancer.linkerd.io/failure-accrual-consecutive-max-failures': '3',
+        'balancer.linkerd.io/failure-accrual-consecutive-min-penalty': '3s',
+        'balancer.linkerd.io/failure-accrual-consecutive-max-penalty': `${MAX_PENALTY_S}s`,
+        'balancer.linkerd.io/failure-accrual-consecutive-jitter-ratio': '0.1',
+      },
+    ),
+    service('flaky-admin', { app: 'flaky' }),
+    deployment(
+      'server',
+      { svc: 'server' },
+      { image: driver.fixtureImage('http-echo'), ports: [port], readinessProbe: probe },
+    ),
+    deployment(
+      'flaky',
+      { svc: 'server' },
+      {
+        image: driver.fixtureImage('http-echo'),
+        command: ['node', '-e', FLAKY_SCRIPT],
+        ports: [port],
+        readinessProbe: probe,
+      },
+    ),
+    deployment('client', {}, { image: driver.fixtureImage('http-client'), command: ['node', '-e', CLIENT_SCRIPT] }),
+  ];
+}
+
+async function ready(app: string, n = 1, key = 'app'): Promise<Pod[]> {
+  const namespace = key === 'app' ? ns : m.cpNs;
+  try {
+    return await waitForReadyPods(driver, namespace, app, n, ROLLOUT_MS, key);
+  } catch (err) {
+    throw new Error(`${(err as Error).message}\n${await describePods(driver, namespace)}`, { cause: err });
+  }
+}
+
+interface Line {
+  p?: number | 'recover';
+  t: number;
+  status?: number;
+  pod?: string;
+  error?: string;
+  phase1?: string;
+  phase2?: string;
+}
+
+let client: Pod;
+let flakyPod = '';
+
+async function clientLines(): Promise<Line[]> {
+  return parseClientLines(await driver.logs(ns, client.metadata.name, 'app')) as unknown as Line[];
+}
+
+beforeAll(async () => {
+  await driver.setup();
+  tmp = mkdtempSync(join(tmpdir(), 'mm-e2e-resil-'));
+  const certs = await createMeshCerts(tmp);
+  await installChart(m, certs);
+  for (const c of ['identity', 'destination', 'injector']) await ready(c, 1, 'minimesh.io/control-plane-component');
+  const objects = appObjects();
+  // Servers first: the client starts sending as soon as it runs.
+  await applyObjects(driver, objects.slice(0, -1));
+  await ready('server', 2);
+  flakyPod = (await ready('flaky'))[0]!.metadata.name;
+  await applyObjects(driver, objects.slice(-1));
+  client = (await ready('client'))[0]!;
+}, 900_000);
+
+afterAll(async () => {
+  if (process.env.MINIMESH_E2E_KEEP) return;
+  await driver.kubectl(['delete', 'namespace', ns, '--wait=false', '--ignore-not-found']).catch(() => undefined);
+  if (driver.name === 'local') await uninstallChart(m).catch(() => undefined);
+  if (tmp) rmSync(tmp, { recursive: true, force: true });
+});
+
+describe(`failure accrual on the ${driver.name} cluster`, () => {
+  it(`ejects the pod answering 500: >= 99.5 % of ${REQUESTS} requests succeed, it gets < 2 %`, async () => {
+    const lines = await eventually(`the client's ${REQUESTS} requests`, 240_000, async () => {
+      const l = await clientLines();
+      return l.some((x) => x.phase1 === 'done') ? l : undefined;
+    });
+    // While the client trickles on, its proxy shows the flaky pod out of the balancer (but for the
+    // moments between a penalty's end and the probe that fails again).
+    const gauge = (metrics: string, state: string) =>
+      metricSum(metrics, 'outbound_http_balancer_endpoints', { endpoint_state: state, backend_name: 'server' });
+    await eventually('outbound_http_balancer_endpoints: 2 ready, 1 pending', PAUSE_MS, async () => {
+      const metrics = await proxyMetrics(driver, ns, client.metadata.name);
+      return gauge(metrics, 'ready') === 2 && gauge(metrics, 'pending') === 1;
+    });
+
+    const phase1 = lines.filter((l) => l.p === 1);
+    expect(phase1).toHaveLength(REQUESTS);
+    const ok = phase1.filter((l) => l.status === 200).length;
+    const flaky = phase1.filter((l) => l.pod === flakyPod).length;
+    const seconds = ((phase1.at(-1)?.t ?? 0) - (phase1[0]?.t ?? 0)) / 1000;
+    console.log(
+      `failure accrual: ${ok}/${REQUESTS} succeeded (${((100 * ok) / REQUESTS).toFixed(2)} %), ` +
+        `the flaky pod got ${flaky} (${((100 * flaky) / REQUESTS).toFixed(2)} %) in ${seconds.toFixed(1)} s`,
+    );
+    expect(ok / REQUESTS).toBeGreaterThanOrEqual(0.995);
+    expect(flaky / REQUESTS).toBeLessThan(0.02);
+    // Every failure is the flaky pod's 500 (nothing refused: two pods were always there).
+    expect(phase1.filter((l) => l.status !== 200).every((l) => l.status === 500 && l.pod === flakyPod)).toBe(true);
+  }, 300_000);
+
+  it(
+    `gives the recovered pod its share back within the max penalty (${MAX_PENALTY_S} s)`,
+    async () => {
+      const lines = await eventually('the requests after the recovery', PAUSE_MS + AFTER_MS + 60_000, async () => {
+        const l = await clientLines();
+        return l.some((x) => x.phase2 === 'done') ? l : undefined;
+      });
+      const recover = lines.find((l) => l.p === 'recover');
+      expect(recover?.status).toBe(200);
+      const phase2 = lines.filter((l) => l.p === 2);
+      const back = phase2.find((l) => l.pod === flakyPod && l.status === 200);
+      expect(back, 'a request answered by the recovered pod').toBeDefined();
+      const after = ((back?.t ?? 0) - (recover?.t ?? 0)) / 1000;
+      expect(after).toBeLessThanOrEqual(MAX_PENALTY_S + 0.5);
+      // From then on it has its share of three (a third, give or take).
+      const since = phase2.filter((l) => l.t >= (back?.t ?? 0));
+      const share = since.filter((l) => l.pod === flakyPod).length / since.length;
+      console.log(
+        `failure accrual: the recovered pod answered again ${after.toFixed(1)} s after it recovered; ` +
+          `since then ${(100 * share).toFixed(1)} % of ${since.length} requests`,
+      );
+      expect(share).toBeGreaterThan(0.15);
+      expect(since.every((l) => l.status === 200)).toBe(true);
+    },
+    PAUSE_MS + AFTER_MS + 120_000,
+  );
+});
