@@ -146,6 +146,21 @@ export function answerH2(
   stream.respond(headers, { endStream: true });
 }
 
+/** A gRPC route's own answer (an injected failure): a trailers-only response with that gRPC status. */
+export function answerGrpc(stream: ServerHttp2Stream, grpcStatus: number, message: string): void {
+  if (stream.destroyed || stream.headersSent) return;
+  stream.respond(
+    {
+      ':status': 200,
+      'content-type': 'application/grpc',
+      'grpc-status': grpcStatus,
+      'grpc-message': encodeURIComponent(message),
+      [ERROR_HEADER]: message.replace(/[^\x20-\x7e]/g, '?').slice(0, 512),
+    },
+    { endStream: true },
+  );
+}
+
 /**
  * A request Node's strict HTTP/1 parser refused (smuggling shapes: Content-Length with
  * Transfer-Encoding, obs-fold, a bare CR, a pseudo-header; or headers over the size limit), or one

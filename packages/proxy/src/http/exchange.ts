@@ -10,7 +10,7 @@ import type { Logger } from '@minimesh/runtime';
 import { ProxyError, toConnectError, unwrapCause } from '../errors.js';
 import type { Rejectable } from '../layers.js';
 import type { Labels, ProxyMetrics } from '../metrics/metrics.js';
-import { answerH1, answerH2, errorCode, isGrpc, respondH1, respondH2 } from '../respond.js';
+import { answerGrpc, answerH1, answerH2, errorCode, isGrpc, respondH1, respondH2 } from '../respond.js';
 import type { Direction } from '../targets.js';
 import {
   hasNoBody,
@@ -48,6 +48,8 @@ export interface HttpRequest extends Rejectable {
   readonly upgrade: boolean;
   /** The exchange tap may observe through this request: the exchange itself, or a retry's first attempt. */
   readonly observable: HttpExchange | undefined;
+  /** The caller's exchange this request is (or is an attempt or a mirror of); undefined for an Upgrade. */
+  readonly exchange: HttpExchange | undefined;
   /** Answers the caller with `err`, uncounted (a connection that could not even be opened). */
   fail(err: unknown): void;
   /** Sends it where the connect stage said. */
@@ -93,6 +95,8 @@ export abstract class HttpExchange implements ExchangeHooks, CallSink, HttpReque
   private grpcStatus: number | undefined;
   /** A route's request timeout (the outbound route stage sets it), armed once the request is sent; 0: none. */
   requestTimeoutMs = 0;
+  /** A route's response header filters (the outbound route stage sets them); undefined: none. */
+  editResponse: ((headers: OutgoingHttpHeaders) => void) | undefined = undefined;
   private sending: Cancellable | undefined;
   private timer: NodeJS.Timeout | undefined;
   private expired = false;
@@ -102,6 +106,10 @@ export abstract class HttpExchange implements ExchangeHooks, CallSink, HttpReque
   constructor(protected readonly sink: ExchangeSink) {}
 
   get observable(): HttpExchange {
+    return this;
+  }
+
+  get exchange(): HttpExchange {
     return this;
   }
 
@@ -122,8 +130,14 @@ export abstract class HttpExchange implements ExchangeHooks, CallSink, HttpReque
     this.fail(err);
   }
 
-  /** Answers the caller as a route says (a redirect, an injected failure): `status`, and why. */
-  abstract answer(status: number, message: string, location: string | undefined): void;
+  /**
+   * Answers the caller as a route says (a redirect, an injected failure): `status`, and why. A gRPC
+   * caller given `grpcStatus` gets that gRPC status instead (a gRPC route's injected failure).
+   */
+  abstract answer(status: number, message: string, location: string | undefined, grpcStatus?: number): void;
+
+  /** A route's URL rewrite: the authority (Host / :authority) and/or the path (with query) it goes on with. */
+  abstract rewrite(authority: string | undefined, path: string | undefined): void;
 
   /** Drops the request headers `omit` matches (the inbound side drops the mesh's own). */
   stripHeaders(omit: (lowerCaseName: string) => boolean): void {
@@ -316,6 +330,11 @@ export class H1Exchange extends HttpExchange {
     respondH1(this.res, err);
   }
 
+  rewrite(authority: string | undefined, path: string | undefined): void {
+    if (authority !== undefined) this.req.headers.host = authority;
+    if (path !== undefined) this.req.url = path;
+  }
+
   answer(status: number, message: string, location: string | undefined): void {
     answerH1(this.res, status, message, location);
   }
@@ -426,7 +445,17 @@ export class H2Exchange extends HttpExchange {
     respondH2(this.stream, this.grpc, err);
   }
 
-  answer(status: number, message: string, location: string | undefined): void {
+  rewrite(authority: string | undefined, path: string | undefined): void {
+    const h = this.headers;
+    if (authority !== undefined) {
+      h[':authority'] = authority;
+      if (h.host !== undefined) h.host = authority;
+    }
+    if (path !== undefined) h[':path'] = path;
+  }
+
+  answer(status: number, message: string, location: string | undefined, grpcStatus?: number): void {
+    if (this.grpc && grpcStatus !== undefined) return answerGrpc(this.stream, grpcStatus, message);
     answerH2(this.stream, status, message, location);
   }
 

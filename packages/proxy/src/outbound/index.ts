@@ -68,7 +68,7 @@ export function createOutboundStack(opts: OutboundStackOptions): OutboundStack {
     pushHttpServer<Accept>({ sink, headerReadTimeoutMs: config.headerReadTimeoutMs }),
     pushDiscover(discovery),
     pushRoute({ policies: opts.policies, log }),
-    pushBackend(),
+    pushBackend({ discovery }),
     pushBalance(health),
     pushConnect({ connector, labels }),
     pushTap({ tap: opts.tap, direction: 'outbound' }),
