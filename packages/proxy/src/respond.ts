@@ -7,7 +7,7 @@ import type { ServerResponse } from 'node:http';
 import type { ServerHttp2Stream } from 'node:http2';
 import type { Socket } from 'node:net';
 import { TLSSocket } from 'node:tls';
-import { ProxyError, type ProxyErrorCode } from './errors.js';
+import { ProxyError, RouteAnswer, type ProxyErrorCode } from './errors.js';
 
 export const ERROR_HEADER = 'x-minimesh-proxy-error';
 
@@ -102,6 +102,7 @@ export function isGrpc(contentType: string | string[] | undefined): boolean {
 /** Answers an HTTP/1 request with the error (or cuts the response when its head already left). */
 export function respondH1(res: ServerResponse, err: unknown): void {
   if (res.headersSent) return void res.destroy();
+  if (err instanceof RouteAnswer) return answerH1(res, err.status, err.message, undefined);
   const r = toHttpErrorResponse(err);
   res.writeHead(r.status, r.headers).end(r.body);
 }
@@ -110,6 +111,10 @@ export function respondH1(res: ServerResponse, err: unknown): void {
 export function respondH2(stream: ServerHttp2Stream, grpc: boolean, err: unknown): void {
   if (stream.destroyed || stream.closed) return;
   if (stream.headersSent) return void stream.close(0x2 /* INTERNAL_ERROR */);
+  if (err instanceof RouteAnswer)
+    return grpc
+      ? answerGrpc(stream, err.grpcStatus, err.message)
+      : answerH2(stream, err.status, err.message, undefined);
   try {
     stream.respond(grpc ? toGrpcErrorHeaders(err) : toH2ErrorHeaders(err), { endStream: true });
   } catch {

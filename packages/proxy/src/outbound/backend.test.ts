@@ -5,7 +5,10 @@ import type { CompiledBackend, CompiledOutboundRule } from '@minimesh/policy/cli
 import { describe, expect, it } from 'vitest';
 import { balancedConcrete, discovered, FakeRequest, logicalOf, recorder } from '../../test/support/stages.js';
 import type { Concrete, Logical, RouteTarget } from '../targets.js';
-import { pickWeighted, pushBackend } from './backend.js';
+import { RetryAttempt } from '../http/retry.js';
+import type { HttpExchange } from '../http/exchange.js';
+import { RouteAnswer } from '../errors.js';
+import { backendsReady, pickWeighted, pushBackend } from './backend.js';
 
 const WEB = 'web.shop.svc.cluster.local:80';
 const V2 = 'web-v2.shop.svc.cluster.local:80';
@@ -133,5 +136,31 @@ describe('outbound backend', () => {
     };
     const c = run(ruleOf([fwd]), 0).next.calls[0]![0];
     expect(c).toMatchObject({ kind: 'forward', authority: '192.0.2.1:443', endpoint: { ip: '192.0.2.1', port: 443 } });
+  });
+
+  it("a retry's attempt is routed at once or refused: a backend not yet discovered, a failure injector's answer", () => {
+    const ex = new FakeRequest(WEB) as unknown as HttpExchange;
+    const attempt = new RetryAttempt(ex, 2);
+    const next = recorder<Concrete, RetryAttempt>();
+    const stage = pushBackend<RetryAttempt>({ discovery, random: () => 0 })(next.next);
+    stage({ logical, rule: ruleOf([balancer('web-v3.shop.svc.cluster.local:80', 1)]) }, attempt);
+    expect((attempt.rejected as { code: string }).code).toBe('MINIMESH_PROXY_NO_ENDPOINTS');
+    const gone: CompiledBackend = { kind: 'fail', weight: 1, meta: META, filters: [], status: 14, message: 'gone' };
+    const second = new RetryAttempt(ex, 2);
+    stage({ logical, rule: ruleOf([gone], true) }, second);
+    expect(second.rejected).toBeInstanceOf(RouteAnswer);
+    expect(second.rejected).toMatchObject({ status: 500, grpcStatus: 14 });
+    expect(next.calls).toEqual([]);
+  });
+
+  it("backendsReady: nothing to wait for when every backend is known, else destination's answers", async () => {
+    expect(backendsReady(discovery, ruleOf([balancer(WEB, 1), balancer(V2, 1)]), logical)).toBeUndefined();
+    const waiting = backendsReady(
+      discovery,
+      ruleOf([balancer('web-v3.shop.svc.cluster.local:80', 1), balancer(V2, 1)]),
+      logical,
+    );
+    expect(waiting).toBeInstanceOf(Promise);
+    await waiting;
   });
 });

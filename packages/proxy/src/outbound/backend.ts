@@ -6,12 +6,12 @@
 // the Logical's own Service is its own Concrete. A backend with a failure injector (an unreachable
 // backendRef) answers its share with the injected status; a backend's own filters (header edits) are
 // applied here. Without a rule (no policy, no route) the Logical's Concrete serves.
-import type { CompiledBackend } from '@minimesh/policy/client';
+import type { CompiledBackend, CompiledOutboundRule } from '@minimesh/policy/client';
 import type { Discovery } from '../destination/discovery.js';
-import { ProxyError } from '../errors.js';
+import { ProxyError, RouteAnswer } from '../errors.js';
 import type { HttpRequest } from '../http/exchange.js';
 import type { Layer, RequestHandler } from '../layers.js';
-import { plainEndpoint, type Concrete, type RouteTarget } from '../targets.js';
+import { plainEndpoint, type Concrete, type Logical, type RouteTarget } from '../targets.js';
 import { applyFilters, editHeaders, responseEditor } from './filters.js';
 
 export interface BackendOptions {
@@ -80,6 +80,13 @@ export function pushBackend<R extends HttpRequest>(
     if (backend.authority === logical.authority) return next(logical.concrete, req);
     const known = discovery.httpNow(backend.authority, undefined);
     if (known !== undefined) return next(known.concrete, req);
+    // A retry's attempt is routed at once or not at all (the route stage waited for discovery first).
+    if (req.exchange !== undefined && (req.exchange as unknown) !== req) {
+      discovery.http(backend.authority, undefined).catch(() => undefined);
+      return req.reject(
+        new ProxyError('MINIMESH_PROXY_NO_ENDPOINTS', `backend ${backend.authority}: destination has not answered yet`),
+      );
+    }
     discovery.http(backend.authority, undefined).then(
       (l) => next(l.concrete, req),
       (err: unknown) => req.reject(err),
@@ -87,13 +94,34 @@ export function pushBackend<R extends HttpRequest>(
   };
 }
 
-/** A backend (or a distribution) that answers with a failure: the injected status, else refused. */
+/** A backend (or a distribution) that answers with a failure: the injected status. */
 function fail(req: HttpRequest, status: number, grpcStatus: number, message: string, grpc = false): void {
   const ex = req.exchange;
-  // The caller's own exchange answers as the route says; a retry's attempt can only be refused.
+  // The caller's own exchange answers as the route says; a retry's attempt can only be refused (with
+  // the same answer).
   if (ex !== undefined && (ex as unknown) === req) {
     if (grpc) return ex.answer(500, message, undefined, grpcStatus);
     return ex.answer(status, message, undefined);
   }
-  req.reject(new ProxyError('MINIMESH_PROXY_INVALID_POLICY', message));
+  req.reject(new RouteAnswer(grpc ? 500 : status, grpcStatus, message));
+}
+
+/**
+ * Undefined when every balancer backend of `rule` is known to discovery (its Concrete is at hand),
+ * else a promise settled once destination answered for each: the route stage waits for it before it
+ * sends a request with retries, whose attempts must be routed at once.
+ */
+export function backendsReady(
+  discovery: Pick<Discovery, 'httpNow' | 'http'> | undefined,
+  rule: CompiledOutboundRule,
+  logical: Logical,
+): Promise<unknown> | undefined {
+  if (discovery === undefined) return undefined;
+  let waits: Array<Promise<unknown>> | undefined;
+  for (const b of rule.backends) {
+    if (b.kind !== 'balancer' || b.weight <= 0 || b.authority === logical.authority) continue;
+    if (discovery.httpNow(b.authority, undefined) !== undefined) continue;
+    (waits ??= []).push(discovery.http(b.authority, undefined));
+  }
+  return waits && Promise.allSettled(waits);
 }

@@ -67,7 +67,7 @@ export function createOutboundStack(opts: OutboundStackOptions): OutboundStack {
   const http = stack(
     pushHttpServer<Accept>({ sink, headerReadTimeoutMs: config.headerReadTimeoutMs }),
     pushDiscover(discovery),
-    pushRoute({ policies: opts.policies, log }),
+    pushRoute({ policies: opts.policies, log, discovery }),
     pushBackend({ discovery }),
     pushBalance(health),
     pushConnect({ connector, labels }),

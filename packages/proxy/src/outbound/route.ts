@@ -15,6 +15,8 @@ import type { Layer, RequestHandler } from '../layers.js';
 import type { OutboundPolicies } from '../policy/outbound-policies.js';
 import { canBuffer, routeRetryPolicy } from '../policy/retry-policy.js';
 import type { Logical, RouteTarget } from '../targets.js';
+import type { Discovery } from '../destination/discovery.js';
+import { backendsReady } from './backend.js';
 import { applyFilters, responseEditor } from './filters.js';
 import { MirrorRequest } from './mirror.js';
 
@@ -22,6 +24,8 @@ export interface RouteOptions {
   /** The OutboundPolicies watch; undefined (or without a controller): no routes. */
   policies: Pick<OutboundPolicies, 'enabled' | 'get' | 'retryMetrics'> | undefined;
   log: Logger;
+  /** Where backends' endpoints come from (the route waits for them before a request with retries). */
+  discovery?: Pick<Discovery, 'httpNow' | 'http'> | undefined;
   /** [0, 1): whether a request is mirrored (a seam for tests). */
   random?: () => number;
 }
@@ -105,6 +109,10 @@ export function pushRoute(
     let policyOfRule = retries.get(rule);
     if (policyOfRule === undefined)
       retries.set(rule, (policyOfRule = routeRetryPolicy(retry, policies.retryMetrics.counters(policy, hit.route))));
-    sendWithRetries(req, policyOfRule, (attempt) => next(target, attempt), log);
+    const send = policyOfRule;
+    const go = (): void => sendWithRetries(req, send, (attempt) => next(target, attempt), log);
+    const pending = backendsReady(opts.discovery, rule, logical);
+    if (pending === undefined) return go();
+    void pending.then(go);
   };
 }
