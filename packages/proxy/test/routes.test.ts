@@ -318,6 +318,28 @@ describe('outbound routes through the proxy', () => {
     expect(r.status).toBe(500);
   });
 
+  it("route and backend metrics with Linkerd's names and labels show each side of the split", async () => {
+    for (let i = 0; i < 20; i++) await get('/split');
+    const reg = proxy.metrics.registry;
+    const backends = await reg.getSingleMetricAsString('outbound_http_route_backend_response_statuses_total');
+    const series = (name: string) =>
+      new RegExp(
+        `outbound_http_route_backend_response_statuses_total\\{parent_group="core",parent_kind="Service",parent_namespace="shop",parent_name="web",parent_port="80",route_group="gateway.networking.k8s.io",route_kind="HTTPRoute",route_namespace="shop",route_name="canary",backend_group="core",backend_kind="Service",backend_namespace="shop",backend_name="${name}",backend_port="80",http_status="200"\\} [1-9]`,
+      );
+    expect(backends).toMatch(series('web-v1'));
+    expect(backends).toMatch(series('web-v2'));
+    const statuses = await reg.getSingleMetricAsString('outbound_http_route_request_statuses_total');
+    expect(statuses).toMatch(/route_name="canary",hostname="web.shop.svc.cluster.local",http_status="301"\} [1-9]/);
+    expect(statuses).toMatch(/route_name="canary",hostname="web.shop.svc.cluster.local",http_status="500"\} [1-9]/);
+    const duration = await reg.getSingleMetricAsString('outbound_http_route_request_duration_seconds');
+    expect(duration).toMatch(
+      /outbound_http_route_request_duration_seconds_bucket\{le="0.05",.*route_name="canary".*\} [1-9]/,
+    );
+    expect(await reg.getSingleMetricAsString('outbound_http_route_backend_requests_total')).toMatch(
+      /backend_name="web-v2",backend_port="80"\} [1-9]/,
+    );
+  });
+
   it('GRPCRoute: retried on UNAVAILABLE until OK; a missing backend answers UNAVAILABLE; other methods go through', async () => {
     const gone = await until(
       () => grpcCall('/test.Echo/Gone'),
@@ -329,5 +351,11 @@ describe('outbound routes through the proxy', () => {
     expect(grpcAttempts['/test.Echo/Flaky']).toBe(3);
     expect(await grpcCall('/test.Echo/Denied')).toBe(7);
     expect(grpcAttempts['/test.Echo/Denied']).toBe(1);
+    const grpc = await proxy.metrics.registry.getSingleMetricAsString('outbound_grpc_route_request_statuses_total');
+    expect(grpc).toMatch(
+      /route_kind="GRPCRoute",route_namespace="shop",route_name="rpc",hostname="rpc.shop.svc.cluster.local",grpc_status="OK"\} [1-9]/,
+    );
+    expect(grpc).toMatch(/grpc_status="PERMISSION_DENIED"\} 1/);
+    expect(grpc).toMatch(/grpc_status="UNAVAILABLE"\} [1-9]/);
   });
 });

@@ -7,7 +7,8 @@ import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:
 import type { Readable, Writable } from 'node:stream';
 import { constants as http2constants, type IncomingHttpHeaders as H2Headers, type ServerHttp2Stream } from 'node:http2';
 import type { Logger } from '@minimesh/runtime';
-import { ProxyError, toConnectError, unwrapCause } from '../errors.js';
+import type { CompiledBackend } from '@minimesh/policy/client';
+import { ProxyError, RouteAnswer, toConnectError, unwrapCause } from '../errors.js';
 import type { Rejectable } from '../layers.js';
 import type { Labels, ProxyMetrics } from '../metrics/metrics.js';
 import { answerGrpc, answerH1, answerH2, errorCode, isGrpc, respondH1, respondH2 } from '../respond.js';
@@ -64,6 +65,13 @@ export interface ExchangeObserver {
 
 const NO_EXTRA: Record<string, string> = {};
 
+/** A route's metrics for one request (policy/route-metrics.ts): the backend it went to, how it ended. */
+export interface RouteStats {
+  backend(b: CompiledBackend): void;
+  /** Counted once: the response's status (0: none) and gRPC status, or the proxy error code that ended it. */
+  done(status: number, grpcStatus: number | undefined, errorCode: string | undefined): void;
+}
+
 /** Something sending an exchange upstream that a route's timeout or a gone caller can stop. */
 export interface Cancellable {
   cancel(): void;
@@ -95,6 +103,8 @@ export abstract class HttpExchange implements ExchangeHooks, CallSink, HttpReque
   private grpcStatus: number | undefined;
   /** A route's request timeout (the outbound route stage sets it), armed once the request is sent; 0: none. */
   requestTimeoutMs = 0;
+  /** The route's metrics of this request (the outbound route stage sets them); undefined: no route. */
+  routeStats: RouteStats | undefined = undefined;
   /** A route's response header filters (the outbound route stage sets them); undefined: none. */
   editResponse: ((headers: OutgoingHttpHeaders) => void) | undefined = undefined;
   private sending: Cancellable | undefined;
@@ -127,6 +137,9 @@ export abstract class HttpExchange implements ExchangeHooks, CallSink, HttpReque
   /** A stage cannot take the request (no endpoints, ...): counted in proxy_errors_total and answered with `err`. */
   reject(err: unknown): void {
     this.sink.metrics.error(this.sink.direction, errorCode(err));
+    if (err instanceof RouteAnswer)
+      this.routeStats?.done(err.status, this.grpc ? err.grpcStatus : undefined, undefined);
+    else this.routeStats?.done(0, undefined, errorCode(err));
     this.fail(err);
   }
 
@@ -230,6 +243,7 @@ export abstract class HttpExchange implements ExchangeHooks, CallSink, HttpReque
     this.sink.log.debug({ err: err.message }, `${this.sink.direction} request timed out (route timeout)`);
     this.endLoad();
     this.observer?.responseEnd({ failed: true });
+    this.routeStats?.done(this.status, this.grpcStatus, err.code);
     this.sending?.cancel();
     if (this.status === 0) this.fail(err);
     else this.reset();
@@ -246,6 +260,8 @@ export abstract class HttpExchange implements ExchangeHooks, CallSink, HttpReque
   onEnd(failed: boolean): void {
     if (this.timer) clearTimeout(this.timer);
     this.observer?.responseEnd({ grpcStatus: this.grpcStatus, failed });
+    if (this.status !== 0)
+      this.routeStats?.done(this.status, this.grpcStatus, failed ? 'MINIMESH_PROXY_UPSTREAM_FAILED' : undefined);
     if (this.status === 0 || !this.labels) return;
     this.sink.metrics.response(this.labels, this.t0, this.status, this.grpcStatus, failed);
   }
@@ -257,6 +273,7 @@ export abstract class HttpExchange implements ExchangeHooks, CallSink, HttpReque
     this.observer?.responseEnd({ failed: true });
     const err = this.explain(raw);
     this.sink.metrics.error(this.sink.direction, errorCode(err));
+    this.routeStats?.done(0, undefined, errorCode(err));
     this.sink.log.debug({ err: err.message }, `${this.sink.direction} request failed`);
     this.fail(err);
   }
@@ -336,6 +353,7 @@ export class H1Exchange extends HttpExchange {
   }
 
   answer(status: number, message: string, location: string | undefined): void {
+    this.routeStats?.done(status, undefined, undefined);
     answerH1(this.res, status, message, location);
   }
 
@@ -455,7 +473,9 @@ export class H2Exchange extends HttpExchange {
   }
 
   answer(status: number, message: string, location: string | undefined, grpcStatus?: number): void {
-    if (this.grpc && grpcStatus !== undefined) return answerGrpc(this.stream, grpcStatus, message);
+    const grpc = this.grpc && grpcStatus !== undefined;
+    this.routeStats?.done(grpc ? 200 : status, grpc ? grpcStatus : undefined, undefined);
+    if (grpc) return answerGrpc(this.stream, grpcStatus, message);
     answerH2(this.stream, status, message, location);
   }
 

@@ -51,6 +51,7 @@ export function pushBackend<R extends HttpRequest>(
     const backend = pickWeighted(rule.backends, random());
     if (backend === undefined)
       return fail(req, 500, 13, `route ${target.logical.authority}: every backend has weight 0`);
+    req.exchange?.routeStats?.backend(backend);
     if (backend.kind === 'fail') return fail(req, backend.status, backend.status, backend.message, rule.grpc);
     if (backend.filters.length > 0 && req.exchange !== undefined) {
       const ex = req.exchange;

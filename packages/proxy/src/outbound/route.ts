@@ -22,7 +22,9 @@ import { MirrorRequest } from './mirror.js';
 
 export interface RouteOptions {
   /** The OutboundPolicies watch; undefined (or without a controller): no routes. */
-  policies: Pick<OutboundPolicies, 'enabled' | 'get' | 'retryMetrics'> | undefined;
+  policies:
+    | (Pick<OutboundPolicies, 'enabled' | 'get' | 'retryMetrics'> & Partial<Pick<OutboundPolicies, 'routeMetrics'>>)
+    | undefined;
   log: Logger;
   /** Where backends' endpoints come from (the route waits for them before a request with retries). */
   discovery?: Pick<Discovery, 'httpNow' | 'http'> | undefined;
@@ -84,6 +86,9 @@ export function pushRoute(
     );
     if (hit === undefined) return next(noRoute(logical), req);
     const { rule } = hit;
+    const routeMetrics = policies.routeMetrics;
+    if (routeMetrics !== undefined)
+      req.routeStats = routeMetrics.start(policy, hit.route, rule.grpc, hostOf(req.authority));
     if (rule.fail)
       return rule.grpc
         ? req.answer(500, rule.fail.message, undefined, rule.fail.status)
@@ -115,4 +120,11 @@ export function pushRoute(
     if (pending === undefined) return go();
     void pending.then(go);
   };
+}
+
+/** The request's host for the hostname label: without the port, lower-case. */
+function hostOf(authority: string | undefined): string {
+  if (authority === undefined) return '';
+  const a = authority.startsWith('[') ? authority.slice(0, authority.indexOf(']') + 1) : authority.split(':')[0]!;
+  return a.toLowerCase();
 }
