@@ -210,7 +210,9 @@ describe('minimesh viz stat', () => {
     });
     expect(await run(vizCommand, ['bogus'])).toMatchObject({
       code: 2,
-      error: { message: 'unknown viz command "bogus": expected one of stat, stat-outbound, edges, top, tap, dashboard' },
+      error: {
+        message: 'unknown viz command "bogus": expected one of stat, stat-outbound, edges, top, tap, dashboard',
+      },
     });
   });
 
