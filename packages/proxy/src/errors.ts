@@ -39,6 +39,21 @@ export class ProxyError extends Error {
   }
 }
 
+/**
+ * A route's own answer given as an error (a failure-injecting backend reached by a retry's attempt,
+ * which can only be refused): answered with its HTTP status, or its gRPC status to a gRPC caller.
+ */
+export class RouteAnswer extends ProxyError {
+  constructor(
+    readonly status: number,
+    readonly grpcStatus: number,
+    message: string,
+  ) {
+    super('MINIMESH_PROXY_INVALID_POLICY', message);
+    this.name = 'RouteAnswer';
+  }
+}
+
 /** Classifies a socket/TLS error from connecting to `target` into the catalogue. */
 export function toConnectError(target: string, err: unknown, expectedIdentity?: string): ProxyError {
   if (err instanceof ProxyError) return err;

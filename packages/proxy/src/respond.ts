@@ -7,7 +7,7 @@ import type { ServerResponse } from 'node:http';
 import type { ServerHttp2Stream } from 'node:http2';
 import type { Socket } from 'node:net';
 import { TLSSocket } from 'node:tls';
-import { ProxyError, type ProxyErrorCode } from './errors.js';
+import { ProxyError, RouteAnswer, type ProxyErrorCode } from './errors.js';
 
 export const ERROR_HEADER = 'x-minimesh-proxy-error';
 
@@ -112,6 +112,7 @@ export function isGrpc(contentType: string | string[] | undefined): boolean {
 /** Answers an HTTP/1 request with the error (or cuts the response when its head already left). */
 export function respondH1(res: ServerResponse, err: unknown): void {
   if (res.headersSent) return void res.destroy();
+  if (err instanceof RouteAnswer) return answerH1(res, err.status, err.message, undefined);
   const r = toHttpErrorResponse(err);
   res.writeHead(r.status, r.headers).end(r.body);
 }
@@ -120,6 +121,10 @@ export function respondH1(res: ServerResponse, err: unknown): void {
 export function respondH2(stream: ServerHttp2Stream, grpc: boolean, err: unknown): void {
   if (stream.destroyed || stream.closed) return;
   if (stream.headersSent) return void stream.close(0x2 /* INTERNAL_ERROR */);
+  if (err instanceof RouteAnswer)
+    return grpc
+      ? answerGrpc(stream, err.grpcStatus, err.message)
+      : answerH2(stream, err.status, err.message, undefined);
   try {
     stream.respond(grpc ? toGrpcErrorHeaders(err) : toH2ErrorHeaders(err), { endStream: true });
   } catch {
@@ -154,6 +159,21 @@ export function answerH2(
   const headers: Record<string, string | number> = { ':status': status, [ERROR_HEADER]: message };
   if (location) headers.location = location;
   stream.respond(headers, { endStream: true });
+}
+
+/** A gRPC route's own answer (an injected failure): a trailers-only response with that gRPC status. */
+export function answerGrpc(stream: ServerHttp2Stream, grpcStatus: number, message: string): void {
+  if (stream.destroyed || stream.headersSent) return;
+  stream.respond(
+    {
+      ':status': 200,
+      'content-type': 'application/grpc',
+      'grpc-status': grpcStatus,
+      'grpc-message': encodeURIComponent(message),
+      [ERROR_HEADER]: message.replace(/[^\x20-\x7e]/g, '?').slice(0, 512),
+    },
+    { endStream: true },
+  );
 }
 
 /**

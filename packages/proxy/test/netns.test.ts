@@ -116,7 +116,7 @@ async function unixBridge(path: string, port: number): Promise<void> {
 function agent<T = unknown>(op: string, body: unknown): Promise<T> {
   return new Promise((resolve, reject) => {
     const req = request(
-      { socketPath: join(dir, 'agent.sock'), path: `/${op}`, method: 'POST', timeout: 60_000 },
+      { socketPath: join(dir, 'agent.sock'), path: `/${op}`, method: 'POST', timeout: 60_000, agent: false },
       (res) => {
         let b = '';
         res.on('data', (c: Buffer) => (b += c.toString()));

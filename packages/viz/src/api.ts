@@ -20,6 +20,7 @@ import { edgeQueries, historyQueries, parseWindow, statQueries } from './promql.
 import type { PrometheusClient, Series } from './prometheus.js';
 import type { Resource, ResourceKind } from './resource.js';
 import { toStatRows, type StatRow } from './stat.js';
+import { statOutboundQueries, toStatOutboundRows, type StatOutboundRow } from './stat-outbound.js';
 import type { TapRecord } from './tap-record.js';
 import { groupWorkloads, toPodInfo, type PodInfo, type Workload } from './workloads.js';
 
@@ -89,6 +90,26 @@ export async function getStat(deps: VizDeps, req: StatRequest): Promise<StatRow[
     results: { requests, p50, p95, p99, tcpConnections, readBytes, writeBytes },
     includeMetricsOnly: Boolean(req.from),
   });
+}
+
+/** `viz stat-outbound`: a workload's outbound traffic per Service, route and backend. */
+export async function getStatOutbound(
+  deps: VizDeps,
+  req: { resource: Resource; namespace: string; window: string },
+): Promise<StatOutboundRow[]> {
+  const window = parseWindow(req.window);
+  await requireNamespace(deps.kube, req.namespace);
+  await requireResource(deps.kube, { ...req.resource, namespace: req.namespace });
+  const queries = statOutboundQueries({
+    kind: req.resource.kind,
+    namespace: req.namespace,
+    name: req.resource.name,
+    window: window.text,
+  });
+  const prom = await deps.prometheus();
+  const keys = Object.keys(queries);
+  const answers = await Promise.all(keys.map((k) => prom.query(queries[k] as string)));
+  return toStatOutboundRows(Object.fromEntries(keys.map((k, i) => [k, answers[i] ?? []])), window.seconds);
 }
 
 /** `viz edges`: who talks to whom, secured or not. */

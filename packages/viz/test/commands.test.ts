@@ -120,6 +120,29 @@ async function run(
   }
 }
 
+describe('minimesh viz stat-outbound', () => {
+  it("shows the workload's route and each backend of its split, from the route metrics", async () => {
+    const r = await run(vizCommand, ['stat-outbound', 'deploy/client', '-n', 'demo']);
+    expect(r.error).toBeUndefined();
+    expect(r.code).toBe(0);
+    const lines = r.stdout.trimEnd().split('\n');
+    expect(lines[0]).toMatch(/^SERVICE\s+ROUTE\s+TYPE\s+BACKEND\s+SUCCESS\s+RPS\s+LATENCY_P50/);
+    expect(lines[1]).toMatch(/^server:8080\s+server-split\s+HTTPRoute\s+95\.00%\s+2\.0rps\s+5ms/);
+    expect(lines[2]).toMatch(/^\s+├─►\s+server-canary:8080\s+50\.00%\s+0\.2rps/);
+    expect(lines[3]).toMatch(/^\s+└─►\s+server:8080\s+100\.00%\s+1\.8rps\s+4ms/);
+    expect(
+      prom.queries.some((q) =>
+        q.includes('outbound_grpc_route_request_statuses_total{namespace="demo", deployment="client"}[1m]'),
+      ),
+    ).toBe(true);
+  });
+
+  it('needs a named workload', async () => {
+    const r = await run(vizCommand, ['stat-outbound', 'deploy', '-n', 'demo']);
+    expect(r.code).toBe(2);
+  });
+});
+
 describe('minimesh viz stat', () => {
   it('prints the table of the demo namespace: the server at 95 % success, 2 rps', async () => {
     const r = await run(vizCommand, ['stat', 'deploy', '-n', 'demo']);
@@ -187,7 +210,9 @@ describe('minimesh viz stat', () => {
     });
     expect(await run(vizCommand, ['bogus'])).toMatchObject({
       code: 2,
-      error: { message: 'unknown viz command "bogus": expected one of stat, edges, top, tap, dashboard' },
+      error: {
+        message: 'unknown viz command "bogus": expected one of stat, stat-outbound, edges, top, tap, dashboard',
+      },
     });
   });
 

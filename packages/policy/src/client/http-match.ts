@@ -86,7 +86,8 @@ function anchored(source: string): RegExp {
 export function compileMatch(m: httpRoute.HttpRouteMatch): CompiledMatch {
   const tests: Array<(r: RequestView) => boolean> = [];
   // How much of the path the match covers.
-  let pathLen: (r: RequestView) => number | undefined = () => 0;
+  // No path: any path, as PathPrefix "/" (the Gateway API's default), so it ranks with one.
+  let pathLen: (r: RequestView) => number | undefined = () => 1;
   const p = m.path?.kind;
   if (p?.$case === 'exact') {
     const v = p.value;

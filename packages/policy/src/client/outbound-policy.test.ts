@@ -1,12 +1,17 @@
 // Outbound routes as a proxy compiles them, from policies the index computes and the server encodes.
 import { outbound } from '@minimesh/proto';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import type { IndexedKind } from '../index/store.js';
 import { PolicyIndex } from '../index/policy-index.js';
 import { toFallbackPolicy, toProtoOutbound, toUndefinedPortPolicy } from '../server/outbound-translator.js';
 import { TEST_CLUSTER } from '../testing.js';
 import { requestView } from './http-match.js';
 import {
   compileOutboundPolicy,
+  isRetryableGrpc,
   isRetryableStatus,
   routeOutbound,
   type CompiledOutboundPolicy,
@@ -72,6 +77,7 @@ describe('outbound routes', () => {
     expect(slow.rule.timeouts).toEqual({ requestMs: 300 });
     expect(slow.rule.retry).toEqual({
       maxRetries: 2,
+      grpcCodes: [],
       maxRequestBytes: 65536,
       statusRanges: [[500, 599]],
       timeoutMs: 200,
@@ -96,5 +102,86 @@ describe('outbound routes', () => {
 
   it('an invalid policy says why', () => {
     expect(compileOutboundPolicy({}).invalid).toBe('no protocol');
+  });
+});
+
+/** The Gateway API fixture (index/fixtures/06): HTTPRoute filters and a GRPCRoute, as a proxy compiles them. */
+function gatewayFixture(svc: string, port: number): CompiledOutboundPolicy {
+  const file = fileURLToPath(new URL('../index/fixtures/06-gateway-routes.yaml', import.meta.url));
+  const { objects } = parse(readFileSync(file, 'utf8')) as { objects: Array<{ kind: string; apiVersion: string }> };
+  const index = new PolicyIndex(TEST_CLUSTER);
+  for (const o of objects) {
+    const kind = o.kind === 'HTTPRoute' && o.apiVersion.startsWith('gateway.') ? 'GatewayHTTPRoute' : o.kind;
+    index.apply(kind as IndexedKind, o);
+  }
+  const [ns = '', name = ''] = svc.split('/');
+  const bytes = outbound.OutboundPolicy.encode(toProtoOutbound(index.outbound(ns, name, port, ns)!)).finish();
+  return compileOutboundPolicy(outbound.OutboundPolicy.decode(bytes));
+}
+
+describe('outbound route filters and gRPC routes', () => {
+  const echo = (path: string, headers: Record<string, string> = {}) =>
+    requestView('GET', path, 'echo.mesh.svc.cluster.local:80', (n) => headers[n]);
+
+  it("a rule's filters in order, its backends' own filters, the mirror's backend and share", () => {
+    const p = gatewayFixture('mesh/echo', 80);
+    const hit = routeOutbound(p, 'http1', echo('/', { version: 'two' }))!;
+    expect(hit.route.meta.name).toBe('filters');
+    expect(hit.rule.filters).toEqual([
+      { kind: 'requestHeaders', edit: { add: [['x-add', 'a']], set: [['x-set', '1']], remove: ['x-drop'] } },
+      { kind: 'responseHeaders', edit: { add: [], set: [['x-resp', 'r']], remove: [] } },
+      {
+        kind: 'mirror',
+        ratio: 0.25,
+        backend: expect.objectContaining({ kind: 'balancer', authority: 'echo-v1.mesh.svc.cluster.local:80' }),
+      },
+    ]);
+    expect(hit.rule.backends).toMatchObject([
+      {
+        kind: 'balancer',
+        authority: 'echo-v2.mesh.svc.cluster.local:80',
+        filters: [{ kind: 'requestHeaders', edit: { set: [['x-backend', 'v2']] } }],
+      },
+    ]);
+    expect(hit.rule.grpc).toBe(false);
+  });
+
+  it('redirects and rewrites keep what the rule matched (its path prefixes)', () => {
+    const p = gatewayFixture('mesh/echo', 80);
+    const old = routeOutbound(p, 'http1', echo('/old/x'))!;
+    expect(old.rule.prefixes).toEqual(['/old']);
+    expect(old.rule.filters).toEqual([
+      {
+        kind: 'redirect',
+        status: 308,
+        scheme: 'https',
+        host: 'example.com',
+        port: 8443,
+        path: { kind: 'prefix', value: '/new' },
+      },
+    ]);
+    const api = routeOutbound(p, 'http1', echo('/api/x'))!;
+    expect(api.rule.filters).toEqual([{ kind: 'rewrite', host: 'api.internal', path: { kind: 'full', value: '/v2' } }]);
+  });
+
+  it('a GRPCRoute: matched on /<service>/<method> and headers, retried on gRPC codes, weighted backends', () => {
+    const p = gatewayFixture('mesh/echo', 7070);
+    expect(p.protocol).toBe('grpc');
+    const grpcReq = (path: string, user?: string) =>
+      requestView('POST', path, 'echo.mesh.svc.cluster.local:7070', (n) => (n === 'x-user' ? user : undefined));
+    const ping = routeOutbound(p, 'h2', grpcReq('/grpc.Echo/Ping', 'a'))!;
+    expect(ping.route.meta).toMatchObject({ kind: 'GRPCRoute', name: 'rpc' });
+    expect(ping.rule.grpc).toBe(true);
+    expect(ping.rule.backends.map((b) => b.weight)).toEqual([1, 3]);
+    expect(ping.rule.retry?.grpcCodes).toEqual([13, 14]);
+    expect(isRetryableGrpc(ping.rule.retry!, 14)).toBe(true);
+    expect(isRetryableGrpc(ping.rule.retry!, 5)).toBe(false);
+    expect(ping.rule.filters).toEqual([
+      { kind: 'responseHeaders', edit: { add: [['x-from', 'grpcroute']], set: [], remove: [] } },
+    ]);
+    // Another method, or the header missing: the rule without matches.
+    const other = routeOutbound(p, 'h2', grpcReq('/grpc.Echo/Other', 'a'))!;
+    expect(other.rule).not.toBe(ping.rule);
+    expect(routeOutbound(p, 'h2', grpcReq('/grpc.Echo/Ping'))!.rule).toBe(other.rule);
   });
 });

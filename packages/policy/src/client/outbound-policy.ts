@@ -1,7 +1,9 @@
 // Outbound routes over the proxy API's form (outbound.OutboundPolicy), compiled once per update: the
-// route and rule of a request, with its timeouts, retry policy and backends, as linkerd2-proxy applies
-// them. minimesh-proxy's route layer and `minimesh explain` use it.
-import type { outbound } from '@minimesh/proto';
+// route and rule of a request, with its timeouts, retry policy, filters and backends, as linkerd2-proxy
+// applies them. HTTP routes and gRPC routes compile to one form: a gRPC match is a match on the
+// request's path (/<service>/<method>) and headers, a gRPC retry condition a gRPC status code.
+// minimesh-proxy's route layer and `minimesh explain` use it.
+import type { grpcRoute, httpRoute, outbound } from '@minimesh/proto';
 import { fromTcpAddress } from '@minimesh/proto';
 import {
   compileHosts,
@@ -15,6 +17,8 @@ import { metaFromProto, type PolicyMeta } from './server-policy.js';
 
 export interface CompiledRetry {
   maxRetries: number;
+  /** gRPC status codes that are retried (a gRPC route's conditions); empty for an HTTP route. */
+  grpcCodes: number[];
   /** Requests with larger bodies are not retried. */
   maxRequestBytes: number;
   /** Retried statuses; empty: only failures to get a response are retried. */
@@ -33,13 +37,55 @@ export interface CompiledTimeouts {
   idleMs?: number;
 }
 
+/** Header edits, in the Gateway API's order: add (appended to a present value), set, remove. Names lower-case. */
+export interface CompiledHeaderEdit {
+  add: Array<[string, string]>;
+  set: Array<[string, string]>;
+  remove: string[];
+}
+
+/** A path replacement: the whole path, or the part the rule's path prefix matched. */
+export interface CompiledPathReplace {
+  kind: 'full' | 'prefix';
+  value: string;
+}
+
+export type CompiledRouteFilter =
+  | { kind: 'requestHeaders'; edit: CompiledHeaderEdit }
+  | { kind: 'responseHeaders'; edit: CompiledHeaderEdit }
+  | {
+      kind: 'redirect';
+      /** Unset: the request's own scheme, host, port, path. */
+      scheme?: string;
+      host?: string;
+      port?: number;
+      path?: CompiledPathReplace;
+      status: number;
+    }
+  | { kind: 'rewrite'; host?: string; path?: CompiledPathReplace }
+  /** A copy of the request goes to `backend` (the share `ratio` of requests, in [0, 1]). */
+  | { kind: 'mirror'; backend: CompiledBackend; ratio: number };
+
+interface BackendBase {
+  weight: number;
+  meta: PolicyMeta;
+  /** The backend's own filters, applied after the rule's. */
+  filters: CompiledRouteFilter[];
+}
+
 export type CompiledBackend =
-  | { kind: 'balancer'; weight: number; meta: PolicyMeta; authority: string }
-  | { kind: 'forward'; weight: number; meta: PolicyMeta; addr: { ip: string; port: number } }
-  | { kind: 'fail'; weight: number; meta: PolicyMeta; status: number; message: string };
+  | (BackendBase & { kind: 'balancer'; authority: string })
+  | (BackendBase & { kind: 'forward'; addr: { ip: string; port: number } })
+  | (BackendBase & { kind: 'fail'; status: number; message: string });
 
 export interface CompiledOutboundRule {
   matches: CompiledMatch[];
+  /** The path prefixes of the rule's prefix matches (what a prefix replacement replaces). */
+  prefixes: string[];
+  /** The rule's filters, in order (an injected failure is `fail`). */
+  filters: CompiledRouteFilter[];
+  /** A gRPC route's rule: failures are answered with gRPC statuses. */
+  grpc: boolean;
   timeouts: CompiledTimeouts;
   retry?: CompiledRetry;
   backends: CompiledBackend[];
@@ -96,27 +142,107 @@ function refFromProto(m: outbound.OutboundPolicy['metadata']): ResourceRef {
 const ms = (d: { seconds: bigint; nanos: number } | undefined): number | undefined =>
   d === undefined ? undefined : Number(d.seconds) * 1000 + Math.floor(d.nanos / 1e6);
 
+type AnyFilter = outbound.HttpRoute_Filter | outbound.GrpcRoute_Filter;
+
+function headerEdit(m: {
+  add?: { headers: Array<{ name: string; value: Uint8Array }> } | undefined;
+  set?: { headers: Array<{ name: string; value: Uint8Array }> } | undefined;
+  remove: string[];
+}): CompiledHeaderEdit {
+  const pairs = (h: { headers: Array<{ name: string; value: Uint8Array }> } | undefined): Array<[string, string]> =>
+    (h?.headers ?? []).map((x) => [x.name.toLowerCase(), Buffer.from(x.value).toString('latin1')]);
+  return { add: pairs(m.add), set: pairs(m.set), remove: m.remove.map((r) => r.toLowerCase()) };
+}
+
+function pathReplace(p: httpRoute.PathModifier | undefined): CompiledPathReplace | undefined {
+  const r = p?.replace;
+  return r ? { kind: r.$case, value: r.value } : undefined;
+}
+
+function ratioOf(r: httpRoute.Ratio | undefined): number {
+  return r === undefined ? 1 : r.denominator === 0 ? 0 : Math.min(1, r.numerator / r.denominator);
+}
+
+/** A route's or backend's filters (failure injectors are taken apart: the rule's `fail`, a backend's kind). */
+function compileFilters(list: readonly AnyFilter[], grpc: boolean): CompiledRouteFilter[] {
+  const out: CompiledRouteFilter[] = [];
+  for (const f of list) {
+    const k = f.kind;
+    if (!k) throw new Error('route filter without a kind');
+    switch (k.$case) {
+      case 'failureInjector':
+        break;
+      case 'requestHeaderModifier':
+        out.push({ kind: 'requestHeaders', edit: headerEdit(k.value) });
+        break;
+      case 'responseHeaderModifier':
+        out.push({ kind: 'responseHeaders', edit: headerEdit(k.value) });
+        break;
+      case 'redirect': {
+        const r = k.value;
+        const t = r.scheme?.type;
+        const scheme =
+          t === undefined ? undefined : t.$case === 'registered' ? (t.value === 1 ? 'https' : 'http') : t.value;
+        const path = pathReplace(r.path);
+        out.push({
+          kind: 'redirect',
+          status: r.status || 302,
+          ...(scheme ? { scheme } : {}),
+          ...(r.host ? { host: r.host } : {}),
+          ...(r.port ? { port: r.port } : {}),
+          ...(path ? { path } : {}),
+        });
+        break;
+      }
+      case 'urlRewrite': {
+        const path = pathReplace(k.value.path);
+        out.push({ kind: 'rewrite', ...(k.value.host ? { host: k.value.host } : {}), ...(path ? { path } : {}) });
+        break;
+      }
+      case 'requestMirror':
+        out.push({
+          kind: 'mirror',
+          backend: compileBackend(k.value.backend, 1, [], grpc),
+          ratio: ratioOf(k.value.ratio),
+        });
+        break;
+    }
+  }
+  return out;
+}
+
 function compileBackend(
   b: outbound.Backend | undefined,
   weight: number,
-  filters: outbound.HttpRoute_Filter[],
+  filters: readonly AnyFilter[],
+  grpc: boolean,
 ): CompiledBackend {
   const meta = metaFromProto(b?.metadata, { group: '', kind: 'default', name: 'backend' });
+  const compiled = compileFilters(filters, grpc);
   const fail = filters.find((f) => f.kind?.$case === 'failureInjector')?.kind;
-  if (fail?.$case === 'failureInjector')
-    return { kind: 'fail', weight, meta, status: fail.value.status, message: fail.value.message };
+  if (fail?.$case === 'failureInjector') {
+    const status = 'status' in fail.value ? fail.value.status : fail.value.code;
+    return { kind: 'fail', weight, meta, filters: compiled, status, message: fail.value.message };
+  }
   const k = b?.kind;
   if (k?.$case === 'balancer') {
     const d = k.value.discovery?.kind;
     if (d?.$case !== 'dst') throw new Error(`backend ${meta.name}: balancer without Destination discovery`);
-    return { kind: 'balancer', weight, meta, authority: d.value.path };
+    return { kind: 'balancer', weight, meta, filters: compiled, authority: d.value.path };
   }
   if (k?.$case === 'forward') {
     const addr = fromTcpAddress(k.value.addr);
     if (!addr) throw new Error(`backend ${meta.name}: forward without an address`);
-    return { kind: 'forward', weight, meta, addr };
+    return { kind: 'forward', weight, meta, filters: compiled, addr };
   }
-  return { kind: 'fail', weight, meta, status: 500, message: `backend ${meta.name} is invalid` };
+  return {
+    kind: 'fail',
+    weight,
+    meta,
+    filters: compiled,
+    status: grpc ? GRPC_UNAVAILABLE : 500,
+    message: `backend ${meta.name} is invalid`,
+  };
 }
 
 /**
@@ -142,16 +268,34 @@ const withAccrual = (fa: outbound.FailureAccrual | undefined): { failureAccrual?
   return c ? { failureAccrual: c } : {};
 };
 
-function compileRetry(r: outbound.HttpRoute_Retry): CompiledRetry {
-  const ranges = (r.conditions?.statusRanges ?? []).map((s): [number, number] => {
-    if (s.start === 0 || s.end === 0 || s.end > 599 || s.start > s.end)
-      throw new Error(`retry status range ${s.start}-${s.end} is invalid`);
-    return [s.start, s.end];
-  });
+const GRPC_UNAVAILABLE = 14;
+
+function compileRetry(r: outbound.HttpRoute_Retry | outbound.GrpcRoute_Retry): CompiledRetry {
   if (!r.conditions) throw new Error('retry without conditions');
+  const c = r.conditions;
+  const ranges =
+    'statusRanges' in c
+      ? c.statusRanges.map((s): [number, number] => {
+          if (s.start === 0 || s.end === 0 || s.end > 599 || s.start > s.end)
+            throw new Error(`retry status range ${s.start}-${s.end} is invalid`);
+          return [s.start, s.end];
+        })
+      : [];
+  // The field numbers of GrpcRoute.Retry.Conditions are the codes.
+  const grpcCodes =
+    'statusRanges' in c
+      ? []
+      : [
+          c.cancelled ? 1 : 0,
+          c.deadineExceeded ? 4 : 0,
+          c.resourceExhausted ? 8 : 0,
+          c.internal ? 13 : 0,
+          c.unavailable ? 14 : 0,
+        ].filter((x) => x > 0);
   const timeoutMs = ms(r.timeout);
   return {
     maxRetries: r.maxRetries,
+    grpcCodes,
     maxRequestBytes: r.maxRequestBytes,
     statusRanges: ranges,
     ...(timeoutMs !== undefined ? { timeoutMs } : {}),
@@ -163,41 +307,79 @@ function compileRetry(r: outbound.HttpRoute_Retry): CompiledRetry {
   };
 }
 
-function compileRoute(r: outbound.HttpRoute): CompiledOutboundRoute {
-  if (r.rules.length === 0) throw new Error('route without rules');
+type AnyRule = outbound.HttpRoute_Rule | outbound.GrpcRoute_Rule;
+
+function escapeRegex(s: string): string {
+  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+/** A gRPC match as an HTTP one: the method's path (/<service>/<method>) and the headers. */
+function fromGrpcMatch(m: grpcRoute.GrpcRouteMatch): httpRoute.HttpRouteMatch {
+  const service = m.rpc?.service ?? '';
+  const method = m.rpc?.method ?? '';
+  const path: httpRoute.PathMatch | undefined =
+    service && method
+      ? { kind: { $case: 'exact', value: `/${service}/${method}` } }
+      : service
+        ? { kind: { $case: 'prefix', value: `/${service}/` } }
+        : method
+          ? { kind: { $case: 'regex', value: `/[^/]+/${escapeRegex(method)}` } }
+          : undefined;
+  return { ...(path ? { path } : {}), headers: m.headers, queryParams: [] };
+}
+
+function compileRule(rule: AnyRule, grpc: boolean): CompiledOutboundRule {
+  const dist = rule.backends?.kind;
+  const list =
+    dist?.$case === 'firstAvailable'
+      ? dist.value.backends.slice(0, 1).map((b) => compileBackend(b.backend, 1, b.filters, grpc))
+      : dist?.$case === 'randomAvailable'
+        ? dist.value.backends.map((w) => compileBackend(w.backend?.backend, w.weight, w.backend?.filters ?? [], grpc))
+        : [];
+  const t = rule.timeouts;
+  const timeouts: CompiledTimeouts = {};
+  const request = ms(t?.request) ?? ms(rule.requestTimeout);
+  if (request) timeouts.requestMs = request;
+  const response = ms(t?.response);
+  if (response) timeouts.responseMs = response;
+  const idle = ms(t?.idle);
+  if (idle) timeouts.idleMs = idle;
+  const injected = rule.filters.find((f) => f.kind?.$case === 'failureInjector')?.kind;
+  const httpMatches: httpRoute.HttpRouteMatch[] = grpc
+    ? (rule as outbound.GrpcRoute_Rule).matches.map(fromGrpcMatch)
+    : (rule as outbound.HttpRoute_Rule).matches;
+  const prefixes = httpMatches.flatMap((m) => (m.path?.kind?.$case === 'prefix' ? [m.path.kind.value] : []));
   return {
-    meta: metaFromProto(r.metadata, { group: '', kind: 'default', name: 'http' }),
-    ref: refFromProto(r.metadata),
-    hosts: compileHosts(r.hosts),
-    rules: r.rules.map((rule) => {
-      const dist = rule.backends?.kind;
-      const list =
-        dist?.$case === 'firstAvailable'
-          ? dist.value.backends.slice(0, 1).map((b) => compileBackend(b.backend, 1, b.filters))
-          : dist?.$case === 'randomAvailable'
-            ? dist.value.backends.map((w) => compileBackend(w.backend?.backend, w.weight, w.backend?.filters ?? []))
-            : [];
-      const t = rule.timeouts;
-      const timeouts: CompiledTimeouts = {};
-      const request = ms(t?.request) ?? ms(rule.requestTimeout);
-      if (request) timeouts.requestMs = request;
-      const response = ms(t?.response);
-      if (response) timeouts.responseMs = response;
-      const idle = ms(t?.idle);
-      if (idle) timeouts.idleMs = idle;
-      const injected = rule.filters.find((f) => f.kind?.$case === 'failureInjector')?.kind;
-      return {
-        matches: rule.matches.map(compileMatch),
-        timeouts,
-        ...(rule.retry ? { retry: compileRetry(rule.retry) } : {}),
-        backends: list,
-        ...(injected?.$case === 'failureInjector'
-          ? { fail: { status: injected.value.status, message: injected.value.message } }
-          : {}),
-      };
-    }),
+    matches: httpMatches.map(compileMatch),
+    prefixes,
+    filters: compileFilters(rule.filters, grpc),
+    grpc,
+    timeouts,
+    ...(rule.retry ? { retry: compileRetry(rule.retry) } : {}),
+    backends: list,
+    ...(injected?.$case === 'failureInjector'
+      ? {
+          fail: {
+            status: 'status' in injected.value ? injected.value.status : injected.value.code,
+            message: injected.value.message,
+          },
+        }
+      : {}),
   };
 }
+
+function compileAnyRoute(r: outbound.HttpRoute | outbound.GrpcRoute, grpc: boolean): CompiledOutboundRoute {
+  if (r.rules.length === 0) throw new Error('route without rules');
+  return {
+    meta: metaFromProto(r.metadata, { group: '', kind: 'default', name: grpc ? 'grpc' : 'http' }),
+    ref: refFromProto(r.metadata),
+    hosts: compileHosts(r.hosts),
+    rules: (r.rules as AnyRule[]).map((rule) => compileRule(rule, grpc)),
+  };
+}
+
+const compileRoute = (r: outbound.HttpRoute): CompiledOutboundRoute => compileAnyRoute(r, false);
+const compileGrpcRoute = (r: outbound.GrpcRoute): CompiledOutboundRoute => compileAnyRoute(r, true);
 
 export function compileOutboundPolicy(p: outbound.OutboundPolicy): CompiledOutboundPolicy {
   const meta = metaFromProto(p.metadata, { group: '', kind: 'default', name: 'unknown' });
@@ -233,8 +415,18 @@ export function compileOutboundPolicy(p: outbound.OutboundPolicy): CompiledOutbo
           http2: k.value.routes.map(compileRoute),
           ...withAccrual(k.value.failureAccrual),
         };
-      case 'grpc':
-        return { meta, ref, protocol: 'grpc', http1: [], http2: [], ...withAccrual(k.value.failureAccrual) };
+      case 'grpc': {
+        // gRPC is HTTP/2: its routes serve HTTP/2 requests (and HTTP/1 ones, which find no gRPC method).
+        const grpcRoutes = k.value.routes.map(compileGrpcRoute);
+        return {
+          meta,
+          ref,
+          protocol: 'grpc',
+          http1: [],
+          http2: grpcRoutes,
+          ...withAccrual(k.value.failureAccrual),
+        };
+      }
       case 'opaque':
       case 'tls':
         return { meta, ref, protocol: k.$case, http1: [], http2: [] };
@@ -253,6 +445,11 @@ export function routeOutbound(
   const routes = version === 'h2' ? (p.http2.length ? p.http2 : p.http1) : p.http1.length ? p.http1 : p.http2;
   const hit = findRoute(routes, req);
   return hit && { route: hit.route, rule: hit.rule };
+}
+
+/** Whether a gRPC status is retried under the policy (a gRPC route's conditions). */
+export function isRetryableGrpc(retry: CompiledRetry, code: number): boolean {
+  return retry.grpcCodes.includes(code);
 }
 
 /** Whether a response status is retried under the policy (no ranges: none is). */

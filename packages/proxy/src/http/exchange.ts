@@ -7,10 +7,11 @@ import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:
 import type { Readable, Writable } from 'node:stream';
 import { constants as http2constants, type IncomingHttpHeaders as H2Headers, type ServerHttp2Stream } from 'node:http2';
 import type { Logger } from '@minimesh/runtime';
-import { ProxyError, toConnectError, unwrapCause } from '../errors.js';
+import type { CompiledBackend } from '@minimesh/policy/client';
+import { ProxyError, RouteAnswer, toConnectError, unwrapCause } from '../errors.js';
 import type { Rejectable } from '../layers.js';
 import type { Labels, ProxyMetrics } from '../metrics/metrics.js';
-import { answerH1, answerH2, errorCode, isGrpc, respondH1, respondH2 } from '../respond.js';
+import { answerGrpc, answerH1, answerH2, errorCode, isGrpc, respondH1, respondH2 } from '../respond.js';
 import type { Direction } from '../targets.js';
 import {
   hasNoBody,
@@ -48,6 +49,8 @@ export interface HttpRequest extends Rejectable {
   readonly upgrade: boolean;
   /** The exchange tap may observe through this request: the exchange itself, or a retry's first attempt. */
   readonly observable: HttpExchange | undefined;
+  /** The caller's exchange this request is (or is an attempt or a mirror of); undefined for an Upgrade. */
+  readonly exchange: HttpExchange | undefined;
   /** Answers the caller with `err`, uncounted (a connection that could not even be opened). */
   fail(err: unknown): void;
   /** Sends it where the connect stage said. */
@@ -61,6 +64,13 @@ export interface ExchangeObserver {
 }
 
 const NO_EXTRA: Record<string, string> = {};
+
+/** A route's metrics for one request (policy/route-metrics.ts): the backend it went to, how it ended. */
+export interface RouteStats {
+  backend(b: CompiledBackend): void;
+  /** Counted once: the response's status (0: none) and gRPC status, or the proxy error code that ended it. */
+  done(status: number, grpcStatus: number | undefined, errorCode: string | undefined): void;
+}
 
 /** Something sending an exchange upstream that a route's timeout or a gone caller can stop. */
 export interface Cancellable {
@@ -95,6 +105,10 @@ export abstract class HttpExchange implements ExchangeHooks, CallSink, HttpReque
   private grpcStatus: number | undefined;
   /** A route's request timeout (the outbound route stage sets it), armed once the request is sent; 0: none. */
   requestTimeoutMs = 0;
+  /** The route's metrics of this request (the outbound route stage sets them); undefined: no route. */
+  routeStats: RouteStats | undefined = undefined;
+  /** A route's response header filters (the outbound route stage sets them); undefined: none. */
+  editResponse: ((headers: OutgoingHttpHeaders) => void) | undefined = undefined;
   private sending: Cancellable | undefined;
   private timer: NodeJS.Timeout | undefined;
   private expired = false;
@@ -104,6 +118,10 @@ export abstract class HttpExchange implements ExchangeHooks, CallSink, HttpReque
   constructor(protected readonly sink: ExchangeSink) {}
 
   get observable(): HttpExchange {
+    return this;
+  }
+
+  get exchange(): HttpExchange {
     return this;
   }
 
@@ -121,11 +139,20 @@ export abstract class HttpExchange implements ExchangeHooks, CallSink, HttpReque
   /** A stage cannot take the request (no endpoints, ...): counted in proxy_errors_total and answered with `err`. */
   reject(err: unknown): void {
     this.sink.metrics.error(this.sink.direction, errorCode(err));
+    if (err instanceof RouteAnswer)
+      this.routeStats?.done(err.status, this.grpc ? err.grpcStatus : undefined, undefined);
+    else this.routeStats?.done(0, undefined, errorCode(err));
     this.fail(err);
   }
 
-  /** Answers the caller as a route says (a redirect, an injected failure): `status`, and why. */
-  abstract answer(status: number, message: string, location: string | undefined): void;
+  /**
+   * Answers the caller as a route says (a redirect, an injected failure): `status`, and why. A gRPC
+   * caller given `grpcStatus` gets that gRPC status instead (a gRPC route's injected failure).
+   */
+  abstract answer(status: number, message: string, location: string | undefined, grpcStatus?: number): void;
+
+  /** A route's URL rewrite: the authority (Host / :authority) and/or the path (with query) it goes on with. */
+  abstract rewrite(authority: string | undefined, path: string | undefined): void;
 
   /** Drops the request headers `omit` matches (the inbound side drops the mesh's own). */
   stripHeaders(omit: (lowerCaseName: string) => boolean): void {
@@ -220,6 +247,7 @@ export abstract class HttpExchange implements ExchangeHooks, CallSink, HttpReque
     this.sink.log.debug({ err: err.message }, `${this.sink.direction} request timed out (route timeout)`);
     this.endLoad(true);
     this.observer?.responseEnd({ failed: true });
+    this.routeStats?.done(this.status, this.grpcStatus, err.code);
     this.sending?.cancel();
     if (this.status === 0) this.fail(err);
     else this.reset();
@@ -237,6 +265,8 @@ export abstract class HttpExchange implements ExchangeHooks, CallSink, HttpReque
   onEnd(failed: boolean): void {
     if (this.timer) clearTimeout(this.timer);
     this.observer?.responseEnd({ grpcStatus: this.grpcStatus, failed });
+    if (this.status !== 0)
+      this.routeStats?.done(this.status, this.grpcStatus, failed ? 'MINIMESH_PROXY_UPSTREAM_FAILED' : undefined);
     if (this.status === 0 || !this.labels) return;
     this.sink.metrics.response(this.labels, this.t0, this.status, this.grpcStatus, failed);
   }
@@ -248,6 +278,7 @@ export abstract class HttpExchange implements ExchangeHooks, CallSink, HttpReque
     this.observer?.responseEnd({ failed: true });
     const err = this.explain(raw);
     this.sink.metrics.error(this.sink.direction, errorCode(err));
+    this.routeStats?.done(0, undefined, errorCode(err));
     this.sink.log.debug({ err: err.message }, `${this.sink.direction} request failed`);
     this.fail(err);
   }
@@ -321,7 +352,13 @@ export class H1Exchange extends HttpExchange {
     respondH1(this.res, err);
   }
 
+  rewrite(authority: string | undefined, path: string | undefined): void {
+    if (authority !== undefined) this.req.headers.host = authority;
+    if (path !== undefined) this.req.url = path;
+  }
+
   answer(status: number, message: string, location: string | undefined): void {
+    this.routeStats?.done(status, undefined, undefined);
     answerH1(this.res, status, message, location);
   }
 
@@ -431,7 +468,19 @@ export class H2Exchange extends HttpExchange {
     respondH2(this.stream, this.grpc, err);
   }
 
-  answer(status: number, message: string, location: string | undefined): void {
+  rewrite(authority: string | undefined, path: string | undefined): void {
+    const h = this.headers;
+    if (authority !== undefined) {
+      h[':authority'] = authority;
+      if (h.host !== undefined) h.host = authority;
+    }
+    if (path !== undefined) h[':path'] = path;
+  }
+
+  answer(status: number, message: string, location: string | undefined, grpcStatus?: number): void {
+    const grpc = this.grpc && grpcStatus !== undefined;
+    this.routeStats?.done(grpc ? 200 : status, grpc ? grpcStatus : undefined, undefined);
+    if (grpc) return answerGrpc(this.stream, grpcStatus, message);
     answerH2(this.stream, status, message, location);
   }
 

@@ -37,6 +37,8 @@ export interface ExchangeHooks {
   onError(err: Error): void;
   /** The response broke after its head: the exchange ends failed and the caller's side is broken off. */
   onBroken(err: Error): void;
+  /** Edits the response head before it is written (a route's response header filters); usually unset. */
+  readonly editResponse?: ((headers: OutgoingHttpHeaders) => void) | undefined;
 }
 
 /** Where a call's answer goes: the exchange (written at once) or a retry attempt (held). */
@@ -310,11 +312,13 @@ export function writeResponseH1(res: ServerResponse, call: UpstreamCall, hooks: 
     status = call.status;
     hooks.onResponse(status, undefined);
     headers = h1ToH1Response(ur.headers);
+    hooks.editResponse?.(headers);
     body = ur;
     ur.on('error', call.bodyBroke);
   } else {
     const h2 = call as H2Call;
     ({ status, headers } = h2ToH1Response(h2.head ?? {}));
+    hooks.editResponse?.(headers);
     hooks.onResponse(status, h2.grpcStatus);
     body = h2.stream;
   }
@@ -330,7 +334,9 @@ export function writeResponseH2(stream: ServerHttp2Stream, call: UpstreamCall, h
     const ur = call.res as IncomingMessage;
     hooks.onResponse(call.status, undefined);
     if (stream.destroyed) return void ur.resume();
-    stream.respond(h1ToH2Response(call.status, ur.headers));
+    const head = h1ToH2Response(call.status, ur.headers);
+    hooks.editResponse?.(head);
+    stream.respond(head);
     copyBodyToH2(ur, stream);
     ur.on('end', call.bodyEnded);
     ur.on('error', call.bodyBroke);
@@ -339,6 +345,7 @@ export function writeResponseH2(stream: ServerHttp2Stream, call: UpstreamCall, h
   const h2 = call as H2Call;
   if (stream.destroyed) return;
   const head = h2ToH2Response(h2.head ?? {});
+  hooks.editResponse?.(head);
   if (h2.endStream) {
     hooks.onResponse(h2.status, h2.grpcStatus);
     stream.respond(head, { endStream: true });

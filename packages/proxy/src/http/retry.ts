@@ -24,7 +24,11 @@ import type { Labels } from '../metrics/metrics.js';
 
 /** What an attempt came back with. */
 export type AttemptOutcome =
-  { kind: 'response'; status: number } | { kind: 'timeout' } | { kind: 'refused' } | { kind: 'error' };
+  /** grpcStatus: a trailers-only gRPC response's status (in its head), when it has one. */
+  | { kind: 'response'; status: number; grpcStatus?: number | undefined }
+  | { kind: 'timeout' }
+  | { kind: 'refused' }
+  | { kind: 'error' };
 
 /** The request body as the transport has seen it so far. */
 export interface BodyState {
@@ -139,7 +143,7 @@ export class RetryAttempt implements CallSink, HttpRequest {
   }
 
   onHead(call: UpstreamCall): void {
-    this.settle?.({ kind: 'response', status: call.status });
+    this.settle?.({ kind: 'response', status: call.status, grpcStatus: call.grpcStatus });
     this.up?.endpoint.load?.breaker?.record(call.status >= 500, performance.now());
   }
 

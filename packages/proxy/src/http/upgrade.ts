@@ -18,6 +18,7 @@ export class UpgradeExchange implements HttpRequest {
   readonly grpc = false;
   /** Tap does not observe tunnels. */
   readonly observable = undefined;
+  readonly exchange = undefined;
   /** Request headers left out of the replayed head (the inbound side leaves out the mesh's own). */
   private omit: ((lowerCaseName: string) => boolean) | undefined;
 

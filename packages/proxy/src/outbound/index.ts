@@ -74,8 +74,8 @@ export function createOutboundStack(opts: OutboundStackOptions): OutboundStack {
   const http = stack(
     pushHttpServer<Accept>({ sink, headerReadTimeoutMs: config.headerReadTimeoutMs }),
     pushDiscover(discovery),
-    pushRoute({ policies: opts.policies, log }),
-    pushBackend(),
+    pushRoute({ policies: opts.policies, log, discovery }),
+    pushBackend({ discovery }),
     pushBalance(health, accrual),
     pushConnect({ connector, labels }),
     pushTap({ tap: opts.tap, direction: 'outbound' }),

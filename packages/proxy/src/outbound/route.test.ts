@@ -8,6 +8,7 @@ import { RetryAttempt } from '../http/retry.js';
 import { RouteRetryMetrics } from '../policy/retry-metrics.js';
 import { balancedConcrete, discovered, FakeRequest, logicalOf, recorder } from '../../test/support/stages.js';
 import type { RouteTarget } from '../targets.js';
+import { MirrorRequest } from './mirror.js';
 import { pushRoute } from './route.js';
 
 const log = createLogger({ name: 'test', level: 'silent' });
@@ -23,6 +24,9 @@ const REF = { namespace: 'shop', section: '', port: 80 };
 function rule(prefix: string, over: Partial<CompiledOutboundRule> = {}): CompiledOutboundRule {
   return {
     matches: [{ score: (r) => (r.path.startsWith(prefix) ? [prefix.length] : undefined) }],
+    prefixes: [prefix],
+    filters: [],
+    grpc: false,
     timeouts: {},
     backends: [],
     ...over,
@@ -31,12 +35,30 @@ function rule(prefix: string, over: Partial<CompiledOutboundRule> = {}): Compile
 
 const RETRY = {
   maxRetries: 2,
+  grpcCodes: [],
   maxRequestBytes: 1024,
   statusRanges: [[500, 599]] as Array<[number, number]>,
   backoff: { minMs: 0, maxMs: 0, jitter: 0 },
 };
+const MIRROR_BACKEND = {
+  kind: 'balancer' as const,
+  weight: 1,
+  meta: { group: 'core', kind: 'Service', name: 'shadow' },
+  filters: [],
+  authority: 'shadow.shop.svc.cluster.local:80',
+};
 const rules = {
   fail: rule('/fail', { fail: { status: 500, message: 'invalid backend' } }),
+  grpcFail: rule('/grpc.Echo/Fail', { grpc: true, fail: { status: 14, message: 'unavailable' } }),
+  edit: rule('/edit', {
+    filters: [
+      { kind: 'requestHeaders', edit: { add: [['x-add', 'a']], set: [], remove: ['x-drop'] } },
+      { kind: 'responseHeaders', edit: { add: [], set: [['x-resp', 'r']], remove: [] } },
+      { kind: 'rewrite', host: 'api.internal', path: { kind: 'prefix', value: '/v2' } },
+    ],
+  }),
+  redirect: rule('/redirect', { filters: [{ kind: 'redirect', status: 308, scheme: 'https', host: 'example.org' }] }),
+  mirror: rule('/mirror', { filters: [{ kind: 'mirror', backend: MIRROR_BACKEND, ratio: 0.5 }] }),
   slow: rule('/slow', { timeouts: { requestMs: 250 } }),
   retry: rule('/retry', { retry: RETRY }),
 };
@@ -53,10 +75,10 @@ const policies = {
   retryMetrics: new RouteRetryMetrics(new Registry()),
 };
 
-function route(path: string, opts: Partial<FakeRequest> = {}) {
+function route(path: string, opts: Partial<FakeRequest> = {}, random = () => 0) {
   const next = recorder<RouteTarget, unknown>();
   const req = new FakeRequest(AUTHORITY, { path, ...opts });
-  pushRoute({ policies, log })(next.next)(logical, req.asIncoming);
+  pushRoute({ policies, log, random })(next.next)(logical, req.asIncoming);
   return { next, req };
 }
 
@@ -76,6 +98,41 @@ describe('outbound route', () => {
     const { next, req } = route('/fail');
     expect(req.events).toEqual(['answer 500 invalid backend']);
     expect(next.calls).toEqual([]);
+  });
+
+  it("a gRPC rule's injected failure is a gRPC status", () => {
+    expect(route('/grpc.Echo/Fail').req.events).toEqual(['answer 500 unavailable grpc-status 14']);
+  });
+
+  it("a rule's filters edit the request, rewrite it and its response, in order, then it goes on", () => {
+    const { next, req } = route('/edit/x', { headers: { 'x-drop': '1', 'x-add': 'z' } });
+    expect(req.headers).toEqual({ 'x-add': 'z,a' });
+    expect(req.authority).toBe('api.internal');
+    expect(req.path).toBe('/v2/x');
+    const head: Record<string, unknown> = { 'x-resp': 'old' };
+    req.editResponse?.(head);
+    expect(head).toEqual({ 'x-resp': 'r' });
+    expect(next.calls[0]![0].rule).toBe(rules.edit);
+  });
+
+  it('a redirect answers the request with its Location, and it goes no further', () => {
+    const { next, req } = route('/redirect/a?b=1');
+    expect(req.events).toEqual(['answer 308 redirected https://example.org/redirect/a?b=1']);
+    expect(next.calls).toEqual([]);
+  });
+
+  it("a mirror sends a copy down the chain to the mirror's backend, for its share, before the request", () => {
+    const { next, req } = route('/mirror');
+    expect(next.calls).toHaveLength(2);
+    const [[mirrorTarget, copy], [target, original]] = next.calls as [[RouteTarget, unknown], [RouteTarget, unknown]];
+    expect(mirrorTarget.rule?.backends).toEqual([MIRROR_BACKEND]);
+    expect(copy).toBeInstanceOf(MirrorRequest);
+    expect((copy as MirrorRequest).exchange).toBeUndefined();
+    expect(target.rule).toBe(rules.mirror);
+    expect(original).toBe(req);
+    // Outside its share (0.5), and a request with a body: no copy.
+    expect(route('/mirror', {}, () => 0.7).next.calls).toHaveLength(1);
+    expect(route('/mirror', { hasBody: true }).next.calls).toHaveLength(1);
   });
 
   it("a rule's request timeout is set on the request, which goes on with the rule", () => {

@@ -1,9 +1,11 @@
 // Outbound route: Logical → RouteTarget. The request's route in the Logical's OutboundPolicy (its
-// HTTPRoutes) decides what linkerd2-proxy's route layer does: an injected failure answers it here; a
-// request timeout bounds it (armed once it is sent); a retry policy sends it through the retry
-// transport (http/retry.ts), every attempt going down the rest of the chain again. A target without a
-// policy (yet), a request no route matches and an HTTP/1 Upgrade go on as they are. Route filters,
-// mirrors and per-route metrics go here too.
+// HTTPRoutes or GRPCRoutes) decides what linkerd2-proxy's route layer does: an injected failure answers
+// it here; the rule's filters (filters.ts) edit it, redirect it, rewrite it, edit its response, and
+// mirror it (a copy sent down the rest of the chain to the mirror's backend, mirror.ts); the request
+// timeout (the Gateway API's timeouts.request: the whole request, retries included) bounds it, armed
+// once it is sent; a retry policy sends it through the retry transport (http/retry.ts), every attempt
+// going down the rest of the chain again with its own timeout (timeouts.backendRequest). A target
+// without a policy (yet), a request no route matches and an HTTP/1 Upgrade go on as they are.
 import { requestView, routeOutbound, type CompiledOutboundRule } from '@minimesh/policy/client';
 import type { Logger } from '@minimesh/runtime';
 import type { HttpRequest } from '../http/exchange.js';
@@ -13,17 +15,30 @@ import type { Layer, RequestHandler } from '../layers.js';
 import type { OutboundPolicies } from '../policy/outbound-policies.js';
 import { canBuffer, routeRetryPolicy } from '../policy/retry-policy.js';
 import type { Logical, RouteTarget } from '../targets.js';
+import type { Discovery } from '../destination/discovery.js';
+import { backendsReady } from './backend.js';
+import { applyFilters, responseEditor } from './filters.js';
+import { MirrorRequest } from './mirror.js';
 
 export interface RouteOptions {
   /** The OutboundPolicies watch; undefined (or without a controller): no routes. */
-  policies: Pick<OutboundPolicies, 'enabled' | 'get' | 'retryMetrics'> | undefined;
+  policies:
+    | (Pick<OutboundPolicies, 'enabled' | 'get' | 'retryMetrics'> & Partial<Pick<OutboundPolicies, 'routeMetrics'>>)
+    | undefined;
   log: Logger;
+  /** Where backends' endpoints come from (the route waits for them before a request with retries). */
+  discovery?: Pick<Discovery, 'httpNow' | 'http'> | undefined;
+  /** [0, 1): whether a request is mirrored (a seam for tests). */
+  random?: () => number;
 }
+
+type MirrorFilter = Extract<CompiledOutboundRule['filters'][number], { kind: 'mirror' }>;
 
 export function pushRoute(
   opts: RouteOptions,
 ): Layer<RequestHandler<RouteTarget, HttpRequest>, RequestHandler<Logical, IncomingRequest>> {
   const { policies, log } = opts;
+  const random = opts.random ?? Math.random;
   // Targets are made once: per Logical without a rule, per rule (of one compiled policy) with one.
   const plain = new WeakMap<Logical, RouteTarget>();
   const ruled = new WeakMap<CompiledOutboundRule, RouteTarget>();
@@ -36,6 +51,23 @@ export function pushRoute(
   const withRule = (logical: Logical, rule: CompiledOutboundRule): RouteTarget => {
     let t = ruled.get(rule);
     if (t === undefined || t.logical !== logical) ruled.set(rule, (t = { logical, rule }));
+    return t;
+  };
+  // A mirror's target: a rule of its own whose one backend is the mirror's.
+  const mirrors = new WeakMap<MirrorFilter, RouteTarget>();
+  const mirrorTarget = (logical: Logical, f: MirrorFilter, grpc: boolean): RouteTarget => {
+    let t = mirrors.get(f);
+    if (t === undefined || t.logical !== logical) {
+      const rule: CompiledOutboundRule = {
+        matches: [],
+        prefixes: [],
+        filters: [],
+        grpc,
+        timeouts: {},
+        backends: [f.backend],
+      };
+      mirrors.set(f, (t = { logical, rule }));
+    }
     return t;
   };
   return (next) => (logical, req) => {
@@ -54,7 +86,23 @@ export function pushRoute(
     );
     if (hit === undefined) return next(noRoute(logical), req);
     const { rule } = hit;
-    if (rule.fail) return req.answer(rule.fail.status, rule.fail.message, undefined);
+    const routeMetrics = policies.routeMetrics;
+    if (routeMetrics !== undefined)
+      req.routeStats = routeMetrics.start(policy, hit.route, rule.grpc, hostOf(req.authority));
+    if (rule.fail)
+      return rule.grpc
+        ? req.answer(500, rule.fail.message, undefined, rule.fail.status)
+        : req.answer(rule.fail.status, rule.fail.message, undefined);
+    if (rule.filters.length > 0) {
+      const verdict = applyFilters(rule.filters, req, rule.prefixes);
+      if (verdict.kind === 'redirect') return req.answer(verdict.status, 'redirected', verdict.location);
+      if (verdict.response.length > 0) req.editResponse = responseEditor(verdict.response);
+      for (const f of rule.filters) {
+        if (f.kind !== 'mirror' || random() >= f.ratio) continue;
+        if (req.hasBody) log.debug({ authority: logical.authority }, 'request with a body: not mirrored');
+        else next(mirrorTarget(logical, f, rule.grpc), new MirrorRequest(req, log));
+      }
+    }
     const ms = rule.timeouts.requestMs ?? rule.timeouts.responseMs;
     if (ms !== undefined && ms > 0) req.requestTimeoutMs = ms;
     const target = withRule(logical, rule);
@@ -66,6 +114,17 @@ export function pushRoute(
     let policyOfRule = retries.get(rule);
     if (policyOfRule === undefined)
       retries.set(rule, (policyOfRule = routeRetryPolicy(retry, policies.retryMetrics.counters(policy, hit.route))));
-    sendWithRetries(req, policyOfRule, (attempt) => next(target, attempt), log);
+    const send = policyOfRule;
+    const go = (): void => sendWithRetries(req, send, (attempt) => next(target, attempt), log);
+    const pending = backendsReady(opts.discovery, rule, logical);
+    if (pending === undefined) return go();
+    void pending.then(go);
   };
+}
+
+/** The request's host for the hostname label: without the port, lower-case. */
+function hostOf(authority: string | undefined): string {
+  if (authority === undefined) return '';
+  const a = authority.startsWith('[') ? authority.slice(0, authority.indexOf(']') + 1) : authority.split(':')[0]!;
+  return a.toLowerCase();
 }

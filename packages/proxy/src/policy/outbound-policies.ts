@@ -9,6 +9,7 @@ import type { Logger } from '@minimesh/runtime';
 import { Registry } from 'prom-client';
 import { keyOf } from '../targets.js';
 import { WatchCache } from '../watch/watch-cache.js';
+import { RouteMetrics } from './route-metrics.js';
 import { RouteRetryMetrics } from './retry-metrics.js';
 
 export type OutboundTarget = { kind: 'authority'; authority: string } | { kind: 'addr'; ip: string; port: number };
@@ -42,10 +43,14 @@ export class OutboundPolicies {
   private readonly entries: WatchCache<string, Entry, outbound.OutboundPolicy>;
   /** outbound_http_route_retry_* (the retry layer counts into them). */
   readonly retryMetrics: RouteRetryMetrics;
+  /** outbound_{http,grpc}_route_* (the route and backend stages count into them). */
+  readonly routeMetrics: RouteMetrics;
 
   constructor(private readonly opts: OutboundPoliciesOptions) {
     const log = opts.logger.child({ component: 'outbound-policy' });
-    this.retryMetrics = new RouteRetryMetrics(opts.registry ?? new Registry());
+    const registry = opts.registry ?? new Registry();
+    this.retryMetrics = new RouteRetryMetrics(registry);
+    this.routeMetrics = new RouteMetrics(registry);
     const client = opts.client;
     this.entries = new WatchCache<string, Entry, outbound.OutboundPolicy>(
       {

@@ -14,6 +14,7 @@ import {
 /** What minimesh's controller sends for retry.minimesh.io/http: 5xx, limit: 2, timeout: 200ms. */
 const RETRY: CompiledRetry = {
   maxRetries: 2,
+  grpcCodes: [],
   maxRequestBytes: 64 * 1024,
   statusRanges: [[500, 599]],
   timeoutMs: 200,
@@ -21,6 +22,23 @@ const RETRY: CompiledRetry = {
 };
 const BUFFERED: BodyState = { complete: true, capped: false };
 const status = (s: number): AttemptOutcome => ({ kind: 'response', status: s });
+
+describe('gRPC retries', () => {
+  // A GRPCRoute retried on unavailable and internal: the trailers-only status in the response head.
+  const GRPC: CompiledRetry = { ...RETRY, statusRanges: [], grpcCodes: [13, 14] };
+  const grpc = (code: number | undefined): AttemptOutcome => ({ kind: 'response', status: 200, grpcStatus: code });
+
+  it('a retried gRPC code is retried, another code, an OK and a plain 200 are not', () => {
+    expect(decideRetry(GRPC, 1, grpc(14), BUFFERED)).toBe('retry');
+    expect(decideRetry(GRPC, 1, grpc(13), BUFFERED)).toBe('retry');
+    expect(decideRetry(GRPC, 3, grpc(14), BUFFERED)).toBe('limit');
+    expect(decideRetry(GRPC, 1, grpc(5), BUFFERED)).toBe('done');
+    expect(decideRetry(GRPC, 1, grpc(0), BUFFERED)).toBe('done');
+    expect(decideRetry(GRPC, 1, grpc(undefined), BUFFERED)).toBe('done');
+    // An HTTP route's ranges never retry on a gRPC code.
+    expect(decideRetry(RETRY, 1, grpc(14), BUFFERED)).toBe('done');
+  });
+});
 
 describe('decideRetry', () => {
   it.each<[string, number, AttemptOutcome, BodyState, string]>([

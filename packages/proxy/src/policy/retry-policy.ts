@@ -5,7 +5,10 @@
 //     max_request_bytes (64 KiB from minimesh's controller, as Linkerd's); a larger body (by
 //     Content-Length up front, or once more has streamed) is not retried, and neither is a request
 //     whose body had not ended when the response that would be retried arrived.
-//   - A response is retryable when its HTTP status is in the route's status ranges. Errors are
+//   - A response is retryable when its HTTP status is in the route's status ranges, or (a gRPC route)
+//     when its gRPC status is one of the route's retried codes: a trailers-only response carries it in
+//     its head, which is what is held; a status in trailers after a body is not retried (the body would
+//     have to be held whole before the decision). Errors are
 //     retryable only when no response head came back for a reason that is safe to retry: the attempt's
 //     own timeout fired, or an HTTP/2 peer refused the stream (REFUSED_STREAM: it did not process it).
 //     Other failures (a refused connection, a reset after the request was sent) are not retried, as
@@ -15,7 +18,7 @@
 //     (Linkerd drops the response-headers timeout once retries are exhausted), so only the route's
 //     request timeout, over all attempts, bounds it.
 import type { CompiledRetry } from '@minimesh/policy/client';
-import { isRetryableStatus } from '@minimesh/policy/client';
+import { isRetryableGrpc, isRetryableStatus } from '@minimesh/policy/client';
 import type { AttemptOutcome, BodyState, RetryDecision, RetryPolicy } from '../http/retry.js';
 import type { RouteRetryCounters } from './retry-metrics.js';
 
@@ -24,7 +27,7 @@ export type { AttemptOutcome, BodyState, RetryDecision };
 export function isRetryableOutcome(retry: CompiledRetry, o: AttemptOutcome): boolean {
   switch (o.kind) {
     case 'response':
-      return isRetryableStatus(retry, o.status);
+      return isRetryableStatus(retry, o.status) || (o.grpcStatus !== undefined && isRetryableGrpc(retry, o.grpcStatus));
     case 'timeout':
     case 'refused':
       return true;

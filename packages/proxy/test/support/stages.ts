@@ -46,6 +46,27 @@ export class FakeRequest {
     return this.upgrade ? undefined : (this as unknown as HttpExchange);
   }
 
+  get exchange(): HttpExchange | undefined {
+    return this.upgrade ? undefined : (this as unknown as HttpExchange);
+  }
+
+  /** A route's response header filters (the route stage sets them). */
+  editResponse: ((headers: Record<string, unknown>) => void) | undefined = undefined;
+  /** What sendTo was asked (a mirror's copy): "<endpoint> <authority>". */
+  readonly sent: string[] = [];
+  hasBody = false;
+
+  rewrite(authority: string | undefined, path: string | undefined): void {
+    if (authority !== undefined) this.authority = authority;
+    if (path !== undefined) this.path = path;
+    this.events.push(`rewrite ${authority ?? '-'} ${path ?? '-'}`);
+  }
+
+  sendTo(up: HttpUpstream): undefined {
+    this.sent.push(up.endpoint.key);
+    return undefined;
+  }
+
   reject(err: unknown): void {
     this.events.push(`reject ${code(err)}`);
   }
@@ -54,8 +75,9 @@ export class FakeRequest {
     this.events.push(`fail ${code(err)}`);
   }
 
-  answer(status: number, message: string, location: string | undefined): void {
-    this.events.push(`answer ${status} ${message}${location ? ` ${location}` : ''}`);
+  answer(status: number, message: string, location: string | undefined, grpcStatus?: number): void {
+    const grpc = grpcStatus !== undefined ? ` grpc-status ${grpcStatus}` : '';
+    this.events.push(`answer ${status} ${message}${location ? ` ${location}` : ''}${grpc}`);
   }
 
   forward(t: Connected): void {

@@ -112,6 +112,31 @@ function answer(query: string, range?: { start: number; end: number; step: numbe
     ];
   if (query.startsWith('count(response_total{direction="inbound"'))
     return [{ metric: { ...server, client_id: CLIENT_ID, tls: 'true' }, ...at(1) }];
+  // viz stat-outbound: client's route to server, split over server and server-canary.
+  const route = {
+    parent_namespace: 'demo',
+    parent_name: 'server',
+    parent_port: '8080',
+    route_kind: 'HTTPRoute',
+    route_namespace: 'demo',
+    route_name: 'server-split',
+  };
+  const backend = (name: string) => ({ ...route, backend_namespace: 'demo', backend_name: name, backend_port: '8080' });
+  if (query.includes('increase(outbound_http_route_request_statuses_total'))
+    return [
+      { metric: { ...route, http_status: '200' }, ...at(114) },
+      { metric: { ...route, http_status: '503' }, ...at(6) },
+    ];
+  if (query.includes('increase(outbound_http_route_backend_response_statuses_total'))
+    return [
+      { metric: { ...backend('server'), http_status: '200' }, ...at(108) },
+      { metric: { ...backend('server-canary'), http_status: '200' }, ...at(6) },
+      { metric: { ...backend('server-canary'), http_status: '503' }, ...at(6) },
+    ];
+  if (query.startsWith('histogram_quantile(0.5, sum by (le, parent_namespace'))
+    return query.includes('backend_name')
+      ? [{ metric: backend('server'), ...at(0.004) }]
+      : [{ metric: route, ...at(0.005) }];
   if (query.includes('increase(response_total'))
     return [
       { metric: { ...server, classification: 'success', tls: 'true' }, ...at(114) },

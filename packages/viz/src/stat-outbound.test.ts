@@ -1,0 +1,92 @@
+// stat-outbound's queries, rows and table over Prometheus answers shaped as minimesh-proxy's route
+// metrics scrape (Linkerd's names and labels).
+import { describe, expect, it } from 'vitest';
+import type { Sample } from './prometheus.js';
+import { renderStatOutbound, statOutboundQueries, toStatOutboundRows } from './stat-outbound.js';
+
+const route = {
+  parent_namespace: 'shop',
+  parent_name: 'web',
+  parent_port: '80',
+  route_kind: 'HTTPRoute',
+  route_namespace: 'shop',
+  route_name: 'web-split',
+};
+const sample = (metric: Record<string, string>, value: number): Sample => ({ metric: { ...route, ...metric }, value });
+const backend = (name: string) => ({ backend_namespace: 'shop', backend_name: name, backend_port: '80' });
+
+describe('viz stat-outbound', () => {
+  it("queries the workload's route and backend series by Linkerd's names", () => {
+    const q = statOutboundQueries({ kind: 'deployment', namespace: 'shop', name: 'client', window: '1m' });
+    expect(q.httpRoute).toBe(
+      'sum by (parent_namespace, parent_name, parent_port, route_kind, route_namespace, route_name, http_status, error) (increase(outbound_http_route_request_statuses_total{namespace="shop", deployment="client"}[1m]))',
+    );
+    expect(q.grpcBackend).toContain(
+      'outbound_grpc_route_backend_response_statuses_total{namespace="shop", deployment="client"}[1m]',
+    );
+    expect(q.httpBackendp99).toContain('histogram_quantile(0.99, sum by (le, parent_namespace');
+    expect(q.retries).toContain('outbound_http_route_retry_requests_total');
+  });
+
+  it('a route with its backends: success rate, RPS, latency, timeouts, retries; sorted route then backends', () => {
+    const rows = toStatOutboundRows(
+      {
+        httpRoute: [
+          sample({ http_status: '200' }, 540),
+          sample({ http_status: '503' }, 60),
+          sample({ error: 'REQUEST_TIMEOUT' }, 6),
+          sample({ route_name: 'other', http_status: '200' }, 60),
+        ],
+        httpBackend: [
+          sample({ ...backend('web-v2'), http_status: '503' }, 60),
+          sample({ ...backend('web-v1'), http_status: '200' }, 540),
+        ],
+        httpRoutep50: [sample({}, 0.012)],
+        httpBackendp50: [sample({ ...backend('web-v1') }, 0.004), sample({ ...backend('web-v2') }, NaN)],
+        retries: [sample({}, 12)],
+      },
+      60,
+    );
+    expect(rows.map((r) => `${r.route} ${r.backend ?? '-'}`)).toEqual([
+      'other -',
+      'web-split -',
+      'web-split web-v1:80',
+      'web-split web-v2:80',
+    ]);
+    const split = rows[1]!;
+    expect(split.requests).toBe(606);
+    expect(split.successRate).toBeCloseTo(540 / 606);
+    expect(split.rps).toBeCloseTo(10.1);
+    expect(split.p50Ms).toBeCloseTo(12);
+    expect(split.timeouts).toBe(6);
+    expect(split.retries).toBe(12);
+    expect(rows[2]!.successRate).toBe(1);
+    expect(rows[3]!.successRate).toBe(0);
+    expect(rows[3]!.p50Ms).toBeNull();
+    expect(renderStatOutbound(rows)).toBe(
+      [
+        'SERVICE   ROUTE       TYPE        BACKEND     SUCCESS       RPS   LATENCY_P50   LATENCY_P95   LATENCY_P99   TIMEOUTS   RETRIES',
+        'web:80    other       HTTPRoute               100.00%    1.0rps             -             -             -          0         0',
+        'web:80    web-split   HTTPRoute                89.11%   10.1rps          12ms             -             -          6        12',
+        '          ├─►                     web-v1:80   100.00%    9.0rps           4ms             -             -          0',
+        '          └─►                     web-v2:80     0.00%    1.0rps             -             -             -          0',
+        '',
+      ].join('\n'),
+    );
+  });
+
+  it('gRPC routes: OK and client errors succeed, UNAVAILABLE and errors fail', () => {
+    const rows = toStatOutboundRows(
+      {
+        grpcRoute: [
+          sample({ route_kind: 'GRPCRoute', grpc_status: 'OK' }, 8),
+          sample({ route_kind: 'GRPCRoute', grpc_status: 'NOT_FOUND' }, 1),
+          sample({ route_kind: 'GRPCRoute', grpc_status: 'UNAVAILABLE' }, 1),
+        ],
+      },
+      10,
+    );
+    expect(rows[0]!.successRate).toBeCloseTo(0.9);
+    expect(rows[0]!.routeKind).toBe('GRPCRoute');
+  });
+});
