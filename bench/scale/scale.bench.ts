@@ -636,6 +636,27 @@ async function main(): Promise<void> {
     }
     await sleep(2000);
     await createNamespace(CP_NS);
+    if (peer?.has('policy')) {
+      // Linkerd's policy controller makes the linkerd-destination Deployment the owner of its Lease and
+      // exits when there is none: one with no replicas, as its chart's Deployment stands in for here.
+      await admin
+        .request('POST', `/apis/apps/v1/namespaces/${CP_NS}/deployments`, {
+          apiVersion: 'apps/v1',
+          kind: 'Deployment',
+          metadata: { name: 'linkerd-destination', namespace: CP_NS },
+          spec: {
+            replicas: 0,
+            selector: { matchLabels: { app: 'linkerd-destination' } },
+            template: {
+              metadata: { labels: { app: 'linkerd-destination' } },
+              spec: { containers: [{ name: 'destination', image: 'registry.k8s.io/pause:3.10' }] },
+            },
+          },
+        })
+        .catch((err: unknown) => {
+          if (!/already exists|409/i.test(String((err as Error).message))) throw err;
+        });
+    }
     const pki = makeTutorialPki(dir);
     for (const size of SIZES) {
       phase(`size ${size}: simulated nodes and workload`);
