@@ -41,8 +41,8 @@ import {
 import { policyCrds } from '@minimesh/policy';
 import { startDriven, type Driven } from '../lib/driven.js';
 import { newRun, percentile, phase, round, watchdog } from '../lib/report.js';
-import { makeSeedPki } from '../../packages/identity/test/helpers/openssl-pki.js';
-import { makeCert } from '../../packages/injector/test/tls.js';
+import { makeTutorialPki } from '../../packages/identity/test/helpers/openssl-pki.js';
+import { makeTestCa, makeTestCert } from '@minimesh/test-support/tls';
 import {
   apiServerPid,
   freePort,
@@ -427,7 +427,8 @@ async function measureInjector(ctx: Ctx): Promise<SizeResult> {
   const f: Record<string, number> = {};
   const dir = join(ctx.dir, 'injector');
   mkdirSync(dir, { recursive: true });
-  const cert = makeCert(dir, 'injector');
+  // Signed by a CA of its own, as a server certificate: what kube-apiserver (Go) wants of a webhook.
+  const cert = makeTestCert({ cn: 'injector', ca: makeTestCa({ cn: 'scale-injector-ca', days: 1 }), days: 1 });
   const config = join(dir, 'config.json');
   writeFileSync(config, JSON.stringify({ identityTrustAnchorsPEM: readFileSync(ctx.pki.caCrt, 'utf8') }));
   const [port, adminPort] = [await freePort(), await freePort()];
@@ -482,7 +483,7 @@ async function measureInjector(ctx: Ctx): Promise<SizeResult> {
           name: hook,
           clientConfig: {
             url: `https://127.0.0.1:${port}/`,
-            caBundle: Buffer.from(cert.cert).toString('base64'),
+            caBundle: Buffer.from(cert.ca).toString('base64'),
           },
           rules: [
             { operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['pods'], scope: 'Namespaced' },
@@ -635,7 +636,28 @@ async function main(): Promise<void> {
     }
     await sleep(2000);
     await createNamespace(CP_NS);
-    const pki = makeSeedPki(dir);
+    if (peer?.has('policy')) {
+      // Linkerd's policy controller makes the linkerd-destination Deployment the owner of its Lease and
+      // exits when there is none: one with no replicas, as its chart's Deployment stands in for here.
+      await admin
+        .request('POST', `/apis/apps/v1/namespaces/${CP_NS}/deployments`, {
+          apiVersion: 'apps/v1',
+          kind: 'Deployment',
+          metadata: { name: 'linkerd-destination', namespace: CP_NS },
+          spec: {
+            replicas: 0,
+            selector: { matchLabels: { app: 'linkerd-destination' } },
+            template: {
+              metadata: { labels: { app: 'linkerd-destination' } },
+              spec: { containers: [{ name: 'destination', image: 'registry.k8s.io/pause:3.10' }] },
+            },
+          },
+        })
+        .catch((err: unknown) => {
+          if (!/already exists|409/i.test(String((err as Error).message))) throw err;
+        });
+    }
+    const pki = makeTutorialPki(dir);
     for (const size of SIZES) {
       phase(`size ${size}: simulated nodes and workload`);
       await ensureSimulatedNodes({ nodes: Math.max(1, Math.ceil(size / 100)), log: phase });

@@ -27,18 +27,18 @@ const RBAC_KINDS = new Set(['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding
 const rw = (resource: string, verbs: string[]) => verbs.map((v) => `${resource} ${v}`);
 const READ = ['get', 'list', 'watch'];
 const LEASE = 'leases.coordination.k8s.io';
-// What the code uses: identity creates TokenReviews (src/k8s/token-reviewer.ts); the injector reads
-// namespaces, one GET per admission (src/k8s/namespace-lookup.ts); destination watches services, pods, EndpointSlices and
+// What the code uses: identity creates TokenReviews (src/k8s/token-reviewer.ts); the injector watches
+// namespaces and lists by name one its cache does not hold yet (src/k8s/namespace-lookup.ts); destination watches services, pods, EndpointSlices and
 // ExternalWorkloads, writes EndpointSlices for ExternalWorkloads (leader/external-workload-mirror.ts)
 // and holds its Lease; the policy controller (same service account, as in Linkerd) reads pods,
 // services, ExternalWorkloads, the policy resources and the Gateway API's routes, patches the routes'
 // status (packages/policy/src/status/status-writer.ts) and holds its own Lease.
 // Informers only list and watch (packages/kube/src/informer.ts); a single-object GET is granted only
-// where code sends one: the injector's namespace lookup, the mirror's stale slice, the Lease.
+// where code sends one: the mirror's stale slice, the Lease.
 const INFORMER = ['list', 'watch'];
 const NEEDS: Record<string, { everywhere: string[]; ownNamespace: string[] }> = {
   'minimesh-identity': { everywhere: rw('tokenreviews.authentication.k8s.io', ['create']), ownNamespace: [] },
-  'minimesh-injector': { everywhere: rw('namespaces', ['get']), ownNamespace: [] },
+  'minimesh-injector': { everywhere: rw('namespaces', INFORMER), ownNamespace: [] },
   'minimesh-destination': {
     everywhere: [
       ...rw('services', INFORMER),

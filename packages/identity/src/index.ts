@@ -43,6 +43,8 @@ export {
   startIdentityServer,
   toGrpcStatus,
   IDENTITY_SERVICE_NAME,
+  DEFAULT_CERTIFY_CONCURRENCY,
   type IdentityServer,
   type IdentityServerOptions,
 } from './server/identity-server.js';
+export { createCertifyQueue, type CertifyQueue, type CertifyQueueOptions } from './server/certify-queue.js';

@@ -10,7 +10,7 @@ import { createIssuerWatcher } from './issuer-watcher.js';
 import { startApiProbe } from './k8s/api-probe.js';
 import { createKubeTokenReviewer } from './k8s/token-reviewer.js';
 import { createIdentityMetrics } from './metrics.js';
-import { startIdentityServer } from './server/identity-server.js';
+import { DEFAULT_CERTIFY_CONCURRENCY, startIdentityServer } from './server/identity-server.js';
 
 await defineProgram({
   name: 'minimesh-identity',
@@ -59,6 +59,12 @@ await defineProgram({
       default: 'identity.minimesh.io',
       description: 'audience a proxy token must carry (TokenReview spec.audiences)',
     },
+    'certify-concurrency': {
+      type: 'string',
+      default: String(DEFAULT_CERTIFY_CONCURRENCY),
+      description:
+        'Certify calls at work at once; the rest wait in arrival order, so a restart storm does not starve new connections (docs/identity.md)',
+    },
     // Linkerd's identity defaults to 100/200, which caps it at 100 certificates/s: ours leaves the API server room to say 429.
     ...kubeFlags({ qps: 1000, burst: 2000 }),
   },
@@ -80,7 +86,12 @@ await defineProgram({
     for (const flag of ['trust-domain', 'controller-namespace', 'token-audience'] as const) {
       if (f[flag].trim() === '') throw new UsageError(`--${flag}: "" is not valid: expected a non-empty value`);
     }
-    return { scheme, lifetime, clockSkew };
+    const concurrency = Number(f['certify-concurrency']);
+    if (!Number.isInteger(concurrency) || concurrency < 1)
+      throw new UsageError(
+        `--certify-concurrency: "${f['certify-concurrency']}" is not valid: expected a whole number >= 1`,
+      );
+    return { scheme, lifetime, clockSkew, concurrency };
   },
   async run({ flags: f, config, logger }) {
     const registry = createRegistry();
@@ -122,6 +133,7 @@ await defineProgram({
       logger: logger.child({ component: 'certify' }),
       metrics,
       serving: issuerValid,
+      concurrency: config.concurrency,
     });
     const healthTimer = setInterval(() => grpcServer.refreshHealth(), 5_000);
     const admin = await startAdminServer({

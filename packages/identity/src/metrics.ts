@@ -4,11 +4,13 @@ import type { Issuer } from './ca/issuer.js';
 
 /** Result labels of identity_certify_requests_total: one per gRPC outcome. */
 export type CertifyResult =
-  'ok' | 'unavailable' | 'invalid_argument' | 'unauthenticated' | 'permission_denied' | 'internal';
+  'ok' | 'unavailable' | 'invalid_argument' | 'unauthenticated' | 'permission_denied' | 'internal' | 'cancelled';
 
 export interface IdentityMetrics {
   certifyRequests: Counter<'result'>;
   certifyDuration: Histogram<'result'>;
+  /** Certify calls waiting for a slot (src/server/certify-queue.ts). */
+  certifyQueued: Gauge;
   issuerReloads: Counter<'result'>;
 }
 
@@ -39,6 +41,11 @@ export function createIdentityMetrics(
       help: 'Certify latency, including the TokenReview, by result.',
       labelNames: ['result'],
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
+      registers: [registry],
+    }),
+    certifyQueued: new Gauge({
+      name: 'identity_certify_queued',
+      help: 'Certify calls waiting for one of the --certify-concurrency slots.',
       registers: [registry],
     }),
     issuerReloads: new Counter({

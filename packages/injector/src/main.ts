@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// minimesh-injector: its flags and wiring (config → TLS → namespace lookup → admin → HTTPS webhook);
+// minimesh-injector: its flags and wiring (config → TLS → namespace informer → admin → HTTPS webhook);
 // the skeleton (@minimesh/runtime defineProgram) does the rest.
 import { MINIMESH_VERSION } from '@minimesh/config';
 import { kubeClientFromFlags, kubeFlags, parseKubeFlags } from '@minimesh/kube';
@@ -67,7 +67,8 @@ await defineProgram({
         throw err;
       },
     );
-    const namespaces = createNamespaceLookup({ client: kube });
+    const namespaces = createNamespaceLookup({ client: kube, logger: logger.child({ component: 'namespaces' }) });
+    namespaces.start();
 
     let listening = false;
     let admin;
@@ -79,14 +80,14 @@ await defineProgram({
         ready: () => (listening ? true : 'webhook not listening yet'),
       });
     } catch (err) {
-      await Promise.allSettled([server.close(), kube.close()]);
+      await Promise.allSettled([server.close(), namespaces.stop(), kube.close()]);
       throw new UsageError(`--admin-addr ${f['admin-addr']}: cannot listen: ${(err as Error).message}`, { cause: err });
     }
     let port: number;
     try {
       port = await server.listen(addr.host, addr.port);
     } catch (err) {
-      await Promise.allSettled([server.close(), admin.close(), kube.close()]);
+      await Promise.allSettled([server.close(), admin.close(), namespaces.stop(), kube.close()]);
       throw new UsageError(`--addr ${f.addr}: cannot listen: ${(err as Error).message}`, { cause: err });
     }
     listening = true;
@@ -103,6 +104,7 @@ await defineProgram({
         listening = false;
         await server.close();
         await admin.close();
+        await namespaces.stop();
         await kube.close();
       },
     };

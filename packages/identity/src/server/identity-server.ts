@@ -6,6 +6,7 @@ import type { Logger } from '@minimesh/runtime';
 import type { Certifier } from '../certifier.js';
 import { isIdentityError, type IdentityErrorCode } from '../errors.js';
 import type { CertifyResult, IdentityMetrics } from '../metrics.js';
+import { createCertifyQueue, type CertifyQueue } from './certify-queue.js';
 import { addLazyReflection } from './reflection.js';
 
 export const IDENTITY_SERVICE_NAME = 'io.linkerd.proxy.identity.Identity';
@@ -39,7 +40,12 @@ export interface IdentityServerOptions {
   metrics?: IdentityMetrics;
   /** Whether Certify can currently succeed (an issuer is loaded); drives grpc.health.v1. */
   serving?: () => boolean;
+  /** Certify calls at work at once; the rest wait in arrival order (default 16; ./certify-queue.ts). */
+  concurrency?: number;
 }
+
+/** Certify calls at work at once by default: enough to keep TokenReviews of a few ms each in flight. */
+export const DEFAULT_CERTIFY_CONCURRENCY = 16;
 
 export interface IdentityServer {
   server: grpc.Server;
@@ -52,6 +58,7 @@ export interface IdentityServer {
 
 function createCertifyHandler(
   opts: IdentityServerOptions,
+  queue: CertifyQueue,
 ): grpc.handleUnaryCall<identity.CertifyRequest, identity.CertifyResponse> {
   const log = opts.logger;
   return (call, callback) => {
@@ -62,8 +69,22 @@ function createCertifyHandler(
       opts.metrics?.certifyRequests.inc({ result });
       opts.metrics?.certifyDuration.observe({ result }, seconds);
     };
-    opts.certifier.certify({ identity: req.identity, token: req.token, csr: req.certificateSigningRequest }).then(
+    const work = queue.run(
+      () => {
+        opts.metrics?.certifyQueued.set(queue.queued);
+        return opts.certifier.certify({ identity: req.identity, token: req.token, csr: req.certificateSigningRequest });
+      },
+      () => call.cancelled,
+    );
+    opts.metrics?.certifyQueued.set(queue.queued);
+    work.then(
       (out) => {
+        if (out === undefined) {
+          // The client went away while the call waited: nothing to answer, nothing was done.
+          done('cancelled');
+          callback({ code: grpc.status.CANCELLED, details: 'the client cancelled the call while it waited' });
+          return;
+        }
         done('ok');
         if (log.isLevelEnabled('debug'))
           log.debug(
@@ -93,8 +114,11 @@ function createCertifyHandler(
 
 /** Builds the gRPC server and binds it (insecure: the identity pod's own proxy terminates TLS, as in Linkerd). */
 export async function startIdentityServer(opts: IdentityServerOptions & { addr: string }): Promise<IdentityServer> {
-  const server = new grpc.Server();
-  server.addService(identity.IdentityService, { certify: createCertifyHandler(opts) });
+  // No channelz: its per-connection bookkeeping is CPU on the one thread that must answer every new
+  // connection's HTTP/2 preface during a restart storm (nothing reads channelz here).
+  const server = new grpc.Server({ 'grpc.enable_channelz': 0 });
+  const queue = createCertifyQueue({ concurrency: opts.concurrency ?? DEFAULT_CERTIFY_CONCURRENCY });
+  server.addService(identity.IdentityService, { certify: createCertifyHandler(opts, queue) });
   // identity.proto and health.proto from @minimesh/proto, loaded on the first reflection request.
   addLazyReflection(server, {
     protoFiles: ['identity.proto', 'health.proto'],
