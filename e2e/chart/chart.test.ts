@@ -458,6 +458,7 @@ describe("rendered objects (the Linkerd tutorial's install command)", () => {
           'meshtlsauthentications',
           'networkauthentications',
           'httproutes',
+          'httplocalratelimitpolicies',
         ],
         verbs: ['list', 'watch'],
       },
@@ -485,7 +486,7 @@ describe("rendered objects (the Linkerd tutorial's install command)", () => {
         .subjects,
     ).toEqual([{ kind: 'ServiceAccount', name: 'minimesh-destination', namespace: NS }]);
     expect(rules('ClusterRole', 'minimesh-minimesh-injector')).toEqual([
-      { apiGroups: [''], resources: ['namespaces'], verbs: ['get'] },
+      { apiGroups: [''], resources: ['namespaces'], verbs: ['list', 'watch'] },
     ]);
     for (const c of ['destination', 'identity', 'injector']) {
       const b = findObject(objects, 'ClusterRoleBinding', `minimesh-minimesh-${c}`) as unknown as {

@@ -43,6 +43,7 @@ describe('charts/minimesh-crds', () => {
     expect(crds.map((c) => `${c.kind}/${c.metadata.name}`).sort()).toEqual([
       'CustomResourceDefinition/authorizationpolicies.policy.minimesh.io',
       'CustomResourceDefinition/externalworkloads.workload.minimesh.io',
+      'CustomResourceDefinition/httplocalratelimitpolicies.policy.minimesh.io',
       'CustomResourceDefinition/httproutes.policy.minimesh.io',
       'CustomResourceDefinition/meshtlsauthentications.policy.minimesh.io',
       'CustomResourceDefinition/networkauthentications.policy.minimesh.io',
