@@ -5,6 +5,7 @@
 import { adminClient, ensureCluster, KubeApiError, type KubeClient, type KubeObject } from '@minimesh/local-cluster';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { policyCrds } from '../src/crds.js';
+import { POLICY_GROUP, RESOURCE_KINDS } from '../src/resources/kinds.js';
 import { ResourceStore, type IndexedKind } from '../src/index/store.js';
 import { TEST_CLUSTER } from '../src/testing.js';
 
@@ -42,18 +43,17 @@ afterAll(async () => {
   for (const path of created) await api?.request('DELETE', path).catch(() => undefined);
 });
 
-const PLURAL: Record<string, string> = {
-  Server: 'servers',
-  AuthorizationPolicy: 'authorizationpolicies',
-  MeshTLSAuthentication: 'meshtlsauthentications',
-  NetworkAuthentication: 'networkauthentications',
-  HTTPRoute: 'httproutes',
-};
+/** The plural of a policy.minimesh.io kind, from the one table of the kinds the controller reads. */
+function pluralOf(kind: string): string {
+  const k = Object.values(RESOURCE_KINDS).find((x) => x.group === POLICY_GROUP && x.kind === kind);
+  if (!k) throw new Error(`${kind} is not a policy.minimesh.io kind of RESOURCE_KINDS`);
+  return k.plural;
+}
 
 /** Creates the object with dryRun=All: the API server validates and defaults it but stores nothing. */
 async function dryRunCreate(obj: KubeObject): Promise<KubeObject> {
   const [group, version] = String(obj.apiVersion).split('/');
-  const path = `/apis/${group}/${version}/namespaces/default/${PLURAL[obj.kind as string]}?dryRun=All`;
+  const path = `/apis/${group}/${version}/namespaces/default/${pluralOf(String(obj.kind))}?dryRun=All`;
   return api.request<KubeObject>('POST', path, { ...obj, metadata: { namespace: 'default', ...obj.metadata } });
 }
 
