@@ -45,9 +45,14 @@ const NEEDS: Record<string, { everywhere: string[]; ownNamespace: string[] }> = 
       ...rw('pods', INFORMER),
       ...rw('endpointslices.discovery.k8s.io', [...READ, 'create', 'update']),
       ...rw('externalworkloads.workload.minimesh.io', INFORMER),
-      ...['servers', 'authorizationpolicies', 'meshtlsauthentications', 'networkauthentications', 'httproutes'].flatMap(
-        (r) => rw(`${r}.policy.minimesh.io`, INFORMER),
-      ),
+      ...[
+        'servers',
+        'authorizationpolicies',
+        'meshtlsauthentications',
+        'networkauthentications',
+        'httproutes',
+        'httplocalratelimitpolicies',
+      ].flatMap((r) => rw(`${r}.policy.minimesh.io`, INFORMER)),
       ...rw('httproutes.policy.minimesh.io/status', ['patch']),
       ...['httproutes', 'grpcroutes'].flatMap((r) => rw(`${r}.gateway.networking.k8s.io`, INFORMER)),
       ...['httproutes', 'grpcroutes'].flatMap((r) => rw(`${r}.gateway.networking.k8s.io/status`, ['patch'])),
