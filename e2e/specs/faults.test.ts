@@ -541,12 +541,16 @@ async function downgradeToPrevious(): Promise<void> {
  * policy controller also reads the Gateway API's routes and writes their status (issue 26), which that
  * chart's ClusterRole does not grant, so it would answer 403 and the policy container never be ready. A
  * real release of that commit runs its own images, which do not read them. This grants what the new
- * images need beyond the previous chart (this chart's policy-rbac.yaml rules for the Gateway API and the
- * status Lease), as its own objects, so the upgrade in f is still the chart's own.
+ * images need beyond the previous chart (this chart's policy-rbac.yaml rules for the Gateway API, the
+ * route status and HTTPLocalRateLimitPolicy; injector-rbac.yaml's namespace informer), as its own
+ * objects, so the upgrade in f is still the chart's own.
  */
 function previousChartShim(): K8sObject[] {
   const name = `minimesh-e2e-previous-${m.cpNs}`;
-  const subjects = [{ kind: 'ServiceAccount', name: 'minimesh-destination', namespace: m.cpNs }];
+  const subjects = [
+    { kind: 'ServiceAccount', name: 'minimesh-destination', namespace: m.cpNs },
+    { kind: 'ServiceAccount', name: 'minimesh-injector', namespace: m.cpNs },
+  ];
   return [
     {
       apiVersion: 'rbac.authorization.k8s.io/v1',
@@ -560,6 +564,9 @@ function previousChartShim(): K8sObject[] {
           verbs: ['patch'],
         },
         { apiGroups: ['policy.minimesh.io'], resources: ['httproutes/status'], verbs: ['patch'] },
+        // The policy controller's HTTPLocalRateLimitPolicy informer, the injector's namespace informer.
+        { apiGroups: ['policy.minimesh.io'], resources: ['httplocalratelimitpolicies'], verbs: ['list', 'watch'] },
+        { apiGroups: [''], resources: ['namespaces'], verbs: ['list', 'watch'] },
       ],
     },
     {
