@@ -23,6 +23,7 @@ import {
   installChart,
   uninstallChart,
   waitForReadyPods,
+  specMeshSetup,
   SERVER_HTTP_PORT,
   type MeshSetup,
   type Pod,
@@ -31,14 +32,11 @@ import { cliMain as CLI, run } from '../src/tools.js';
 
 const driver = selectDriver();
 const suffix = randomBytes(3).toString('hex');
-const m: MeshSetup = {
-  driver,
-  cpNs: process.env.MINIMESH_E2E_NAMESPACE ?? (driver.name === 'k3d' ? 'minimesh' : `minimesh-canary-${suffix}`),
+const m: MeshSetup = specMeshSetup(driver, {
+  cpNs: `minimesh-canary-${suffix}`,
   appNs: `mm-e2e-canary-${suffix}`,
-  release: 'minimesh',
-  scopeWebhook: driver.name === 'local',
   sets: ['viz.enabled=true', 'viz.prometheus.scrapeInterval=5s'],
-};
+});
 const ns = m.appNs;
 const ROLLOUT_MS = 240_000;
 const URL = `http://web.${ns}.svc.cluster.local:${SERVER_HTTP_PORT}/`;

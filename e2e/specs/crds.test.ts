@@ -30,6 +30,7 @@ import {
   parseClientLines,
   uninstallChart,
   waitForReadyPods,
+  specMeshSetup,
   SERVER_HTTP_PORT,
   type MeshSetup,
   type Pod,
@@ -38,13 +39,7 @@ import { chartDir, crdsChartDir } from '../src/tools.js';
 
 const driver = selectDriver();
 const suffix = randomBytes(3).toString('hex');
-const m: MeshSetup = {
-  driver,
-  cpNs: process.env.MINIMESH_E2E_NAMESPACE ?? (driver.name === 'k3d' ? 'minimesh' : `minimesh-crds-${suffix}`),
-  appNs: `mm-e2e-crds-${suffix}`,
-  release: 'minimesh',
-  scopeWebhook: driver.name === 'local',
-};
+const m: MeshSetup = specMeshSetup(driver, { cpNs: `minimesh-crds-${suffix}`, appNs: `mm-e2e-crds-${suffix}` });
 const ns = m.appNs;
 const G = 'policy.minimesh.io';
 const CRDS = [

@@ -44,6 +44,7 @@ import {
   proxyMetrics,
   uninstallChart,
   waitForReadyPods,
+  specMeshSetup,
   type MeshSetup,
   type Pod,
 } from '../src/mesh.js';
@@ -71,14 +72,11 @@ const RPS = ((): number => {
 const LEAF_LIFETIME = '60s';
 /** The previous release of the chart, for the upgrade: one chart with the CRDs inside (docs/chart.md). */
 const PREVIOUS_CHART_COMMIT = '222b784';
-const m: MeshSetup = {
-  driver,
-  cpNs: process.env.MINIMESH_E2E_NAMESPACE ?? (driver.name === 'k3d' ? 'minimesh' : `minimesh-faults-${suffix}`),
+const m: MeshSetup = specMeshSetup(driver, {
+  cpNs: `minimesh-faults-${suffix}`,
   appNs: `mm-faults-app-${suffix}`,
-  release: 'minimesh',
-  scopeWebhook: driver.name === 'local',
   sets: [`identity.issuer.issuanceLifetime=${LEAF_LIFETIME}`],
-};
+});
 const CP = 'minimesh.io/control-plane-component';
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const art = new Artifacts('faults');

@@ -31,6 +31,7 @@ import {
   uninstallChart,
   waitForReadyPods,
   SERVER_GRPC_PORT,
+  specMeshSetup,
   SERVER_HTTP_PORT,
   type MeshSetup,
   type Pod,
@@ -39,15 +40,7 @@ import { cliMain, run } from '../src/tools.js';
 
 const driver = selectDriver();
 const suffix = randomBytes(3).toString('hex');
-const m: MeshSetup = {
-  driver,
-  // k3d: the install `npm run k3d -- up` made (helm upgrade keeps it); local: a namespace of our own.
-  cpNs: process.env.MINIMESH_E2E_NAMESPACE ?? (driver.name === 'k3d' ? 'minimesh' : `minimesh-e2e-${suffix}`),
-  appNs: `mm-e2e-app-${suffix}`,
-  release: 'minimesh',
-  // On the shared local cluster other tests create pods too: the e2e webhook only sees its own namespace.
-  scopeWebhook: driver.name === 'local',
-};
+const m: MeshSetup = specMeshSetup(driver, { cpNs: `minimesh-e2e-${suffix}`, appNs: `mm-e2e-app-${suffix}` });
 const ROLLOUT_MS = 180_000;
 let tmp = '';
 let certs: CertFiles;

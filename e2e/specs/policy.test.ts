@@ -26,6 +26,7 @@ import {
   proxyMetrics,
   uninstallChart,
   waitForReadyPods,
+  specMeshSetup,
   SERVER_HTTP_PORT,
   type MeshSetup,
   type Pod,
@@ -33,13 +34,7 @@ import {
 
 const driver = selectDriver();
 const suffix = randomBytes(3).toString('hex');
-const m: MeshSetup = {
-  driver,
-  cpNs: process.env.MINIMESH_E2E_NAMESPACE ?? (driver.name === 'k3d' ? 'minimesh' : `minimesh-e2e-${suffix}`),
-  appNs: `mm-e2e-policy-${suffix}`,
-  release: 'minimesh',
-  scopeWebhook: driver.name === 'local',
-};
+const m: MeshSetup = specMeshSetup(driver, { cpNs: `minimesh-e2e-${suffix}`, appNs: `mm-e2e-policy-${suffix}` });
 const ns = m.appNs;
 const ROLLOUT_MS = 180_000;
 const G = 'policy.minimesh.io';

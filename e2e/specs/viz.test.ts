@@ -23,6 +23,7 @@ import {
   installChart,
   uninstallChart,
   waitForReadyPods,
+  specMeshSetup,
   type MeshSetup,
   type Pod,
 } from '../src/mesh.js';
@@ -30,14 +31,11 @@ import { cliMain as CLI, repoRoot, run } from '../src/tools.js';
 
 const driver = selectDriver();
 const suffix = randomBytes(3).toString('hex');
-const m: MeshSetup = {
-  driver,
-  cpNs: process.env.MINIMESH_E2E_NAMESPACE ?? (driver.name === 'k3d' ? 'minimesh' : `minimesh-viz-${suffix}`),
+const m: MeshSetup = specMeshSetup(driver, {
+  cpNs: `minimesh-viz-${suffix}`,
   appNs: `mm-viz-app-${suffix}`,
-  release: 'minimesh',
-  scopeWebhook: driver.name === 'local',
   sets: ['viz.enabled=true', 'viz.prometheus.scrapeInterval=5s'],
-};
+});
 const ROLLOUT_MS = 240_000;
 const clientId = identityOf('client', m.appNs, m.cpNs);
 const serverId = identityOf('server', m.appNs, m.cpNs);

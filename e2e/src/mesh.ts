@@ -27,6 +27,23 @@ export interface MeshSetup {
   log?: (line: string) => void;
 }
 
+/**
+ * A spec's MeshSetup: on k3d the install `npm run k3d -- up` made (helm upgrade keeps it, or
+ * MINIMESH_E2E_NAMESPACE), on the local cluster a control-plane namespace of the spec's own; release
+ * `minimesh`; on the shared local cluster other tests create pods too, so the webhook only sees the
+ * spec's namespaces.
+ */
+export function specMeshSetup(driver: Driver, o: { cpNs: string; appNs: string; sets?: readonly string[] }): MeshSetup {
+  return {
+    driver,
+    cpNs: process.env.MINIMESH_E2E_NAMESPACE ?? (driver.name === 'k3d' ? 'minimesh' : o.cpNs),
+    appNs: o.appNs,
+    release: 'minimesh',
+    scopeWebhook: driver.name === 'local',
+    ...(o.sets ? { sets: o.sets } : {}),
+  };
+}
+
 /** Polls `check` until it returns a value other than undefined/false, or throws after timeoutMs. */
 export async function eventually<T>(
   what: string,
