@@ -309,4 +309,34 @@ describe('the forwarder', () => {
     expect(app.seen.map((s) => s.url)).toEqual(['/first', '/second']);
     expect(app.sockets.size).toBe(1);
   });
+
+  it('cancel() on a kept-alive connection ends the call: it does not go again as a stale keep-alive', async () => {
+    // A route's timeout cancels a call whose request went on a reused connection. Destroying it fails
+    // the request with ECONNRESET on a reused socket, which is what the keep-alive race looks like: the
+    // call must not take that for the race and send the request again (its answer would then reach an
+    // exchange that already answered 504: "Cannot write headers after they are sent").
+    let slow = false;
+    const app = await h1App((req, res) => {
+      if (!slow) return void res.writeHead(200, { connection: 'keep-alive' }).end('ok');
+      setTimeout(() => res.writeHead(200, { connection: 'keep-alive' }).end('late'), 100);
+    });
+    const target = { host: '127.0.0.1', port: app.port, agent: pool({ keepAlive: true, maxSockets: 1 }) };
+    const heads: UpstreamCall[] = [];
+    const errors: string[] = [];
+    const sink: CallSink = { onHead: (call) => heads.push(call), onError: (err) => errors.push(err.message) };
+    sendH1(target, 'GET', '/warm', {}, undefined, sink);
+    await until(() => heads.length === 1);
+    heads[0]!.release();
+    await new Promise((r) => setTimeout(r, 20)); // the connection is back in the pool
+    slow = true;
+    const call = sendH1(target, 'GET', '/slow', {}, undefined, sink);
+    await until(() => app.seen.length === 2);
+    expect(call.req.reusedSocket).toBe(true);
+    call.cancel();
+    await new Promise((r) => setTimeout(r, 300));
+    expect(app.seen.map((s) => s.url)).toEqual(['/warm', '/slow']);
+    expect(heads.length).toBe(1);
+    // The cancel's own failure is reported once (an exchange that ended ignores it), and that is all.
+    expect(errors).toEqual(['socket hang up']);
+  });
 });

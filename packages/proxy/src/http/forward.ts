@@ -129,6 +129,7 @@ export class H1Call extends UpstreamCall {
   req: ClientRequest;
   res: IncomingMessage | undefined;
   private retries = 0;
+  private cancelled = false;
 
   constructor(
     private readonly options: RequestOptions,
@@ -156,7 +157,13 @@ export class H1Call extends UpstreamCall {
    */
   private readonly onUpstreamError = (err: NodeJS.ErrnoException): void => {
     if (this.finished) return;
-    if (this.bodiless && !this.answered && isStaleKeepAlive(this.req, err) && this.retries++ < MAX_STALE_RETRIES) {
+    if (
+      this.bodiless &&
+      !this.answered &&
+      !this.cancelled &&
+      isStaleKeepAlive(this.req, err) &&
+      this.retries++ < MAX_STALE_RETRIES
+    ) {
       this.req = h1request(this.options, this.onUpstreamResponse);
       this.req.on('error', this.onUpstreamError);
       this.req.end();
@@ -170,13 +177,15 @@ export class H1Call extends UpstreamCall {
   }
 
   cancel(): void {
+    // Marked before the destroy: its ECONNRESET on a reused socket is not the keep-alive race (no retry).
+    this.cancelled = true;
     this.req.destroy();
   }
 
   release(): void {
     // Read to its end, so the connection goes back to the pool.
     if (this.res) this.res.resume();
-    else this.req.destroy();
+    else this.cancel();
   }
 
   refused(): boolean {
