@@ -12,7 +12,6 @@ import { selectDriver } from './drivers/index.js';
 import { summarizeAudit } from './src/audit.js';
 import { cliMain, run } from './src/tools.js';
 import {
-  appObjects,
   applyObjects,
   createMeshCerts,
   eventually,
@@ -28,6 +27,7 @@ import {
   type MeshSetup,
   type Pod,
 } from './src/mesh.js';
+import { appObjects } from './src/apps.js';
 
 const keep = process.argv.includes('--keep');
 const out = (line = ''): void => void process.stdout.write(`${line}\n`);

@@ -20,7 +20,6 @@ import {
   applyObjects,
   createMeshCerts,
   describePods,
-  E2E_SCOPE_LABEL,
   eventually,
   identityOf,
   installChart,
@@ -29,11 +28,11 @@ import {
   metricLines,
   parseClientLines,
   proxyMetrics,
-  waitForReadyPods,
   SERVER_HTTP_PORT,
   type MeshSetup,
   type Pod,
 } from '../src/mesh.js';
+import { CONTROL_PLANE, echoServer, httpClient, meshedNamespace, readyPod, readyPods } from '../src/apps.js';
 import { parseCanIList } from '../src/rbac.js';
 import { cliMain, run } from '../src/tools.js';
 
@@ -61,78 +60,24 @@ const restricted = {
   container: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
 };
 
-/** A Deployment whose pods pass Pod Security "restricted" on their own (the fixtures run as uid 65534). */
-function deployment(name: string, sa: string, container: Record<string, unknown>): K8sObject {
-  return {
-    apiVersion: 'apps/v1',
-    kind: 'Deployment',
-    metadata: { name, namespace: m.appNs, labels: { app: name } },
-    spec: {
-      replicas: 1,
-      selector: { matchLabels: { app: name } },
-      template: {
-        metadata: { labels: { app: name } },
-        spec: {
-          serviceAccountName: sa,
-          terminationGracePeriodSeconds: 2,
-          securityContext: restricted.pod,
-          containers: [{ ...container, imagePullPolicy: 'Never', securityContext: restricted.container }],
-        },
-      },
-    },
-  } as K8sObject;
-}
-
-function clientContainer(): Record<string, unknown> {
-  return {
-    name: 'http',
-    image: driver.fixtureImage('http-client'),
-    args: [`http://server.${m.appNs}.svc.cluster.local:${SERVER_HTTP_PORT}/`, '--forever', '--interval-ms', '500'],
-    env: [{ name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } }],
-  };
-}
-
 function appObjects(): K8sObject[] {
+  // Pods that pass Pod Security "restricted" on their own (the fixtures run as uid 65534).
+  const o = {
+    graceSeconds: 2,
+    podSpec: { securityContext: restricted.pod },
+    containerDefaults: { securityContext: restricted.container },
+  };
+  const url = `http://server.${m.appNs}.svc.cluster.local:${SERVER_HTTP_PORT}/`;
   return [
-    {
-      apiVersion: 'v1',
-      kind: 'Namespace',
-      metadata: {
-        name: m.appNs,
-        labels: {
-          [E2E_SCOPE_LABEL]: m.cpNs,
-          'pod-security.kubernetes.io/enforce': 'restricted',
-          'pod-security.kubernetes.io/enforce-version': 'latest',
-        },
-        annotations: { 'minimesh.io/inject': 'enabled' },
+    meshedNamespace(m, {
+      labels: {
+        'pod-security.kubernetes.io/enforce': 'restricted',
+        'pod-security.kubernetes.io/enforce-version': 'latest',
       },
-    },
-    ...['server', 'client', 'other'].map((name): K8sObject => ({
-      apiVersion: 'v1',
-      kind: 'ServiceAccount',
-      metadata: { name, namespace: m.appNs },
-    })),
-    {
-      apiVersion: 'v1',
-      kind: 'Service',
-      metadata: { name: 'server', namespace: m.appNs },
-      spec: {
-        selector: { app: 'server' },
-        ports: [{ name: 'http', port: SERVER_HTTP_PORT, targetPort: SERVER_HTTP_PORT }],
-      },
-    },
-    deployment('server', 'server', {
-      name: 'http',
-      image: driver.fixtureImage('http-echo'),
-      env: [
-        { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
-        { name: 'PORT', value: String(SERVER_HTTP_PORT) },
-      ],
-      ports: [{ name: 'http', containerPort: SERVER_HTTP_PORT }],
-      readinessProbe: { httpGet: { path: '/healthz', port: SERVER_HTTP_PORT }, periodSeconds: 2 },
     }),
-    deployment('client', 'client', clientContainer()),
-    deployment('other', 'other', clientContainer()),
+    ...echoServer(m, o),
+    ...httpClient(m, 'client', url, o),
+    ...httpClient(m, 'other', url, o),
     {
       apiVersion: `${G}/v1beta3`,
       kind: 'Server',
@@ -159,14 +104,6 @@ const cniValues = () => [
   'cni.image.pullPolicy=Never',
   'cni.resync=2s',
 ];
-
-async function ready(ns: string, app: string, key = 'app'): Promise<Pod> {
-  try {
-    return (await waitForReadyPods(driver, ns, app, 1, ROLLOUT_MS, key))[0] as Pod;
-  } catch (err) {
-    throw new Error(`${(err as Error).message}\n${await describePods(driver, ns)}`, { cause: err });
-  }
-}
 
 async function daemonSetReady(): Promise<void> {
   await eventually('the minimesh-cni DaemonSet is ready', ROLLOUT_MS, async () => {
@@ -207,11 +144,10 @@ beforeAll(async () => {
   certs = await createMeshCerts(tmp);
   await installChart({ ...m, sets: cniValues() }, certs);
   await daemonSetReady();
-  for (const c of ['identity', 'destination', 'injector'])
-    await ready(m.cpNs, c, 'minimesh.io/control-plane-component');
+  for (const c of CONTROL_PLANE) await readyPods(m, c, { controlPlane: true, timeoutMs: ROLLOUT_MS });
   await applyObjects(driver, appObjects());
-  server = await ready(m.appNs, 'server');
-  client = await ready(m.appNs, 'client');
+  server = await readyPod(m, 'server', { timeoutMs: ROLLOUT_MS });
+  client = await readyPod(m, 'client', { timeoutMs: ROLLOUT_MS });
 }, 600_000);
 
 afterAll(async () => {
@@ -385,7 +321,7 @@ describe('CNI mode on the local node', () => {
     await installChart({ ...m, sets: cniValues() }, certs);
     await daemonSetReady();
     await driver.kubectl(['delete', 'pod', failed.pod.metadata.name, '-n', m.appNs, '--wait=false']);
-    await ready(m.appNs, 'other');
+    await readyPod(m, 'other', { timeoutMs: ROLLOUT_MS });
   }, 600_000);
 
   it('helm uninstall leaves the node’s conflist as it was', async () => {

@@ -7,22 +7,24 @@
 // while 1,500 requests are under way: none fails, and afterwards every request goes to web-v2.
 // `minimesh viz stat-outbound deploy/client` shows the route and both backends.
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { selectDriver } from '../drivers/index.js';
 import type { K8sObject } from '../src/chart.js';
 import {
+  CONTROL_PLANE,
+  deployment,
+  echoContainer,
+  httpService,
+  meshedNamespace,
+  readyPod,
+  setUpSpecMesh,
+  tearDownSpecMesh,
+  type SpecMesh,
+} from '../src/apps.js';
+import {
   applyObjects,
-  createMeshCerts,
-  describePods,
-  E2E_SCOPE_LABEL,
   ensureGatewayApiCrds,
   eventually,
-  installChart,
-  uninstallChart,
-  waitForReadyPods,
   specMeshSetup,
   SERVER_HTTP_PORT,
   type MeshSetup,
@@ -40,36 +42,8 @@ const m: MeshSetup = specMeshSetup(driver, {
 const ns = m.appNs;
 const ROLLOUT_MS = 240_000;
 const URL = `http://web.${ns}.svc.cluster.local:${SERVER_HTTP_PORT}/`;
-let tmp = '';
+let spec: SpecMesh | undefined;
 let client: Pod;
-
-function deployment(name: string, containers: unknown[]): K8sObject {
-  return {
-    apiVersion: 'apps/v1',
-    kind: 'Deployment',
-    metadata: { name, namespace: ns, labels: { app: name } },
-    spec: {
-      replicas: 1,
-      selector: { matchLabels: { app: name } },
-      template: {
-        metadata: { labels: { app: name } },
-        spec: {
-          terminationGracePeriodSeconds: 5,
-          containers: driver.imagePullPolicy
-            ? containers.map((c) => ({ ...(c as object), imagePullPolicy: driver.imagePullPolicy }))
-            : containers,
-        },
-      },
-    },
-  };
-}
-
-const service = (name: string, app: string): K8sObject => ({
-  apiVersion: 'v1',
-  kind: 'Service',
-  metadata: { name, namespace: ns },
-  spec: { selector: { app }, ports: [{ name: 'http', port: SERVER_HTTP_PORT, targetPort: SERVER_HTTP_PORT }] },
-});
 
 /** The route users (and Flagger, Argo Rollouts) edit: web's traffic split between web-v1 and web-v2. */
 const route = (v1: number, v2: number): K8sObject => ({
@@ -90,35 +64,17 @@ const route = (v1: number, v2: number): K8sObject => ({
 });
 
 function appObjects(): K8sObject[] {
-  const podName = { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } };
-  const echo = (name: string) =>
-    deployment(name, [
-      {
-        name: 'http',
-        image: driver.fixtureImage('http-echo'),
-        env: [podName, { name: 'PORT', value: String(SERVER_HTTP_PORT) }],
-        ports: [{ name: 'http', containerPort: SERVER_HTTP_PORT }],
-        readinessProbe: { httpGet: { path: '/healthz', port: SERVER_HTTP_PORT }, periodSeconds: 2 },
-      },
-    ]);
+  const echo = (name: string) => deployment(driver, ns, name, [echoContainer(driver)]);
   return [
-    {
-      apiVersion: 'v1',
-      kind: 'Namespace',
-      metadata: {
-        name: ns,
-        labels: m.scopeWebhook ? { [E2E_SCOPE_LABEL]: m.cpNs } : {},
-        annotations: { 'minimesh.io/inject': 'enabled' },
-      },
-    },
+    meshedNamespace(m),
     // The parent Service selects the stable version: without the route everything goes to web-v1.
-    service('web', 'web-v1'),
-    service('web-v1', 'web-v1'),
-    service('web-v2', 'web-v2'),
+    httpService(ns, 'web', { app: 'web-v1' }),
+    httpService(ns, 'web-v1'),
+    httpService(ns, 'web-v2'),
     echo('web-v1'),
     echo('web-v2'),
     // A steady trickle (what Prometheus sees), and the pod the bursts are run in.
-    deployment('client', [
+    deployment(driver, ns, 'client', [
       { name: 'http', image: driver.fixtureImage('http-client'), args: [URL, '--forever', '--interval-ms', '200'] },
     ]),
     route(90, 10),
@@ -165,34 +121,20 @@ function minimesh(args: readonly string[], timeoutMs = 60_000) {
   return run(process.execPath, [CLI, ...args, ...driver.kubeArgs(), ...cp], { timeoutMs });
 }
 
-async function ready(namespace: string, app: string, key = 'app'): Promise<Pod> {
-  try {
-    const [pod] = await waitForReadyPods(driver, namespace, app, 1, ROLLOUT_MS, key);
-    return pod as Pod;
-  } catch (err) {
-    throw new Error(`${(err as Error).message}\n${await describePods(driver, namespace)}`, { cause: err });
-  }
-}
-
 beforeAll(async () => {
-  await driver.setup();
-  tmp = mkdtempSync(join(tmpdir(), 'mm-e2e-canary-'));
-  await ensureGatewayApiCrds(driver);
-  await installChart(m, await createMeshCerts(tmp));
-  for (const c of ['identity', 'destination', 'injector', 'prometheus'])
-    await ready(m.cpNs, c, 'minimesh.io/control-plane-component');
+  spec = await setUpSpecMesh(m, {
+    tmpPrefix: 'mm-e2e-canary-',
+    components: [...CONTROL_PLANE, 'prometheus'],
+    timeoutMs: ROLLOUT_MS,
+    before: () => ensureGatewayApiCrds(driver),
+  });
   await applyObjects(driver, appObjects());
-  await ready(ns, 'web-v1');
-  await ready(ns, 'web-v2');
-  client = await ready(ns, 'client');
+  await readyPod(m, 'web-v1', { timeoutMs: ROLLOUT_MS });
+  await readyPod(m, 'web-v2', { timeoutMs: ROLLOUT_MS });
+  client = await readyPod(m, 'client', { timeoutMs: ROLLOUT_MS });
 }, 900_000);
 
-afterAll(async () => {
-  if (tmp) rmSync(tmp, { recursive: true, force: true });
-  if (process.env.MINIMESH_E2E_KEEP === '1') return;
-  await driver.kubectl(['delete', 'namespace', ns, '--wait=false', '--ignore-not-found']);
-  if (driver.name === 'local') await uninstallChart(m);
-}, 180_000);
+afterAll(() => tearDownSpecMesh(m, spec), 180_000);
 
 describe(`a canary on the ${driver.name} cluster`, () => {
   it('90/10: 2,000 requests split within the binomial 99.9 % interval, none failed', async () => {

@@ -21,21 +21,19 @@ import {
   applyObjects,
   CRDS_RELEASE,
   createMeshCerts,
-  describePods,
-  E2E_SCOPE_LABEL,
   eventually,
   installChart,
   kubectlJson,
   listPods,
   parseClientLines,
   uninstallChart,
-  waitForReadyPods,
   specMeshSetup,
   SERVER_HTTP_PORT,
   type MeshSetup,
   type Pod,
 } from '../src/mesh.js';
 import { chartDir, crdsChartDir } from '../src/tools.js';
+import { CONTROL_PLANE, echoServer, httpClient, meshedNamespace, readyPods } from '../src/apps.js';
 
 const driver = selectDriver();
 const suffix = randomBytes(3).toString('hex');
@@ -50,7 +48,6 @@ const CRDS = [
   'httproutes.policy.minimesh.io',
   'externalworkloads.workload.minimesh.io',
 ];
-const CP = 'minimesh.io/control-plane-component';
 let tmp = '';
 let certs: CertFiles;
 
@@ -61,94 +58,16 @@ async function kubectlOk(args: readonly string[], input?: string): Promise<strin
 }
 
 async function controlPlaneReady(): Promise<void> {
-  for (const c of ['identity', 'destination', 'injector'])
-    await waitForReadyPods(driver, m.cpNs, c, 1, 240_000, CP).catch(async (err: Error) => {
-      throw new Error(`${err.message}\n${await describePods(driver, m.cpNs)}`, { cause: err });
-    });
-}
-
-function client(name: string): K8sObject[] {
-  return [
-    { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name, namespace: ns } },
-    {
-      apiVersion: 'apps/v1',
-      kind: 'Deployment',
-      metadata: { name, namespace: ns, labels: { app: name } },
-      spec: {
-        replicas: 1,
-        selector: { matchLabels: { app: name } },
-        template: {
-          metadata: { labels: { app: name } },
-          spec: {
-            serviceAccountName: name,
-            terminationGracePeriodSeconds: 2,
-            containers: [
-              {
-                name: 'http',
-                image: driver.fixtureImage('http-client'),
-                imagePullPolicy: driver.imagePullPolicy,
-                args: [
-                  `http://server.${ns}.svc.cluster.local:${SERVER_HTTP_PORT}/`,
-                  '--forever',
-                  '--interval-ms',
-                  '500',
-                ],
-                env: [{ name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } }],
-              },
-            ],
-          },
-        },
-      },
-    },
-  ];
+  for (const c of CONTROL_PLANE) await readyPods(m, c, { controlPlane: true, timeoutMs: 240_000 });
 }
 
 function appObjects(): K8sObject[] {
+  const url = `http://server.${ns}.svc.cluster.local:${SERVER_HTTP_PORT}/`;
   return [
-    {
-      apiVersion: 'v1',
-      kind: 'Namespace',
-      metadata: {
-        name: ns,
-        labels: m.scopeWebhook ? { [E2E_SCOPE_LABEL]: m.cpNs } : {},
-        annotations: { 'minimesh.io/inject': 'enabled' },
-      },
-    },
-    { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'server', namespace: ns } },
-    {
-      apiVersion: 'v1',
-      kind: 'Service',
-      metadata: { name: 'server', namespace: ns },
-      spec: { selector: { app: 'server' }, ports: [{ name: 'http', port: SERVER_HTTP_PORT }] },
-    },
-    {
-      apiVersion: 'apps/v1',
-      kind: 'Deployment',
-      metadata: { name: 'server', namespace: ns, labels: { app: 'server' } },
-      spec: {
-        replicas: 1,
-        selector: { matchLabels: { app: 'server' } },
-        template: {
-          metadata: { labels: { app: 'server' } },
-          spec: {
-            serviceAccountName: 'server',
-            terminationGracePeriodSeconds: 2,
-            containers: [
-              {
-                name: 'http',
-                image: driver.fixtureImage('http-echo'),
-                imagePullPolicy: driver.imagePullPolicy,
-                env: [{ name: 'PORT', value: String(SERVER_HTTP_PORT) }],
-                ports: [{ name: 'http', containerPort: SERVER_HTTP_PORT }],
-                readinessProbe: { httpGet: { path: '/healthz', port: SERVER_HTTP_PORT }, periodSeconds: 2 },
-              },
-            ],
-          },
-        },
-      },
-    },
-    ...client('client'),
-    ...client('other'),
+    meshedNamespace(m),
+    ...echoServer(m, { graceSeconds: 2 }),
+    ...httpClient(m, 'client', url, { graceSeconds: 2 }),
+    ...httpClient(m, 'other', url, { graceSeconds: 2 }),
   ];
 }
 

@@ -31,7 +31,6 @@ import { certFiles, type CertFiles } from '../src/certs.js';
 import type { K8sObject } from '../src/chart.js';
 import { LoadCollector, loadObjects, type LoadFailure } from '../src/load.js';
 import {
-  appObjects,
   applyObjects,
   CRDS_RELEASE,
   createMeshCerts,
@@ -48,6 +47,7 @@ import {
   type MeshSetup,
   type Pod,
 } from '../src/mesh.js';
+import { appObjects } from '../src/apps.js';
 import { CpuSampler } from '../src/cpu-sampler.js';
 import { LogFollower } from '../src/log-follower.js';
 import { PodWatch } from '../src/pod-watch.js';

@@ -16,7 +16,6 @@ import { findAuditLeaks, summarizeAudit } from '../src/audit.js';
 import { parseCanIList, permissionsUsed, unusedPermissions } from '../src/rbac.js';
 import type { CertFiles } from '../src/certs.js';
 import {
-  appObjects,
   applyObjects,
   createMeshCerts,
   describePods,
@@ -36,6 +35,7 @@ import {
   type MeshSetup,
   type Pod,
 } from '../src/mesh.js';
+import { appObjects } from '../src/apps.js';
 import { cliMain, run } from '../src/tools.js';
 
 const driver = selectDriver();

@@ -6,26 +6,26 @@
 // annotations has the client's proxy retry a 503 twice (the limit) and count it. The audit log shows the policy
 // controller's watches. Malformed policy objects are refused by the API server.
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { selectDriver } from '../drivers/index.js';
 import type { K8sObject } from '../src/chart.js';
 import {
+  echoServer,
+  httpClient,
+  meshedNamespace,
+  readyPod,
+  setUpSpecMesh,
+  tearDownSpecMesh,
+  type SpecMesh,
+} from '../src/apps.js';
+import {
   applyObjects,
-  createMeshCerts,
-  describePods,
-  E2E_SCOPE_LABEL,
   eventually,
   identityOf,
-  installChart,
   metricLines,
   metricSum,
   parseClientLines,
   proxyMetrics,
-  uninstallChart,
-  waitForReadyPods,
   specMeshSetup,
   SERVER_HTTP_PORT,
   type MeshSetup,
@@ -36,108 +36,17 @@ const driver = selectDriver();
 const suffix = randomBytes(3).toString('hex');
 const m: MeshSetup = specMeshSetup(driver, { cpNs: `minimesh-e2e-${suffix}`, appNs: `mm-e2e-policy-${suffix}` });
 const ns = m.appNs;
-const ROLLOUT_MS = 180_000;
 const G = 'policy.minimesh.io';
 const host = `server.${ns}.svc.cluster.local`;
-let tmp = '';
+let spec: SpecMesh | undefined;
 let server: Pod;
 
-async function ready(app: string, key = 'app'): Promise<Pod> {
-  const namespace = key === 'app' ? ns : m.cpNs;
-  try {
-    const [pod] = await waitForReadyPods(driver, namespace, app, 1, ROLLOUT_MS, key);
-    return pod as Pod;
-  } catch (err) {
-    throw new Error(`${(err as Error).message}\n${await describePods(driver, namespace)}`, { cause: err });
-  }
-}
-
-/** A Deployment of one pod running the http-client fixture against `url`. */
-function clientDeployment(name: string, url: string, opts: { meshed?: boolean; sa?: string } = {}): K8sObject[] {
-  const sa = opts.sa ?? name;
-  return [
-    ...(opts.sa ? [] : [{ apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name, namespace: ns } }]),
-    {
-      apiVersion: 'apps/v1',
-      kind: 'Deployment',
-      metadata: { name, namespace: ns, labels: { app: name } },
-      spec: {
-        replicas: 1,
-        selector: { matchLabels: { app: name } },
-        template: {
-          metadata: {
-            labels: { app: name },
-            ...(opts.meshed === false ? { annotations: { 'minimesh.io/inject': 'disabled' } } : {}),
-          },
-          spec: {
-            serviceAccountName: sa,
-            terminationGracePeriodSeconds: 5,
-            containers: [
-              {
-                name: 'http',
-                image: driver.fixtureImage('http-client'),
-                args: [url, '--forever', '--interval-ms', '500'],
-                env: [{ name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } }],
-              },
-            ],
-          },
-        },
-      },
-    },
-  ];
-}
-
 function appObjects(): K8sObject[] {
-  const labels: Record<string, string> = m.scopeWebhook ? { [E2E_SCOPE_LABEL]: m.cpNs } : {};
+  const url = (path: string) => `http://${host}:${SERVER_HTTP_PORT}${path}`;
   return [
-    {
-      apiVersion: 'v1',
-      kind: 'Namespace',
-      metadata: {
-        name: ns,
-        labels,
-        annotations: { 'minimesh.io/inject': 'enabled', 'config.minimesh.io/default-inbound-policy': 'deny' },
-      },
-    },
-    { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'server', namespace: ns } },
-    {
-      apiVersion: 'v1',
-      kind: 'Service',
-      metadata: { name: 'server', namespace: ns },
-      spec: {
-        selector: { app: 'server' },
-        ports: [{ name: 'http', port: SERVER_HTTP_PORT, targetPort: SERVER_HTTP_PORT }],
-      },
-    },
-    {
-      apiVersion: 'apps/v1',
-      kind: 'Deployment',
-      metadata: { name: 'server', namespace: ns, labels: { app: 'server' } },
-      spec: {
-        replicas: 1,
-        selector: { matchLabels: { app: 'server' } },
-        template: {
-          metadata: { labels: { app: 'server' } },
-          spec: {
-            serviceAccountName: 'server',
-            terminationGracePeriodSeconds: 5,
-            containers: [
-              {
-                name: 'http',
-                image: driver.fixtureImage('http-echo'),
-                env: [
-                  { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
-                  { name: 'PORT', value: String(SERVER_HTTP_PORT) },
-                ],
-                ports: [{ name: 'http', containerPort: SERVER_HTTP_PORT }],
-                // Under deny, only the probe route admits the kubelet.
-                readinessProbe: { httpGet: { path: '/healthz', port: SERVER_HTTP_PORT }, periodSeconds: 2 },
-              },
-            ],
-          },
-        },
-      },
-    },
+    meshedNamespace(m, { annotations: { 'config.minimesh.io/default-inbound-policy': 'deny' } }),
+    // Under deny, only the probe route admits the kubelet (the echo server's readiness probe).
+    ...echoServer(m),
     {
       apiVersion: `${G}/v1beta3`,
       kind: 'Server',
@@ -186,32 +95,23 @@ function appObjects(): K8sObject[] {
         rules: [{ matches: [{ path: { type: 'PathPrefix', value: '/status' } }] }],
       },
     },
-    ...clientDeployment('client', `http://${host}:${SERVER_HTTP_PORT}/`),
-    ...clientDeployment('other', `http://${host}:${SERVER_HTTP_PORT}/`),
-    ...clientDeployment('unmeshed', `http://${host}:${SERVER_HTTP_PORT}/`, { meshed: false }),
+    ...httpClient(m, 'client', url('/')),
+    ...httpClient(m, 'other', url('/')),
+    ...httpClient(m, 'unmeshed', url('/'), { meshed: false }),
     // The client's identity (admitted), so what cuts its requests is the route's timeout.
-    ...clientDeployment('slow', `http://${host}:${SERVER_HTTP_PORT}/delay/3000`, { sa: 'client' }),
-    ...clientDeployment('retrying', `http://${host}:${SERVER_HTTP_PORT}/status/503`, { sa: 'client' }),
+    ...httpClient(m, 'slow', url('/delay/3000'), { serviceAccount: 'client' }),
+    ...httpClient(m, 'retrying', url('/status/503'), { serviceAccount: 'client' }),
   ];
 }
 
 beforeAll(async () => {
-  await driver.setup();
-  tmp = mkdtempSync(join(tmpdir(), 'mm-e2e-policy-'));
-  const certs = await createMeshCerts(tmp);
-  await installChart(m, certs);
-  for (const c of ['identity', 'destination', 'injector']) await ready(c, 'minimesh.io/control-plane-component');
+  spec = await setUpSpecMesh(m, { tmpPrefix: 'mm-e2e-policy-' });
   await applyObjects(driver, appObjects());
-  server = await ready('server');
-  for (const c of ['client', 'other', 'unmeshed', 'slow', 'retrying']) await ready(c);
+  server = await readyPod(m, 'server');
+  for (const c of ['client', 'other', 'unmeshed', 'slow', 'retrying']) await readyPod(m, c);
 }, 900_000);
 
-afterAll(async () => {
-  if (process.env.MINIMESH_E2E_KEEP) return;
-  await driver.kubectl(['delete', 'namespace', ns, '--wait=false', '--ignore-not-found']).catch(() => undefined);
-  if (driver.name === 'local') await uninstallChart(m).catch(() => undefined);
-  if (tmp) rmSync(tmp, { recursive: true, force: true });
-});
+afterAll(() => tearDownSpecMesh(m, spec));
 
 async function clientLines(app: string) {
   const pods = await driver.kubectl([
@@ -299,7 +199,7 @@ describe(`authorization policy on the ${driver.name} cluster`, () => {
   }, 120_000);
 
   it("retries a 503 on the HTTPRoute's retry annotations, up to the limit, and counts it", async () => {
-    const pod = await ready('retrying');
+    const pod = await readyPod(m, 'retrying');
     const route = { route_kind: 'HTTPRoute', route_name: 'retries' };
     // Every request the client makes is sent three times (two retries) and ends at the limit.
     const text = await eventually('retries counted by the client proxy', 90_000, async () => {

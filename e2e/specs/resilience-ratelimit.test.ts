@@ -5,25 +5,27 @@
 // which spend the buckets' initial burst) and answers the rest 429 with Retry-After, counted in
 // inbound_http_local_ratelimit_total. The API server refuses a limit of 0.
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { selectDriver } from '../drivers/index.js';
 import type { K8sObject } from '../src/chart.js';
 import {
+  deployment,
+  echoServer,
+  meshedNamespace,
+  nodeScriptContainer,
+  readyPod,
+  serviceAccount,
+  setUpSpecMesh,
+  tearDownSpecMesh,
+  type SpecMesh,
+} from '../src/apps.js';
+import {
   applyObjects,
-  createMeshCerts,
-  describePods,
-  E2E_SCOPE_LABEL,
   eventually,
   identityOf,
-  installChart,
   metricSum,
   parseClientLines,
   proxyMetrics,
-  uninstallChart,
-  waitForReadyPods,
   specMeshSetup,
   SERVER_HTTP_PORT,
   type MeshSetup,
@@ -35,13 +37,12 @@ const suffix = randomBytes(3).toString('hex');
 const m: MeshSetup = specMeshSetup(driver, { cpNs: `minimesh-e2e-${suffix}`, appNs: `mm-e2e-ratelimit-${suffix}` });
 const ns = m.appNs;
 const G = 'policy.minimesh.io';
-const ROLLOUT_MS = 180_000;
 const OFFERED_RPS = 200;
 const SECONDS = 20;
 /** Seconds left out of the measure: the buckets start full (a burst of one second's worth). */
 const WARM_S = 5;
 const LIMITS = { slow: 50, fast: 100 };
-let tmp = '';
+let spec: SpecMesh | undefined;
 
 // The client: waits for its proxy to know the Server's policy (a few requests), then offers
 // OFFERED_RPS requests per second for SECONDS, open loop (at most 64 in flight), and prints one line
@@ -90,68 +91,13 @@ const get = () => new Promise((resolve) => {
 `;
 
 function appObjects(): K8sObject[] {
-  const labels: Record<string, string> = m.scopeWebhook ? { [E2E_SCOPE_LABEL]: m.cpNs } : {};
   const client = (name: 'slow' | 'fast'): K8sObject[] => [
-    { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name, namespace: ns } },
-    {
-      apiVersion: 'apps/v1',
-      kind: 'Deployment',
-      metadata: { name, namespace: ns, labels: { app: name } },
-      spec: {
-        replicas: 1,
-        selector: { matchLabels: { app: name } },
-        template: {
-          metadata: { labels: { app: name } },
-          spec: {
-            serviceAccountName: name,
-            terminationGracePeriodSeconds: 5,
-            containers: [
-              { name: 'app', image: driver.fixtureImage('http-client'), command: ['node', '-e', CLIENT_SCRIPT] },
-            ],
-          },
-        },
-      },
-    },
+    serviceAccount(ns, name),
+    deployment(driver, ns, name, [nodeScriptContainer(driver, CLIENT_SCRIPT)], { serviceAccount: name }),
   ];
   return [
-    {
-      apiVersion: 'v1',
-      kind: 'Namespace',
-      metadata: { name: ns, labels, annotations: { 'minimesh.io/inject': 'enabled' } },
-    },
-    {
-      apiVersion: 'v1',
-      kind: 'Service',
-      metadata: { name: 'server', namespace: ns },
-      spec: { selector: { app: 'server' }, ports: [{ name: 'http', port: SERVER_HTTP_PORT }] },
-    },
-    {
-      apiVersion: 'apps/v1',
-      kind: 'Deployment',
-      metadata: { name: 'server', namespace: ns, labels: { app: 'server' } },
-      spec: {
-        replicas: 1,
-        selector: { matchLabels: { app: 'server' } },
-        template: {
-          metadata: { labels: { app: 'server' } },
-          spec: {
-            terminationGracePeriodSeconds: 5,
-            containers: [
-              {
-                name: 'http',
-                image: driver.fixtureImage('http-echo'),
-                env: [
-                  { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
-                  { name: 'PORT', value: String(SERVER_HTTP_PORT) },
-                ],
-                ports: [{ name: 'http', containerPort: SERVER_HTTP_PORT }],
-                readinessProbe: { httpGet: { path: '/healthz', port: SERVER_HTTP_PORT }, periodSeconds: 2 },
-              },
-            ],
-          },
-        },
-      },
-    },
+    meshedNamespace(m),
+    ...echoServer(m),
     {
       apiVersion: `${G}/v1beta3`,
       kind: 'Server',
@@ -178,15 +124,6 @@ function appObjects(): K8sObject[] {
   ];
 }
 
-async function ready(app: string, key = 'app'): Promise<Pod> {
-  const namespace = key === 'app' ? ns : m.cpNs;
-  try {
-    return (await waitForReadyPods(driver, namespace, app, 1, ROLLOUT_MS, key))[0] as Pod;
-  } catch (err) {
-    throw new Error(`${(err as Error).message}\n${await describePods(driver, namespace)}`, { cause: err });
-  }
-}
-
 interface Second {
   s?: number;
   ok?: number;
@@ -199,20 +136,12 @@ interface Second {
 const pods: Record<string, Pod> = {};
 
 beforeAll(async () => {
-  await driver.setup();
-  tmp = mkdtempSync(join(tmpdir(), 'mm-e2e-ratelimit-'));
-  await installChart(m, await createMeshCerts(tmp));
-  for (const c of ['identity', 'destination', 'injector']) await ready(c, 'minimesh.io/control-plane-component');
+  spec = await setUpSpecMesh(m, { tmpPrefix: 'mm-e2e-ratelimit-' });
   await applyObjects(driver, appObjects());
-  for (const app of ['server', 'slow', 'fast']) pods[app] = await ready(app);
+  for (const app of ['server', 'slow', 'fast']) pods[app] = await readyPod(m, app);
 }, 900_000);
 
-afterAll(async () => {
-  if (process.env.MINIMESH_E2E_KEEP) return;
-  await driver.kubectl(['delete', 'namespace', ns, '--wait=false', '--ignore-not-found']).catch(() => undefined);
-  if (driver.name === 'local') await uninstallChart(m).catch(() => undefined);
-  if (tmp) rmSync(tmp, { recursive: true, force: true });
-});
+afterAll(() => tearDownSpecMesh(m, spec));
 
 describe(`HTTP local rate limits on the ${driver.name} cluster`, () => {
   it.each([['slow'], ['fast']] as const)(

@@ -7,24 +7,27 @@
 // flaky pod (through a second Service that selects only it) to recover, and keeps sending: a probe
 // finds it well within the max penalty (10 s), and it gets its share back.
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { selectDriver } from '../drivers/index.js';
 import type { K8sObject } from '../src/chart.js';
 import {
+  deployment,
+  echoContainer,
+  httpService,
+  meshedNamespace,
+  nodeScriptContainer,
+  readyPod,
+  readyPods,
+  setUpSpecMesh,
+  tearDownSpecMesh,
+  type SpecMesh,
+} from '../src/apps.js';
+import {
   applyObjects,
-  createMeshCerts,
-  describePods,
-  E2E_SCOPE_LABEL,
   eventually,
-  installChart,
   metricSum,
   parseClientLines,
   proxyMetrics,
-  uninstallChart,
-  waitForReadyPods,
   specMeshSetup,
   SERVER_HTTP_PORT,
   type MeshSetup,
@@ -35,14 +38,13 @@ const driver = selectDriver();
 const suffix = randomBytes(3).toString('hex');
 const m: MeshSetup = specMeshSetup(driver, { cpNs: `minimesh-e2e-${suffix}`, appNs: `mm-e2e-resil-${suffix}` });
 const ns = m.appNs;
-const ROLLOUT_MS = 180_000;
 const REQUESTS = 2000;
 const MAX_PENALTY_S = 10;
 /** After the 2,000 requests, how long the client trickles on (5 rps) before it has the flaky pod recover. */
 const PAUSE_MS = 12_000;
 /** How long it keeps sending after the recovery (the max penalty, and time to see the share). */
 const AFTER_MS = (MAX_PENALTY_S + 6) * 1000;
-let tmp = '';
+let spec: SpecMesh | undefined;
 
 // The flaky server: the fixture image's Node, with a script of its own (the image has no shell):
 // 500 to everything but /healthz until POST /recover.
@@ -98,51 +100,13 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 })();
 `;
 
-function deployment(name: string, labels: Record<string, string>, container: Record<string, unknown>): K8sObject {
-  return {
-    apiVersion: 'apps/v1',
-    kind: 'Deployment',
-    metadata: { name, namespace: ns, labels: { app: name } },
-    spec: {
-      replicas: name === 'server' ? 2 : 1,
-      selector: { matchLabels: { app: name } },
-      template: {
-        metadata: { labels: { app: name, ...labels } },
-        spec: {
-          terminationGracePeriodSeconds: 5,
-          containers: [
-            {
-              name: 'app',
-              env: [
-                { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
-                { name: 'PORT', value: String(SERVER_HTTP_PORT) },
-              ],
-              ...container,
-            },
-          ],
-        },
-      },
-    },
-  };
-}
-
 function appObjects(): K8sObject[] {
-  const labels: Record<string, string> = m.scopeWebhook ? { [E2E_SCOPE_LABEL]: m.cpNs } : {};
-  const port = { name: 'http', containerPort: SERVER_HTTP_PORT };
-  const probe = { httpGet: { path: '/healthz', port: SERVER_HTTP_PORT }, periodSeconds: 2 };
-  const service = (name: string, selector: Record<string, string>, annotations: Record<string, string> = {}) => ({
-    apiVersion: 'v1',
-    kind: 'Service',
-    metadata: { name, namespace: ns, annotations },
-    spec: { selector, ports: [{ name: 'http', port: SERVER_HTTP_PORT, targetPort: SERVER_HTTP_PORT }] },
-  });
+  // The Service `server` selects both Deployments (svc: server): two good pods and the flaky one.
+  const svc = { podLabels: { svc: 'server' } };
   return [
-    {
-      apiVersion: 'v1',
-      kind: 'Namespace',
-      metadata: { name: ns, labels, annotations: { 'minimesh.io/inject': 'enabled' } },
-    },
-    service(
+    meshedNamespace(m),
+    httpService(
+      ns,
       'server',
       { svc: 'server' },
       {
@@ -153,33 +117,17 @@ function appObjects(): K8sObject[] {
         'balancer.linkerd.io/failure-accrual-consecutive-jitter-ratio': '0.1',
       },
     ),
-    service('flaky-admin', { app: 'flaky' }),
+    httpService(ns, 'flaky-admin', { app: 'flaky' }),
+    deployment(driver, ns, 'server', [echoContainer(driver, { name: 'app' })], { replicas: 2, ...svc }),
     deployment(
-      'server',
-      { svc: 'server' },
-      { image: driver.fixtureImage('http-echo'), ports: [port], readinessProbe: probe },
-    ),
-    deployment(
+      driver,
+      ns,
       'flaky',
-      { svc: 'server' },
-      {
-        image: driver.fixtureImage('http-echo'),
-        command: ['node', '-e', FLAKY_SCRIPT],
-        ports: [port],
-        readinessProbe: probe,
-      },
+      [echoContainer(driver, { name: 'app', command: ['node', '-e', FLAKY_SCRIPT] })],
+      svc,
     ),
-    deployment('client', {}, { image: driver.fixtureImage('http-client'), command: ['node', '-e', CLIENT_SCRIPT] }),
+    deployment(driver, ns, 'client', [nodeScriptContainer(driver, CLIENT_SCRIPT)]),
   ];
-}
-
-async function ready(app: string, n = 1, key = 'app'): Promise<Pod[]> {
-  const namespace = key === 'app' ? ns : m.cpNs;
-  try {
-    return await waitForReadyPods(driver, namespace, app, n, ROLLOUT_MS, key);
-  } catch (err) {
-    throw new Error(`${(err as Error).message}\n${await describePods(driver, namespace)}`, { cause: err });
-  }
 }
 
 interface Line {
@@ -200,26 +148,17 @@ async function clientLines(): Promise<Line[]> {
 }
 
 beforeAll(async () => {
-  await driver.setup();
-  tmp = mkdtempSync(join(tmpdir(), 'mm-e2e-resil-'));
-  const certs = await createMeshCerts(tmp);
-  await installChart(m, certs);
-  for (const c of ['identity', 'destination', 'injector']) await ready(c, 1, 'minimesh.io/control-plane-component');
+  spec = await setUpSpecMesh(m, { tmpPrefix: 'mm-e2e-resil-' });
   const objects = appObjects();
   // Servers first: the client starts sending as soon as it runs.
   await applyObjects(driver, objects.slice(0, -1));
-  await ready('server', 2);
-  flakyPod = (await ready('flaky'))[0]!.metadata.name;
+  await readyPods(m, 'server', { count: 2 });
+  flakyPod = (await readyPod(m, 'flaky')).metadata.name;
   await applyObjects(driver, objects.slice(-1));
-  client = (await ready('client'))[0]!;
+  client = await readyPod(m, 'client');
 }, 900_000);
 
-afterAll(async () => {
-  if (process.env.MINIMESH_E2E_KEEP) return;
-  await driver.kubectl(['delete', 'namespace', ns, '--wait=false', '--ignore-not-found']).catch(() => undefined);
-  if (driver.name === 'local') await uninstallChart(m).catch(() => undefined);
-  if (tmp) rmSync(tmp, { recursive: true, force: true });
-});
+afterAll(() => tearDownSpecMesh(m, spec));
 
 describe(`failure accrual on the ${driver.name} cluster`, () => {
   it(`ejects the pod answering 500: >= 99.5 % of ${REQUESTS} requests succeed, it gets < 2 %`, async () => {

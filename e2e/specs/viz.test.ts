@@ -14,7 +14,6 @@ import { selectDriver } from '../drivers/index.js';
 import { chromiumMissing, launchBrowser } from '@minimesh/test-support/browser';
 import type { CertFiles } from '../src/certs.js';
 import {
-  appObjects,
   applyObjects,
   createMeshCerts,
   describePods,
@@ -27,6 +26,7 @@ import {
   type MeshSetup,
   type Pod,
 } from '../src/mesh.js';
+import { appObjects } from '../src/apps.js';
 import { cliMain as CLI, repoRoot, run } from '../src/tools.js';
 
 const driver = selectDriver();

@@ -1,5 +1,5 @@
 // The flows the e2e specs and the demo share: certificates, the chart install (the Linkerd tutorial's install command),
-// the two test apps, waiting, and reading pods and proxy metrics through the driver.
+// waiting, and reading pods and proxy metrics through the driver.
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
@@ -333,87 +333,6 @@ export const SERVER_GRPC_PORT = 9090;
 /** The identity a workload's proxy gets: <sa>.<ns>.serviceaccount.identity.<cpNs>.<trust domain>. */
 export function identityOf(sa: string, ns: string, cpNs: string, trustDomain = 'cluster.local'): string {
   return `${sa}.${ns}.serviceaccount.identity.${cpNs}.${trustDomain}`;
-}
-
-/** The client and server apps, in a namespace annotated minimesh.io/inject: enabled. */
-export function appObjects(
-  m: Pick<MeshSetup, 'appNs' | 'cpNs' | 'scopeWebhook' | 'driver'>,
-  serverReplicas = 1,
-): K8sObject[] {
-  const ns = m.appNs;
-  const podName = { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } };
-  const host = `server.${ns}.svc.cluster.local`;
-  const labels: Record<string, string> = m.scopeWebhook ? { [E2E_SCOPE_LABEL]: m.cpNs } : {};
-  const deployment = (name: string, replicas: number, containers: unknown[]): K8sObject => ({
-    apiVersion: 'apps/v1',
-    kind: 'Deployment',
-    metadata: { name, namespace: ns, labels: { app: name } },
-    spec: {
-      replicas,
-      selector: { matchLabels: { app: name } },
-      template: {
-        metadata: { labels: { app: name } },
-        spec: {
-          serviceAccountName: name,
-          terminationGracePeriodSeconds: 5,
-          containers: m.driver.imagePullPolicy
-            ? containers.map((c) => ({ ...(c as object), imagePullPolicy: m.driver.imagePullPolicy }))
-            : containers,
-        },
-      },
-    },
-  });
-  return [
-    {
-      apiVersion: 'v1',
-      kind: 'Namespace',
-      metadata: { name: ns, labels, annotations: { 'minimesh.io/inject': 'enabled' } },
-    },
-    { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'server', namespace: ns } },
-    { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'client', namespace: ns } },
-    {
-      apiVersion: 'v1',
-      kind: 'Service',
-      metadata: { name: 'server', namespace: ns },
-      spec: {
-        selector: { app: 'server' },
-        ports: [
-          { name: 'http', port: SERVER_HTTP_PORT, targetPort: SERVER_HTTP_PORT },
-          { name: 'grpc', port: SERVER_GRPC_PORT, targetPort: SERVER_GRPC_PORT, appProtocol: 'kubernetes.io/h2c' },
-        ],
-      },
-    },
-    deployment('server', serverReplicas, [
-      {
-        name: 'http',
-        image: m.driver.fixtureImage('http-echo'),
-        env: [podName, { name: 'PORT', value: String(SERVER_HTTP_PORT) }],
-        ports: [{ name: 'http', containerPort: SERVER_HTTP_PORT }],
-        readinessProbe: { httpGet: { path: '/healthz', port: SERVER_HTTP_PORT }, periodSeconds: 2 },
-      },
-      {
-        name: 'grpc',
-        image: m.driver.fixtureImage('grpc-echo'),
-        env: [podName, { name: 'PORT', value: String(SERVER_GRPC_PORT) }],
-        ports: [{ name: 'grpc', containerPort: SERVER_GRPC_PORT }],
-      },
-    ]),
-    deployment('client', 1, [
-      {
-        name: 'http',
-        image: m.driver.fixtureImage('http-client'),
-        args: [`http://${host}:${SERVER_HTTP_PORT}/`, '--forever', '--interval-ms', '500'],
-        env: [podName],
-      },
-      {
-        name: 'grpc',
-        image: m.driver.fixtureImage('http-client'),
-        command: ['node', 'e2e/scripts/grpc-client.mjs'],
-        args: [`${host}:${SERVER_GRPC_PORT}`, '--forever', '--interval-ms', '500'],
-        env: [podName],
-      },
-    ]),
-  ];
 }
 
 /** JSON lines a client container printed ({ n, status|ok, pod, ms } or { n, error }). */
