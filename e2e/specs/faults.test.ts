@@ -495,6 +495,20 @@ async function userObjectUids(): Promise<string[]> {
 }
 
 /**
+ * CRDs charts/minimesh-crds has and the previous chart did not (HTTPLocalRateLimitPolicy), already on the
+ * cluster: an earlier run, or an earlier case of this one (f, then downgradeToPrevious), installed them
+ * with keep, so they outlived their release and still name its namespace as their owner, and Helm would
+ * refuse to adopt them ("invalid ownership metadata"). A cluster that only ever had the previous release
+ * has none; the migration hands them over with the others.
+ */
+async function laterCrdsLeftBehind(): Promise<string[]> {
+  const crds = await kubectlJson<{ items: { metadata: { name: string } }[] }>(driver, ['get', 'crd']);
+  return crds.items
+    .map((c) => c.metadata.name)
+    .filter((n) => /\.(policy|workload)\.minimesh\.io$/.test(n) && !CRDS.includes(n));
+}
+
+/**
  * The migration from the chart with the CRDs inside to charts/minimesh-crds + this chart, as docs/chart.md
  * writes it: hand the CRDs to the minimesh-crds release (keep, new owner), install that chart (it adopts
  * them), upgrade the control plane (Helm skips deleting what is marked keep).
@@ -504,6 +518,7 @@ async function migrateToCurrent(): Promise<void> {
     'annotate',
     'crd',
     ...CRDS,
+    ...(await laterCrdsLeftBehind()),
     '--overwrite',
     'helm.sh/resource-policy=keep',
     `meta.helm.sh/release-name=${CRDS_RELEASE}`,
