@@ -1,5 +1,6 @@
 // Runs inside a test pod's network namespace (ip netns exec ...).
-//   server <name>: HTTP/1 echo + Upgrade echo on 8080, HTTP/2 + gRPC-framed echo on 8081,
+//   server <name> [status]: HTTP/1 echo + Upgrade echo on 8080 (answering `status`, default 200: a
+//                  failing endpoint for failure accrual), HTTP/2 + gRPC-framed echo on 8081,
 //                  a server-speaks-first banner on 25, a TCP echo on 9000.
 //   impostor <certfile> <keyfile>: a TLS server on 8443 presenting the given certificate.
 //   client <unix socket>: a control API over a unix socket (reachable from the host across namespaces)
@@ -14,11 +15,12 @@ const [mode, ...args] = process.argv.slice(2);
 
 if (mode === 'server') {
   const name = args[0];
+  const status = Number(args[1] ?? 200);
   const h1 = h1Server((req, res) => {
     const chunks = [];
     req.on('data', (c) => chunks.push(c));
     req.on('end', () => {
-      res.writeHead(200, { 'content-type': 'application/json', 'x-app': name });
+      res.writeHead(status, { 'content-type': 'application/json', 'x-app': name });
       res.end(
         JSON.stringify({
           app: name,

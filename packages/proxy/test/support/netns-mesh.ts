@@ -217,13 +217,18 @@ export class NetnsMesh {
     return p;
   }
 
-  /** A selector-less Service with an EndpointSlice naming `pods`; returns its ClusterIP. */
-  async service(name: string, ports: ServicePort[], pods: string[]): Promise<string> {
+  /** A selector-less Service (with `annotations`) and an EndpointSlice naming `pods`; returns its ClusterIP. */
+  async service(
+    name: string,
+    ports: ServicePort[],
+    pods: string[],
+    annotations: Record<string, string> = {},
+  ): Promise<string> {
     const kube = adminClient();
     const svc = (await kube.request('POST', `/api/v1/namespaces/${this.kns}/services`, {
       apiVersion: 'v1',
       kind: 'Service',
-      metadata: { name },
+      metadata: { name, annotations },
       spec: { ports: ports.map((p) => ({ ...p, protocol: 'TCP' })) },
     })) as { spec: { clusterIP: string } };
     await kube.request('POST', `/apis/discovery.k8s.io/v1/namespaces/${this.kns}/endpointslices`, {
