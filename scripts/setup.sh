@@ -82,7 +82,7 @@ if [ -z "${MINIMESH_SKIP_K8S_BUILD:-}${MINIMESH_SKIP_IMAGES:-}" ]; then
   if bash packages/local-cluster/scripts/build-k8s.sh --check; then
     stage_note "Kubernetes binaries" "cached"
   else
-    stage "Kubernetes binaries" "building etcd, kube-apiserver ... kubelet from the Go module proxy (first time, ~18 min)" \
+    stage "Kubernetes binaries" "building etcd, kube-apiserver ... kubelet from the Go module proxy (first time, 10–18 min)" \
       bash packages/local-cluster/scripts/build-k8s.sh
   fi
 fi
@@ -104,7 +104,7 @@ fi
 if [ "$(id -u)" -eq 0 ] && [ -z "${MINIMESH_SKIP_IMAGES:-}" ]; then
   stale=$(bash scripts/images.sh stale | wc -l)
   if [ "$stale" -gt 0 ]; then
-    stage "container images" "building ${stale} of $(bash scripts/images.sh refs | wc -l) (first time, ~20 min; after a change under packages/, ~4 min)" \
+    stage "container images" "building ${stale} of $(bash scripts/images.sh refs | wc -l) (first time, ~18 min; after a change under packages/, ~4 min)" \
       bash scripts/images.sh build
   else
     stage_note "container images" "up to date"

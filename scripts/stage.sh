@@ -4,12 +4,12 @@
 #
 #   source scripts/stage.sh
 #   STAGE_PREFIX=setup                                   # the [tag] of every line (default: the script's name)
-#   stage "Kubernetes binaries" "building (first time, ~18 min)" bash packages/local-cluster/scripts/build-k8s.sh
+#   stage "Kubernetes binaries" "building (first time, 10–18 min)" bash packages/local-cluster/scripts/build-k8s.sh
 #   stage_note "npm packages" "up to date"
 #
 # stage NAME DOING COMMAND... runs COMMAND with stdin from /dev/null and stdout and stderr into
 # $STAGE_LOG_DIR/<prefix>-<name>.log (default ~/.cache/minimesh/logs), and prints, on stderr:
-#   [setup] Kubernetes binaries: building (first time, ~18 min), output in <log>… done in 1,093 s
+#   [setup] Kubernetes binaries: building (first time, 10–18 min), output in <log>… done in 1,093 s
 # The first part is printed before the command starts, the rest when it ends, so a long stage shows
 # what it is doing while it runs. When COMMAND fails the line ends in `failed after N s (exit C)`,
 # followed by the log (the last $STAGE_TAIL lines, default 80, and the path when it is longer), and
