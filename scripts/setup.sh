@@ -85,6 +85,14 @@ if [ -z "${MINIMESH_SKIP_K8S_BUILD:-}${MINIMESH_SKIP_IMAGES:-}" ]; then
     stage "Kubernetes binaries" "building etcd, kube-apiserver ... kubelet from the Go module proxy (first time, 10–18 min)" \
       bash packages/local-cluster/scripts/build-k8s.sh
   fi
+  # kwok, the simulated nodes of the scale tests (`npm run cluster -- up --simulated-nodes N`): built
+  # here too, so that no test prints a build on the console.
+  if bash packages/local-cluster/scripts/build-kwok.sh --check; then
+    stage_note "kwok" "cached"
+  else
+    stage "kwok" "building the simulated nodes from the Go module proxy (first time, ~2 min)" \
+      bash packages/local-cluster/scripts/build-kwok.sh
+  fi
 fi
 # The pinned Go tools (actionlint for npm run lint, k3d for its config test, syft and cosign for the
 # images' SBOMs and signatures, cnitool for minimesh-cni's tests) and the images (docs/images.md): built here, before any test, into

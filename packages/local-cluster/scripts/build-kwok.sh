@@ -6,10 +6,15 @@
 # Built inside a throw-away module that requires kwok's module (as scripts/go-tool.sh does), so the
 # module zip is checked against the Go checksum database: a pinned version is a pinned checksum.
 #   MINIMESH_KWOK_VERSION (default v0.8.0)   MINIMESH_CACHE (default ~/.cache/minimesh)
+#   --check: exit 0 when it is built, 1 when not (scripts/setup.sh)
 set -euo pipefail
 version="${MINIMESH_KWOK_VERSION:-v0.8.0}"
 cache="${MINIMESH_CACHE:-$HOME/.cache/minimesh}"
 out="$cache/kwok/$version"
+if [ "${1:-}" = "--check" ]; then
+  [ -x "$out/kwok" ] && [ -s "$out/stages.yaml" ]
+  exit
+fi
 if [ -x "$out/kwok" ] && [ -s "$out/stages.yaml" ]; then
   echo "[build-kwok] using cached kwok in $out" >&2
   exit 0

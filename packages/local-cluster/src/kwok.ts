@@ -8,8 +8,8 @@
 // pods that tolerate it, such as the workload generator's), and the label type=kwok for nodeSelectors.
 // kwok runs detached under the state directory's pid files, so `npm run cluster -- down` stops it too.
 import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { adminClient } from './cluster.js';
 import { KubeApiError, type KubeClient, type KubeObject } from './kube-client.js';
 import { cacheDir, packageDir, statePaths, stateDir } from './paths.js';
@@ -49,11 +49,22 @@ export function kwokPaths(): { dir: string; bin: string; stages: string } {
 export function buildKwok(log: Log = () => {}): ReturnType<typeof kwokPaths> {
   const paths = kwokPaths();
   if (existsSync(paths.bin) && existsSync(paths.stages)) return paths;
-  log(`kwok ${KWOK_VERSION} missing: building it (scripts/build-kwok.sh)`);
-  execFileSync('bash', [join(packageDir, 'scripts', 'build-kwok.sh')], {
-    stdio: ['ignore', 2, 2],
-    env: { ...process.env, MINIMESH_KWOK_VERSION: KWOK_VERSION, MINIMESH_CACHE: cacheDir() },
-  });
+  // The build's output goes to a log file (a test that needs kwok prints no build), shown when it fails.
+  const logFile = join(cacheDir(), 'logs', 'build-kwok.log');
+  mkdirSync(dirname(logFile), { recursive: true });
+  log(`kwok ${KWOK_VERSION} missing: building it (scripts/build-kwok.sh, about 2 minutes), output in ${logFile}`);
+  const fd = openSync(logFile, 'w');
+  try {
+    execFileSync('bash', [join(packageDir, 'scripts', 'build-kwok.sh')], {
+      stdio: ['ignore', fd, fd],
+      env: { ...process.env, MINIMESH_KWOK_VERSION: KWOK_VERSION, MINIMESH_CACHE: cacheDir() },
+    });
+  } catch {
+    const tail = readFileSync(logFile, 'utf8').trimEnd().split('\n').slice(-20).join('\n');
+    throw new Error(`building kwok ${KWOK_VERSION} failed (scripts/build-kwok.sh); the end of ${logFile}:\n${tail}`);
+  } finally {
+    closeSync(fd);
+  }
   return paths;
 }
 
