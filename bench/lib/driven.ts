@@ -49,18 +49,36 @@ export function startDriven(opts: {
   if (goBin) {
     child = spawn(goBin, [opts.go], { stdio: ['pipe', 'pipe', 'inherit'] });
     createInterface({ input: child.stdout! }).on('line', (line) => receive(JSON.parse(line)));
-    send = (m) => child.stdin!.write(`${JSON.stringify(m)}\n`);
+    // A child that exits makes the next write fail with EPIPE: said as what happened, not thrown unhandled.
+    child.stdin!.on('error', (err) => gone(`its input closed (${err.message})`));
+    send = (m) => {
+      if (ended) throw ended;
+      child.stdin!.write(`${JSON.stringify(m)}\n`);
+    };
   } else {
     child = fork(opts.script, [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
     child.on('message', receive);
-    send = (m) => child.send(m);
+    send = (m) => {
+      if (ended) throw ended;
+      child.send(m);
+    };
   }
+  let ended: Error | undefined;
+  function gone(why: string): void {
+    ended ??= new Error(`the ${opts.label} (${goBin ? `${goBin} ${opts.go}` : opts.script}) ended: ${why}`);
+    wake?.();
+  }
+  child.on('exit', (code, signal) => gone(signal ? `killed by ${signal}` : `exit code ${code}`));
+  child.on('error', (err) => gone(err.message));
   return {
     child,
     kind: goBin ? 'go' : 'node',
     send,
     async next<T>(): Promise<T> {
-      while (queue.length === 0) await new Promise<void>((r) => (wake = r));
+      while (queue.length === 0) {
+        if (ended) throw ended;
+        await new Promise<void>((r) => (wake = r));
+      }
       return queue.shift() as T;
     },
   };
