@@ -6,10 +6,10 @@
 // identity seen by the inbound side. Runs when the linkerd2-proxy binary is given
 // (MINIMESH_PEER_LINKERD2_PROXY, or /opt/minimesh-peers/linkerd2-proxy); otherwise it says why it is skipped.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { request } from 'node:http';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { NetnsMesh, PROXY_UID, ROOT, findLinkerd2Proxy, waitFor } from './support/netns-mesh.js';
+import { callAgent } from './support/pod-agent.js';
 import { policyServer } from './support/policy-server.js';
 
 const PEER = findLinkerd2Proxy();
@@ -30,18 +30,7 @@ const ips: Record<string, string> = {};
 
 /** Calls the client agent in `pod`. */
 function agent<T = unknown>(pod: string, op: string, body: unknown): Promise<T> {
-  return new Promise((resolve, reject) => {
-    const req = request(
-      { socketPath: join(mesh.dir, `agent-${pod}.sock`), path: `/${op}`, method: 'POST', timeout: 60_000 },
-      (res) => {
-        let b = '';
-        res.on('data', (c: Buffer) => (b += c.toString()));
-        res.on('end', () => resolve(JSON.parse(b) as T));
-      },
-    );
-    req.on('error', reject);
-    req.end(JSON.stringify(body));
-  });
+  return callAgent<T>(join(mesh.dir, `agent-${pod}.sock`), op, body);
 }
 
 type H1 = { status: number; headers: Record<string, string>; body: string; error?: string };

@@ -7,10 +7,10 @@
 // (MINIMESH_PEER_LINKERD2_PROXY, or /opt/minimesh-peers/linkerd2-proxy); otherwise it says why not.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { existsSync } from 'node:fs';
-import { request } from 'node:http';
 import { join } from 'node:path';
 import { adminClient } from '@minimesh/local-cluster';
 import { NetnsMesh, PROXY_UID, ROOT, findLinkerd2Proxy, waitFor } from './support/netns-mesh.js';
+import { callAgent } from './support/pod-agent.js';
 import { policyServer } from './support/policy-server.js';
 
 const PEER = findLinkerd2Proxy();
@@ -34,18 +34,7 @@ const CLIENTS = ['client', 'other', 'plain'];
 type H1 = { status: number; headers: Record<string, string>; body: string; error?: string };
 
 function agent<T>(pod: string, op: string, body: unknown): Promise<T> {
-  return new Promise((resolve, reject) => {
-    const req = request(
-      { socketPath: join(mesh.dir, `agent-${pod}.sock`), path: `/${op}`, method: 'POST', timeout: 60_000 },
-      (res) => {
-        let b = '';
-        res.on('data', (c: Buffer) => (b += c.toString()));
-        res.on('end', () => resolve(JSON.parse(b) as T));
-      },
-    );
-    req.on('error', reject);
-    req.end(JSON.stringify(body));
-  });
+  return callAgent<T>(join(mesh.dir, `agent-${pod}.sock`), op, body);
 }
 
 async function create(path: string, obj: unknown): Promise<void> {

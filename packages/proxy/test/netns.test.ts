@@ -5,10 +5,10 @@
 // namespaces), bridged by this process to 127.0.0.1:<port>. Pods are API objects (schedulerName none,
 // status patched by the test), Services are selector-less with EndpointSlices written here.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { callAgent } from './support/pod-agent.js';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, connect, type Server } from 'node:net';
-import { request } from 'node:http';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
@@ -114,18 +114,7 @@ async function unixBridge(path: string, port: number): Promise<void> {
 
 /** Calls the client agent in pod a. */
 function agent<T = unknown>(op: string, body: unknown): Promise<T> {
-  return new Promise((resolve, reject) => {
-    const req = request(
-      { socketPath: join(dir, 'agent.sock'), path: `/${op}`, method: 'POST', timeout: 60_000, agent: false },
-      (res) => {
-        let b = '';
-        res.on('data', (c: Buffer) => (b += c.toString()));
-        res.on('end', () => resolve(JSON.parse(b) as T));
-      },
-    );
-    req.on('error', reject);
-    req.end(JSON.stringify(body));
-  });
+  return callAgent<T>(join(dir, 'agent.sock'), op, body);
 }
 
 /** GET inside a pod's namespace (e.g. its proxy's admin on 127.0.0.1:4191). */
