@@ -10,20 +10,13 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { NetnsMesh, PROXY_UID, ROOT, findLinkerd2Proxy, waitFor } from './support/netns-mesh.js';
 import { callAgent } from './support/pod-agent.js';
-import { policyServer } from './support/policy-server.js';
+import { peerSkipReason, policyServer } from './support/policy-server.js';
 
 const PEER = findLinkerd2Proxy();
 const POLICY = policyServer();
 const PROXY = join(ROOT, 'packages/proxy/dist/main.js');
 const AGENT = join(ROOT, 'packages/proxy/test/apps/pod-agent.mjs');
-const why = !PEER
-  ? 'linkerd2-proxy not given: set MINIMESH_PEER_LINKERD2_PROXY to its binary (or install it at /opt/minimesh-peers/linkerd2-proxy)'
-  : !POLICY.argv
-    ? `linkerd2-proxy needs a policy server: ${POLICY.reason}`
-    : process.getuid?.() !== 0
-      ? 'the interop test runs as root (network namespaces, iptables, setpriv)'
-      : undefined;
-if (why) process.stderr.write(`interop.test.ts skipped: ${why}\n`);
+const why = peerSkipReason('interop.test.ts', PEER, POLICY);
 
 let mesh: NetnsMesh;
 const ips: Record<string, string> = {};

@@ -11,20 +11,13 @@ import { join } from 'node:path';
 import { adminClient } from '@minimesh/local-cluster';
 import { NetnsMesh, PROXY_UID, ROOT, findLinkerd2Proxy, waitFor } from './support/netns-mesh.js';
 import { callAgent } from './support/pod-agent.js';
-import { policyServer } from './support/policy-server.js';
+import { peerSkipReason, policyServer } from './support/policy-server.js';
 
 const PEER = findLinkerd2Proxy();
 const POLICY = policyServer();
 const AGENT = join(ROOT, 'packages/proxy/test/apps/pod-agent.mjs');
 const G = 'policy.minimesh.io';
-const why = !PEER
-  ? 'linkerd2-proxy not given: set MINIMESH_PEER_LINKERD2_PROXY to its binary (or install it at /opt/minimesh-peers/linkerd2-proxy)'
-  : !POLICY.argv
-    ? `no policy controller: ${POLICY.reason}`
-    : process.getuid?.() !== 0
-      ? 'the test runs as root (network namespaces, iptables, setpriv)'
-      : undefined;
-if (why) process.stderr.write(`l5d-policy.test.ts skipped: ${why}\n`);
+const why = peerSkipReason('l5d-policy.test.ts', PEER, POLICY);
 
 let mesh: NetnsMesh;
 let webIp = '';

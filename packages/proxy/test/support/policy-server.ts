@@ -45,3 +45,20 @@ export function policyServer(): PolicyServer {
     ],
   };
 }
+
+/**
+ * Why a test of linkerd2-proxy against minimesh's control plane cannot run here (said on stderr as
+ * `<file> skipped: ...`), or undefined: the peer binary, the policy controller (linkerd2-proxy does
+ * not start without one) and root (network namespaces, iptables, setpriv) are needed.
+ */
+export function peerSkipReason(file: string, peer: string | undefined, policy: PolicyServer): string | undefined {
+  const why = !peer
+    ? 'linkerd2-proxy not given: set MINIMESH_PEER_LINKERD2_PROXY to its binary (or install it at /opt/minimesh-peers/linkerd2-proxy)'
+    : !policy.argv
+      ? `linkerd2-proxy needs a policy server: ${policy.reason}`
+      : process.getuid?.() !== 0
+        ? 'the test runs as root (network namespaces, iptables, setpriv)'
+        : undefined;
+  if (why) process.stderr.write(`${file} skipped: ${why}\n`);
+  return why;
+}
