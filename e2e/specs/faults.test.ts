@@ -34,7 +34,6 @@ import {
   applyObjects,
   CRDS_RELEASE,
   createMeshCerts,
-  describePods,
   eventually,
   installChart,
   isReady,
@@ -42,12 +41,11 @@ import {
   metricSum,
   proxyMetrics,
   uninstallChart,
-  waitForReadyPods,
   specMeshSetup,
   type MeshSetup,
   type Pod,
 } from '../src/mesh.js';
-import { appObjects } from '../src/apps.js';
+import { appObjects, CONTROL_PLANE, CONTROL_PLANE_KEY as CP, readyPods } from '../src/apps.js';
 import { CpuSampler } from '../src/cpu-sampler.js';
 import { LogFollower } from '../src/log-follower.js';
 import { PodWatch } from '../src/pod-watch.js';
@@ -77,7 +75,8 @@ const m: MeshSetup = specMeshSetup(driver, {
   appNs: `mm-faults-app-${suffix}`,
   sets: [`identity.issuer.issuanceLifetime=${LEAF_LIFETIME}`],
 });
-const CP = 'minimesh.io/control-plane-component';
+/** How long a pod of the spec may take to be ready (a rollout on a busy 2-core node). */
+const READY_MS = 240_000;
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const art = new Artifacts('faults');
 
@@ -124,14 +123,6 @@ function say(line: string): void {
   art.append('report.md', `${line}\n`);
 }
 const rel = (t: number, base: number): string => `+${((t - base) / 1000).toFixed(1)}s`;
-
-async function ready(ns: string, app: string, replicas = 1, key = 'app'): Promise<Pod[]> {
-  try {
-    return await waitForReadyPods(driver, ns, app, replicas, 240_000, key);
-  } catch (err) {
-    throw new Error(`${(err as Error).message}\n${await describePods(driver, ns)}`, { cause: err });
-  }
-}
 
 async function kubectlOk(args: readonly string[], input?: string): Promise<string> {
   const r = await driver.kubectl(args, input);
@@ -660,7 +651,7 @@ const CASES: FaultCase[] = [
         const pod = await podOf(m.cpNs, `${CP}=destination`);
         await kubectlOk(['delete', 'pod', '-n', m.cpNs, pod.metadata.name, '--wait=false']);
         mark('destination pod deleted');
-        const [next] = await ready(m.cpNs, 'destination', 1, CP);
+        const [next] = await readyPods(m, 'destination', { controlPlane: true, timeoutMs: READY_MS });
         return `${pod.metadata.name} deleted, ${next?.metadata.name} ready`;
       });
       expect(row.failures).toEqual([]);
@@ -701,7 +692,7 @@ const CASES: FaultCase[] = [
           mark("the client's renewal failed");
           const failedAfter = Date.now() - down;
           await kubectlOk(['scale', 'deploy', '-n', m.cpNs, '-l', `${CP}=identity`, '--replicas=1']);
-          const [next] = await ready(m.cpNs, 'identity', 1, CP);
+          const [next] = await readyPods(m, 'identity', { controlPlane: true, timeoutMs: READY_MS });
           return `${pod.metadata.name} deleted (scaled to 0) 3 s before the client's renewal was due; its renewal failed ${(failedAfter / 1000).toFixed(1)} s later; ${next?.metadata.name} ready ${((Date.now() - down) / 1000).toFixed(1)} s after the deletion`;
         },
       );
@@ -854,7 +845,7 @@ const CASES: FaultCase[] = [
     timeoutMs: 400_000,
     run: async (round) => {
       await needChart('current');
-      const [victim] = await ready(m.appNs, 'server', 2);
+      const [victim] = await readyPods(m, 'server', { count: 2, timeoutMs: READY_MS });
       let killedAt = 0;
       const row = await measure('e', round, 'server pod killed mid-stream (SIGKILL, 1 of 2)', async () => {
         const name = victim!.metadata.name;
@@ -875,7 +866,7 @@ const CASES: FaultCase[] = [
           const r = await restarts();
           return r.n > before && r.ready;
         });
-        await ready(m.appNs, 'server', 2);
+        await readyPods(m, 'server', { count: 2, timeoutMs: READY_MS });
         return `${what}; restarted by the kubelet, ready again`;
       });
       // In flight: sent before the client's side could know the pod was gone, i.e. before the first
@@ -964,7 +955,7 @@ beforeAll(async () => {
   say(await installChart(m, certs, { chart: previousChart, crds: false }));
   await driver.kubectl(['annotate', 'crd', ...CRDS, 'helm.sh/resource-policy-']);
   release = 'previous';
-  for (const c of ['identity', 'destination', 'injector']) await ready(m.cpNs, c, 1, CP);
+  for (const c of CONTROL_PLANE) await readyPods(m, c, { controlPlane: true, timeoutMs: READY_MS });
   const apps = appObjects(m, 2)
     .filter((o) => !(o.kind === 'Deployment' && o.metadata.name === 'client'))
     .map((o) => (o.kind === 'Deployment' && o.metadata.name === 'server' ? withPreStopSleep(o) : o));
@@ -980,8 +971,8 @@ beforeAll(async () => {
     }),
   ]);
   await applyObjects(driver, userObjects());
-  await ready(m.appNs, 'server', 2);
-  await ready(m.appNs, 'load');
+  await readyPods(m, 'server', { count: 2, timeoutMs: READY_MS });
+  await readyPods(m, 'load', { timeoutMs: READY_MS });
   load = new LoadCollector(driver, m.appNs, 'app=load', say);
   load.start();
   await flowing();

@@ -18,7 +18,6 @@ import type { CertFiles } from '../src/certs.js';
 import {
   applyObjects,
   createMeshCerts,
-  describePods,
   ensureGatewayApiCrds,
   eventually,
   identityOf,
@@ -28,14 +27,13 @@ import {
   parseClientLines,
   proxyMetrics,
   uninstallChart,
-  waitForReadyPods,
   SERVER_GRPC_PORT,
   specMeshSetup,
   SERVER_HTTP_PORT,
   type MeshSetup,
   type Pod,
 } from '../src/mesh.js';
-import { appObjects } from '../src/apps.js';
+import { appObjects, readyPods } from '../src/apps.js';
 import { cliMain, run } from '../src/tools.js';
 
 const driver = selectDriver();
@@ -73,14 +71,6 @@ async function check(args: readonly string[]): Promise<CheckRun> {
 
 const lines = (c: CheckRun): string[] => c.results.map((r) => `${r.status} ${r.description}`);
 
-async function ready(ns: string, app: string, replicas: number, key = 'app'): Promise<Pod[]> {
-  try {
-    return await waitForReadyPods(driver, ns, app, replicas, ROLLOUT_MS, key);
-  } catch (err) {
-    throw new Error(`${(err as Error).message}\n${await describePods(driver, ns)}`, { cause: err });
-  }
-}
-
 beforeAll(async () => {
   await driver.setup();
   tmp = mkdtempSync(join(tmpdir(), 'mm-e2e-'));
@@ -88,10 +78,10 @@ beforeAll(async () => {
   preBefore = await check(['--pre', '-n', m.cpNs]);
   await installChart(m, certs);
   for (const c of ['identity', 'destination', 'injector'])
-    await ready(m.cpNs, c, 1, 'minimesh.io/control-plane-component');
+    await readyPods(m, c, { controlPlane: true, timeoutMs: ROLLOUT_MS });
   await applyObjects(driver, appObjects(m));
-  [server] = (await ready(m.appNs, 'server', 1)) as [Pod];
-  [client] = (await ready(m.appNs, 'client', 1)) as [Pod];
+  [server] = (await readyPods(m, 'server', { timeoutMs: ROLLOUT_MS })) as [Pod];
+  [client] = (await readyPods(m, 'client', { timeoutMs: ROLLOUT_MS })) as [Pod];
 }, 600_000);
 
 afterAll(async () => {
@@ -319,7 +309,7 @@ describe(`the mesh on the ${driver.name} cluster`, () => {
     const scale = async (n: number): Promise<Pod[]> => {
       const r = await driver.kubectl(['scale', 'deployment/server', '-n', m.appNs, `--replicas=${n}`]);
       expect(r.code, r.stderr).toBe(0);
-      return ready(m.appNs, 'server', n);
+      return readyPods(m, 'server', { count: n, timeoutMs: ROLLOUT_MS });
     };
     const answeredBy = async (since: number): Promise<Set<string>> => {
       const lines = parseClientLines(await driver.logs(m.appNs, client.metadata.name, 'http'));

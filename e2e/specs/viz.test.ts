@@ -16,17 +16,15 @@ import type { CertFiles } from '../src/certs.js';
 import {
   applyObjects,
   createMeshCerts,
-  describePods,
   eventually,
   identityOf,
   installChart,
   uninstallChart,
-  waitForReadyPods,
   specMeshSetup,
   type MeshSetup,
   type Pod,
 } from '../src/mesh.js';
-import { appObjects } from '../src/apps.js';
+import { appObjects, readyPods } from '../src/apps.js';
 import { cliMain as CLI, repoRoot, run } from '../src/tools.js';
 
 const driver = selectDriver();
@@ -43,14 +41,6 @@ let tmp = '';
 let certs: CertFiles;
 let server: Pod;
 
-async function ready(ns: string, app: string, key = 'app'): Promise<Pod[]> {
-  try {
-    return await waitForReadyPods(driver, ns, app, 1, ROLLOUT_MS, key);
-  } catch (err) {
-    throw new Error(`${(err as Error).message}\n${await describePods(driver, ns)}`, { cause: err });
-  }
-}
-
 /** `minimesh <args>` against the cluster, as a user runs it. */
 function minimesh(args: readonly string[], timeoutMs = 60_000) {
   const cp = args[0] === 'viz' ? ['--control-plane-namespace', m.cpNs] : [];
@@ -63,10 +53,10 @@ beforeAll(async () => {
   certs = await createMeshCerts(tmp);
   await installChart(m, certs);
   for (const c of ['identity', 'destination', 'injector', 'prometheus', 'tap'])
-    await ready(m.cpNs, c, 'minimesh.io/control-plane-component');
+    await readyPods(m, c, { controlPlane: true, timeoutMs: ROLLOUT_MS });
   await applyObjects(driver, appObjects(m));
-  [server] = (await ready(m.appNs, 'server')) as [Pod];
-  await ready(m.appNs, 'client');
+  [server] = (await readyPods(m, 'server', { timeoutMs: ROLLOUT_MS })) as [Pod];
+  await readyPods(m, 'client', { timeoutMs: ROLLOUT_MS });
 }, 900_000);
 
 afterAll(async () => {
