@@ -34,6 +34,8 @@ import {
   applyObjects,
   CRDS_RELEASE,
   createMeshCerts,
+  crdsNotDeleting,
+  crdsServed,
   eventually,
   installChart,
   isReady,
@@ -534,6 +536,7 @@ async function downgradeToPrevious(): Promise<void> {
   await helmOk(['uninstall', CRDS_RELEASE, '-n', m.cpNs]);
   await applyObjects(driver, previousChartShim());
   await installChart(m, certs, { chart: previousChart, crds: false });
+  await crdsServed(driver, CRDS);
   await kubectlOk(['annotate', 'crd', ...CRDS, 'helm.sh/resource-policy-']);
   await rolledOut(m.cpNs);
   await settled(m.cpNs);
@@ -952,8 +955,10 @@ beforeAll(async () => {
   // A cluster where an earlier spec left the CRDs with minimesh-crds: the previous chart takes them over,
   // as it had them (no keep annotation).
   await applyObjects(driver, previousChartShim());
+  await crdsNotDeleting(driver, CRDS);
   say(await installChart(m, certs, { chart: previousChart, crds: false }));
-  await driver.kubectl(['annotate', 'crd', ...CRDS, 'helm.sh/resource-policy-']);
+  await crdsServed(driver, CRDS);
+  await kubectlOk(['annotate', 'crd', ...CRDS, 'helm.sh/resource-policy-']);
   release = 'previous';
   for (const c of CONTROL_PLANE) await readyPods(m, c, { controlPlane: true, timeoutMs: READY_MS });
   const apps = appObjects(m, 2)

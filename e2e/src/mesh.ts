@@ -137,6 +137,72 @@ export async function installChart(
   return [...crds, `helm ${args.map((a) => (a.includes(' ') ? `'${a}'` : a)).join(' ')}`].join('\n');
 }
 
+interface Crd {
+  metadata: { name: string; deletionTimestamp?: string };
+  status?: { conditions?: { type: string; status: string; reason?: string }[] };
+}
+
+/** Established, and not being deleted. */
+function crdServes(c: Crd | undefined): boolean {
+  return (
+    c !== undefined &&
+    !c.metadata.deletionTimestamp &&
+    (c.status?.conditions ?? []).some((x) => x.type === 'Established' && x.status === 'True')
+  );
+}
+
+/** The state of a CRD as a line for an error: absent, being deleted, or its conditions. */
+function crdState(name: string, c: Crd | undefined): string {
+  if (!c) return `${name}: absent`;
+  const conds = (c.status?.conditions ?? []).map((x) => `${x.type}=${x.status}${x.reason ? ` (${x.reason})` : ''}`);
+  const del = c.metadata.deletionTimestamp ? `, being deleted since ${c.metadata.deletionTimestamp}` : '';
+  return `${name}: ${conds.join(', ') || 'no conditions yet'}${del}`;
+}
+
+/**
+ * Waits until every named CRD is Established, not being deleted, and its kind is in the API server's
+ * discovery (what `kubectl apply` maps objects with): objects of a CRD that a chart has only just
+ * created, or that an earlier run's uninstall is still deleting, are refused with "no matches for
+ * kind". On timeout, says each CRD's state.
+ */
+export async function crdsServed(driver: Driver, names: readonly string[], timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let states: string[] = [];
+  for (;;) {
+    const got = await driver.kubectl(['get', 'crd', '-o', 'json']);
+    const items = got.code === 0 ? (JSON.parse(got.stdout) as { items: Crd[] }).items : [];
+    const byName = new Map(items.map((c) => [c.metadata.name, c]));
+    states = names.map((n) => crdState(n, byName.get(n)));
+    if (names.every((n) => crdServes(byName.get(n)))) {
+      const groups = [...new Set(names.map((n) => n.slice(n.indexOf('.') + 1)))];
+      const served = new Set<string>();
+      for (const g of groups) {
+        const r = await driver.kubectl(['api-resources', `--api-group=${g}`, '-o', 'name']);
+        if (r.code === 0) for (const line of r.stdout.split('\n')) if (line.trim()) served.add(line.trim());
+      }
+      const missing = names.filter((n) => !served.has(n));
+      if (missing.length === 0) return;
+      states = [...states, `not yet in the API server's discovery: ${missing.join(', ')}`];
+    }
+    if (Date.now() > deadline)
+      throw new Error(`the CRDs are not served after ${timeoutMs / 1000} s:\n  ${states.join('\n  ')}`);
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
+
+/**
+ * Waits until none of the named CRDs is being deleted (absent or in service): Helm's --take-ownership
+ * adopts a CRD that an earlier uninstall is still deleting, and its objects then have no kind to go to.
+ */
+export async function crdsNotDeleting(driver: Driver, names: readonly string[], timeoutMs = 120_000): Promise<void> {
+  await eventually(`CRDs not being deleted (${names.join(', ')})`, timeoutMs, async () => {
+    const got = await driver.kubectl(['get', 'crd', '-o', 'json']);
+    if (got.code !== 0) return false;
+    const items = (JSON.parse(got.stdout) as { items: Crd[] }).items;
+    return !items.some((c) => names.includes(c.metadata.name) && c.metadata.deletionTimestamp);
+  });
+}
+
 export async function uninstallChart(m: MeshSetup): Promise<void> {
   await m.driver.helm(['uninstall', m.release, '-n', m.cpNs, '--wait', '--timeout', '60s']);
   await m.driver.kubectl(['delete', 'namespace', m.cpNs, '--wait=false', '--ignore-not-found']);
@@ -151,7 +217,19 @@ export async function kubectlJson<T = K8sObject>(driver: Driver, args: readonly 
 export async function applyObjects(driver: Driver, objects: readonly K8sObject[]): Promise<void> {
   const text = objects.map((o) => `---\n${stringify(o)}`).join('');
   const r = await driver.kubectl(['apply', '-f', '-'], text);
-  if (r.code !== 0) throw new Error(`kubectl apply: ${r.stderr.trim()}`);
+  if (r.code === 0) return;
+  // A kind the API server does not serve: say what became of the CRDs the objects need.
+  const unmapped = [...r.stderr.matchAll(/no matches for kind "([^"]+)" in version "([^"/]+)\//g)];
+  let crds = '';
+  if (unmapped.length > 0) {
+    const got = await driver.kubectl(['get', 'crd', '-o', 'json']);
+    const items =
+      got.code === 0 ? (JSON.parse(got.stdout) as { items: (Crd & { spec?: { group?: string } })[] }).items : [];
+    const groups = new Set(unmapped.map((u) => u[2]));
+    const lines = items.filter((c) => groups.has(c.spec?.group ?? '')).map((c) => crdState(c.metadata.name, c));
+    crds = `\nthe CRDs of ${[...groups].join(', ')} now: ${lines.length > 0 ? `\n  ${lines.join('\n  ')}` : 'none'}`;
+  }
+  throw new Error(`kubectl apply: ${r.stderr.trim()}${crds}`);
 }
 
 /**
