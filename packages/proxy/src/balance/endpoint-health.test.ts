@@ -1,6 +1,8 @@
 // Endpoint health with fake timers and a fake reconnect: a broken endpoint leaves the pick, is
 // reconnected in the background with backoff, and comes back only once connected and its ejection is over.
 import { EventEmitter } from 'node:events';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import type { ClientHttp2Session } from 'node:http2';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { discovered } from '../../test/support/stages.js';
@@ -73,5 +75,29 @@ describe('endpoint health', () => {
     const ep: Endpoint = { ...discovered('10.0.0.2', 80), load: undefined };
     health.broken(ep);
     expect(health.ready(ep)).toBe(true);
+  });
+
+  it('reconnects an endpoint whose object an update replaced (same load) after the old object is garbage', async () => {
+    vi.useRealTimers();
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const tries: Endpoint[] = [];
+    const health = new EndpointHealth((ep) => {
+      tries.push(ep);
+      return undefined;
+    });
+    let old: Endpoint | undefined = endpoint();
+    // destination's next update: a new object for the same endpoint, with its load (the resolver's way).
+    const current: Endpoint = { ...old };
+    health.broken(old);
+    old = undefined;
+    // A WeakRef's target lives to the end of the job that made it: collect in the next one.
+    await new Promise((r) => setImmediate(r));
+    gc();
+    await new Promise((r) => setTimeout(r, 250));
+    expect(tries).toHaveLength(1);
+    expect(tries[0]!.load).toBe(current.load);
+    expect(tries[0]!.key).toBe(current.key);
+    expect(health.ready(current)).toBe(false);
   });
 });

@@ -37,24 +37,27 @@ export class EndpointHealth {
     if (load.reconnecting) return;
     load.reconnecting = true;
     const delay = backoffDelay(load.failures++, RECONNECT);
-    // The reconnect stops once the endpoint is dropped (garbage).
-    const ref = new WeakRef(ep);
+    // The loop follows the load estimate, not this Endpoint object: destination's updates replace an
+    // endpoint's object but keep its load, so the object may be garbage long before the endpoint is
+    // gone. The loop stops once the load is (every object of the endpoint dropped: it left its set).
+    const ref = new WeakRef(load);
+    const { load: _, ...where } = ep;
     setTimeout(() => {
-      const e = ref.deref();
-      if (!e?.load) return;
-      e.load.reconnecting = false;
-      const session = this.closed ? undefined : this.reconnect(e);
+      const l = ref.deref();
+      if (!l) return;
+      l.reconnecting = false;
+      const session = this.closed ? undefined : this.reconnect({ ...where, load: l });
       if (session === undefined) return;
       const up = () => {
-        const l = e.load;
-        if (!l || l.reconnecting) return;
-        const wait = l.ejectedUntil - Date.now();
+        const again = ref.deref();
+        if (!again || again.reconnecting) return;
+        const wait = again.ejectedUntil - Date.now();
         if (wait > 0) {
           setTimeout(up, wait).unref();
           return;
         }
-        l.ready = true;
-        l.failures = 0;
+        again.ready = true;
+        again.failures = 0;
       };
       if (session.connecting) session.once('connect', up);
       else if (!session.destroyed && !session.closed) up();

@@ -117,7 +117,7 @@ describe('DestinationResolver', () => {
     r.close();
   });
 
-  it('keeps the last known endpoints while destination is down, and resyncs when it returns', async () => {
+  it('keeps the last known endpoints while destination is down, and resyncs when it returns, keeping their loads', async () => {
     const { startFakeControlPlane: start } = await import('../../test/support/fake-control-plane.js');
     const pki = await createTestPki();
     const cp2 = await start(pki);
@@ -133,6 +133,9 @@ describe('DestinationResolver', () => {
     const r = resolver({ client: () => c2, contextToken: '', idleMs: 60_000 });
     const set = await r.resolve('d.default.svc.cluster.local:80');
     expect(set.list).toHaveLength(2);
+    // Its connection broke (endpoint health marked its load): the resync must not make it ready again.
+    const load = set.byKey.get('10.0.0.5:80')!.load!;
+    load.ready = false;
     cp2.server.forceShutdown();
     await wait(300);
     expect(set.list).toHaveLength(2);
@@ -140,6 +143,8 @@ describe('DestinationResolver', () => {
     cp3.destination.set('d.default.svc.cluster.local:80', [{ ip: '10.0.0.5', port: 80 }]);
     for (let i = 0; i < 50 && set.list.length !== 1; i++) await wait(100);
     expect(set.list.map((e) => e.key)).toEqual(['10.0.0.5:80']);
+    expect(set.list[0]!.load).toBe(load);
+    expect(set.list[0]!.load!.ready).toBe(false);
     r.close();
     c2.close();
     await cp3.close();

@@ -188,9 +188,14 @@ export class DestinationResolver {
   private applyUpdate(set: EndpointSet, u: destination.Update): void {
     const upd = u.update;
     if (!upd) return;
+    // A reconnected stream starts with a full snapshot (one Add, or NoEndpoints): it replaces which
+    // endpoints we knew, but an endpoint it sends again keeps its load estimate and with it its health.
+    // A fresh estimate would be "ready", and the balancer would pick an endpoint whose connection just
+    // broke (a pod killed while destination was restarting) and fail a request on it.
+    let before: Map<string, Endpoint> | undefined;
     if (set.resync) {
-      // A reconnected stream starts with a full snapshot: forget what we knew.
       set.resync = false;
+      before = new Map(set.byKey);
       set.byKey.clear();
     }
     if (upd.$case === 'add') {
@@ -198,7 +203,7 @@ export class DestinationResolver {
         const key = keyOfAddr(wa.addr);
         if (key === undefined) continue;
         // An endpoint keeps its load estimate across updates.
-        const ep = this.toEndpoint(wa, upd.value.metricLabels, set.byKey.get(key)?.load);
+        const ep = this.toEndpoint(wa, upd.value.metricLabels, (set.byKey.get(key) ?? before?.get(key))?.load);
         if (ep) set.byKey.set(ep.key, ep);
       }
     } else if (upd.$case === 'remove') {
