@@ -4,7 +4,7 @@
 // describes (`trafficPolicy`: Allow or Deny). The CRD's schema refuses an invalid CIDR and any other
 // traffic policy; this parser refuses them too, for objects that got in some other way.
 import { cidrContains, cidrNetwork, parseCidr, type Cidr } from '@minimesh/config';
-import { arr, FieldError, obj, objectMeta, str, type ObjectMeta } from './fields.js';
+import { arr, FieldError, isObject, obj, objectMeta, str, type Json, type ObjectMeta } from './fields.js';
 
 export const TRAFFIC_POLICIES = ['Allow', 'Deny'] as const;
 export type TrafficPolicy = (typeof TRAFFIC_POLICIES)[number];
@@ -24,6 +24,8 @@ export interface EgressNetworkSpec {
    * egress (only addresses outside the cluster networks are classified), and the status says so.
    */
   clusterOverlap: string[];
+  /** status.conditions as the object carries them (the status writer compares against them). */
+  conditions: Json[];
 }
 
 function cidr(v: unknown, path: string): Cidr {
@@ -67,5 +69,7 @@ export function parseEgressNetwork(o: unknown, clusterNetworks: readonly string[
     if (networks.some((n) => cidrsIntersect(n.cidr, c) && !n.except.some((e) => cidrCovers(e, c))))
       clusterOverlap.push(text);
   }
-  return { meta, trafficPolicy: tp as TrafficPolicy, networks, clusterOverlap };
+  const status = (o as { status?: unknown }).status;
+  const conditions = isObject(status) && Array.isArray(status.conditions) ? status.conditions.filter(isObject) : [];
+  return { meta, trafficPolicy: tp as TrafficPolicy, networks, clusterOverlap, conditions };
 }
