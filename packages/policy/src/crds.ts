@@ -265,7 +265,8 @@ function httpRouteSchema(version: 'v1alpha1' | 'v1beta1' | 'v1beta2' | 'v1beta3'
       parentRefs: {
         type: 'array',
         maxItems: 32,
-        description: 'What the route attaches to: a Server (inbound) or a Service port (outbound, group core).',
+        description:
+          'What the route attaches to: a Server (inbound), a Service port (outbound, group core) or an EgressNetwork (outbound, traffic leaving the cluster).',
         items: {
           type: 'object',
           required: ['name'],
