@@ -459,12 +459,17 @@ describe("rendered objects (the Linkerd tutorial's install command)", () => {
           'networkauthentications',
           'httproutes',
           'httplocalratelimitpolicies',
+          'egressnetworks',
         ],
         verbs: ['list', 'watch'],
       },
       // The Gateway API's routes (mesh mode), and the status of the routes it accepts (issue 26).
       { apiGroups: ['gateway.networking.k8s.io'], resources: ['httproutes', 'grpcroutes'], verbs: ['list', 'watch'] },
-      { apiGroups: ['policy.minimesh.io'], resources: ['httproutes/status'], verbs: ['patch'] },
+      {
+        apiGroups: ['policy.minimesh.io'],
+        resources: ['httproutes/status', 'egressnetworks/status'],
+        verbs: ['patch'],
+      },
       {
         apiGroups: ['gateway.networking.k8s.io'],
         resources: ['httproutes/status', 'grpcroutes/status'],

@@ -42,6 +42,7 @@ describe('charts/minimesh-crds', () => {
     const crds = await renderCrds();
     expect(crds.map((c) => `${c.kind}/${c.metadata.name}`).sort()).toEqual([
       'CustomResourceDefinition/authorizationpolicies.policy.minimesh.io',
+      'CustomResourceDefinition/egressnetworks.policy.minimesh.io',
       'CustomResourceDefinition/externalworkloads.workload.minimesh.io',
       'CustomResourceDefinition/httplocalratelimitpolicies.policy.minimesh.io',
       'CustomResourceDefinition/httproutes.policy.minimesh.io',

@@ -549,7 +549,7 @@ async function downgradeToPrevious(): Promise<void> {
  * chart's ClusterRole does not grant, so it would answer 403 and the policy container never be ready. A
  * real release of that commit runs its own images, which do not read them. This grants what the new
  * images need beyond the previous chart (this chart's policy-rbac.yaml rules for the Gateway API, the
- * route status and HTTPLocalRateLimitPolicy; injector-rbac.yaml's namespace informer), as its own
+ * route and EgressNetwork status, HTTPLocalRateLimitPolicy and EgressNetwork; injector-rbac.yaml's namespace informer), as its own
  * objects, so the upgrade in f is still the chart's own.
  */
 function previousChartShim(): K8sObject[] {
@@ -570,9 +570,17 @@ function previousChartShim(): K8sObject[] {
           resources: ['httproutes/status', 'grpcroutes/status'],
           verbs: ['patch'],
         },
-        { apiGroups: ['policy.minimesh.io'], resources: ['httproutes/status'], verbs: ['patch'] },
-        // The policy controller's HTTPLocalRateLimitPolicy informer, the injector's namespace informer.
-        { apiGroups: ['policy.minimesh.io'], resources: ['httplocalratelimitpolicies'], verbs: ['list', 'watch'] },
+        {
+          apiGroups: ['policy.minimesh.io'],
+          resources: ['httproutes/status', 'egressnetworks/status'],
+          verbs: ['patch'],
+        },
+        // The policy controller's HTTPLocalRateLimitPolicy and EgressNetwork informers, the injector's namespace informer.
+        {
+          apiGroups: ['policy.minimesh.io'],
+          resources: ['httplocalratelimitpolicies', 'egressnetworks'],
+          verbs: ['list', 'watch'],
+        },
         { apiGroups: [''], resources: ['namespaces'], verbs: ['list', 'watch'] },
       ],
     },

@@ -447,6 +447,7 @@ meshtlsauthentications.policy.minimesh.io: v1alpha1
 networkauthentications.policy.minimesh.io: v1alpha1
 httproutes.policy.minimesh.io: v1beta3
 httplocalratelimitpolicies.policy.minimesh.io: v1alpha1
+egressnetworks.policy.minimesh.io: v1alpha1
 externalworkloads.workload.minimesh.io: v1beta1
 {{- end -}}
 

@@ -75,6 +75,7 @@ const KINDS: Array<{ kind: IndexedKind; path: string; namespaced: boolean }> = [
       'NetworkAuthentication',
       'HTTPRoute',
       'HTTPLocalRateLimitPolicy',
+      'EgressNetwork',
     ] as const
   ).map((kind) => ({ kind, path: resourcePath(kind), namespaced: false })),
 ];

@@ -30,6 +30,7 @@ describe('policy CRDs', () => {
       'NetworkAuthentication: v1alpha1*',
       'HTTPRoute: v1alpha1 v1beta1 v1beta2 v1beta3*',
       'HTTPLocalRateLimitPolicy: v1alpha1*',
+      'EgressNetwork: v1alpha1*',
     ]);
   });
 
@@ -46,8 +47,9 @@ describe('policy CRDs', () => {
       'networkauthentications.policy.minimesh.io',
       'httproutes.policy.minimesh.io',
       'httplocalratelimitpolicies.policy.minimesh.io',
+      'egressnetworks.policy.minimesh.io',
     ]);
-    expect(text.match(/include "minimesh-crds\.labels"/g)).toHaveLength(6);
-    expect(text.match(/include "minimesh-crds\.annotations"/g)).toHaveLength(6);
+    expect(text.match(/include "minimesh-crds\.labels"/g)).toHaveLength(7);
+    expect(text.match(/include "minimesh-crds\.annotations"/g)).toHaveLength(7);
   });
 });

@@ -265,7 +265,8 @@ function httpRouteSchema(version: 'v1alpha1' | 'v1beta1' | 'v1beta2' | 'v1beta3'
       parentRefs: {
         type: 'array',
         maxItems: 32,
-        description: 'What the route attaches to: a Server (inbound) or a Service port (outbound, group core).',
+        description:
+          'What the route attaches to: a Server (inbound), a Service port (outbound, group core) or an EgressNetwork (outbound, traffic leaving the cluster).',
         items: {
           type: 'object',
           required: ['name'],
@@ -548,7 +549,69 @@ export function policyCrds(): CustomResourceDefinition[] {
       ],
     ),
     rateLimitCrd(),
+    egressNetworkCrd(),
   ];
+}
+
+/**
+ * EgressNetwork v1alpha1, Linkerd's schema (policy.linkerd.io, Linkerd 2.17+): `trafficPolicy` (Allow or
+ * Deny) is required; `networks` are CIDRs with exceptions (absent: everything outside the cluster
+ * networks). Stricter than Linkerd's, whose schema takes any string: a CIDR must be one (CEL isCIDR).
+ */
+function egressNetworkCrd(): CustomResourceDefinition {
+  const cidr = (description: string): Schema => ({
+    type: 'string',
+    maxLength: 64,
+    description,
+    'x-kubernetes-validations': [cidrRule],
+  });
+  return crd(
+    'EgressNetwork',
+    'egressnetworks',
+    [],
+    [
+      {
+        name: 'v1alpha1',
+        storage: true,
+        statusSubresource: true,
+        spec: {
+          type: 'object',
+          description:
+            'Destinations outside the cluster, and what happens to traffic to them that no route attached to the EgressNetwork describes.',
+          required: ['trafficPolicy'],
+          properties: {
+            trafficPolicy: str(
+              'Allow: traffic no route describes goes through; Deny: only traffic a route attached to this EgressNetwork describes goes through (HTTP 403, gRPC PERMISSION_DENIED, TCP refused otherwise).',
+              { enum: ['Allow', 'Deny'] },
+            ),
+            networks: {
+              type: 'array',
+              maxItems: 64,
+              description:
+                'The destinations: CIDRs minus their exceptions. Absent or empty: every address outside the cluster networks. Addresses inside the cluster networks are never egress.',
+              items: {
+                type: 'object',
+                required: ['cidr'],
+                properties: {
+                  cidr: cidr('A network, e.g. 203.0.113.0/24; a bare address means just it.'),
+                  except: {
+                    type: 'array',
+                    maxItems: 64,
+                    description: 'Networks or addresses inside cidr that are not part of this EgressNetwork.',
+                    items: cidr('A network or address left out.'),
+                  },
+                },
+              },
+            },
+          },
+        },
+        printer: [
+          { name: 'Traffic_policy', type: 'string', jsonPath: '.spec.trafficPolicy' },
+          { name: 'Accepted', type: 'string', jsonPath: ".status.conditions[?(@.type=='Accepted')].status" },
+        ],
+      },
+    ],
+  );
 }
 
 /**

@@ -251,3 +251,23 @@ export interface OutboundPolicy {
   /** From the Service's failure-accrual annotations; absent: no circuit breaking. */
   failureAccrual?: FailureAccrual;
 }
+
+/** An EgressNetwork's traffic policy for what no route attached to it describes. */
+export type EgressTrafficPolicy = 'Allow' | 'Deny';
+
+/**
+ * Traffic to an address outside the cluster networks that an EgressNetwork classifies, as clients see
+ * it: the EgressNetwork (the parent), the port, the routes attached to it, and what happens to the rest.
+ */
+export interface EgressPolicy {
+  egress: { namespace: string; name: string; port: number; trafficPolicy: EgressTrafficPolicy };
+  /** The port is one of the default opaque ports: TCP only, no routes. */
+  opaque: boolean;
+  /** HTTPRoutes of both API groups attached to the EgressNetwork port, oldest first; empty when GRPCRoutes are. */
+  httpRoutes: OutboundHttpRoute[];
+  /** GRPCRoutes attached to the EgressNetwork port, oldest first. */
+  grpcRoutes: OutboundGrpcRoute[];
+}
+
+/** What a client is told about an address outside the cluster networks: its EgressNetwork, or none. */
+export type EgressAnswer = { kind: 'egress'; policy: EgressPolicy } | { kind: 'fallback' };

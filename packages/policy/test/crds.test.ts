@@ -83,7 +83,29 @@ const rateLimit = (spec: KubeObject): KubeObject => ({
   spec: { targetRef: { group: G, kind: 'Server', name: 'web' }, ...spec },
 });
 
+const egress = (spec: KubeObject): KubeObject => ({
+  apiVersion: `${G}/v1alpha1`,
+  kind: 'EgressNetwork',
+  metadata: { name: 'out' },
+  spec,
+});
+
 const VALID: Array<[string, KubeObject]> = [
+  ['EgressNetwork without networks (everything outside the cluster), Allow', egress({ trafficPolicy: 'Allow' })],
+  [
+    'EgressNetwork with networks, exceptions and a bare address, Deny',
+    egress({
+      trafficPolicy: 'Deny',
+      networks: [{ cidr: '203.0.113.0/24', except: ['203.0.113.128/25', '203.0.113.7'] }, { cidr: '2001:db8::/32' }],
+    }),
+  ],
+  [
+    'HTTPRoute whose parent is an EgressNetwork',
+    route('v1beta3', {
+      parentRefs: [{ kind: 'EgressNetwork', name: 'out', port: 80 }],
+      rules: [{ matches: [{ path: { type: 'PathPrefix', value: '/allowed' } }] }],
+    }),
+  ],
   [
     'HTTPLocalRateLimitPolicy with total, identity and an override',
     rateLimit({
@@ -321,6 +343,18 @@ const INVALID: Array<[string, KubeObject, string]> = [
     'spec.rules[0].backendRefs[0].weight',
   ],
   ['HTTPRoute with an upper-case hostname', route('v1beta3', { hostnames: ['Web.Example.com'] }), 'spec.hostnames[0]'],
+  ['EgressNetwork without a trafficPolicy', egress({ networks: [{ cidr: '203.0.113.0/24' }] }), 'spec.trafficPolicy'],
+  ['EgressNetwork with trafficPolicy Audit', egress({ trafficPolicy: 'Audit' }), 'spec.trafficPolicy'],
+  [
+    'EgressNetwork with an invalid CIDR',
+    egress({ trafficPolicy: 'Deny', networks: [{ cidr: '300.1.2.0/24' }] }),
+    'spec.networks[0].cidr',
+  ],
+  [
+    'EgressNetwork with an invalid exception',
+    egress({ trafficPolicy: 'Deny', networks: [{ cidr: '203.0.113.0/24', except: ['not-an-address'] }] }),
+    'spec.networks[0].except[0]',
+  ],
   [
     'HTTPLocalRateLimitPolicy with a limit of 0',
     rateLimit({ total: { requestsPerSecond: 0 } }),

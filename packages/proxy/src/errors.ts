@@ -20,6 +20,8 @@ export type ProxyErrorCode =
   | 'MINIMESH_PROXY_REQUEST_TIMEOUT'
   // A request over the Server's HTTPLocalRateLimitPolicy (429, with Retry-After).
   | 'MINIMESH_PROXY_RATE_LIMITED'
+  // A connection the outbound policy's opaque route forbids (a Deny EgressNetwork): refused.
+  | 'MINIMESH_PROXY_FORBIDDEN'
   // A request the proxy refuses to forward because it is malformed in a way the HTTP parser let
   // through (an HTTP/2 host header that disagrees with :authority).
   | 'MINIMESH_PROXY_MALFORMED_REQUEST';

@@ -67,6 +67,18 @@ export function stack<A, B, C, D, E, F, G, H, I>(
   l8: Layer<I, H>,
   end: I,
 ): A;
+export function stack<A, B, C, D, E, F, G, H, I, J>(
+  l1: Layer<B, A>,
+  l2: Layer<C, B>,
+  l3: Layer<D, C>,
+  l4: Layer<E, D>,
+  l5: Layer<F, E>,
+  l6: Layer<G, F>,
+  l7: Layer<H, G>,
+  l8: Layer<I, H>,
+  l9: Layer<J, I>,
+  end: J,
+): A;
 export function stack(...parts: unknown[]): unknown {
   let handler = parts[parts.length - 1];
   for (let i = parts.length - 2; i >= 0; i--) handler = (parts[i] as (next: unknown) => unknown)(handler);

@@ -19,12 +19,12 @@ describe('viz stat-outbound', () => {
   it("queries the workload's route and backend series by Linkerd's names", () => {
     const q = statOutboundQueries({ kind: 'deployment', namespace: 'shop', name: 'client', window: '1m' });
     expect(q.httpRoute).toBe(
-      'sum by (parent_namespace, parent_name, parent_port, route_kind, route_namespace, route_name, http_status, error) (increase(outbound_http_route_request_statuses_total{namespace="shop", deployment="client"}[1m]))',
+      'sum by (parent_kind, parent_namespace, parent_name, parent_port, route_kind, route_namespace, route_name, http_status, error) (increase(outbound_http_route_request_statuses_total{namespace="shop", deployment="client"}[1m]))',
     );
     expect(q.grpcBackend).toContain(
       'outbound_grpc_route_backend_response_statuses_total{namespace="shop", deployment="client"}[1m]',
     );
-    expect(q.httpBackendp99).toContain('histogram_quantile(0.99, sum by (le, parent_namespace');
+    expect(q.httpBackendp99).toContain('histogram_quantile(0.99, sum by (le, parent_kind, parent_namespace');
     expect(q.retries).toContain('outbound_http_route_retry_requests_total');
   });
 
@@ -88,5 +88,38 @@ describe('viz stat-outbound', () => {
     );
     expect(rows[0]!.successRate).toBeCloseTo(0.9);
     expect(rows[0]!.routeKind).toBe('GRPCRoute');
+  });
+
+  it('egress: rows of an EgressNetwork parent are named as such, apart from a Service of the same name', () => {
+    const egress = {
+      parent_kind: 'EgressNetwork',
+      parent_namespace: 'minimesh',
+      parent_name: 'web',
+      parent_port: '80',
+    };
+    const rows = toStatOutboundRows(
+      {
+        httpRoute: [
+          sample(
+            {
+              ...egress,
+              route_kind: 'default',
+              route_namespace: '',
+              route_name: 'http-egress-deny',
+              http_status: '403',
+            },
+            30,
+          ),
+          sample({ ...egress, route_name: 'web-split', http_status: '200' }, 60),
+          sample({ parent_kind: 'Service', http_status: '200' }, 120),
+        ],
+      },
+      60,
+    );
+    expect(rows.map((r) => `${r.service} ${r.route} ${r.requests} ${r.successRate}`)).toEqual([
+      'EgressNetwork/web:80 web-split 60 1',
+      'EgressNetwork/web:80 http-egress-deny 30 1',
+      'web:80 web-split 120 1',
+    ]);
   });
 });

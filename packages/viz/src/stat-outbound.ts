@@ -1,4 +1,5 @@
-// `minimesh viz stat-outbound`: a workload's outbound traffic per Service, route and backend, as
+// `minimesh viz stat-outbound`: a workload's outbound traffic per Service (or EgressNetwork, for traffic
+// leaving the cluster: "EgressNetwork/<name>:<port>"), route and backend, as
 // `linkerd viz stat-outbound` prints it, from minimesh-proxy's route metrics (Linkerd's names:
 // outbound_{http,grpc}_route_request_statuses_total and _request_duration_seconds per route,
 // _backend_response_statuses_total and _backend_response_duration_seconds per backend,
@@ -33,7 +34,7 @@ export interface StatOutboundRow {
   retries: number;
 }
 
-const ROUTE_BY = 'parent_namespace, parent_name, parent_port, route_kind, route_namespace, route_name';
+const ROUTE_BY = 'parent_kind, parent_namespace, parent_name, parent_port, route_kind, route_namespace, route_name';
 const BACKEND_BY = `${ROUTE_BY}, backend_namespace, backend_name, backend_port`;
 /** gRPC statuses counted as failures (the server's fault), as success rate means it. */
 const GRPC_FAILURES = new Set(['UNKNOWN', 'DEADLINE_EXCEEDED', 'INTERNAL', 'UNAVAILABLE', 'DATA_LOSS']);
@@ -75,6 +76,7 @@ export function statOutboundQueries(q: StatOutboundQuery): Record<string, string
 const m = (s: Sample, k: string): string => s.metric[k] ?? '';
 const routeKey = (s: Sample): string =>
   [
+    m(s, 'parent_kind'),
     m(s, 'parent_namespace'),
     m(s, 'parent_name'),
     m(s, 'parent_port'),
@@ -97,7 +99,9 @@ const isTimeout = (s: Sample): boolean => /TIMEOUT/.test(m(s, 'error'));
 /** Rows from the answers of statOutboundQueries (keys as it names them); routes sorted, backends under theirs. */
 export function toStatOutboundRows(results: Record<string, Sample[]>, windowSeconds: number): StatOutboundRow[] {
   const rows = new Map<string, StatOutboundRow>();
-  const service = (s: Sample) => `${m(s, 'parent_name')}:${m(s, 'parent_port')}`;
+  // A Service by its name; traffic leaving the cluster by its EgressNetwork, named as such.
+  const service = (s: Sample) =>
+    `${m(s, 'parent_kind') === 'EgressNetwork' ? 'EgressNetwork/' : ''}${m(s, 'parent_name')}:${m(s, 'parent_port')}`;
   const order = new Map<StatOutboundRow, [string, string]>();
   const row = (key: string, s: Sample, backend: string | undefined): StatOutboundRow => {
     let r = rows.get(key);

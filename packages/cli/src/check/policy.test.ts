@@ -34,6 +34,7 @@ describe('minimesh check: policy', () => {
       'ok CRD networkauthentications.policy.minimesh.io is installed',
       'ok CRD httproutes.policy.minimesh.io is installed',
       'ok CRD httplocalratelimitpolicies.policy.minimesh.io is installed',
+      'ok CRD egressnetworks.policy.minimesh.io is installed',
       'ok policy controller in minimesh-destination-1 is ready',
       'ok policy resources are well-formed',
       'ok policy resources are consistent',

@@ -41,6 +41,7 @@ export {
   type CompiledPathReplace,
   type CompiledRouteFilter,
   type CompiledOutboundPolicy,
+  type CompiledOpaqueRoute,
   type CompiledOutboundRoute,
   type CompiledOutboundRule,
   type CompiledRetry,

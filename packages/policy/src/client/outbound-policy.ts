@@ -118,6 +118,16 @@ export interface CompiledFailureAccrual {
   jitter: number;
 }
 
+/**
+ * What happens to an opaque (TCP) connection: its route's name, and whether the route forbids it
+ * (linkerd2-proxy's opaque route Filter::Forbidden, or an invalid backend: the connection is refused).
+ */
+export interface CompiledOpaqueRoute {
+  meta: PolicyMeta;
+  /** Refused: why (as linkerd2-proxy's error kinds name it: forbidden, invalid_backend). */
+  refused?: { error: 'forbidden' | 'invalid_backend'; message: string };
+}
+
 export interface CompiledOutboundPolicy {
   meta: PolicyMeta;
   ref: ResourceRef;
@@ -125,6 +135,8 @@ export interface CompiledOutboundPolicy {
   protocol: 'detect' | 'opaque' | 'http1' | 'http2' | 'grpc' | 'tls';
   http1: CompiledOutboundRoute[];
   http2: CompiledOutboundRoute[];
+  /** The opaque route (detect and opaque protocols); absent: none sent, the connection goes on as it is. */
+  opaque?: CompiledOpaqueRoute;
   /** Circuit breaking of the target's endpoints (HTTP and gRPC); absent: none. */
   failureAccrual?: CompiledFailureAccrual;
   /** Set when the policy could not be compiled (the proxy then keeps its own routing). */
@@ -381,6 +393,26 @@ function compileAnyRoute(r: outbound.HttpRoute | outbound.GrpcRoute, grpc: boole
 const compileRoute = (r: outbound.HttpRoute): CompiledOutboundRoute => compileAnyRoute(r, false);
 const compileGrpcRoute = (r: outbound.GrpcRoute): CompiledOutboundRoute => compileAnyRoute(r, true);
 
+/** The first opaque route's first rule, as linkerd2-proxy applies it to a connection. */
+function compileOpaque(routes: readonly outbound.OpaqueRoute[] | undefined): { opaque?: CompiledOpaqueRoute } {
+  const r = routes?.[0];
+  if (r === undefined) return {};
+  const meta = metaFromProto(r.metadata, { group: '', kind: 'default', name: 'opaq' });
+  const rule = r.rules[0];
+  if (rule === undefined) throw new Error(`opaque route ${meta.name} without rules`);
+  if (rule.filters.some((f) => f.kind?.$case === 'forbidden'))
+    return {
+      opaque: { meta, refused: { error: 'forbidden', message: `route ${meta.name}: TCP connection forbidden` } },
+    };
+  const invalid = rule.filters.find((f) => f.kind?.$case === 'invalid')?.kind;
+  if (invalid?.$case === 'invalid')
+    return { opaque: { meta, refused: { error: 'invalid_backend', message: invalid.value.message } } };
+  const d = rule.backends?.kind;
+  if (d === undefined || d.$case === 'empty')
+    return { opaque: { meta, refused: { error: 'invalid_backend', message: `route ${meta.name}: no backend` } } };
+  return { opaque: { meta } };
+}
+
 export function compileOutboundPolicy(p: outbound.OutboundPolicy): CompiledOutboundPolicy {
   const meta = metaFromProto(p.metadata, { group: '', kind: 'default', name: 'unknown' });
   const ref = refFromProto(p.metadata);
@@ -395,6 +427,7 @@ export function compileOutboundPolicy(p: outbound.OutboundPolicy): CompiledOutbo
           protocol: 'detect',
           http1: (k.value.http1?.routes ?? []).map(compileRoute),
           http2: (k.value.http2?.routes ?? []).map(compileRoute),
+          ...compileOpaque(k.value.opaque?.routes),
           ...withAccrual(k.value.http1?.failureAccrual ?? k.value.http2?.failureAccrual),
         };
       case 'http1':
@@ -428,8 +461,9 @@ export function compileOutboundPolicy(p: outbound.OutboundPolicy): CompiledOutbo
         };
       }
       case 'opaque':
+        return { meta, ref, protocol: 'opaque', http1: [], http2: [], ...compileOpaque(k.value.routes) };
       case 'tls':
-        return { meta, ref, protocol: k.$case, http1: [], http2: [] };
+        return { meta, ref, protocol: 'tls', http1: [], http2: [] };
     }
   } catch (err) {
     return { meta, ref, protocol: 'detect', http1: [], http2: [], invalid: (err as Error).message };

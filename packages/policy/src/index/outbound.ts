@@ -61,7 +61,10 @@ export function computeOutbound(
   };
 }
 
-function routeRef(kind: 'HTTPRoute' | 'GatewayHTTPRoute' | 'GRPCRoute', r: HttpRouteSpec | GrpcRouteSpec): RouteRef {
+export function routeRef(
+  kind: 'HTTPRoute' | 'GatewayHTTPRoute' | 'GRPCRoute',
+  r: HttpRouteSpec | GrpcRouteSpec,
+): RouteRef {
   return {
     kind: 'resource',
     group: r.group,
@@ -106,7 +109,7 @@ function toFilters(store: ResourceStore, list: readonly SpecFilter[]): HttpFilte
   });
 }
 
-function toOutboundHttpRoute(store: ResourceStore, r: HttpRouteSpec, ref: RouteRef): OutboundHttpRoute {
+export function toOutboundHttpRoute(store: ResourceStore, r: HttpRouteSpec, ref: RouteRef): OutboundHttpRoute {
   return {
     ref,
     hostnames: r.hostnames,
@@ -134,7 +137,7 @@ function toOutboundHttpRoute(store: ResourceStore, r: HttpRouteSpec, ref: RouteR
   };
 }
 
-function toOutboundGrpcRoute(store: ResourceStore, r: GrpcRouteSpec): OutboundGrpcRoute {
+export function toOutboundGrpcRoute(store: ResourceStore, r: GrpcRouteSpec): OutboundGrpcRoute {
   const filters = (list: readonly GrpcSpecFilter[]) => toFilters(store, list) as GrpcFilter[];
   return {
     ref: routeRef('GRPCRoute', r),

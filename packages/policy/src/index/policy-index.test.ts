@@ -19,7 +19,8 @@ import {
   describeServerRef,
   describeTimeouts,
 } from '../describe.js';
-import type { DefaultPolicyName, InboundServer, OutboundPolicy } from '../model.js';
+import type { DefaultPolicyName, EgressPolicy, InboundServer, OutboundPolicy } from '../model.js';
+import { egressStatusUpdates } from '../status/egress-status.js';
 import { routeStatusUpdates, type RouteParentStatus } from '../status/route-status.js';
 import { PolicyIndex } from './policy-index.js';
 import { isRouteKind, type IndexedKind, type RouteKind } from './store.js';
@@ -42,12 +43,23 @@ interface OutboundExpect {
   grpcRoutes?: string[];
   serviceDefaults?: string;
 }
+interface EgressExpect {
+  /** "<ns>/<name> <Allow|Deny>" */
+  network?: string;
+  opaque?: boolean;
+  routes?: string[];
+  grpcRoutes?: string[];
+}
 type Check =
   /** The status.parents minimesh would write for a route ("<Kind> <ns>/<name>"), one line per parent; [] none. */
   | { status: string; expect: string[] | 'unchanged' }
   | { inbound: { pod: string; port: number }; expect: InboundExpect | 'not found' }
   | { outbound: { service: string; port: number; from: string }; expect: OutboundExpect | 'not found' }
   | { lookup: { ip: string; port: number }; expect: string }
+  /** What a client in `from` is told about ip:port outside the cluster networks. */
+  | { egress: { ip: string; port: number; from: string }; expect: EgressExpect | 'fallback' }
+  /** The status.conditions minimesh would write for an EgressNetwork ("<ns>/<name>"), one line each. */
+  | { egressStatus: string; expect: string[] | 'unchanged' }
   | { invalid: string[] };
 interface Step {
   name: string;
@@ -122,6 +134,22 @@ function summarizeOutbound(p: OutboundPolicy) {
   };
 }
 
+function summarizeEgress(e: EgressPolicy) {
+  // The rules' backends are described against the original destination (what a rule without backendRefs forwards to).
+  const as: OutboundPolicy = {
+    service: { namespace: e.egress.namespace, name: e.egress.name, port: e.egress.port, authority: 'original-dst' },
+    httpRoutes: e.httpRoutes,
+    grpcRoutes: e.grpcRoutes,
+    timeouts: {},
+  };
+  return {
+    network: `${e.egress.namespace}/${e.egress.name} ${e.egress.trafficPolicy}`,
+    opaque: e.opaque,
+    routes: e.httpRoutes.flatMap((r) => describeOutboundRoute(as, r)),
+    grpcRoutes: e.grpcRoutes.flatMap((r) => describeOutboundGrpcRoute(as, r)),
+  };
+}
+
 function pick<T extends object>(actual: T, wanted: object): Partial<T> {
   const out: Record<string, unknown> = {};
   for (const k of Object.keys(wanted)) {
@@ -144,6 +172,31 @@ function runCheck(index: PolicyIndex, c: Check): void {
     );
     if (c.expect === 'unchanged') expect(u, `${c.status}: no write`).toBeUndefined();
     else expect(u?.ours.map(describeParentStatus) ?? [], c.status).toEqual(c.expect);
+    return;
+  }
+  if ('egressStatus' in c) {
+    const [ns = '', name = ''] = c.egressStatus.split('/');
+    const u = egressStatusUpdates(index.store, '2026-01-01T00:00:00Z').find(
+      (x) => x.namespace === ns && x.name === name,
+    );
+    if (c.expect === 'unchanged') expect(u, `${c.egressStatus}: no write`).toBeUndefined();
+    else
+      expect(
+        u?.ours.map((x) => `${x.type}=${x.status} ${x.reason}${x.message ? ` (${x.message})` : ''}`) ?? [],
+        c.egressStatus,
+      ).toEqual(c.expect);
+    return;
+  }
+  if ('egress' in c) {
+    const { ip, port, from } = c.egress;
+    const a = index.egress(ip, port, from);
+    const what = `${ip}:${port} from ${from}`;
+    if (c.expect === 'fallback') {
+      expect(a.kind, what).toBe('fallback');
+      return;
+    }
+    expect(a.kind, what).toBe('egress');
+    if (a.kind === 'egress') expect(pick(summarizeEgress(a.policy), c.expect), what).toEqual(c.expect);
     return;
   }
   if ('inbound' in c) {

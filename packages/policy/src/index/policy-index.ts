@@ -3,7 +3,8 @@
 // them. Every change recomputes the answers it can affect and notifies a watcher only when its
 // answer changed. Synchronous and pure: no I/O, no timers.
 import type { ClusterInfo } from '../cluster-info.js';
-import type { InboundServer, OutboundPolicy } from '../model.js';
+import type { EgressAnswer, InboundServer, OutboundPolicy } from '../model.js';
+import { classifyEgress, computeEgress } from './egress.js';
 import type { WorkloadRecord } from '../resources/workload.js';
 import { computeInbound, type InboundResult } from './inbound.js';
 import { computeOutbound, lookupServiceIp } from './outbound.js';
@@ -46,6 +47,11 @@ interface InboundKey {
   name: string;
   port: number;
 }
+interface EgressKey {
+  ip: string;
+  port: number;
+  sourceNamespace: string;
+}
 interface OutboundKey {
   namespace: string;
   name: string;
@@ -57,6 +63,7 @@ export class PolicyIndex {
   readonly store: ResourceStore;
   private readonly inboundGroups = new Map<string, Group<InboundServer> & { key: InboundKey }>();
   private readonly outboundGroups = new Map<string, Group<OutboundPolicy> & { key: OutboundKey }>();
+  private readonly egressGroups = new Map<string, Group<EgressAnswer> & { key: EgressKey }>();
 
   constructor(
     readonly cluster: ClusterInfo,
@@ -158,13 +165,62 @@ export class PolicyIndex {
     };
   }
 
+  /**
+   * What a client in `sourceNamespace` is told about `ip`:`port`, an address outside the cluster
+   * networks (the caller checks that): the EgressNetwork that classifies it and its routes, or a
+   * fallback (forward as it is) when none does.
+   */
+  egress(ip: string, port: number, sourceNamespace: string): EgressAnswer {
+    const net = classifyEgress(this.store, ip, sourceNamespace);
+    return net
+      ? { kind: 'egress', policy: computeEgress(this.store, net, port, sourceNamespace) }
+      : { kind: 'fallback' };
+  }
+
+  /** egress(), followed: the answer changes as EgressNetworks and their routes do. */
+  watchEgress(
+    ip: string,
+    port: number,
+    sourceNamespace: string,
+    listener: PolicyListener<EgressAnswer>,
+  ): Subscription<EgressAnswer> {
+    const key: EgressKey = { ip, port, sourceNamespace };
+    const id = `${ip}|${port}<${sourceNamespace}`;
+    let group = this.egressGroups.get(id);
+    if (!group) {
+      const answer = this.egress(ip, port, sourceNamespace);
+      group = { key, ...this.groupState(answer, this.egressDiagnostics(answer)), listeners: new Set() };
+      this.egressGroups.set(id, group);
+    }
+    const g = group;
+    g.listeners.add(listener);
+    return {
+      current: g.value,
+      close: () => {
+        g.listeners.delete(listener);
+        if (g.listeners.size === 0 && this.egressGroups.get(id) === g) this.egressGroups.delete(id);
+      },
+    };
+  }
+
   /** Open watches (for metrics). */
   watchCounts(): { inbound: number; outbound: number } {
     let inbound = 0;
     let outbound = 0;
     for (const g of this.inboundGroups.values()) inbound += g.listeners.size;
     for (const g of this.outboundGroups.values()) outbound += g.listeners.size;
+    for (const g of this.egressGroups.values()) outbound += g.listeners.size;
     return { inbound, outbound };
+  }
+
+  /** An EgressNetwork that reaches into the cluster networks: said whenever a client's traffic meets it. */
+  private egressDiagnostics(answer: EgressAnswer): string {
+    if (answer.kind !== 'egress') return '';
+    const { namespace, name } = answer.policy.egress;
+    const overlap = this.store.get('EgressNetwork', namespace, name)?.clusterOverlap ?? [];
+    return overlap.length > 0
+      ? `EgressNetwork ${namespace}/${name}: its networks reach into the cluster networks ${overlap.join(', ')}; traffic to them is never egress, the EgressNetwork applies to the rest`
+      : '';
   }
 
   /** What was wrong with a watched Service's annotations (bad values replaced by defaults). */
@@ -188,7 +244,8 @@ export class PolicyIndex {
    * referenced from any namespace: a change to one recomputes everything, as a re-list does.
    */
   private changed(kind: IndexedKind, namespace?: string, name?: string): void {
-    const inbound = kind !== 'Service' && kind !== 'GatewayHTTPRoute' && kind !== 'GRPCRoute';
+    const inbound =
+      kind !== 'Service' && kind !== 'GatewayHTTPRoute' && kind !== 'GRPCRoute' && kind !== 'EgressNetwork';
     const outbound = kind === 'Service' || isRouteKind(kind);
     const scoped =
       namespace !== undefined &&
@@ -221,6 +278,14 @@ export class PolicyIndex {
         this.publish(g, policy, this.outboundDiagnostics(k.namespace, k.name));
       }
     }
+    // Egress answers depend on every EgressNetwork a client may meet (its namespace's, the global ones),
+    // the routes attached to them and the Services their rules send to: recomputed on any such change.
+    if (kind === 'EgressNetwork' || kind === 'Service' || isRouteKind(kind))
+      for (const g of this.egressGroups.values()) {
+        const k = g.key;
+        const answer = this.egress(k.ip, k.port, k.sourceNamespace);
+        this.publish(g, answer, this.egressDiagnostics(answer));
+      }
     this.opts.onChange?.(kind);
   }
 

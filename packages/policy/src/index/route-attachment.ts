@@ -20,6 +20,16 @@ import type { ResourceStore, RouteKind } from './store.js';
 
 export type AnyRouteSpec = HttpRouteSpec | GrpcRouteSpec;
 export type ServiceParent = Extract<RouteParent, { kind: 'service' }>;
+export type EgressParent = Extract<RouteParent, { kind: 'egress' }>;
+
+/** What a client's traffic goes to: a Service port, or a port of an address an EgressNetwork classifies. */
+export interface ParentTarget {
+  /** Absent: a Service. */
+  kind?: 'service' | 'egress';
+  namespace: string;
+  name: string;
+  port: number;
+}
 
 /** The Gateway API's reasons, and Linkerd's for a route-kind conflict. */
 export const REASONS = {
@@ -97,13 +107,80 @@ export function serviceParentVerdict(
   };
 }
 
-/** Whether the route attaches to the Service port through any of its parents. */
-export function attachesTo(
+const egressName = (p: { namespace: string; name: string }) => `EgressNetwork ${p.namespace}/${p.name}`;
+
+/** The GRPCRoute parents of `namespace` on the EgressNetwork: the ports they hold ('any' for a parent without one). */
+function grpcHeldEgressPorts(
+  store: ResourceStore,
+  namespace: string,
+  net: { namespace: string; name: string },
+): Array<number | 'any'> {
+  const held: Array<number | 'any'> = [];
+  for (const r of store.inNamespace('GRPCRoute', namespace))
+    for (const p of r.parents)
+      if (p.kind === 'egress' && p.namespace === net.namespace && p.name === net.name && p.sectionName === undefined)
+        held.push(p.port ?? 'any');
+  return held;
+}
+
+/**
+ * Whether a (valid) route attaches through one of its EgressNetwork parents. The EgressNetwork must
+ * exist (and be valid); a parentRef `port` limits the route to traffic to that port, none means every
+ * port; an EgressNetwork has no sections. As on a Service port, GRPCRoutes of the route's namespace win
+ * a port over HTTPRoutes. `ports` is the one port named, or empty for every port.
+ */
+export function egressParentVerdict(
   store: ResourceStore,
   kind: RouteKind,
   route: AnyRouteSpec,
-  target: { namespace: string; name: string; port: number },
-): boolean {
+  parent: EgressParent,
+): ParentVerdict {
+  if (!store.get('EgressNetwork', parent.namespace, parent.name)) {
+    const bad = store
+      .invalid()
+      .find((p) => p.kind === 'EgressNetwork' && p.namespace === parent.namespace && p.name === parent.name);
+    return {
+      accepted: false,
+      reason: REASONS.noMatchingParent,
+      message: bad ? `${egressName(parent)} is not valid (${bad.message})` : `${egressName(parent)} does not exist`,
+    };
+  }
+  if (parent.sectionName !== undefined)
+    return {
+      accepted: false,
+      reason: REASONS.noMatchingParent,
+      message: `${egressName(parent)} has no sections (sectionName "${parent.sectionName}")`,
+    };
+  const ports = parent.port === undefined ? [] : [parent.port];
+  if (kind === 'GRPCRoute') return { accepted: true, ports, message: '' };
+  const held = grpcHeldEgressPorts(store, route.meta.namespace, parent);
+  if (held.includes('any') || (parent.port !== undefined && held.includes(parent.port)))
+    return {
+      accepted: false,
+      reason: REASONS.conflicted,
+      message: `GRPCRoutes of namespace ${route.meta.namespace} hold ${egressName(parent)}${parent.port !== undefined ? ` port ${parent.port}` : ''} (GRPCRoute wins over HTTPRoute)`,
+    };
+  // A parent without a port gives way on the ports GRPCRoutes name (one with a port was checked above).
+  const taken = parent.port === undefined ? held.filter((p): p is number => p !== 'any') : [];
+  return {
+    accepted: true,
+    ports,
+    message: taken.length
+      ? `not on port${taken.length > 1 ? 's' : ''} ${taken.join(', ')}: GRPCRoutes hold ${taken.length > 1 ? 'them' : 'it'}`
+      : '',
+  };
+}
+
+/** Whether the route attaches to the Service port (or EgressNetwork port) through any of its parents. */
+export function attachesTo(store: ResourceStore, kind: RouteKind, route: AnyRouteSpec, target: ParentTarget): boolean {
+  if (target.kind === 'egress')
+    return route.parents.some((p) => {
+      if (p.kind !== 'egress' || p.namespace !== target.namespace || p.name !== target.name) return false;
+      if (p.port !== undefined && p.port !== target.port) return false;
+      if (!egressParentVerdict(store, kind, route, p).accepted) return false;
+      // An HTTPRoute without a port gives way on the ports GRPCRoutes of its namespace name.
+      return kind === 'GRPCRoute' || !grpcHeldEgressPorts(store, route.meta.namespace, p).includes(target.port);
+    });
   return route.parents.some((p) => {
     if (p.kind !== 'service' || p.namespace !== target.namespace || p.name !== target.name) return false;
     const v = serviceParentVerdict(store, kind, route, p);
@@ -133,11 +210,7 @@ export function byRoutePrecedence(a: AnyRouteSpec, b: AnyRouteSpec): number {
   return a.group < b.group ? -1 : a.group > b.group ? 1 : 0;
 }
 
-function attachedIn(
-  store: ResourceStore,
-  namespace: string,
-  target: { namespace: string; name: string; port: number },
-): Omit<AttachedRoutes, 'role'> {
+function attachedIn(store: ResourceStore, namespace: string, target: ParentTarget): Omit<AttachedRoutes, 'role'> {
   const grpc = store
     .inNamespace('GRPCRoute', namespace)
     .filter((r) => attachesTo(store, 'GRPCRoute', r, target))
@@ -153,12 +226,11 @@ function attachedIn(
   return { grpc, http: grpc.length > 0 ? [] : http };
 }
 
-/** The routes a client in `sourceNamespace` gets for the Service port. */
-export function attachedRoutes(
-  store: ResourceStore,
-  target: { namespace: string; name: string; port: number },
-  sourceNamespace: string,
-): AttachedRoutes {
+/**
+ * The routes a client in `sourceNamespace` gets for the Service port, or the EgressNetwork port (routes
+ * in the EgressNetwork's namespace are its producer routes, those in the client's its consumer routes).
+ */
+export function attachedRoutes(store: ResourceStore, target: ParentTarget, sourceNamespace: string): AttachedRoutes {
   if (sourceNamespace !== target.namespace) {
     const consumer = attachedIn(store, sourceNamespace, target);
     if (consumer.grpc.length > 0 || consumer.http.length > 0) return { role: 'consumer', ...consumer };

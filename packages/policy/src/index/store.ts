@@ -9,6 +9,7 @@ import {
   type NetworkAuthenticationSpec,
 } from '../resources/authentications.js';
 import { parseAuthorizationPolicy, type AuthorizationPolicySpec } from '../resources/authorization-policy.js';
+import { parseEgressNetwork, type EgressNetworkSpec } from '../resources/egress-network.js';
 import { describeObject, FieldError } from '../resources/fields.js';
 import { parseGrpcRoute, type GrpcRouteSpec } from '../resources/grpc-route.js';
 import { parseHttpRoute, type HttpRouteSpec } from '../resources/http-route.js';
@@ -30,6 +31,7 @@ export const INDEXED_KINDS = [
   'GatewayHTTPRoute',
   'GRPCRoute',
   'HTTPLocalRateLimitPolicy',
+  'EgressNetwork',
 ] as const;
 export type IndexedKind = (typeof INDEXED_KINDS)[number];
 
@@ -50,6 +52,7 @@ export interface SpecByKind {
   GatewayHTTPRoute: HttpRouteSpec;
   GRPCRoute: GrpcRouteSpec;
   HTTPLocalRateLimitPolicy: RateLimitPolicySpec;
+  EgressNetwork: EgressNetworkSpec;
 }
 
 export interface InvalidResource {
@@ -57,7 +60,7 @@ export interface InvalidResource {
   namespace: string;
   name: string;
   message: string;
-  /** A route kind's object as it came (its parents and status still get a status written). */
+  /** A route kind's or EgressNetwork's object as it came (it still gets a status written). */
   object?: unknown;
 }
 
@@ -85,7 +88,7 @@ export class ResourceStore {
         namespace,
         name,
         message: `${describeObject(obj, kind === 'GatewayHTTPRoute' ? 'HTTPRoute' : kind)}: ${detail}`,
-        ...(isRouteKind(kind) ? { object: obj } : {}),
+        ...(isRouteKind(kind) || kind === 'EgressNetwork' ? { object: obj } : {}),
       };
       if (namespace && name) {
         this.remove(kind, namespace, name);
@@ -147,6 +150,13 @@ export class ResourceStore {
     );
   }
 
+  /** The EgressNetworks that could not be used, as they came (their status says why). */
+  invalidEgressNetworks(): Array<InvalidResource & { object: unknown }> {
+    return [...this.invalidByKey.values()].filter(
+      (p): p is InvalidResource & { object: unknown } => p.kind === 'EgressNetwork' && p.object !== undefined,
+    );
+  }
+
   count(kind: IndexedKind): number {
     let n = 0;
     for (const ns of this.data[kind].values()) n += ns.size;
@@ -184,6 +194,8 @@ export class ResourceStore {
         return parseGrpcRoute(obj);
       case 'HTTPLocalRateLimitPolicy':
         return parseRateLimitPolicy(obj);
+      case 'EgressNetwork':
+        return parseEgressNetwork(obj, this.cluster.networks);
     }
   }
 }

@@ -1,4 +1,4 @@
-// The watches the policy controller runs: pods, Services, ExternalWorkloads, the five
+// The watches the policy controller runs: pods, Services, ExternalWorkloads, the seven
 // policy.minimesh.io kinds and the Gateway API's HTTPRoute and GRPCRoute, each feeding the index.
 // Objects are trimmed to what the index reads before they are kept (a pod keeps its labels, policy
 // annotations, ports and probes; a route its status too, which the status writer compares against).
@@ -67,6 +67,13 @@ export function trimObject(o: unknown): unknown {
   return { apiVersion: o.apiVersion, kind: o.kind, metadata, spec: o.spec };
 }
 
+/** An EgressNetwork keeps its status.conditions as well (the status writer compares against them). */
+export function trimEgressNetwork(o: unknown): unknown {
+  const t = trimObject(o);
+  if (!isObj(t) || !isObj(o) || !isObj(o.status)) return t;
+  return { ...t, status: { conditions: o.status.conditions } };
+}
+
 /** A route keeps its status.parents as well. */
 export function trimRoute(o: unknown): unknown {
   const t = trimObject(o);
@@ -91,7 +98,14 @@ export function createPolicyInformers(opts: PolicyInformersOptions): PolicyInfor
       client: opts.api,
       resource,
       path,
-      transform: kind === 'Pod' ? trimPod : isRouteKind(kind) ? trimRoute : trimObject,
+      transform:
+        kind === 'Pod'
+          ? trimPod
+          : isRouteKind(kind)
+            ? trimRoute
+            : kind === 'EgressNetwork'
+              ? trimEgressNetwork
+              : trimObject,
       keyOf: keyOfObject,
       handler: {
         apply: (r) => opts.index.apply(kind, r),
@@ -118,6 +132,7 @@ export function createPolicyInformers(opts: PolicyInformersOptions): PolicyInfor
     NetworkAuthentication: crd('NetworkAuthentication'),
     HTTPRoute: crd('HTTPRoute'),
     HTTPLocalRateLimitPolicy: crd('HTTPLocalRateLimitPolicy'),
+    EgressNetwork: crd('EgressNetwork'),
     // The Gateway API's CRDs may be missing (installGatewayAPI=false and none installed): an empty list.
     GatewayHTTPRoute: make(
       'GatewayHTTPRoute',

@@ -39,6 +39,7 @@ export const RESOURCE_KINDS = {
     plural: 'httplocalratelimitpolicies',
     version: 'v1alpha1',
   },
+  EgressNetwork: { group: POLICY_GROUP, kind: 'EgressNetwork', plural: 'egressnetworks', version: 'v1alpha1' },
   GatewayHTTPRoute: { group: GATEWAY_GROUP, kind: 'HTTPRoute', plural: 'httproutes', version: 'v1' },
   GRPCRoute: { group: GATEWAY_GROUP, kind: 'GRPCRoute', plural: 'grpcroutes', version: 'v1' },
   Pod: { group: '', kind: 'Pod', plural: 'pods', version: 'v1' },

@@ -40,6 +40,8 @@ export interface WrittenParentRef {
 export type RouteParent = (
   | { kind: 'server'; name: string }
   | { kind: 'service'; namespace: string; name: string; port?: number; sectionName?: string }
+  /** An EgressNetwork (policy.minimesh.io): the route describes traffic leaving the cluster through it. */
+  | { kind: 'egress'; namespace: string; name: string; port?: number; sectionName?: string }
   /** A parent kind minimesh does not serve through (reported in the route's status when it is ours to report). */
   | { kind: 'other'; group: string; resourceKind: string; namespace: string; name: string }
 ) & { written: WrittenParentRef };
@@ -114,6 +116,15 @@ function parseParent(v: unknown, path: string, meta: ObjectMeta, routeGroup: str
       throw new FieldError(`${path}.sectionName`, 'no sectionName on a Server parent', sectionName);
     return { kind: 'server', name, written };
   }
+  if (refersTo(ref, POLICY_GROUP, 'EgressNetwork'))
+    return {
+      kind: 'egress',
+      namespace: namespace ?? meta.namespace,
+      name,
+      ...optional('port', port),
+      ...optional('sectionName', sectionName),
+      written,
+    };
   if (refersTo(ref, '', 'Service'))
     return {
       kind: 'service',

@@ -18,7 +18,9 @@
 //   nothing may receive its traffic (Linkerd sends the zero weights as they are, which linkerd2-proxy
 //   cannot build a distribution from).
 import { toTcpAddress, type grpcRoute, type outbound } from '@minimesh/proto';
+import { POLICY_GROUP } from '../resources/kinds.js';
 import type {
+  EgressPolicy,
   FailureAccrual,
   GrpcFilter,
   GrpcRouteMatch,
@@ -389,6 +391,109 @@ export function toProtoOutbound(
   return {
     metadata: resourceMeta({ group: 'core', kind: 'Service', name: s.name, namespace: s.namespace, port: s.port }),
     protocol: { kind },
+  };
+}
+
+/** gRPC PERMISSION_DENIED: what a Deny EgressNetwork answers gRPC requests no route describes. */
+const GRPC_PERMISSION_DENIED = 7;
+/** The failure injectors' message for denied egress (Linkerd's). */
+export const EGRESS_DENIED_MESSAGE = 'traffic not allowed';
+
+/**
+ * Traffic to an address an EgressNetwork classifies, as Linkerd's controller encodes it
+ * (policy-controller/grpc/src/outbound{,/http,/grpc,/tcp}.rs, linkerd2 edge-26.8.3, read on
+ * 2026-11-28): the EgressNetwork is the parent (metadata group policy.minimesh.io, kind EgressNetwork,
+ * its namespace, name and the port); its default backend forwards to the original destination; the
+ * routes attached to it come first, each rule without backendRefs forwarding to the original
+ * destination, and after them a default route that matches every request: `http-egress-allow`
+ * (`grpc-egress-allow`) forwards it, `http-egress-deny` answers 403 (`grpc-egress-deny`:
+ * PERMISSION_DENIED) "traffic not allowed". Opaque traffic gets one route, `tcp-egress-allow`
+ * (forward) or `tcp-egress-deny` (Forbidden: the connection is refused). The proxy picks the most
+ * specific match, so an attached route's rule wins over the default route even under Deny.
+ */
+export function toProtoEgress(
+  policy: EgressPolicy,
+  dst: { ip: string; port: number },
+  opts: { allowL5dRequestHeaders?: boolean } = {},
+): outbound.OutboundPolicy {
+  const allow = opts.allowL5dRequestHeaders ?? false;
+  const e = policy.egress;
+  const deny = e.trafficPolicy === 'Deny';
+  const metadata = resourceMeta({
+    group: POLICY_GROUP,
+    kind: 'EgressNetwork',
+    name: e.name,
+    namespace: e.namespace,
+    port: e.port,
+  });
+  const parent: outbound.Backend = {
+    metadata,
+    queue: QUEUE,
+    kind: { $case: 'forward', value: { addr: toTcpAddress(dst.ip, dst.port), weight: 1, metricLabels: {} } },
+  };
+  const opaque: outbound.OpaqueRoute = {
+    metadata: defaultMeta(deny ? 'tcp-egress-deny' : 'tcp-egress-allow'),
+    rules: [
+      {
+        backends: { kind: { $case: 'firstAvailable', value: { backends: [{ backend: parent, filters: [] }] } } },
+        filters: deny ? [{ kind: { $case: 'forbidden', value: {} } }] : [],
+      },
+    ],
+  };
+  if (policy.opaque) return { metadata, protocol: { kind: { $case: 'opaque', value: { routes: [opaque] } } } };
+  const everything = {
+    matches: [{ path: { kind: 'prefix' as const, value: '/' }, headers: [], queryParams: [] }],
+    filters: [],
+    backends: [],
+  };
+  if (policy.grpcRoutes.length > 0) {
+    const fallback = toGrpcRule(
+      { matches: [{ headers: [] }], filters: [], backends: [], timeouts: {} },
+      {},
+      undefined,
+      parent,
+      allow,
+    );
+    if (deny)
+      fallback.filters.push({
+        kind: { $case: 'failureInjector', value: { code: GRPC_PERMISSION_DENIED, message: EGRESS_DENIED_MESSAGE } },
+      });
+    const routes: outbound.GrpcRoute[] = [
+      ...policy.grpcRoutes.map((r) => ({
+        metadata: routeMeta(r.ref),
+        hosts: r.hostnames.map(toHostMatch),
+        rules: r.rules.map((rule) => toGrpcRule(rule, rule.timeouts, rule.retry, parent, allow)),
+      })),
+      { metadata: defaultMeta(deny ? 'grpc-egress-deny' : 'grpc-egress-allow'), hosts: [], rules: [fallback] },
+    ];
+    return { metadata, protocol: { kind: { $case: 'grpc', value: { routes } } } };
+  }
+  const fallback = toHttpRule(everything, {}, undefined, parent, allow);
+  if (deny)
+    fallback.filters.push({
+      kind: { $case: 'failureInjector', value: { status: 403, message: EGRESS_DENIED_MESSAGE } },
+    });
+  const routes: outbound.HttpRoute[] = [
+    ...policy.httpRoutes.map((r) => ({
+      metadata: routeMeta(r.ref),
+      hosts: r.hostnames.map(toHostMatch),
+      rules: r.rules.map((rule) => toHttpRule(rule, rule.timeouts, rule.retry, parent, allow)),
+    })),
+    { metadata: defaultMeta(deny ? 'http-egress-deny' : 'http-egress-allow'), hosts: [], rules: [fallback] },
+  ];
+  return {
+    metadata,
+    protocol: {
+      kind: {
+        $case: 'detect',
+        value: {
+          timeout: toDuration(DETECT_TIMEOUT_MS),
+          opaque: { routes: [opaque] },
+          http1: { routes },
+          http2: { routes },
+        },
+      },
+    },
   };
 }
 

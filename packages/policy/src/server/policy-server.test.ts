@@ -323,6 +323,74 @@ describe('OutboundPolicies', () => {
     c.messages.length = 0;
   });
 
+  it('Watch on an address outside the cluster follows EgressNetworks: fallback, then Deny with a route, then gone', async () => {
+    const c = collect(
+      outboundClient.watch({
+        sourceWorkload: WORKLOAD,
+        target: { $case: 'addr', value: toTcpAddress('203.0.113.9', 80) },
+      }) as ClientReadableStream<outbound.OutboundPolicy>,
+    );
+    await c.next(1);
+    expect(c.messages[0]?.metadata?.kind).toEqual({ $case: 'default', value: 'egress-fallback' });
+    // A global EgressNetwork (the control plane's namespace) denies; a route in the client's namespace allows /ok.
+    index.apply('EgressNetwork', {
+      apiVersion: 'policy.minimesh.io/v1alpha1',
+      kind: 'EgressNetwork',
+      metadata: { name: 'partner', namespace: 'minimesh' },
+      spec: { trafficPolicy: 'Deny', networks: [{ cidr: '203.0.113.0/24' }] },
+    });
+    await c.next(2);
+    expect(c.messages[1]?.metadata?.kind).toEqual({
+      $case: 'resource',
+      value: {
+        group: 'policy.minimesh.io',
+        kind: 'EgressNetwork',
+        namespace: 'minimesh',
+        name: 'partner',
+        section: '',
+        port: 80,
+      },
+    });
+    index.apply('GatewayHTTPRoute', {
+      apiVersion: 'gateway.networking.k8s.io/v1',
+      kind: 'HTTPRoute',
+      metadata: { name: 'partner-ok', namespace: 'shop' },
+      spec: {
+        parentRefs: [
+          { group: 'policy.minimesh.io', kind: 'EgressNetwork', name: 'partner', namespace: 'minimesh', port: 80 },
+        ],
+        rules: [{ matches: [{ path: { type: 'PathPrefix', value: '/ok' } }] }],
+      },
+    });
+    await c.next(3);
+    const routes = (m: outbound.OutboundPolicy | undefined) =>
+      m?.protocol?.kind?.$case === 'detect'
+        ? m.protocol.kind.value.http1?.routes.map((r) =>
+            r.metadata?.kind?.$case === 'default' ? r.metadata.kind.value : r.metadata?.kind?.value.name,
+          )
+        : undefined;
+    expect(routes(c.messages[2])).toEqual(['partner-ok', 'http-egress-deny']);
+    // An address inside the cluster networks is never egress, whatever EgressNetwork covers it.
+    index.apply('EgressNetwork', {
+      apiVersion: 'policy.minimesh.io/v1alpha1',
+      kind: 'EgressNetwork',
+      metadata: { name: 'everything', namespace: 'minimesh' },
+      spec: { trafficPolicy: 'Deny', networks: [{ cidr: '0.0.0.0/0' }] },
+    });
+    await expect(
+      unary(outboundClient, 'get', {
+        sourceWorkload: WORKLOAD,
+        target: { $case: 'addr', value: toTcpAddress('10.1.2.3', 80) },
+      }),
+    ).rejects.toMatchObject({ code: status.NOT_FOUND });
+    index.delete('EgressNetwork', 'minimesh', 'everything');
+    index.delete('EgressNetwork', 'minimesh', 'partner');
+    await c.next(4);
+    expect(c.messages[3]?.metadata?.kind).toEqual({ $case: 'default', value: 'egress-fallback' });
+    index.delete('GatewayHTTPRoute', 'shop', 'partner-ok');
+    c.messages.length = 0;
+  });
+
   it('parses Service authorities', () => {
     expect(parseServiceAuthority('web.shop.svc.cluster.local.:8080', 'cluster.local')).toEqual({
       name: 'web',

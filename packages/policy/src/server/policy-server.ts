@@ -9,16 +9,16 @@ import {
   type ServerWritableStream,
   type StatusObject,
 } from '@grpc/grpc-js';
-import { cidrContains, parseCidr } from '@minimesh/config';
 import type { inbound, outbound } from '@minimesh/proto';
 import { fromTcpAddress, onStreamEnd } from '@minimesh/proto';
 import type { Logger } from '@minimesh/runtime';
 import { PolicyError } from '../errors.js';
 import type { PolicyIndex, PolicyListener, Subscription } from '../index/policy-index.js';
-import type { InboundServer, OutboundPolicy } from '../model.js';
+import { inClusterNetworks } from '../index/egress.js';
+import type { EgressAnswer, InboundServer, OutboundPolicy } from '../model.js';
 import type { PolicyMetrics } from '../metrics.js';
 import { toProtoServer } from './inbound-translator.js';
-import { toFallbackPolicy, toProtoOutbound, toUndefinedPortPolicy } from './outbound-translator.js';
+import { toFallbackPolicy, toProtoEgress, toProtoOutbound, toUndefinedPortPolicy } from './outbound-translator.js';
 import { parseWorkloadRef } from './workload-ref.js';
 
 export interface PolicyServerOptions {
@@ -198,10 +198,13 @@ export function createInboundHandlers(opts: PolicyServerOptions): inbound.Inboun
   };
 }
 
-/** What a TrafficSpec names: a Service port, an address outside the cluster, or an undefined Service port. */
+/**
+ * What a TrafficSpec names: a Service port, an address outside the cluster networks (an EgressNetwork
+ * may classify it), or an undefined Service port.
+ */
 type OutboundTarget =
   | { kind: 'service'; namespace: string; name: string; port: number }
-  | { kind: 'fallback'; ip: string; port: number }
+  | { kind: 'egress'; ip: string; port: number }
   | { kind: 'undefined-port'; namespace: string; name: string; port: number };
 
 export function createOutboundHandlers(opts: PolicyServerOptions): outbound.OutboundPoliciesServer & Streams {
@@ -209,8 +212,10 @@ export function createOutboundHandlers(opts: PolicyServerOptions): outbound.Outb
   const log = opts.logger;
   const domain = index.cluster.clusterDomain;
   const open = new Set<() => void>();
-  const translate = (p: OutboundPolicy) =>
-    toProtoOutbound(p, { allowL5dRequestHeaders: opts.allowL5dRequestHeaders ?? false });
+  const allowL5dRequestHeaders = opts.allowL5dRequestHeaders ?? false;
+  const translate = (p: OutboundPolicy) => toProtoOutbound(p, { allowL5dRequestHeaders });
+  const translateEgress = (a: EgressAnswer, dst: { ip: string; port: number }) =>
+    a.kind === 'egress' ? toProtoEgress(a.policy, dst, { allowL5dRequestHeaders }) : toFallbackPolicy(dst);
 
   function resolve(spec: outbound.TrafficSpec): { target: OutboundTarget; sourceNamespace: string } {
     const sourceNamespace = parseWorkloadRef(spec.sourceWorkload).namespace;
@@ -234,8 +239,8 @@ export function createOutboundHandlers(opts: PolicyServerOptions): outbound.Outb
         },
         sourceNamespace,
       };
-    if (!index.cluster.networks.some((c) => cidrContains(parseCidr('cluster networks', c), addr.ip)))
-      return { target: { kind: 'fallback', ip: addr.ip, port }, sourceNamespace };
+    if (!inClusterNetworks(index.cluster.networks, addr.ip))
+      return { target: { kind: 'egress', ip: addr.ip, port }, sourceNamespace };
     throw notFound(`${addr.ip}:${port} is not a Service address`);
   }
 
@@ -247,7 +252,8 @@ export function createOutboundHandlers(opts: PolicyServerOptions): outbound.Outb
       try {
         const { target, sourceNamespace } = resolve(call.request);
         let answer: outbound.OutboundPolicy;
-        if (target.kind === 'fallback') answer = toFallbackPolicy(target);
+        if (target.kind === 'egress')
+          answer = translateEgress(index.egress(target.ip, target.port, sourceNamespace), target);
         else if (target.kind === 'undefined-port') answer = toUndefinedPortPolicy(target);
         else {
           const p = index.outbound(target.namespace, target.name, target.port, sourceNamespace);
@@ -275,6 +281,20 @@ export function createOutboundHandlers(opts: PolicyServerOptions): outbound.Outb
         return;
       }
       const { target, sourceNamespace } = resolved;
+      if (target.kind === 'egress') {
+        // Followed: an EgressNetwork created, changed or deleted changes the answer on the open stream.
+        serveWatch<EgressAnswer, outbound.OutboundPolicy>({
+          call,
+          method: 'Watch',
+          log: log.child({ method: 'Watch', addr: `${target.ip}:${target.port}`, from: sourceNamespace }),
+          metrics,
+          open,
+          subscribe: (l) => index.watchEgress(target.ip, target.port, sourceNamespace, l),
+          translate: (a) => translateEgress(a, target),
+          notFound: () => notFound(`${target.ip}:${target.port}`),
+        });
+        return;
+      }
       if (target.kind !== 'service') {
         // A fixed answer: sent once, the stream stays open until the client goes.
         metrics.requests.inc({ method: 'Watch', code: 'OK' });
@@ -286,7 +306,7 @@ export function createOutboundHandlers(opts: PolicyServerOptions): outbound.Outb
           metrics.openStreams.dec({ method: 'Watch' });
         });
         metrics.updatesSent.inc({ method: 'Watch' });
-        call.write(target.kind === 'fallback' ? toFallbackPolicy(target) : toUndefinedPortPolicy(target));
+        call.write(toUndefinedPortPolicy(target));
         return;
       }
       serveWatch<OutboundPolicy, outbound.OutboundPolicy>({

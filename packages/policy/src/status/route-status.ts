@@ -5,6 +5,7 @@
 // controllers are kept as they are. Pure: the writer (status-writer.ts) sends what this computes.
 import type { ResourceStore, RouteKind } from '../index/store.js';
 import {
+  egressParentVerdict,
   REASONS,
   refsVerdict,
   serviceParentVerdict,
@@ -113,6 +114,8 @@ function verdictsFor(
 ): Verdicts | undefined {
   if (parent.kind === 'service')
     return { accepted: serviceParentVerdict(store, kind, route, parent), refs: refsVerdict(store, route) };
+  if (parent.kind === 'egress')
+    return { accepted: egressParentVerdict(store, kind, route, parent), refs: refsVerdict(store, route) };
   if (parent.kind === 'server')
     return {
       accepted: store.get('Server', route.meta.namespace, parent.name)
@@ -130,8 +133,8 @@ function verdictsFor(
         reason: REASONS.noMatchingParent,
         message:
           kind === 'HTTPRoute'
-            ? `a ${POLICY_GROUP} ${parent.resourceKind} is no route parent (a Server or a core Service is)`
-            : `minimesh serves ${RESOURCE_KINDS[kind].group} routes on core Service parents; a ${POLICY_GROUP} ${parent.resourceKind} parent needs a ${POLICY_GROUP} HTTPRoute`,
+            ? `a ${POLICY_GROUP} ${parent.resourceKind} is no route parent (a Server, an EgressNetwork or a core Service is)`
+            : `minimesh serves ${RESOURCE_KINDS[kind].group} routes on core Service and ${POLICY_GROUP} EgressNetwork parents; a ${POLICY_GROUP} ${parent.resourceKind} parent needs a ${POLICY_GROUP} HTTPRoute`,
       },
     };
   return undefined;
@@ -230,6 +233,7 @@ export function routeStatusUpdates(store: ResourceStore, kind: RouteKind, now: s
       const ourParent =
         parent.kind === 'service' ||
         parent.kind === 'server' ||
+        parent.kind === 'egress' ||
         (parent.kind === 'other' && parent.group === POLICY_GROUP);
       if (!ourParent) continue;
       ours.push({

@@ -151,6 +151,62 @@ describe('RouteStatusWriter', () => {
     expect(statusOf(t.api, 'r').parents).toHaveLength(2);
   });
 
+  it('EgressNetworks: Accepted, and ClusterNetworksExcluded when they reach into the cluster; others kept', async () => {
+    const t = setup({ now: true });
+    const NETS = '/apis/policy.minimesh.io/v1alpha1/namespaces/minimesh/egressnetworks';
+    const foreign = {
+      type: 'Example',
+      status: 'True',
+      reason: 'Other',
+      message: '',
+      lastTransitionTime: '2025-01-01T00:00:00Z',
+    };
+    t.api.put(NETS, {
+      apiVersion: 'policy.minimesh.io/v1alpha1',
+      kind: 'EgressNetwork',
+      metadata: { name: 'wide', namespace: 'minimesh', generation: 2 },
+      spec: { trafficPolicy: 'Deny', networks: [{ cidr: '0.0.0.0/0' }] },
+      status: { conditions: [foreign] },
+    });
+    const sync = () => t.index.apply('EgressNetwork', t.api.object(NETS, 'minimesh', 'wide'));
+    sync();
+    expect(await t.writer.pass()).toBe(1);
+    expect(patches(t.api)).toEqual([`PATCH ${NETS}/wide/status`]);
+    const conditions = (t.api.object(NETS, 'minimesh', 'wide') as { status: { conditions: unknown[] } }).status
+      .conditions;
+    expect(conditions).toEqual([
+      foreign,
+      {
+        type: 'Accepted',
+        status: 'True',
+        reason: 'Accepted',
+        message: '',
+        lastTransitionTime: '2026-03-01T10:00:00Z',
+        observedGeneration: 2,
+      },
+      {
+        type: 'ClusterNetworksExcluded',
+        status: 'True',
+        reason: 'EgressReasonNetworkOverlap',
+        message:
+          'networks reach into the cluster networks 10.0.0.0/8: traffic to them is never egress; this EgressNetwork applies to the rest',
+        lastTransitionTime: '2026-03-01T10:00:00Z',
+        observedGeneration: 2,
+      },
+    ]);
+    sync();
+    expect(await t.writer.pass()).toBe(0);
+    // Narrowed to the outside: the overlap condition goes, Accepted keeps its transition time.
+    await t.api.requestOk('PATCH', `${NETS}/wide`, { spec: { networks: [{ cidr: '203.0.113.0/24' }] } });
+    sync();
+    expect(await t.writer.pass()).toBe(1);
+    expect(
+      (
+        t.api.object(NETS, 'minimesh', 'wide') as { status: { conditions: Array<{ type: string }> } }
+      ).status.conditions.map((c) => c.type),
+    ).toEqual(['Example', 'Accepted']);
+  });
+
   it('an index change while leading makes a pass soon after (debounced)', async () => {
     const leader = { now: true };
     const api = createFakeKubeClient();

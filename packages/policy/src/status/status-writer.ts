@@ -1,4 +1,5 @@
-// Writes route statuses (route-status.ts computes them) while this replica leads. Every replica
+// Writes route statuses (route-status.ts computes them) and EgressNetwork statuses (egress-status.ts)
+// while this replica leads. Every replica
 // computes the same answers from the same watches; only the holder of the status Lease writes, as
 // Linkerd's policy controller does. A pass runs soon after any index change and every `resyncMs`
 // (a failed or lost write is made again); each write is a JSON merge patch of status.parents on the
@@ -9,6 +10,7 @@ import type { Logger } from '@minimesh/runtime';
 import type { PolicyIndex } from '../index/policy-index.js';
 import { ROUTE_KINDS } from '../index/store.js';
 import type { PolicyMetrics } from '../metrics.js';
+import { egressStatusPath, egressStatusUpdates } from './egress-status.js';
 import { routeStatusUpdates, statusPath, type RouteStatusUpdate } from './route-status.js';
 
 export interface RouteStatusWriterOptions {
@@ -90,56 +92,80 @@ export class RouteStatusWriter {
         if (await this.write(u)) written++;
       }
     }
+    for (const u of egressStatusUpdates(this.opts.index.store, now)) {
+      if (this.stopped || !this.opts.isLeader()) return written;
+      const sent = await this.send({
+        key: `EgressNetwork/${u.namespace}/${u.name}`,
+        path: egressStatusPath(u.namespace, u.name),
+        resourceVersion: u.resourceVersion,
+        status: { conditions: u.conditions },
+        summary: u.ours.map((c) => `${c.type}=${c.status} ${c.reason}`),
+        what: 'EgressNetwork status',
+      });
+      if (sent) written++;
+    }
     return written;
   }
 
-  private async write(u: RouteStatusUpdate): Promise<boolean> {
-    const key = `${u.kind}/${u.namespace}/${u.name}`;
+  private write(u: RouteStatusUpdate): Promise<boolean> {
+    return this.send({
+      key: `${u.kind}/${u.namespace}/${u.name}`,
+      path: statusPath(u.kind, u.namespace, u.name),
+      resourceVersion: u.resourceVersion,
+      status: { parents: u.parents },
+      summary: u.ours.map(
+        (p) => `${p.parentRef.name}: ${p.conditions.map((c) => `${c.type}=${c.status} ${c.reason}`).join(', ')}`,
+      ),
+      what: 'route status',
+    });
+  }
+
+  private async send(u: {
+    key: string;
+    path: string;
+    resourceVersion: string | undefined;
+    status: unknown;
+    summary: string[];
+    what: string;
+  }): Promise<boolean> {
+    const key = u.key;
     const body = JSON.stringify({
       metadata: u.resourceVersion ? { resourceVersion: u.resourceVersion } : {},
-      status: { parents: u.parents },
+      status: u.status,
     });
     const last = this.sent.get(key);
     // Sent already for this version: the watch has not shown the result yet.
     if (last && last.resourceVersion === u.resourceVersion && last.body === body) return false;
-    const what = { route: key, resourceVersion: u.resourceVersion };
+    const what = { [u.what === 'route status' ? 'route' : 'egressNetwork']: key, resourceVersion: u.resourceVersion };
     try {
-      const res = await this.opts.api.request('PATCH', statusPath(u.kind, u.namespace, u.name), body, {
+      const res = await this.opts.api.request('PATCH', u.path, body, {
         contentType: 'application/merge-patch+json',
         timeoutMs: 10_000,
       });
       if (res.status >= 200 && res.status < 300) {
         this.sent.set(key, { resourceVersion: u.resourceVersion, body });
         this.opts.metrics?.statusPatches.inc({ result: 'ok' });
-        this.log.info(
-          {
-            ...what,
-            conditions: u.ours.map(
-              (p) => `${p.parentRef.name}: ${p.conditions.map((c) => `${c.type}=${c.status} ${c.reason}`).join(', ')}`,
-            ),
-          },
-          'wrote route status',
-        );
+        this.log.info({ ...what, conditions: u.summary }, `wrote ${u.what}`);
         return true;
       }
       this.sent.delete(key);
       if (res.status === 409 || res.status === 404) {
         // Changed or deleted meanwhile: the watch brings the new state, and the next pass looks again.
         this.opts.metrics?.statusPatches.inc({ result: 'conflict' });
-        this.log.debug({ ...what, status: res.status }, 'route changed before its status was written');
+        this.log.debug({ ...what, status: res.status }, `object changed before its ${u.what} was written`);
         return false;
       }
       this.opts.metrics?.statusPatches.inc({ result: 'error' });
       this.log.warn(
         { ...what, status: res.status, message: (res.body as { message?: string } | undefined)?.message },
-        'could not write route status (tried again on the next pass)',
+        `could not write ${u.what} (tried again on the next pass)`,
       );
     } catch (err) {
       this.sent.delete(key);
       this.opts.metrics?.statusPatches.inc({ result: 'error' });
       this.log.warn(
         { ...what, err: (err as Error).message },
-        'could not write route status (tried again on the next pass)',
+        `could not write ${u.what} (tried again on the next pass)`,
       );
     }
     return false;

@@ -1,7 +1,7 @@
 // The outbound proxy (app → 127.0.0.1:4140 → mesh), as three chains of stages, each read top-down in
 // the order a request or connection meets them (layers.ts; docs/proxy.md draws the same path):
-//   http         discover → route → backend → balance → connect → tap → forward
-//   opaque TCP   discover → balance → relay
+//   http         discover → egress → route → backend → balance → connect → tap → forward
+//   opaque TCP   egress → discover → balance → relay
 //   connections  accept → detect → (HTTP server → http | opaque TCP)
 import type { Server, Socket } from 'node:net';
 import type { Logger } from '@minimesh/runtime';
@@ -31,6 +31,8 @@ import { pushConnect } from './connect.js';
 import { pushDetect } from './detect.js';
 import { pushDiscoverTcp } from './discover-tcp.js';
 import { pushDiscover } from './discover.js';
+import { pushEgressTcp } from './egress-tcp.js';
+import { pushEgress } from './egress.js';
 import { relayTcp } from './relay.js';
 import { pushRoute } from './route.js';
 
@@ -70,10 +72,14 @@ export function createOutboundStack(opts: OutboundStackOptions): OutboundStack {
   const discovery = createDiscovery(opts.resolver, config.clusterDomain);
   const labels = new OutboundLabels();
   const sockets = new Set<Socket>();
+  // A first request or connection to an address outside the cluster networks waits this long, at most,
+  // for its outbound policy (as a new name waits for destination).
+  const egress = { policies: opts.policies, waitMs: Math.max(500, config.outboundConnectTimeoutMs) };
 
   const http = stack(
     pushHttpServer<Accept>({ sink, headerReadTimeoutMs: config.headerReadTimeoutMs }),
     pushDiscover(discovery),
+    pushEgress(egress),
     pushRoute({ policies: opts.policies, log, discovery }),
     pushBackend({ discovery }),
     pushBalance(health, accrual),
@@ -82,6 +88,7 @@ export function createOutboundStack(opts: OutboundStackOptions): OutboundStack {
     forward(),
   );
   const opaque = stack(
+    pushEgressTcp({ ...egress, error: (code) => metrics.error('outbound', code), log }),
     pushDiscoverTcp({ discovery, stream: (t) => tcpStream(t, 'outbound', metrics) }),
     pushBalance(health),
     relayTcp({ connector, labels, metrics, log }),

@@ -1,4 +1,5 @@
 // The proxy's outbound policies against minimesh's real OutboundPolicies service on loopback.
+import { EventEmitter } from 'node:events';
 import { credentials, makeGenericClientConstructor, Server, ServerCredentials } from '@grpc/grpc-js';
 import { createOutboundHandlers, createPolicyMetrics, PolicyIndex, TEST_CLUSTER } from '@minimesh/policy';
 import { requestView, routeOutbound } from '@minimesh/policy/client';
@@ -79,5 +80,75 @@ describe('outbound policies', () => {
     policies.get(other);
     await new Promise((r) => setTimeout(r, 200));
     expect(policies.get(other)).toBeUndefined();
+  });
+});
+
+describe('egress: addresses outside the cluster networks', () => {
+  const withNetworks = (c: () => outbound.OutboundPoliciesClient) =>
+    new OutboundPolicies({
+      client: c,
+      workload: '{"ns":"shop","pod":"c"}',
+      idleMs: 60_000,
+      logger,
+      backoff: { minMs: 20, maxMs: 100 },
+      clusterNetworks: ['10.0.0.0/8', 'fd00::/8'],
+    });
+
+  it('isEgress: outside the cluster networks only, and never without cluster networks or a controller', () => {
+    const p = withNetworks(() => client);
+    expect([
+      p.isEgress('203.0.113.9'),
+      p.isEgress('10.1.2.3'),
+      p.isEgress('fd00::1'),
+      p.isEgress('2001:db8::1'),
+    ]).toEqual([true, false, false, true]);
+    expect(policies.isEgress('203.0.113.9')).toBe(false);
+    const none = new OutboundPolicies({
+      client: undefined,
+      workload: '',
+      idleMs: 1000,
+      logger,
+      clusterNetworks: ['10.0.0.0/8'],
+    });
+    expect(none.isEgress('203.0.113.9')).toBe(false);
+    expect(none.whenAnswered({ kind: 'addr', ip: '203.0.113.9', port: 80 }, 100)).toBeUndefined();
+    p.close();
+    none.close();
+  });
+
+  it('whenAnswered waits for the first answer: a Deny EgressNetwork, its opaque route forbidding', async () => {
+    index.apply('EgressNetwork', {
+      apiVersion: 'policy.minimesh.io/v1alpha1',
+      kind: 'EgressNetwork',
+      metadata: { name: 'partner', namespace: 'minimesh' },
+      spec: { trafficPolicy: 'Deny', networks: [{ cidr: '203.0.113.0/24' }] },
+    });
+    const p = withNetworks(() => client);
+    const target = { kind: 'addr', ip: '203.0.113.9', port: 80 } as const;
+    const first = p.whenAnswered(target, 5000);
+    expect(first).toBeInstanceOf(Promise);
+    const policy = await first;
+    expect(policy?.meta).toEqual({ group: 'policy.minimesh.io', kind: 'EgressNetwork', name: 'partner' });
+    expect(policy?.opaque?.refused?.error).toBe('forbidden');
+    // Answered: at once from now on, no promise.
+    expect(p.whenAnswered(target, 5000)).toBe(policy);
+    index.delete('EgressNetwork', 'minimesh', 'partner');
+    await until('the fallback', () => (p.get(target)?.meta.name === 'egress-fallback' ? true : undefined));
+    p.close();
+  });
+
+  it('a controller that does not answer in time: undefined after the wait (traffic goes as before)', async () => {
+    const silent = {
+      watch: () => {
+        const s = new EventEmitter() as EventEmitter & { cancel(): void };
+        s.cancel = () => undefined;
+        return s;
+      },
+    } as unknown as outbound.OutboundPoliciesClient;
+    const p = withNetworks(() => silent);
+    const t0 = Date.now();
+    expect(await p.whenAnswered({ kind: 'addr', ip: '203.0.113.9', port: 80 }, 150)).toBeUndefined();
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(140);
+    p.close();
   });
 });

@@ -73,6 +73,7 @@ export function createPolicyRuntime(opts: {
     idleMs: Math.max(5_000, config.outboundDiscoveryIdleMs),
     logger: log,
     registry: opts.registry,
+    clusterNetworks: pc.clusterNetworks,
   });
   const authz = createInboundAuthz({
     policies: inboundPolicies,

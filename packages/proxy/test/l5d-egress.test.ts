@@ -1,0 +1,209 @@
+// linkerd2-proxy enforcing minimesh's EgressNetwork policy, from minimesh's real control plane (the
+// same harness as egress.test.ts, with Linkerd's proxy as the client's sidecar): the policy controller
+// encodes egress as Linkerd's does (the EgressNetwork as parent, http-egress-deny's 403, tcp-egress-deny's
+// Forbidden), so Linkerd's own proxy must apply it the same way. The "outside host" is a network
+// namespace the test makes (203.0.113.10, routed through the virtual node); nothing leaves the test's
+// namespaces. Runs when the linkerd2-proxy binary is given (MINIMESH_PEER_LINKERD2_PROXY, or
+// /opt/minimesh-peers/linkerd2-proxy); otherwise it says why not.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { existsSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { adminClient } from '@minimesh/local-cluster';
+import { NetnsMesh, PROXY_UID, ROOT, findLinkerd2Proxy, waitFor } from './support/netns-mesh.js';
+import { callAgent } from './support/pod-agent.js';
+import { peerSkipReason, policyServer } from './support/policy-server.js';
+
+const PEER = findLinkerd2Proxy();
+const AGENT = join(ROOT, 'packages/proxy/test/apps/pod-agent.mjs');
+const POLICY = policyServer();
+const why = peerSkipReason('l5d-egress.test.ts', PEER, POLICY);
+const G = 'policy.minimesh.io';
+const OUTSIDE_IP = '203.0.113.10';
+
+/** The outside host: HTTP on 80 and a TCP echo on 9000, each logging what reached it. */
+const OUTSIDE_APP = `
+const http = require('node:http');
+const net = require('node:net');
+http.createServer((req, res) => {
+  console.log('HTTP ' + req.method + ' ' + req.url);
+  res.writeHead(200, { 'content-type': 'text/plain', 'x-app': 'outside' });
+  res.end('outside host: ' + req.url);
+}).listen(80, '0.0.0.0');
+net.createServer((s) => {
+  console.log('TCP connection from ' + s.remoteAddress);
+  s.on('data', (d) => s.write(d));
+  s.on('error', () => {});
+}).listen(9000, '0.0.0.0', () => console.log('listening'));
+`;
+
+let mesh: NetnsMesh;
+let outsideNs = '';
+
+type H1 = { status: number; headers: Record<string, string>; body: string; error?: string };
+type Tcp = { buf?: string; error?: string; code?: string };
+
+const agent = <T>(op: string, body: unknown): Promise<T> =>
+  callAgent<T>(join(mesh.dir, 'agent-client.sock'), op, body, 60_000);
+const get = async (path: string): Promise<H1> =>
+  (await agent<H1[]>('h1', { ip: OUTSIDE_IP, port: 80, host: 'partner.example', path }))[0]!;
+// A line that is not an HTTP request line: detected as opaque at once.
+const tcp = () => agent<Tcp>('tcp', { ip: OUTSIDE_IP, port: 9000, send: 'ping\r\n', expectBytes: 6, timeoutMs: 8000 });
+const outsideLog = () => mesh.logOf('outside');
+
+/** Creates or merge-patches an object (the API server's refusal rejects, naming the status and message). */
+async function apply(method: 'POST' | 'PATCH', path: string, obj: unknown): Promise<void> {
+  await adminClient().request(method, path, obj, method === 'PATCH' ? 'application/merge-patch+json' : undefined);
+}
+
+function routeStatuses(text: string, family: 'http' | 'tcp'): string[] {
+  const prefix = family === 'http' ? 'outbound_http_route_request_statuses_total{' : 'outbound_tcp_route_close_total{';
+  return text.split('\n').filter((l) => l.startsWith(prefix) && l.includes('parent_kind="EgressNetwork"'));
+}
+
+describe.skipIf(why !== undefined)(
+  `linkerd2-proxy enforces minimesh's EgressNetwork: Deny with a route allowing one path, then Allow${why ? ` (skipped: ${why})` : ` (${PEER})`}`,
+  () => {
+    beforeAll(async () => {
+      mesh = await NetnsMesh.create('mmle');
+      await mesh.addPod('client', 'client');
+      // The outside host: its own namespace, reached through the node (which forwards between them).
+      outsideNs = `${mesh.kns}-outside`;
+      const [node, out] = [`eg${mesh.tag}n`, `eg${mesh.tag}o`];
+      mesh.sh(['ip', 'netns', 'add', outsideNs]);
+      mesh.sh(['ip', '-n', outsideNs, 'link', 'set', 'lo', 'up']);
+      mesh.sh([
+        'ip',
+        'link',
+        'add',
+        node,
+        'netns',
+        mesh.nodeNs,
+        'type',
+        'veth',
+        'peer',
+        'name',
+        out,
+        'netns',
+        outsideNs,
+      ]);
+      mesh.sh(['ip', '-n', mesh.nodeNs, 'addr', 'add', '203.0.113.1/24', 'dev', node]);
+      mesh.sh(['ip', '-n', mesh.nodeNs, 'link', 'set', node, 'up']);
+      mesh.sh(['ip', '-n', outsideNs, 'addr', 'add', `${OUTSIDE_IP}/24`, 'dev', out]);
+      mesh.sh(['ip', '-n', outsideNs, 'link', 'set', out, 'up']);
+      mesh.sh(['ip', '-n', outsideNs, 'route', 'add', 'default', 'via', '203.0.113.1']);
+      mesh.sh(['ip', 'netns', 'exec', mesh.nodeNs, 'sysctl', '-qw', 'net.ipv4.ip_forward=1']);
+      const app = join(mesh.dir, 'outside-app.cjs');
+      writeFileSync(app, OUTSIDE_APP);
+      mesh.start('outside', ['ip', 'netns', 'exec', outsideNs, process.execPath, app]);
+      await waitFor('the outside host', () => outsideLog().includes('listening'), 10_000);
+
+      await mesh.startControlPlane({ policy: POLICY.argv });
+      // Deny, and one path allowed by a route whose parent is the EgressNetwork (its port 80).
+      await apply('POST', `/apis/${G}/v1alpha1/namespaces/${mesh.kns}/egressnetworks`, {
+        apiVersion: `${G}/v1alpha1`,
+        kind: 'EgressNetwork',
+        metadata: { name: 'outside', namespace: mesh.kns },
+        spec: { trafficPolicy: 'Deny', networks: [{ cidr: '203.0.113.0/24' }] },
+      });
+      await apply('POST', `/apis/${G}/v1beta3/namespaces/${mesh.kns}/httproutes`, {
+        apiVersion: `${G}/v1beta3`,
+        kind: 'HTTPRoute',
+        metadata: { name: 'outside-allowed', namespace: mesh.kns },
+        spec: {
+          parentRefs: [{ group: G, kind: 'EgressNetwork', name: 'outside', port: 80 }],
+          rules: [{ matches: [{ path: { type: 'PathPrefix', value: '/allowed' } }] }],
+        },
+      });
+      await mesh.meshPod('client');
+      mesh.start('agent-client', [process.execPath, AGENT, 'client', join(mesh.dir, 'agent-client.sock')], {
+        pod: 'client',
+      });
+      await waitFor('the client agent', () => existsSync(join(mesh.dir, 'agent-client.sock')));
+      mesh.start('proxy-client', [PEER!], {
+        pod: 'client',
+        uid: PROXY_UID,
+        env: await mesh.linkerdEnv('client', '8080', { LINKERD2_PROXY_LOG: 'warn,linkerd=info' }),
+      });
+      await mesh.waitReady('client', 'proxy-client', 60_000);
+    }, 300_000);
+
+    afterAll(async () => {
+      if (outsideNs) mesh?.sh(['ip', 'netns', 'del', outsideNs], { allowFail: true });
+      await mesh?.destroy();
+    }, 60_000);
+
+    it('Deny: the allowed path answers from the outside host, others get 403, TCP is refused, nothing else leaves', async () => {
+      // The controller has seen both objects once a denied path is refused and the allowed one passes.
+      await waitFor(
+        'the EgressNetwork and its route in force',
+        async () =>
+          (await get('/probe')).status === 403 && (await get('/allowed/probe')).status === 200 ? true : undefined,
+        30_000,
+        () =>
+          `client proxy:\n${mesh.logOf('proxy-client').slice(-3000)}\npolicy:\n${mesh.logOf('policy').slice(-3000)}`,
+      );
+      const allowed = await get('/allowed/one');
+      const denied = await get('/denied/two');
+      const conn = await tcp();
+      console.log(
+        `egress Deny: GET /allowed/one → ${allowed.status} "${allowed.body}"; GET /denied/two → ${denied.status} ` +
+          `${denied.headers['l5d-proxy-error'] ?? ''} "${denied.body.trim()}"; TCP :9000 → ${conn.error ?? JSON.stringify(conn.buf)} ${conn.code ?? ''}`,
+      );
+      expect(allowed.status).toBe(200);
+      expect(allowed.headers['x-app']).toBe('outside');
+      expect(allowed.body).toBe('outside host: /allowed/one');
+      expect(denied.status).toBe(403);
+      // Refused by the client's own proxy: no echo (the outside host never saw a connection, below).
+      expect(conn.buf ?? '').toBe('');
+      expect(conn.error).toBeDefined();
+      // The outside host saw the allowed requests and nothing else: no denied path, no TCP connection.
+      const seen = outsideLog()
+        .split('\n')
+        .filter((l) => l.startsWith('HTTP ') || l.startsWith('TCP '));
+      console.log(`outside host saw: ${JSON.stringify(seen)}`);
+      expect(seen.length).toBeGreaterThan(0);
+      expect(seen.every((l) => /^HTTP GET \/allowed\//.test(l))).toBe(true);
+      expect(seen).toContain('HTTP GET /allowed/one');
+      // Counted with the EgressNetwork as parent: the route's 200s, the default deny route's 403s, the refused connection.
+      const metrics = mesh.podFetch('client', 'http://127.0.0.1:4191/metrics').body;
+      const http = routeStatuses(metrics, 'http');
+      const tcpLines = routeStatuses(metrics, 'tcp');
+      console.log(`client proxy metrics:\n${[...http, ...tcpLines].join('\n')}`);
+      expect(http.some((l) => l.includes('route_name="outside-allowed"') && l.includes('http_status="200"'))).toBe(
+        true,
+      );
+      expect(http.some((l) => l.includes('route_name="http-egress-deny"') && l.includes('http_status="403"'))).toBe(
+        true,
+      );
+      expect(tcpLines.some((l) => l.includes('route_name="tcp-egress-deny"') && l.includes('error="forbidden"'))).toBe(
+        true,
+      );
+    }, 120_000);
+
+    it('Allow: every path and the TCP connection go through to the outside host', async () => {
+      await apply('PATCH', `/apis/${G}/v1alpha1/namespaces/${mesh.kns}/egressnetworks/outside`, {
+        spec: { trafficPolicy: 'Allow' },
+      });
+      await waitFor(
+        'Allow in force',
+        async () => ((await get('/any/probe')).status === 200 ? true : undefined),
+        30_000,
+      );
+      const other = await get('/any/path');
+      const conn = await tcp();
+      console.log(
+        `egress Allow: GET /any/path → ${other.status} "${other.body}"; TCP :9000 → ${JSON.stringify(conn.buf ?? conn.error)}`,
+      );
+      expect(other.status).toBe(200);
+      expect(other.body).toBe('outside host: /any/path');
+      expect(conn.buf).toBe('ping\r\n');
+      expect(outsideLog()).toMatch(/TCP connection from /);
+      const metrics = mesh.podFetch('client', 'http://127.0.0.1:4191/metrics').body;
+      expect(
+        routeStatuses(metrics, 'http').some(
+          (l) => l.includes('route_name="http-egress-allow"') && l.includes('http_status="200"'),
+        ),
+      ).toBe(true);
+    }, 120_000);
+  },
+);
