@@ -422,7 +422,7 @@ describe(`the mesh on the ${driver.name} cluster`, () => {
     });
   }, 200_000);
 
-  it("writes the status of a route of each kind: the policy controller leader's one write", async () => {
+  it("writes the status of a route of each kind and of an EgressNetwork: the policy controller leader's writes", async () => {
     // Routes on a Service of their own (the client's traffic to the server stays as it is).
     await ensureGatewayApiCrds(driver);
     const parent = (port: number) => ({ group: '', kind: 'Service', name: 'routes', port });
@@ -448,6 +448,14 @@ describe(`the mesh on the ${driver.name} cluster`, () => {
       route('policy.minimesh.io/v1beta3', 'HTTPRoute', 'policy-route', 80),
       route('gateway.networking.k8s.io/v1', 'HTTPRoute', 'gateway-route', 80),
       route('gateway.networking.k8s.io/v1', 'GRPCRoute', 'grpc-route', 7070),
+      // An EgressNetwork (outside the cluster networks, traffic denied): its Accepted condition is the
+      // other status the leader writes.
+      {
+        apiVersion: 'policy.minimesh.io/v1alpha1',
+        kind: 'EgressNetwork',
+        metadata: { name: 'outside', namespace: m.appNs },
+        spec: { networks: [{ cidr: '203.0.113.0/24' }], trafficPolicy: 'Deny' },
+      },
     ]);
     type Status = {
       status?: { parents?: { controllerName: string; conditions: { type: string; status: string }[] }[] };
@@ -468,6 +476,21 @@ describe(`the mesh on the ${driver.name} cluster`, () => {
           ? true
           : undefined;
       });
+    await eventually('egressnetworks.policy.minimesh.io outside: Accepted', 90_000, async () => {
+      const r = await driver.kubectl([
+        '-n',
+        m.appNs,
+        'get',
+        'egressnetworks.policy.minimesh.io',
+        'outside',
+        '-o',
+        'json',
+      ]);
+      if (r.code !== 0) return undefined;
+      const conditions = (JSON.parse(r.stdout) as { status?: { conditions?: { type: string; status: string }[] } })
+        .status?.conditions;
+      return conditions?.some((c) => c.type === 'Accepted' && c.status === 'True') ? true : undefined;
+    });
   }, 200_000);
 
   it('shows every component at work in the audit log, and nothing refused by RBAC', async () => {

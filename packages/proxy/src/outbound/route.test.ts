@@ -83,9 +83,16 @@ function route(path: string, opts: Partial<FakeRequest> = {}, random = () => 0) 
 }
 
 describe('outbound route', () => {
-  it('a request no rule matches goes on without a rule, as the same target each time', () => {
+  it('a request no rule matches is answered 404, and goes no further', () => {
+    const { next, req } = route('/other');
+    expect(req.events).toEqual([`answer 404 no route of ${AUTHORITY} matches the request`]);
+    expect(next.calls).toEqual([]);
+  });
+
+  it('a policy without routes for the protocol (opaque) lets the request go on without a rule, as the same target each time', () => {
+    const opaque: CompiledOutboundPolicy = { ...policy, http1: [], http2: [] };
     const next = recorder<RouteTarget, unknown>();
-    const handler = pushRoute({ policies, log })(next.next);
+    const handler = pushRoute({ policies: { ...policies, get: () => opaque }, log })(next.next);
     const [a, b] = [new FakeRequest(AUTHORITY, { path: '/other' }), new FakeRequest(AUTHORITY, { path: '/x' })];
     handler(logical, a.asIncoming);
     handler(logical, b.asIncoming);

@@ -5,7 +5,8 @@
 // timeout (the Gateway API's timeouts.request: the whole request, retries included) bounds it, armed
 // once it is sent; a retry policy sends it through the retry transport (http/retry.ts), every attempt
 // going down the rest of the chain again with its own timeout (timeouts.backendRequest). A target
-// without a policy (yet), a request no route matches and an HTTP/1 Upgrade go on as they are.
+// without a policy (yet) and an HTTP/1 Upgrade go on as they are; a request no route of the policy
+// matches is answered 404 (gRPC: NOT_FOUND).
 import { requestView, routeOutbound, type CompiledOutboundRule } from '@minimesh/policy/client';
 import type { Logger } from '@minimesh/runtime';
 import type { HttpRequest } from '../http/exchange.js';
@@ -84,7 +85,21 @@ export function pushRoute(
         return Array.isArray(x) ? x.join(',') : x;
       }),
     );
-    if (hit === undefined) return next(noRoute(logical), req);
+    if (hit === undefined) {
+      // The Service has routes for this protocol and none matches: 404 (gRPC: NOT_FOUND), as the Gateway
+      // API's mesh mode asks and linkerd2-proxy answers a request no route matches. (Without routes of
+      // its own the controller sends a default route, which every request matches.)
+      const routes =
+        req.protocol === 'h2' ? policy.http2.length || policy.http1.length : policy.http1.length || policy.http2.length;
+      if (routes > 0) {
+        const grpc = (
+          req.protocol === 'h2' ? (policy.http2[0] ?? policy.http1[0]) : (policy.http1[0] ?? policy.http2[0])
+        )?.rules[0]?.grpc;
+        const message = `no route of ${logical.authority} matches the request`;
+        return grpc ? req.answer(500, message, undefined, 5) : req.answer(404, message, undefined);
+      }
+      return next(noRoute(logical), req);
+    }
     const { rule } = hit;
     const routeMetrics = policies.routeMetrics;
     if (routeMetrics !== undefined)
