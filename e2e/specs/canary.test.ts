@@ -1,6 +1,3 @@
-// PENDING (not in e2e/specs.json's specs/**, so npm test does not run it yet): written against the
-// local cluster's helpers but not yet run there (the branch's deadline came while the images built);
-// it moves to e2e/specs/ once it has passed on `npm run cluster`.
 // A canary on a cluster (issue 26): a Gateway API HTTPRoute on the Service `web` splits its traffic
 // 90/10 between web-v1 and web-v2 (each its own Deployment and Service). From a meshed client pod,
 // 2,000 requests: web-v2's share is within the binomial 99.9 % interval; the weight moved to 0/100

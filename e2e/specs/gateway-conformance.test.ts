@@ -1,7 +1,5 @@
-// PENDING (not in e2e/specs.json's specs/**, so npm test does not run it yet): the CI subset of the
-// Gateway API conformance suite (npm run conformance is the whole suite; docs/conformance/README.md).
-// It passes once minimesh-proxy applies outbound routes (weighted backends, header modifiers,
-// redirects, GRPCRoute: issue 26 item 2); then it moves to e2e/specs/ and runs on every npm test.
+// The CI subset of the Gateway API conformance suite, on every npm test (npm run conformance is the
+// whole suite; docs/conformance/README.md).
 // The tests: the weight split of HTTPRoute and GRPCRoute, request header modifiers on the route and on a
 // backend, and the redirects (host and status, scheme, port, path), on minimesh installed as a user
 // installs it with the Gateway API CRDs applied first.
