@@ -133,7 +133,7 @@ function answer(query: string, range?: { start: number; end: number; step: numbe
       { metric: { ...backend('server-canary'), http_status: '200' }, ...at(6) },
       { metric: { ...backend('server-canary'), http_status: '503' }, ...at(6) },
     ];
-  if (query.startsWith('histogram_quantile(0.5, sum by (le, parent_namespace'))
+  if (query.startsWith('histogram_quantile(0.5, sum by (le, parent_kind, parent_namespace'))
     return query.includes('backend_name')
       ? [{ metric: backend('server'), ...at(0.004) }]
       : [{ metric: route, ...at(0.005) }];
