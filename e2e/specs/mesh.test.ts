@@ -255,13 +255,6 @@ describe(`the mesh on the ${driver.name} cluster`, () => {
       '--to-ports 4143',
     );
     expectRule('OUTPUT', 'proxy-init/install-proxy-init-output', '-j PROXY_INIT_OUTPUT');
-    expectRule(
-      'PROXY_INIT_OUTPUT',
-      'proxy-init/redirect-non-loopback-local-traffic',
-      '! -d 127.0.0.1/32 -o lo',
-      '--uid-owner 2102',
-      '-j PROXY_INIT_REDIRECT',
-    );
     expectRule('PROXY_INIT_OUTPUT', 'proxy-init/ignore-proxy-user-id', '--uid-owner 2102', '-j RETURN');
     expectRule('PROXY_INIT_OUTPUT', 'proxy-init/ignore-loopback', '-o lo', '-j RETURN');
     expectRule('PROXY_INIT_OUTPUT', 'proxy-init/ignore-port-443,6443', '--dports 443,6443', '-j RETURN');

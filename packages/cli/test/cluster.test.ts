@@ -134,7 +134,7 @@ describe('minimesh explain on a live pod', () => {
     expect(r.code).toBe(0);
     expect(r.stdout).toContain("redirected to the proxy's outbound listener 127.0.0.1:4140");
     expect(r.stdout).toContain(
-      "uid 1000 is not the proxy's uid 2102: PROXY_INIT_OUTPUT rule 2 (proxy-init/ignore-proxy-user-id) does not match.",
+      "uid 1000 is not the proxy's uid 2102: PROXY_INIT_OUTPUT rule 1 (proxy-init/ignore-proxy-user-id) does not match.",
     );
     const api = await run(['explain', `${ns}/web`, '--to', '10.247.0.1:443', '--kubeconfig', cluster.kubeconfigPath]);
     expect(api.stdout).toContain('not redirected: goes straight to 10.247.0.1:443');

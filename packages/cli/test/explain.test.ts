@@ -89,10 +89,10 @@ describe('minimesh explain --nat-file', () => {
     const lines = r.stdout.split('\n');
     expect(lines[0]).toBe("shop/client: redirected to the proxy's outbound listener 127.0.0.1:4140");
     expect(lines).toContain(
-      "4. uid 1000 is not the proxy's uid 2102: PROXY_INIT_OUTPUT rule 2 (proxy-init/ignore-proxy-user-id) does not match.",
+      "3. uid 1000 is not the proxy's uid 2102: PROXY_INIT_OUTPUT rule 1 (proxy-init/ignore-proxy-user-id) does not match.",
     );
     expect(r.stdout).toMatch(
-      /8\. REDIRECT to 127\.0\.0\.1:4140: .*original destination 10\.247\.0\.10:80 with SO_ORIGINAL_DST/,
+      /7\. REDIRECT to 127\.0\.0\.1:4140: .*original destination 10\.247\.0\.10:80 with SO_ORIGINAL_DST/,
     );
     expect(r.stdout).toContain(
       `Destination answers for web.shop.svc.cluster.local:80: 2 endpoints (10.23.0.8:8080, 10.23.0.9:8080), both meshed (identity ${ID}) → mTLS`,

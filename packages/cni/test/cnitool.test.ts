@@ -114,7 +114,7 @@ describe('minimesh-cni under cnitool', () => {
     it('CHECK passes, and names the rule that went missing', async () => {
       const ok = await h.cnitool('check', netns, { namespace: 'shop', name: 'web' });
       expect(ok.code, ok.stderr).toBe(0);
-      const del = await h.exec(netns, ['iptables-nft', '-t', 'nat', '-D', 'PROXY_INIT_OUTPUT', '2']);
+      const del = await h.exec(netns, ['iptables-nft', '-t', 'nat', '-D', 'PROXY_INIT_OUTPUT', '1']);
       expect(del.code, del.stderr).toBe(0);
       const bad = await h.cnitool('check', netns, { namespace: 'shop', name: 'web' });
       expect(bad.code).not.toBe(0);

@@ -112,11 +112,10 @@ describe('parseNatTable', () => {
       'proxy-init/redirect-all-incoming-to-proxy-port',
     ]);
     expect(t.chains.get('PROXY_INIT_OUTPUT')?.rules.map((r) => [r.index, r.comment])).toEqual([
-      [1, 'proxy-init/redirect-non-loopback-local-traffic'],
-      [2, 'proxy-init/ignore-proxy-user-id'],
-      [3, 'proxy-init/ignore-loopback'],
-      [4, 'proxy-init/ignore-port-443,6443'],
-      [5, 'proxy-init/redirect-all-outgoing-to-proxy-port'],
+      [1, 'proxy-init/ignore-proxy-user-id'],
+      [2, 'proxy-init/ignore-loopback'],
+      [3, 'proxy-init/ignore-port-443,6443'],
+      [4, 'proxy-init/redirect-all-outgoing-to-proxy-port'],
     ]);
     expect(t.chains.get('OUTPUT')?.builtin).toBe(true);
     expect(t.chains.get('PROXY_INIT_OUTPUT')?.builtin).toBe(false);

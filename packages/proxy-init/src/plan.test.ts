@@ -5,7 +5,7 @@ import { parseNatSave } from './nat-state.js';
 import { expectedSaveLines, planFirewall } from './plan.js';
 import { toMultiportGroups } from './port-groups.js';
 import { renderApplyPayload } from './restore-payload.js';
-import { MINIMESH_NAT_CHAINS } from '@minimesh/test-support/linkerd';
+import { LINKERD_NAT_CHAINS } from '@minimesh/test-support/linkerd';
 import { LINKERD_OPTIONS } from './testdata/linkerd-args.js';
 
 const golden = (name: string, actual: string): void => {
@@ -21,9 +21,9 @@ describe('planFirewall', () => {
     golden('linkerd-args-nat.restore', renderApplyPayload(plan.families[0]!, parseNatSave('')));
   });
 
-  it("holds Linkerd's chains, in order, with Linkerd's comments, and the self-redirect rule first in the output chain", () => {
+  it("holds exactly Linkerd's chains, in order, with Linkerd's comments", () => {
     const lines = expectedSaveLines(planFirewall(LINKERD_OPTIONS).families[0]!);
-    expect(Object.fromEntries(lines)).toEqual(MINIMESH_NAT_CHAINS);
+    expect(Object.fromEntries(lines)).toEqual(LINKERD_NAT_CHAINS);
   });
 
   it('renders ranges as lo:hi and folds duplicates', () => {
@@ -52,13 +52,12 @@ describe('planFirewall', () => {
       'ignore-proxy-group-id',
     );
     const rules = planFirewall({ ...LINKERD_OPTIONS, proxyGid: 2103 }).families[0]!.chains[1]!.rules;
-    expect(rules.slice(0, 4).map((r) => r.comment)).toEqual([
-      'redirect-non-loopback-local-traffic',
+    expect(rules.slice(0, 3).map((r) => r.comment)).toEqual([
       'ignore-proxy-user-id',
       'ignore-proxy-group-id',
       'ignore-loopback',
     ]);
-    expect(rules[2]!.matches).toEqual(['-m', 'owner', '--gid-owner', '2103']);
+    expect(rules[1]!.matches).toEqual(['-m', 'owner', '--gid-owner', '2103']);
   });
 
   it('makes no uid rule when no proxy uid is given', () => {
@@ -90,24 +89,10 @@ describe('planFirewall', () => {
     ]);
   });
 
-  it('plans IPv6 as a second family with the same chains, its own loopback address in the self rule', () => {
+  it('plans IPv6 as a second family with the same chains', () => {
     const plan = planFirewall({ ...LINKERD_OPTIONS, ipv6: true });
     expect(plan.families.map((f) => f.family)).toEqual([4, 6]);
-    const [v4, v6] = plan.families;
-    expect(v6!.chains[0]).toEqual(v4!.chains[0]);
-    expect(v6!.chains[1]!.rules.slice(1)).toEqual(v4!.chains[1]!.rules.slice(1));
-    expect(v4!.chains[1]!.rules[0]!.matches.slice(0, 3)).toEqual(['!', '-d', '127.0.0.1/32']);
-    expect(v6!.chains[1]!.rules[0]!.matches.slice(0, 3)).toEqual(['!', '-d', '::1/128']);
-  });
-
-  it("sends the proxy's own connections to its pod's IP (through lo) to the inbound chain, before ignoring the proxy", () => {
-    const rules = planFirewall(LINKERD_OPTIONS).families[0]!.chains[1]!.rules;
-    expect(rules[0]).toEqual({
-      matches: ['!', '-d', '127.0.0.1/32', '-o', 'lo', '-m', 'owner', '--uid-owner', '2102'],
-      comment: 'redirect-non-loopback-local-traffic',
-      target: ['-j', 'PROXY_INIT_REDIRECT'],
-    });
-    expect(rules[1]!.comment).toBe('ignore-proxy-user-id');
+    expect(plan.families[1]!.chains).toEqual(plan.families[0]!.chains);
   });
 
   it('redirects only the listed ports when --ports-to-redirect is given', () => {
@@ -130,7 +115,6 @@ describe('planFirewall', () => {
     const plan = planFirewall({ ...LINKERD_OPTIONS, inboundPortsToIgnore: [], outboundPortsToIgnore: [] });
     expect(plan.families[0]!.chains.flatMap((c) => c.rules.map((r) => r.comment))).toEqual([
       'redirect-all-incoming-to-proxy-port',
-      'redirect-non-loopback-local-traffic',
       'ignore-proxy-user-id',
       'ignore-loopback',
       'redirect-all-outgoing-to-proxy-port',

@@ -84,28 +84,9 @@ function inboundChain(opts: ProxyInitOptions, family: Family): ChainPlan {
   return { name: REDIRECT_CHAIN, hook: 'PREROUTING', jumpComment: 'install-proxy-init-prerouting', rules };
 }
 
-function outboundChain(opts: ProxyInitOptions, family: Family): ChainPlan {
+function outboundChain(opts: ProxyInitOptions): ChainPlan {
   const rules: Rule[] = [];
   if (opts.proxyUid !== undefined) {
-    // The proxy's own connections to its pod's IP (a client pod that is also a backend of the Service it
-    // calls: app -> outbound proxy -> this pod) leave through lo and never pass PREROUTING: send them to
-    // the inbound chain, so they reach the inbound proxy (mTLS, policy) rather than the app in plain
-    // text. Linkerd's proxy-init has the same rule, first in its output chain.
-    rules.push({
-      matches: [
-        '!',
-        '-d',
-        family === 4 ? '127.0.0.1/32' : '::1/128',
-        '-o',
-        'lo',
-        '-m',
-        'owner',
-        '--uid-owner',
-        String(opts.proxyUid),
-      ],
-      comment: 'redirect-non-loopback-local-traffic',
-      target: ['-j', REDIRECT_CHAIN],
-    });
     rules.push({
       matches: ['-m', 'owner', '--uid-owner', String(opts.proxyUid)],
       comment: 'ignore-proxy-user-id',
@@ -136,7 +117,7 @@ export function planFirewall(opts: ProxyInitOptions): FirewallPlan {
     families: families.map((family) => ({
       family,
       table: 'nat',
-      chains: [inboundChain(opts, family), outboundChain(opts, family)],
+      chains: [inboundChain(opts, family), outboundChain(opts)],
     })),
   };
 }

@@ -56,7 +56,7 @@ describe('renderApplyPayload', () => {
     const payload = renderApplyPayload(plan, parseNatSave(INSTALLED));
     expect(payload).toContain(':PROXY_INIT_REDIRECT - [0:0]');
     expect(payload.split('\n').filter((l) => /^-A (PREROUTING|OUTPUT) /.test(l))).toEqual([]);
-    expect(payload.split('\n').filter((l) => l.startsWith('-A PROXY_INIT_'))).toHaveLength(7);
+    expect(payload.split('\n').filter((l) => l.startsWith('-A PROXY_INIT_'))).toHaveLength(6);
   });
   it('adds only the missing jump when one of the two is there', () => {
     const partial = INSTALLED.replace(/^-A OUTPUT .*\n/m, '');
@@ -69,15 +69,15 @@ describe('renderApplyPayload', () => {
 
 describe('renderCleanupPayload', () => {
   const plan = planFirewall(LINKERD_OPTIONS).families[0]!;
-  it('deletes exactly our jumps (as saved), then flushes our chains, then deletes them, leaving others alone', () => {
+  it('deletes exactly our jumps (as saved), then flushes and deletes our chains, leaving others alone', () => {
     expect(renderCleanupPayload(plan, parseNatSave(INSTALLED))).toBe(
       [
         '*nat',
         '-D PREROUTING -m comment --comment "proxy-init/install-proxy-init-prerouting" -j PROXY_INIT_REDIRECT',
         '-D OUTPUT -m comment --comment "proxy-init/install-proxy-init-output" -j PROXY_INIT_OUTPUT',
         '-F PROXY_INIT_REDIRECT',
-        '-F PROXY_INIT_OUTPUT',
         '-X PROXY_INIT_REDIRECT',
+        '-F PROXY_INIT_OUTPUT',
         '-X PROXY_INIT_OUTPUT',
         'COMMIT',
         '',

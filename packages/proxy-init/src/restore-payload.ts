@@ -25,11 +25,9 @@ export function renderCleanupPayload(plan: FamilyPlan, state: NatState): string 
   for (const chain of plan.chains) {
     for (const jump of state.jumps.get(chain.name) ?? []) lines.push(jump.replace(/^-A /, '-D '));
   }
-  // Flush every chain of ours before deleting any: PROXY_INIT_OUTPUT's self-redirect rule jumps to
-  // PROXY_INIT_REDIRECT, which cannot be deleted while a rule still refers to it.
-  const ours = plan.chains.filter((c) => state.chains.has(c.name));
-  for (const chain of ours) lines.push(`-F ${chain.name}`);
-  for (const chain of ours) lines.push(`-X ${chain.name}`);
+  for (const chain of plan.chains) {
+    if (state.chains.has(chain.name)) lines.push(`-F ${chain.name}`, `-X ${chain.name}`);
+  }
   if (lines.length === 1) return undefined;
   lines.push('COMMIT', '');
   return lines.join('\n');

@@ -1,7 +1,7 @@
 // proxy-init for real: the built binary inside fresh network namespaces, in nft and legacy modes,
 // checked through iptables-save and through real connections whose original destination is read
 // with our SO_ORIGINAL_DST addon. Runs as root; every namespace is deleted afterwards.
-import { LINKERD_PROXY_INIT_ARGS, MINIMESH_NAT_CHAINS } from '@minimesh/test-support/linkerd';
+import { LINKERD_NAT_CHAINS, LINKERD_PROXY_INIT_ARGS } from '@minimesh/test-support/linkerd';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chainLines, createPair, EMPTY_NAT, normalizeSave, type Pair } from './netns.js';
 
@@ -26,7 +26,7 @@ describe.each(['nft', 'legacy'] as const)('proxy-init --iptables-mode %s in a fr
     expect(await pair.connect(pair.peer, pair.podIp, 8080)).toEqual({ error: 'ECONNREFUSED' });
   });
 
-  it("applies Linkerd's chains, in order, with Linkerd's comments, and the self-redirect rule", async () => {
+  it("applies exactly Linkerd's chains, in order, with Linkerd's comments", async () => {
     const r = await pair.proxyInit(['--iptables-mode', mode, ...LINKERD_PROXY_INIT_ARGS]);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
@@ -34,9 +34,9 @@ describe.each(['nft', 'legacy'] as const)('proxy-init --iptables-mode %s in a fr
     expect(r.stdout).toContain('IPv4: applying in one transaction');
     expect(r.stdout).toContain('IPv4: iptables-save -t nat now shows:');
     firstSave = await pair.save(pair.pod, save);
-    for (const [chain, lines] of Object.entries(MINIMESH_NAT_CHAINS))
+    for (const [chain, lines] of Object.entries(LINKERD_NAT_CHAINS))
       expect(chainLines(firstSave, chain), chain).toEqual(lines);
-    expect(firstSave.split('\n').filter((l) => l.startsWith('-A '))).toHaveLength(9);
+    expect(firstSave.split('\n').filter((l) => l.startsWith('-A '))).toHaveLength(8);
     // the listing an operator sees, as in the Linkerd tutorial
     const listing = await pair.exec(pair.pod, [`iptables-${mode}`, '-t', 'nat', '-L', 'PROXY_INIT_OUTPUT', '-n', '-v']);
     expect(listing.stdout).toMatch(/Chain PROXY_INIT_OUTPUT \(1 references\)/);
@@ -73,20 +73,6 @@ describe.each(['nft', 'legacy'] as const)('proxy-init --iptables-mode %s in a fr
 
   it("does not redirect the proxy's own traffic (uid 2102)", async () => {
     expect(await pair.connect(pair.pod, pair.peerIp, 9000, { uid: 2102 })).toMatchObject({ listener: '0.0.0.0:9000' });
-  });
-
-  it("sends the proxy's own connections to its pod's IP to the inbound port, not to the app", async () => {
-    // A pod that is a backend of the Service it calls: the outbound proxy's connection to the pod's own IP
-    // leaves through lo (no PREROUTING); without the rule it would reach the app port in plain text.
-    expect(await pair.connect(pair.pod, pair.podIp, 8080, { uid: 2102 })).toMatchObject({
-      listener: '0.0.0.0:4143',
-      originalDst: { address: pair.podIp, port: 8080, family: 4 },
-    });
-    // The inbound proxy's own connections to the app on 127.0.0.1 are left alone.
-    expect(await pair.connect(pair.pod, '127.0.0.1', 7000, { uid: 2102 })).toMatchObject({
-      listener: '127.0.0.1:7000',
-      originalDst: { error: 'MINIMESH_PROXY_NOT_REDIRECTED' },
-    });
   });
 
   it('does not redirect outbound TCP to ignored ports', async () => {
@@ -142,8 +128,8 @@ describe('proxy-init with --ipv6=true (nft)', () => {
     ]);
     expect(r.code).toBe(0);
     const save6 = await pair.save(pair.pod, 'ip6tables-nft-save');
-    for (const [chain, lines] of Object.entries(MINIMESH_NAT_CHAINS))
-      expect(chainLines(save6, chain), chain).toEqual(lines.map((l) => l.replace('127.0.0.1/32', '::1/128')));
+    for (const [chain, lines] of Object.entries(LINKERD_NAT_CHAINS))
+      expect(chainLines(save6, chain), chain).toEqual(lines);
     expect(await pair.connect(pair.peer, pair.podIp6, 8080)).toMatchObject({
       listener: 'dual:[::]:4143',
       originalDst: { address: pair.podIp6, port: 8080, family: 6 },

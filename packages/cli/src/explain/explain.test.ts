@@ -57,13 +57,10 @@ describe('explainConnection', () => {
       '2. OUTPUT rule 1 (proxy-init/install-proxy-init-output) jumps to PROXY_INIT_OUTPUT (it matches every packet).',
     );
     expect(e.lines[2]).toBe(
-      "3. uid 1000 is not the proxy's uid 2102: PROXY_INIT_OUTPUT rule 1 (proxy-init/redirect-non-loopback-local-traffic) does not match.",
-    );
-    expect(e.lines[3]).toBe(
-      "4. uid 1000 is not the proxy's uid 2102: PROXY_INIT_OUTPUT rule 2 (proxy-init/ignore-proxy-user-id) does not match.",
+      "3. uid 1000 is not the proxy's uid 2102: PROXY_INIT_OUTPUT rule 1 (proxy-init/ignore-proxy-user-id) does not match.",
     );
     const last = e.lines[e.lines.length - 1] as string;
-    expect(last).toMatch(/^8\. REDIRECT to 127\.0\.0\.1:4140: the proxy's outbound listener/);
+    expect(last).toMatch(/^7\. REDIRECT to 127\.0\.0\.1:4140: the proxy's outbound listener/);
     expect(last).toContain('original destination 10.247.0.10:80 with SO_ORIGINAL_DST');
     expect(last).toContain('resolves web.shop.svc.cluster.local:80');
     expect(last).toContain(`2 endpoints (10.23.0.8:8080, 10.23.0.9:8080), both meshed (identity ${ID}) → mTLS`);

@@ -117,12 +117,11 @@ describe('packet walk details', () => {
       ['PROXY_INIT_OUTPUT', 1, 'no'],
       ['PROXY_INIT_OUTPUT', 2, 'no'],
       ['PROXY_INIT_OUTPUT', 3, 'no'],
-      ['PROXY_INIT_OUTPUT', 4, 'no'],
-      ['PROXY_INIT_OUTPUT', 5, 'yes'],
+      ['PROXY_INIT_OUTPUT', 4, 'yes'],
     ]);
-    expect(walk.steps[2]?.reasons[0]).toBe('uid 1000 is not uid 2102');
-    expect(walk.steps[3]?.reasons[0]).toBe('it leaves over eth0, not lo');
-    expect(walk.steps[4]?.reasons[0]).toBe('port 8080 is not in 443,6443');
+    expect(walk.steps[1]?.reasons[0]).toBe('uid 1000 is not uid 2102');
+    expect(walk.steps[2]?.reasons[0]).toBe('it leaves over eth0, not lo');
+    expect(walk.steps[3]?.reasons[0]).toBe('port 8080 is not in 443,6443');
   });
   it('a RETURN from a built-in chain (no jump) ends at that chain', () => {
     const t = parseNatTable(
