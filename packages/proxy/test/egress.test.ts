@@ -11,11 +11,12 @@
 //   parent_kind="EgressNetwork";
 // - trafficPolicy Allow: every path and the TCP connection go through.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { adminClient } from '@minimesh/local-cluster';
 import { NetnsMesh, PROXY_UID, ROOT, waitFor } from './support/netns-mesh.js';
 import { callAgent } from './support/pod-agent.js';
+import { addOutsideHost, OUTSIDE_IP, type OutsideHost } from './support/outside-host.js';
 import { policyServer } from './support/policy-server.js';
 
 const PROXY = join(ROOT, 'packages/proxy/dist/main.js');
@@ -23,26 +24,8 @@ const AGENT = join(ROOT, 'packages/proxy/test/apps/pod-agent.mjs');
 const POLICY = policyServer();
 const G = 'policy.minimesh.io';
 const asRoot = process.getuid?.() === 0;
-const OUTSIDE_IP = '203.0.113.10';
-
-/** The outside host: HTTP on 80 and a TCP echo on 9000, each logging what reached it. */
-const OUTSIDE_APP = `
-const http = require('node:http');
-const net = require('node:net');
-http.createServer((req, res) => {
-  console.log('HTTP ' + req.method + ' ' + req.url);
-  res.writeHead(200, { 'content-type': 'text/plain', 'x-app': 'outside' });
-  res.end('outside host: ' + req.url);
-}).listen(80, '0.0.0.0');
-net.createServer((s) => {
-  console.log('TCP connection from ' + s.remoteAddress);
-  s.on('data', (d) => s.write(d));
-  s.on('error', () => {});
-}).listen(9000, '0.0.0.0', () => console.log('listening'));
-`;
-
 let mesh: NetnsMesh;
-let outsideNs = '';
+let outside: OutsideHost | undefined;
 
 type H1 = { status: number; headers: Record<string, string>; body: string; error?: string };
 type Tcp = { buf?: string; error?: string; code?: string };
@@ -53,7 +36,7 @@ const get = async (path: string): Promise<H1> =>
   (await agent<H1[]>('h1', { ip: OUTSIDE_IP, port: 80, host: 'partner.example', path }))[0]!;
 // A line that is not an HTTP request line: detected as opaque at once.
 const tcp = () => agent<Tcp>('tcp', { ip: OUTSIDE_IP, port: 9000, send: 'ping\r\n', expectBytes: 6, timeoutMs: 8000 });
-const outsideLog = () => mesh.logOf('outside');
+const outsideLog = () => outside!.log();
 
 /** Creates or merge-patches an object (the API server's refusal rejects, naming the status and message). */
 async function apply(method: 'POST' | 'PATCH', path: string, obj: unknown): Promise<void> {
@@ -72,36 +55,7 @@ describe.skipIf(!asRoot || !POLICY.argv)(
       if (!existsSync(PROXY)) throw new Error(`${PROXY} is missing: build the packages first (npm run build)`);
       mesh = await NetnsMesh.create('mmeg');
       await mesh.addPod('client', 'client');
-      // The outside host: its own namespace, reached through the node (which forwards between them).
-      outsideNs = `${mesh.kns}-outside`;
-      const [node, out] = [`eg${mesh.tag}n`, `eg${mesh.tag}o`];
-      mesh.sh(['ip', 'netns', 'add', outsideNs]);
-      mesh.sh(['ip', '-n', outsideNs, 'link', 'set', 'lo', 'up']);
-      mesh.sh([
-        'ip',
-        'link',
-        'add',
-        node,
-        'netns',
-        mesh.nodeNs,
-        'type',
-        'veth',
-        'peer',
-        'name',
-        out,
-        'netns',
-        outsideNs,
-      ]);
-      mesh.sh(['ip', '-n', mesh.nodeNs, 'addr', 'add', '203.0.113.1/24', 'dev', node]);
-      mesh.sh(['ip', '-n', mesh.nodeNs, 'link', 'set', node, 'up']);
-      mesh.sh(['ip', '-n', outsideNs, 'addr', 'add', `${OUTSIDE_IP}/24`, 'dev', out]);
-      mesh.sh(['ip', '-n', outsideNs, 'link', 'set', out, 'up']);
-      mesh.sh(['ip', '-n', outsideNs, 'route', 'add', 'default', 'via', '203.0.113.1']);
-      mesh.sh(['ip', 'netns', 'exec', mesh.nodeNs, 'sysctl', '-qw', 'net.ipv4.ip_forward=1']);
-      const app = join(mesh.dir, 'outside-app.cjs');
-      writeFileSync(app, OUTSIDE_APP);
-      mesh.start('outside', ['ip', 'netns', 'exec', outsideNs, process.execPath, app]);
-      await waitFor('the outside host', () => outsideLog().includes('listening'), 10_000);
+      outside = await addOutsideHost(mesh);
 
       await mesh.startControlPlane({ policy: POLICY.argv });
       // Deny, and one path allowed by a route whose parent is the EgressNetwork (its port 80).
@@ -134,7 +88,7 @@ describe.skipIf(!asRoot || !POLICY.argv)(
     }, 300_000);
 
     afterAll(async () => {
-      if (outsideNs) mesh?.sh(['ip', 'netns', 'del', outsideNs], { allowFail: true });
+      outside?.remove();
       await mesh?.destroy();
     }, 60_000);
 
