@@ -9,6 +9,7 @@
 import type { CompiledOutboundPolicy, CompiledOutboundRoute } from '@minimesh/policy/client';
 import type { Registry } from 'prom-client';
 import { SeriesCounter, type CounterHandle } from '../metrics/series.js';
+import { parentLabels, routeLabels } from './route-metrics.js';
 
 export interface RouteRetryCounters {
   requests: CounterHandle;
@@ -47,18 +48,7 @@ export class RouteRetryMetrics {
   counters(policy: CompiledOutboundPolicy, route: CompiledOutboundRoute): RouteRetryCounters {
     let c = this.byRoute.get(route);
     if (c) return c;
-    const labels: Record<string, string> = {
-      parent_group: policy.meta.group,
-      parent_kind: policy.meta.kind,
-      parent_namespace: policy.ref.namespace,
-      parent_name: policy.meta.name,
-      parent_port: policy.ref.port ? String(policy.ref.port) : '',
-      parent_section_name: policy.ref.section,
-      route_group: route.meta.group,
-      route_kind: route.meta.kind,
-      route_namespace: route.ref.namespace,
-      route_name: route.meta.name,
-    };
+    const labels = { ...parentLabels(policy), ...routeLabels(route) };
     c = {
       requests: this.requests.with(labels),
       successes: this.successes.with(labels),

@@ -122,7 +122,8 @@ interface Handles {
   statuses: Map<string, CounterHandle>;
 }
 
-function parentLabels(policy: CompiledOutboundPolicy): Labels {
+/** parent_* of a route's series, as linkerd2-proxy labels them (route, retry and TCP route metrics). */
+export function parentLabels(policy: CompiledOutboundPolicy): Labels {
   return {
     parent_group: policy.meta.group,
     parent_kind: policy.meta.kind,
@@ -133,7 +134,8 @@ function parentLabels(policy: CompiledOutboundPolicy): Labels {
   };
 }
 
-function routeLabels(route: CompiledOutboundRoute): Labels {
+/** route_* of an HTTP or gRPC route's series. */
+export function routeLabels(route: CompiledOutboundRoute): Labels {
   return {
     route_group: route.meta.group,
     route_kind: route.meta.kind,

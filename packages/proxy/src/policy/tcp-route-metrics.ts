@@ -9,6 +9,7 @@
 import type { CompiledOpaqueRoute, CompiledOutboundPolicy } from '@minimesh/policy/client';
 import type { Registry } from 'prom-client';
 import { SeriesCounter, type CounterHandle } from '../metrics/series.js';
+import { parentLabels } from './route-metrics.js';
 
 export type TcpRouteError = '' | 'forbidden' | 'invalid_backend';
 
@@ -37,12 +38,7 @@ export class TcpRouteMetrics {
     if (h === undefined) {
       if (this.handles.size >= 10_000) this.handles.clear();
       const labels = {
-        parent_group: policy.meta.group,
-        parent_kind: policy.meta.kind,
-        parent_namespace: policy.ref.namespace,
-        parent_name: policy.meta.name,
-        parent_port: policy.ref.port ? String(policy.ref.port) : '',
-        parent_section_name: policy.ref.section,
+        ...parentLabels(policy),
         route_group: route.meta.group,
         route_kind: route.meta.kind,
         route_namespace: '',
