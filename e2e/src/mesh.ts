@@ -139,7 +139,14 @@ export async function installChart(
 
 interface Crd {
   metadata: { name: string; deletionTimestamp?: string };
+  spec?: { group?: string };
   status?: { conditions?: { type: string; status: string; reason?: string }[] };
+}
+
+/** Every CRD of the cluster; undefined when kubectl could not list them. */
+async function listCrds(driver: Driver): Promise<Crd[] | undefined> {
+  const got = await driver.kubectl(['get', 'crd', '-o', 'json']);
+  return got.code === 0 ? (JSON.parse(got.stdout) as { items: Crd[] }).items : undefined;
 }
 
 /** Established, and not being deleted. */
@@ -169,8 +176,7 @@ export async function crdsServed(driver: Driver, names: readonly string[], timeo
   const deadline = Date.now() + timeoutMs;
   let states: string[] = [];
   for (;;) {
-    const got = await driver.kubectl(['get', 'crd', '-o', 'json']);
-    const items = got.code === 0 ? (JSON.parse(got.stdout) as { items: Crd[] }).items : [];
+    const items = (await listCrds(driver)) ?? [];
     const byName = new Map(items.map((c) => [c.metadata.name, c]));
     states = names.map((n) => crdState(n, byName.get(n)));
     if (names.every((n) => crdServes(byName.get(n)))) {
@@ -196,9 +202,8 @@ export async function crdsServed(driver: Driver, names: readonly string[], timeo
  */
 export async function crdsNotDeleting(driver: Driver, names: readonly string[], timeoutMs = 120_000): Promise<void> {
   await eventually(`CRDs not being deleted (${names.join(', ')})`, timeoutMs, async () => {
-    const got = await driver.kubectl(['get', 'crd', '-o', 'json']);
-    if (got.code !== 0) return false;
-    const items = (JSON.parse(got.stdout) as { items: Crd[] }).items;
+    const items = await listCrds(driver);
+    if (items === undefined) return false;
     return !items.some((c) => names.includes(c.metadata.name) && c.metadata.deletionTimestamp);
   });
 }
@@ -222,9 +227,7 @@ export async function applyObjects(driver: Driver, objects: readonly K8sObject[]
   const unmapped = [...r.stderr.matchAll(/no matches for kind "([^"]+)" in version "([^"/]+)\//g)];
   let crds = '';
   if (unmapped.length > 0) {
-    const got = await driver.kubectl(['get', 'crd', '-o', 'json']);
-    const items =
-      got.code === 0 ? (JSON.parse(got.stdout) as { items: (Crd & { spec?: { group?: string } })[] }).items : [];
+    const items = (await listCrds(driver)) ?? [];
     const groups = new Set(unmapped.map((u) => u[2]));
     const lines = items.filter((c) => groups.has(c.spec?.group ?? '')).map((c) => crdState(c.metadata.name, c));
     crds = `\nthe CRDs of ${[...groups].join(', ')} now: ${lines.length > 0 ? `\n  ${lines.join('\n  ')}` : 'none'}`;
