@@ -261,6 +261,10 @@ The minimesh-proxy container of a control-plane pod; argument: (dict "root" $ "c
     {{- $any := ternary "[::]" "0.0.0.0" $v.proxyInit.ipv6 }}
     - name: MINIMESH_PROXY_INBOUND_LISTEN_ADDR
       value: {{ printf "%s:%v" $any $v.proxy.ports.inbound | quote }}
+    - name: MINIMESH_PROXY_INBOUND_IPS
+      valueFrom:
+        fieldRef:
+          fieldPath: status.podIPs
     - name: MINIMESH_PROXY_OUTBOUND_LISTEN_ADDR
       value: {{ ternary (printf "127.0.0.1:%v,[::1]:%v" $v.proxy.ports.outbound $v.proxy.ports.outbound) (printf "127.0.0.1:%v" $v.proxy.ports.outbound) $v.proxyInit.ipv6 | quote }}
     - name: MINIMESH_PROXY_ADMIN_LISTEN_ADDR

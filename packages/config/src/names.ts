@@ -61,6 +61,8 @@ export const PROXY_ENV = {
   identityDir: 'MINIMESH_PROXY_IDENTITY_DIR',
   trustAnchors: 'MINIMESH_PROXY_IDENTITY_TRUST_ANCHORS',
   inboundPorts: 'MINIMESH_PROXY_INBOUND_PORTS',
+  /** This pod's IPs (status.podIPs, comma-separated): endpoints at these are the pod itself (Linkerd's LINKERD2_PROXY_INBOUND_IPS). */
+  inboundIps: 'MINIMESH_PROXY_INBOUND_IPS',
   opaquePorts: 'MINIMESH_PROXY_INBOUND_PORTS_DISABLE_PROTOCOL_DETECTION',
   outboundConnectTimeout: 'MINIMESH_PROXY_OUTBOUND_CONNECT_TIMEOUT',
   inboundConnectTimeout: 'MINIMESH_PROXY_INBOUND_CONNECT_TIMEOUT',

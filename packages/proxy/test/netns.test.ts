@@ -172,6 +172,7 @@ function startProxy(pod: PodSpec): void {
       MINIMESH_PROXY_IDENTITY_SVC_ADDR: `unix:${join(dir, 'identity.sock')}`,
       MINIMESH_PROXY_DESTINATION_SVC_ADDR: `unix:${join(dir, 'destination.sock')}`,
       MINIMESH_PROXY_DESTINATION_CONTEXT: JSON.stringify({ ns: KNS, nodeName: 'mm-px-node', pod: pod.name }),
+      MINIMESH_PROXY_INBOUND_IPS: pod.ip,
       MINIMESH_PROXY_INBOUND_PORTS_DISABLE_PROTOCOL_DETECTION: OPAQUE,
       MINIMESH_PROXY_SHUTDOWN_GRACE_PERIOD: '1s',
     },
@@ -281,6 +282,8 @@ beforeAll(async () => {
     ['b1', 'b2'],
   );
   await service('plain', [{ name: 'http', port: 80, targetPort: 8080 }], ['u']);
+  // A Service whose one endpoint is the client pod itself (a pod calling its own Service).
+  await service('self', [{ name: 'http', port: 80, targetPort: 8080 }], ['a']);
   await service('impostor', [{ name: 'http', port: 80, targetPort: 8443 }], ['imp']);
 
   // --- the real control plane on the host's loopback ---
@@ -361,7 +364,7 @@ beforeAll(async () => {
     ]);
     startProxy(pod);
   }
-  for (const pod of ['b1', 'b2', 'u'])
+  for (const pod of ['a', 'b1', 'b2', 'u'])
     startProc(`app-${pod}`, ['ip', 'netns', 'exec', netnsOf(pod), process.execPath, AGENT, 'server', pod]);
   const evil = await pki.leaf(`evil.${KNS}.serviceaccount.identity.${KNS}.${TRUST_DOMAIN}`);
   writeFileSync(join(dir, 'evil.crt'), evil.certPem);
@@ -569,6 +572,19 @@ describe('proxy in network namespaces with the real control plane', () => {
     const body = JSON.parse(r!.body) as { app: string; headers: Record<string, string> };
     expect(body.app).toBe('u');
     expect(body.headers['l5d-client-id']).toBeUndefined();
+  });
+
+  it("a pod calling its own Service reaches its own app in plaintext (the proxy's connection skips the redirect)", async () => {
+    // Without the pod's own IPs the outbound proxy would originate mTLS to its own pod IP, and the app
+    // (not the inbound proxy: the proxy's own connections are not redirected) would get a TLS hello.
+    const rs = await agent<H1[]>('h1', { ip: clusterIps.self, port: 80, host: `self.${KNS}.svc.cluster.local`, n: 5 });
+    expect(rs.map((r) => r.error ?? r.status)).toEqual([200, 200, 200, 200, 200]);
+    expect((JSON.parse(rs[0]!.body) as { app: string }).app).toBe('a');
+    expect(podFetch('a', 'http://127.0.0.1:4191/metrics').body).toMatch(
+      new RegExp(
+        `response_total\\{direction="outbound",authority="self\\.${KNS}\\.svc\\.cluster\\.local:80"[^}]*tls="no_identity"[^}]*no_tls_reason="loopback"`,
+      ),
+    );
   });
 
   it('an endpoint whose certificate names another identity is refused', async () => {

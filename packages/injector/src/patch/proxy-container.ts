@@ -47,6 +47,9 @@ export function buildProxyEnv(config: MeshConfig, s: InjectSettings, inboundPort
     { name: PROXY_ENV.logLevel, value: s.logLevel },
     { name: PROXY_ENV.logFormat, value: config.proxy.logFormat },
     { name: PROXY_ENV.inboundListenAddr, value: `${any}:${ports.inbound}` },
+    // The pod's own IPs: an endpoint at one of them is the pod itself, reached in plaintext (as Linkerd's
+    // LINKERD2_PROXY_INBOUND_IPS).
+    fieldRef(PROXY_ENV.inboundIps, 'status.podIPs'),
     {
       name: PROXY_ENV.outboundListenAddr,
       value: ipv6 ? `127.0.0.1:${ports.outbound},[::1]:${ports.outbound}` : `127.0.0.1:${ports.outbound}`,

@@ -131,3 +131,14 @@ describe('listen addresses (IPv6)', () => {
     );
   });
 });
+
+describe("the pod's own IPs (MINIMESH_PROXY_INBOUND_IPS)", () => {
+  it('reads status.podIPs as canonical text, none when unset, and names a bad entry', () => {
+    expect(parseProxyConfig(base).inboundIps).toEqual([]);
+    const cfg = parseProxyConfig({ ...base, MINIMESH_PROXY_INBOUND_IPS: '10.42.0.7, FD00:0:0::7,::ffff:10.42.0.8' });
+    expect(cfg.inboundIps).toEqual(['10.42.0.7', 'fd00::7', '10.42.0.8']);
+    expect(() => parseProxyConfig({ ...base, MINIMESH_PROXY_INBOUND_IPS: '10.42.0.7,pod-a' })).toThrow(
+      /MINIMESH_PROXY_INBOUND_IPS.*"pod-a" is not one/,
+    );
+  });
+});

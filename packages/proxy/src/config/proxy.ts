@@ -4,11 +4,14 @@
 import {
   ConfigError,
   PROXY_ENV,
+  formatIp,
   parseBoolean,
   parseDuration,
   parseLogFormat,
   parseLogLevel,
+  parseIp,
   parsePortRanges,
+  unmapIpv4,
   type LogFormat,
   type LogLevel,
   type PortRange,
@@ -45,6 +48,13 @@ export interface ProxyConfig {
   /** Ports where protocol detection is skipped (server-speaks-first protocols), both directions. */
   opaquePorts: PortRange[];
   inboundPorts: PortRange[];
+  /**
+   * This pod's own IPs (MINIMESH_PROXY_INBOUND_IPS, from status.podIPs), canonical text. An outbound
+   * endpoint at one of them is this pod: it is reached in plaintext, straight to the app, because the
+   * proxy's own connections skip the iptables redirect, so mTLS to it would land on the app (Linkerd's
+   * outbound does the same for its `inbound_ips`). Empty: no endpoint is treated as local.
+   */
+  inboundIps: string[];
   outboundConnectTimeoutMs: number;
   inboundConnectTimeoutMs: number;
   detectTimeoutMs: number;
@@ -101,6 +111,25 @@ function outboundAddrs(env: Env): Pick<ProxyConfig, 'outboundAddr' | 'outboundEx
   return { outboundAddr: all[0]!, outboundExtraAddrs: all.slice(1) };
 }
 
+/** Comma-separated IP addresses, each in canonical text (RFC 5952 for IPv6); unset or empty: none. */
+function ipList(env: Env, name: string): string[] {
+  const value = optional(env, name) ?? '';
+  return value
+    .split(',')
+    .map((part) => part.trim())
+    .filter((part) => part !== '')
+    .map((part) => {
+      const ip = parseIp(part);
+      if (ip === undefined)
+        throw new ConfigError(
+          name,
+          value,
+          `IP addresses separated by commas, such as 10.42.0.7,fd00::7 ("${part}" is not one)`,
+        );
+      return formatIp(unmapIpv4(ip));
+    });
+}
+
 function duration(env: Env, name: string, fallback: string): number {
   return parseDuration(name, optional(env, name) ?? fallback);
 }
@@ -154,6 +183,7 @@ export function parseProxyConfig(env: Env): ProxyConfig {
     clusterDomain,
     opaquePorts: parsePortRanges(E.opaquePorts, optional(env, E.opaquePorts) ?? ''),
     inboundPorts: parsePortRanges(E.inboundPorts, optional(env, E.inboundPorts) ?? ''),
+    inboundIps: ipList(env, E.inboundIps),
     outboundConnectTimeoutMs: duration(env, E.outboundConnectTimeout, '1s'),
     inboundConnectTimeoutMs: duration(env, E.inboundConnectTimeout, '1s'),
     detectTimeoutMs: duration(env, E.detectTimeout, '10s'),

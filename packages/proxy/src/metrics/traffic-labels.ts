@@ -8,6 +8,8 @@ import { toLabels, type Labels } from './metrics.js';
 /** Outbound: traffic to an endpoint for an authority, and connections accepted from the app. */
 export class OutboundLabels {
   private readonly cache = new LabelCache();
+  /** `isLocal`: the endpoint is this pod itself (plaintext to the app: no_tls_reason="loopback"). */
+  constructor(private readonly isLocal: (ep: Endpoint) => boolean = () => false) {}
   // The last label set each endpoint was used with: a request usually finds its labels here without
   // building a cache key.
   private readonly last = new WeakMap<Endpoint, { authority: string; serverId: string | undefined; labels: Labels }>();
@@ -22,7 +24,8 @@ export class OutboundLabels {
   }
 
   private endpointSlow(authority: string, ep: Endpoint, serverId: string | undefined): Labels {
-    const key = `${authority}|${ep.key}|${serverId ?? ''}|${ep.discovered ? 'd' : ''}`;
+    const local = serverId === undefined && this.isLocal(ep);
+    const key = `${authority}|${ep.key}|${serverId ?? ''}|${ep.discovered ? 'd' : ''}${local ? 'l' : ''}`;
     const cached = this.cache.get(key);
     if (cached) return cached;
     const l = toLabels({
@@ -32,7 +35,13 @@ export class OutboundLabels {
       tls: serverId !== undefined ? 'true' : 'no_identity',
       serverId,
       noTlsReason:
-        serverId !== undefined ? undefined : ep.discovered ? 'not_provided_by_service_discovery' : 'no_endpoint',
+        serverId !== undefined
+          ? undefined
+          : local
+            ? 'loopback'
+            : ep.discovered
+              ? 'not_provided_by_service_discovery'
+              : 'no_endpoint',
       dst: ep.labels,
     });
     return this.cache.put(key, l);

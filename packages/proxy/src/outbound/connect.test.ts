@@ -7,6 +7,8 @@ import type { Connected } from '../http/upstream.js';
 import { OutboundLabels } from '../metrics/traffic-labels.js';
 import { discovered, fakeSocket, FakeRequest, recorder, fakeConnector } from '../../test/support/stages.js';
 import type { Balanced } from '../targets.js';
+import type { TlsCredentials } from '../tls/credentials.js';
+import { Connector } from '../transport/connector.js';
 import { pushConnect } from './connect.js';
 
 const ID = 'web.shop.serviceaccount.identity.minimesh.cluster.local';
@@ -66,5 +68,23 @@ describe('outbound connect', () => {
     failing.handler(meshed, req);
     expect(req.events).toEqual(['fail MINIMESH_PROXY_NOT_READY']);
     expect(failing.next.calls).toEqual([]);
+  });
+
+  it('an endpoint that is this pod itself goes plaintext to the app, labelled loopback (not mTLS to its own app port)', () => {
+    const connector = new Connector(
+      { context: {} } as unknown as TlsCredentials,
+      1000,
+      undefined,
+      new Set(['10.0.0.1']),
+    );
+    const next = recorder<Connected, FakeRequest>();
+    pushConnect<FakeRequest>({ connector, labels: new OutboundLabels((ep) => connector.isLocal(ep)) })(next.next)(
+      meshed,
+      new FakeRequest(),
+    );
+    connector.close();
+    const t = next.calls[0]![0];
+    expect(t.upstream).toMatchObject({ kind: 'h1' });
+    expect(t.labels).toMatchObject({ tls: 'no_identity', no_tls_reason: 'loopback', server_id: '' });
   });
 });

@@ -61,7 +61,12 @@ export function createOutboundStack(opts: OutboundStackOptions): OutboundStack {
   const { config, metrics } = opts;
   const log = opts.logger.child({ component: 'outbound' });
   const sink: ExchangeSink = { direction: 'outbound', metrics, log };
-  const connector: Connector = new Connector(opts.creds, config.outboundConnectTimeoutMs, (ep) => health.broken(ep));
+  const connector: Connector = new Connector(
+    opts.creds,
+    config.outboundConnectTimeoutMs,
+    (ep) => health.broken(ep),
+    new Set(config.inboundIps),
+  );
   const health = new EndpointHealth((ep) => connector.reconnect(ep));
   const accrual = new FailureAccrual({
     lookup: (authority) => opts.policies?.get({ kind: 'authority', authority })?.failureAccrual,
@@ -70,7 +75,7 @@ export function createOutboundStack(opts: OutboundStackOptions): OutboundStack {
     registry: metrics.registry,
   });
   const discovery = createDiscovery(opts.resolver, config.clusterDomain);
-  const labels = new OutboundLabels();
+  const labels = new OutboundLabels((ep) => connector.isLocal(ep));
   const sockets = new Set<Socket>();
   // A first request or connection to an address outside the cluster networks waits this long, at most,
   // for its outbound policy (as a new name waits for destination).

@@ -1,7 +1,9 @@
 // The connector: Endpoint → an upstream to send on, for both directions (the connect stages use it). Meshed endpoints (an identity, and a
 // certificate of ours to present) get ONE multiplexed HTTP/2 session over mTLS that HTTP/1 rides too,
 // upgraded; unmeshed endpoints (and the app behind the inbound proxy) get an HTTP/1 keep-alive pool or
-// a plaintext HTTP/2 session. TCP gets a fresh connection (mTLS when meshed).
+// a plaintext HTTP/2 session. TCP gets a fresh connection (mTLS when meshed). An endpoint at one of this
+// pod's own IPs is the pod itself: plaintext, straight to the app (the proxy's own connections skip the
+// iptables redirect, so mTLS would land on the app, not on our inbound side; Linkerd does the same).
 import { Agent, type AgentOptions } from 'node:http';
 import { connect as netConnect, type Socket } from 'node:net';
 import type { ClientHttp2Session } from 'node:http2';
@@ -31,11 +33,23 @@ export class Connector {
     private readonly timeoutMs: number,
     /** A meshed endpoint's session broke (reset, refused, TLS failure, closed by the peer). */
     private readonly onBroken?: (ep: Endpoint) => void,
+    /** This pod's own IPs, canonical text (config's inboundIps). */
+    private readonly localIps: ReadonlySet<string> = new Set(),
   ) {}
 
-  /** The identity to require of `ep`, when we can originate mTLS to it (it is meshed and we have a certificate). */
+  /** True when `ep` is this pod itself (one of its own IPs). */
+  isLocal(ep: Endpoint): boolean {
+    return this.localIps.has(ep.ip);
+  }
+
+  /**
+   * The identity to require of `ep`, when we can originate mTLS to it: it is meshed, we have a
+   * certificate, and it is not this pod itself.
+   */
   meshIdentity(ep: Endpoint): string | undefined {
-    return ep.identity !== undefined && this.creds.context !== undefined ? ep.identity : undefined;
+    return ep.identity !== undefined && this.creds.context !== undefined && !this.localIps.has(ep.ip)
+      ? ep.identity
+      : undefined;
   }
 
   /** The upstream for an exchange that arrived as `protocol`. */
