@@ -1,8 +1,6 @@
-// PENDING (not in e2e/specs.json's specs/**, so npm test does not run it): the CI subset of the Gateway
-// API conformance suite (npm run conformance is the whole suite; docs/conformance/README.md). It passed
-// (8 of 8) with proxy-init's self-redirect rule, which was reverted (it broke the trust-anchor rotation
-// in the faults spec); without it the requests the suite's client (an echo pod) sends to its own pod fail,
-// so it waits here for a fix of the self-call that keeps the rotation whole.
+// The CI subset of the Gateway API conformance suite (npm run conformance is the whole suite;
+// docs/conformance/README.md). The suite's client is an echo pod that is also a backend of the routes it
+// calls, so these tests also prove a pod reaches its own Service (the proxy's local endpoints).
 // The tests: the weight split of HTTPRoute and GRPCRoute, request header modifiers on the route and on a
 // backend, and the redirects (host and status, scheme, port, path), on minimesh installed as a user
 // installs it with the Gateway API CRDs applied first.
