@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ProxyError, toConnectError, type ProxyErrorCode } from './errors.js';
-import { ERROR_HEADER, toGrpcErrorHeaders, toHttpErrorResponse } from './respond.js';
+import { ERROR_HEADER, grpcStatusOfHttp, toGrpcErrorHeaders, toHttpErrorResponse } from './respond.js';
 
 describe('error → wire response', () => {
   it.each<[ProxyErrorCode, number, number]>([
@@ -45,5 +45,13 @@ describe('toConnectError', () => {
     expect(pe.code).toBe(code);
     expect(pe.message).toMatch(/^endpoint 10\.0\.0\.1:80: /);
     expect(pe.cause).toBe(err);
+  });
+});
+
+describe('grpcStatusOfHttp', () => {
+  it("maps an HTTP status as gRPC's HTTP to gRPC status mapping does", () => {
+    expect([400, 401, 403, 404, 429, 502, 503, 504, 500, 418].map(grpcStatusOfHttp)).toEqual([
+      13, 16, 7, 12, 14, 14, 14, 14, 2, 2,
+    ]);
   });
 });

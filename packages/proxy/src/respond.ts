@@ -60,6 +60,31 @@ const GRPC_STATUS: Record<ProxyErrorCode, number> = {
   MINIMESH_PROXY_MALFORMED_REQUEST: 13,
 };
 
+/**
+ * The gRPC status a gRPC client reads from an HTTP status that came without one (gRPC's "HTTP to gRPC
+ * Status Code Mapping", doc/http-grpc-status-mapping.md in grpc/grpc): what a gRPC request gets when an
+ * HTTP rule answers it, e.g. a Deny EgressNetwork's 403 "traffic not allowed" → PERMISSION_DENIED.
+ */
+export function grpcStatusOfHttp(status: number): number {
+  switch (status) {
+    case 400:
+      return 13;
+    case 401:
+      return 16;
+    case 403:
+      return 7;
+    case 404:
+      return 12;
+    case 429:
+    case 502:
+    case 503:
+    case 504:
+      return 14;
+    default:
+      return 2;
+  }
+}
+
 function asProxyError(err: unknown): ProxyError {
   return err instanceof ProxyError
     ? err

@@ -6,10 +6,10 @@
 //   client pod → proxy-init's iptables → outbound proxy (EgressNetwork policy) → node → outside host
 // - an EgressNetwork `outside` (203.0.113.0/24) with trafficPolicy Deny and an HTTPRoute whose parent is
 //   it, allowing PathPrefix /allowed on port 80: /allowed answers from the outside host, any other path
-//   gets 403 "traffic not allowed" from the client's own proxy, an opaque TCP connection (port 9000) is
-//   refused; the outside host sees only the allowed requests; the client proxy counts them under
+//   gets 403 "traffic not allowed" from the client's own proxy, a gRPC call (port 8081) gets
+//   PERMISSION_DENIED, an opaque TCP connection (port 9000) is refused; the outside host sees only the allowed requests; the client proxy counts them under
 //   parent_kind="EgressNetwork";
-// - trafficPolicy Allow: every path and the TCP connection go through.
+// - trafficPolicy Allow: every path, the gRPC call and the TCP connection go through.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -36,6 +36,19 @@ const get = async (path: string): Promise<H1> =>
   (await agent<H1[]>('h1', { ip: OUTSIDE_IP, port: 80, host: 'partner.example', path }))[0]!;
 // A line that is not an HTTP request line: detected as opaque at once.
 const tcp = () => agent<Tcp>('tcp', { ip: OUTSIDE_IP, port: 9000, send: 'ping\r\n', expectBytes: 6, timeoutMs: 8000 });
+type Grpc = { headers?: Record<string, string>; trailers?: Record<string, string>; body?: string; error?: string };
+/** A unary gRPC call to the outside host (h2c, port 8081); its grpc-status (trailers, or headers when trailers-only). */
+const grpc = async (path: string) => {
+  const r = await agent<Grpc>('h2', {
+    ip: OUTSIDE_IP,
+    port: 8081,
+    authority: 'partner.example:8081',
+    path,
+    grpc: true,
+    messages: ['ping'],
+  });
+  return { ...r, status: r.trailers?.['grpc-status'] ?? r.headers?.['grpc-status'] };
+};
 const outsideLog = () => outside!.log();
 
 /** Creates or merge-patches an object (the API server's refusal rejects, naming the status and message). */
@@ -142,6 +155,16 @@ describe.skipIf(!asRoot || !POLICY.argv)(
       expect(metrics).toMatch(/proxy_errors_total\{[^}]*error="MINIMESH_PROXY_FORBIDDEN"[^}]*\} [1-9]/);
     }, 120_000);
 
+    it('Deny: a gRPC call gets PERMISSION_DENIED from the client proxy and never reaches the outside host', async () => {
+      const r = await grpc('/partner.Api/Call');
+      console.log(
+        `egress Deny: gRPC /partner.Api/Call → grpc-status ${r.status} "${r.headers?.['grpc-message'] ?? ''}"`,
+      );
+      expect(r.error).toBeUndefined();
+      expect(r.status).toBe('7');
+      expect(outsideLog()).not.toMatch(/^GRPC /m);
+    }, 60_000);
+
     it("the leader writes the EgressNetwork's status", async () => {
       // Only the EgressNetwork's: a route's status.parents may also be written by another minimesh
       // control plane on a shared cluster (the same controllerName; an older one answers an EgressNetwork
@@ -181,6 +204,11 @@ describe.skipIf(!asRoot || !POLICY.argv)(
       expect(other.body).toBe('outside host: /any/path');
       expect(conn.buf).toBe('ping\r\n');
       expect(outsideLog()).toMatch(/TCP connection from /);
+      const call = await grpc('/partner.Api/Call');
+      expect(call.error).toBeUndefined();
+      expect(call.status).toBe('0');
+      expect(call.body?.slice(5)).toBe('ping');
+      expect(outsideLog()).toMatch(/^GRPC \/partner\.Api\/Call$/m);
       const metrics = mesh.podFetch('client', 'http://127.0.0.1:4191/metrics').body;
       expect(
         routeStatuses(metrics, 'http').some(

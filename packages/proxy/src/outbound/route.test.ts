@@ -50,6 +50,7 @@ const MIRROR_BACKEND = {
 const rules = {
   fail: rule('/fail', { fail: { status: 500, message: 'invalid backend' } }),
   grpcFail: rule('/grpc.Echo/Fail', { grpc: true, fail: { status: 14, message: 'unavailable' } }),
+  deny: rule('/deny', { fail: { status: 403, message: 'traffic not allowed' } }),
   edit: rule('/edit', {
     filters: [
       { kind: 'requestHeaders', edit: { add: [['x-add', 'a']], set: [], remove: ['x-drop'] } },
@@ -103,8 +104,13 @@ describe('outbound route', () => {
 
   it('a rule that injects a failure answers the request with it, and it goes no further', () => {
     const { next, req } = route('/fail');
-    expect(req.events).toEqual(['answer 500 invalid backend']);
+    // The gRPC status (UNKNOWN for a 500) is only used when the request is gRPC (the exchange decides).
+    expect(req.events).toEqual(['answer 500 invalid backend grpc-status 2']);
     expect(next.calls).toEqual([]);
+  });
+
+  it("an HTTP rule's injected 403 offers PERMISSION_DENIED for a gRPC request (a Deny EgressNetwork's answer)", () => {
+    expect(route('/deny').req.events).toEqual(['answer 403 traffic not allowed grpc-status 7']);
   });
 
   it("a gRPC rule's injected failure is a gRPC status", () => {

@@ -15,6 +15,7 @@ import { sendWithRetries, type RetryPolicy } from '../http/retry.js';
 import type { Layer, RequestHandler } from '../layers.js';
 import type { OutboundPolicies } from '../policy/outbound-policies.js';
 import { canBuffer, routeRetryPolicy } from '../policy/retry-policy.js';
+import { grpcStatusOfHttp } from '../respond.js';
 import type { Logical, RouteTarget } from '../targets.js';
 import type { Discovery } from '../destination/discovery.js';
 import { backendsReady } from './backend.js';
@@ -104,10 +105,11 @@ export function pushRoute(
     const routeMetrics = policies.routeMetrics;
     if (routeMetrics !== undefined)
       req.routeStats = routeMetrics.start(policy, hit.route, rule.grpc, hostOf(req.authority));
+    // An HTTP rule's failure answers a gRPC request as gRPC (the status gRPC reads from that HTTP status).
     if (rule.fail)
       return rule.grpc
         ? req.answer(500, rule.fail.message, undefined, rule.fail.status)
-        : req.answer(rule.fail.status, rule.fail.message, undefined);
+        : req.answer(rule.fail.status, rule.fail.message, undefined, grpcStatusOfHttp(rule.fail.status));
     if (rule.filters.length > 0) {
       const verdict = applyFilters(rule.filters, req, rule.prefixes);
       if (verdict.kind === 'redirect') return req.answer(verdict.status, 'redirected', verdict.location);

@@ -1,6 +1,7 @@
 // The "outside host" of the egress tests: a network namespace of the test's own, 203.0.113.10
 // (TEST-NET-3, which exists only inside the test's namespaces), routed through the mesh's virtual node,
-// outside the cluster networks. It serves HTTP on 80 and a TCP echo on 9000, logging what reached it.
+// outside the cluster networks. It serves HTTP on 80, gRPC (h2c) on 8081 and a TCP echo on 9000, logging
+// what reached it.
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { waitFor, type NetnsMesh } from './netns-mesh.js';
@@ -15,6 +16,17 @@ http.createServer((req, res) => {
   res.writeHead(200, { 'content-type': 'text/plain', 'x-app': 'outside' });
   res.end('outside host: ' + req.url);
 }).listen(80, '0.0.0.0');
+require('node:http2').createServer().on('stream', (stream, headers) => {
+  // A gRPC (h2c) server: echoes the request's message, grpc-status 0 in the trailers.
+  console.log('GRPC ' + headers[':path']);
+  const chunks = [];
+  stream.on('data', (c) => chunks.push(c));
+  stream.on('end', () => {
+    stream.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
+    stream.on('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
+    stream.end(Buffer.concat(chunks));
+  });
+}).listen(8081, '0.0.0.0');
 net.createServer((s) => {
   console.log('TCP connection from ' + s.remoteAddress);
   s.on('data', (d) => s.write(d));
