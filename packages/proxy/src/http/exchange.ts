@@ -368,6 +368,11 @@ export class H1Exchange extends HttpExchange {
 
   onBroken(err: Error): void {
     this.onEnd(true);
+    // Node sends an HTTP/1 head with the first body write: a client may see no answer at all.
+    this.sink.log.warn(
+      { err: err.message },
+      `${this.sink.direction} response broke after its head; the client's connection is reset`,
+    );
     this.res.destroy(err);
   }
 
@@ -522,8 +527,12 @@ export class H2Exchange extends HttpExchange {
     if (!this.stream.destroyed) this.stream.close(http2constants.NGHTTP2_CANCEL);
   }
 
-  onBroken(): void {
+  onBroken(err?: Error): void {
     this.onEnd(true);
+    this.sink.log.warn(
+      { err: err?.message },
+      `${this.sink.direction} response broke after its head; the client's stream is reset`,
+    );
     this.stream.close(http2constants.NGHTTP2_INTERNAL_ERROR);
   }
 }

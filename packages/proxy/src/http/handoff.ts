@@ -72,7 +72,10 @@ export class HttpHandoff<C> {
     this.h2.on('stream', (stream: ServerHttp2Stream, headers: H2Headers) => this.stream(stream, headers));
     this.h1.on('request', (req: IncomingMessage, res: ServerResponse) => {
       const conn = this.bySocket.get(req.socket);
-      if (conn === undefined) return void res.destroy();
+      if (conn === undefined) {
+        this.sink.log.warn(`${this.sink.direction} HTTP/1 request on a connection the proxy no longer tracks: reset`);
+        return void res.destroy();
+      }
       next(conn, new H1Exchange(req, res, sink));
     });
     this.h1.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => {
