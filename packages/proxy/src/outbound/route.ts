@@ -90,14 +90,11 @@ export function pushRoute(
       // The Service has routes for this protocol and none matches: 404 (gRPC: NOT_FOUND), as the Gateway
       // API's mesh mode asks and linkerd2-proxy answers a request no route matches. (Without routes of
       // its own the controller sends a default route, which every request matches.)
-      const routes =
-        req.protocol === 'h2' ? policy.http2.length || policy.http1.length : policy.http1.length || policy.http2.length;
-      if (routes > 0) {
-        const grpc = (
-          req.protocol === 'h2' ? (policy.http2[0] ?? policy.http1[0]) : (policy.http1[0] ?? policy.http2[0])
-        )?.rules[0]?.grpc;
+      const [own, other] = req.protocol === 'h2' ? [policy.http2, policy.http1] : [policy.http1, policy.http2];
+      const routes = own.length > 0 ? own : other;
+      if (routes.length > 0) {
         const message = `no route of ${logical.authority} matches the request`;
-        return grpc ? req.answer(500, message, undefined, 5) : req.answer(404, message, undefined);
+        return routes[0]?.rules[0]?.grpc ? req.answer(500, message, undefined, 5) : req.answer(404, message, undefined);
       }
       return next(noRoute(logical), req);
     }
