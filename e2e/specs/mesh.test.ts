@@ -20,6 +20,7 @@ import {
   createMeshCerts,
   ensureGatewayApiCrds,
   eventually,
+  kubectlJson,
   identityOf,
   installChart,
   listPods,
@@ -460,29 +461,21 @@ describe(`the mesh on the ${driver.name} cluster`, () => {
       ['grpcroutes.gateway.networking.k8s.io', 'grpc-route'],
     ] as const)
       await eventually(`${resource} ${name}: Accepted and ResolvedRefs`, 90_000, async () => {
-        const r = await driver.kubectl(['-n', m.appNs, 'get', resource, name, '-o', 'json']);
-        if (r.code !== 0) return undefined;
-        const ours = (JSON.parse(r.stdout) as Status).status?.parents?.find(
-          (p) => p.controllerName === 'minimesh.io/policy-controller',
-        );
+        const { status } = await kubectlJson<Status>(driver, ['-n', m.appNs, 'get', resource, name]);
+        const ours = status?.parents?.find((p) => p.controllerName === 'minimesh.io/policy-controller');
         return ours?.conditions.map((c) => `${c.type}=${c.status}`).join(',') === 'Accepted=True,ResolvedRefs=True'
           ? true
           : undefined;
       });
     await eventually('egressnetworks.policy.minimesh.io outside: Accepted', 90_000, async () => {
-      const r = await driver.kubectl([
+      const { status } = await kubectlJson<{ status?: { conditions?: { type: string; status: string }[] } }>(driver, [
         '-n',
         m.appNs,
         'get',
         'egressnetworks.policy.minimesh.io',
         'outside',
-        '-o',
-        'json',
       ]);
-      if (r.code !== 0) return undefined;
-      const conditions = (JSON.parse(r.stdout) as { status?: { conditions?: { type: string; status: string }[] } })
-        .status?.conditions;
-      return conditions?.some((c) => c.type === 'Accepted' && c.status === 'True') ? true : undefined;
+      return status?.conditions?.some((c) => c.type === 'Accepted' && c.status === 'True') ? true : undefined;
     });
   }, 200_000);
 

@@ -145,8 +145,10 @@ interface Crd {
 
 /** Every CRD of the cluster; undefined when kubectl could not list them. */
 async function listCrds(driver: Driver): Promise<Crd[] | undefined> {
-  const got = await driver.kubectl(['get', 'crd', '-o', 'json']);
-  return got.code === 0 ? (JSON.parse(got.stdout) as { items: Crd[] }).items : undefined;
+  return kubectlJson<{ items: Crd[] }>(driver, ['get', 'crd']).then(
+    (list) => list.items,
+    () => undefined,
+  );
 }
 
 /** Established, and not being deleted. */
