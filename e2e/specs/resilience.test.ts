@@ -5,7 +5,7 @@
 // probes, so the client's success rate stays >= 99.5 % and the flaky pod gets < 2 % of the requests;
 // the client proxy's outbound_http_balancer_endpoints shows it pending. Then the client tells the
 // flaky pod (through a second Service that selects only it) to recover, and keeps sending: a probe
-// finds it well within the max penalty (10 s), and it gets its share back.
+// finds it well within the max penalty (10 s), and it is back among the balancer's ready endpoints, answering.
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { selectDriver } from '../drivers/index.js';
@@ -204,11 +204,16 @@ describe(`failure accrual on the ${driver.name} cluster`, () => {
       expect(back, 'a request answered by the recovered pod').toBeDefined();
       const after = ((back?.t ?? 0) - (recover?.t ?? 0)) / 1000;
       expect(after).toBeLessThanOrEqual(MAX_PENALTY_S + 0.5);
-      // From then on it takes traffic again, and its share grows back toward a third: the balancer
-      // (P2C over peak-EWMA latency, as Linkerd's) starts it from the latency its last answers had
-      // (a probe on a new connection is slow), which decays over seconds (10 s time constant): its share
-      // of three comes back over the window, not at once (2026-11-28: 12.3 % of the window in one run,
-      // 36.8 % and 29.5 % of the second half in another). Without the recovery it would get none.
+      // From then on it takes traffic again. How much is the balancer's business (P2C over peak-EWMA
+      // latency, as Linkerd's): it starts the pod from the latency its last answers had (a probe on a new
+      // connection is slow) and one slow answer later (a CPU stall on a busy node) puts it back to the
+      // peak, which decays over seconds (10 s time constant); with three endpoints P2C never picks the
+      // costliest of the three, so its share over a 16 s window swings: 2026-11-28, 12.3 % of the
+      // window in one run, 36.8 % and 29.5 % of the second half in another, and in a CI run more than
+      // 5 % of the window but none of its second half. What failure accrual owes is that the pod is
+      // back among the balancer's ready endpoints and answers: the client proxy's gauge says 3 ready,
+      // 0 pending, and the pod answered at least 1 % of the requests since. Without the recovery it
+      // would answer none and stay pending.
       const since = phase2.filter((l) => l.t >= (back?.t ?? 0));
       const shareOf = (ls: typeof since) => ls.filter((l) => l.pod === flakyPod).length / ls.length;
       const share = shareOf(since);
@@ -218,8 +223,15 @@ describe(`failure accrual on the ${driver.name} cluster`, () => {
           `since then ${(100 * share).toFixed(1)} % of ${since.length} requests, ` +
           `${(100 * late).toFixed(1)} % of the second half`,
       );
-      expect(share).toBeGreaterThan(0.05);
-      expect(late).toBeGreaterThan(0.1);
+      expect(share).toBeGreaterThanOrEqual(0.01);
+      const gauge = (metrics: string, state: string) =>
+        metricSum(metrics, 'outbound_http_balancer_endpoints', { endpoint_state: state, backend_name: 'server' });
+      const states = await eventually('outbound_http_balancer_endpoints: 3 ready, 0 pending', 30_000, async () => {
+        const metrics = await proxyMetrics(driver, ns, client.metadata.name);
+        const s = { ready: gauge(metrics, 'ready'), pending: gauge(metrics, 'pending') };
+        return s.ready === 3 && s.pending === 0 ? s : undefined;
+      });
+      expect(states).toEqual({ ready: 3, pending: 0 });
       expect(since.every((l) => l.status === 200)).toBe(true);
     },
     PAUSE_MS + AFTER_MS + 120_000,
