@@ -204,26 +204,29 @@ describe(`failure accrual on the ${driver.name} cluster`, () => {
       expect(back, 'a request answered by the recovered pod').toBeDefined();
       const after = ((back?.t ?? 0) - (recover?.t ?? 0)) / 1000;
       expect(after).toBeLessThanOrEqual(MAX_PENALTY_S + 0.5);
-      // From then on it takes traffic again. How much is the balancer's business (P2C over peak-EWMA
-      // latency, as Linkerd's): it starts the pod from the latency its last answers had (a probe on a new
-      // connection is slow) and one slow answer later (a CPU stall on a busy node) puts it back to the
-      // peak, which decays over seconds (10 s time constant); with three endpoints P2C never picks the
-      // costliest of the three, so its share over a 16 s window swings: 2026-11-28, 12.3 % of the
-      // window in one run, 36.8 % and 29.5 % of the second half in another, and in a CI run more than
-      // 5 % of the window but none of its second half. What failure accrual owes is that the pod is
-      // back among the balancer's ready endpoints and answers: the client proxy's gauge says 3 ready,
-      // 0 pending, and the pod answered at least 1 % of the requests since. Without the recovery it
-      // would answer none and stay pending.
+      // From then on it takes traffic again, as the two pods that never failed do. How much of it in a
+      // given second is the balancer's business (P2C over peak-EWMA latency, as Linkerd's): one slow
+      // answer (a new connection, a CPU stall on a busy node) puts a pod's estimate back to the peak,
+      // which decays with a 10 s time constant, and P2C over three pods never picks the costliest, so
+      // over a 16 s window one pod may sit out for seconds, the recovered one or not: 2026-11-28, 12.3 %
+      // of the window in one run, 36.8 % and 29.5 % of its second half in another, 21.1 % of 920
+      // requests but none of the second half in a third (and in a CI run). What failure accrual owes:
+      // the pod is back among the balancer's ready endpoints (the client proxy's gauge: 3 ready, 0
+      // pending) and gets a share of the traffic (more than 5 % since its first answer); without the
+      // recovery it would get none and stay pending.
       const since = phase2.filter((l) => l.t >= (back?.t ?? 0));
-      const shareOf = (ls: typeof since) => ls.filter((l) => l.pod === flakyPod).length / ls.length;
-      const share = shareOf(since);
-      const late = shareOf(since.slice(Math.floor(since.length / 2)));
+      const byPod = new Map<string, number>();
+      for (const l of since) byPod.set(l.pod ?? '-', (byPod.get(l.pod ?? '-') ?? 0) + 1);
+      const share = (byPod.get(flakyPod) ?? 0) / since.length;
+      const late = since.slice(Math.floor(since.length / 2));
+      const lateShare = late.filter((l) => l.pod === flakyPod).length / late.length;
       console.log(
         `failure accrual: the recovered pod answered again ${after.toFixed(1)} s after it recovered; ` +
-          `since then ${(100 * share).toFixed(1)} % of ${since.length} requests, ` +
-          `${(100 * late).toFixed(1)} % of the second half`,
+          `since then ${(100 * share).toFixed(1)} % of ${since.length} requests ` +
+          `(${(100 * lateShare).toFixed(1)} % of the second half); by pod: ` +
+          [...byPod].map(([pod, n]) => `${pod === flakyPod ? 'recovered' : pod} ${n}`).join(', '),
       );
-      expect(share).toBeGreaterThanOrEqual(0.01);
+      expect(share).toBeGreaterThan(0.05);
       const gauge = (metrics: string, state: string) =>
         metricSum(metrics, 'outbound_http_balancer_endpoints', { endpoint_state: state, backend_name: 'server' });
       const states = await eventually('outbound_http_balancer_endpoints: 3 ready, 0 pending', 30_000, async () => {
