@@ -4,6 +4,7 @@
 // 1 s connect timeout as linkerd2-proxy's, a failure retried after 100 ms). For trying a change to
 // identity's admission control in a minute instead of a cluster run (docs/scale.md, "Fixes"):
 //   npx tsx bench/scale/storm-edge.ts [callers=500] [storms=3] [concurrency=<identity's default>]
+// With BENCH_CPU_PROF=<dir>, identity's process writes a CPU profile there when it ends.
 // It prints each storm's time, failed calls and their reasons, and identity's CPU for it.
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -62,6 +63,8 @@ async function child(): Promise<void> {
     concurrency: pems.concurrency,
   });
   process.send?.({ port: server.port });
+  // Exit on the parent's kill, so that a profile asked with BENCH_CPU_PROF is written.
+  process.once('SIGTERM', () => process.exit(0));
 }
 
 async function main(): Promise<void> {
@@ -71,7 +74,11 @@ async function main(): Promise<void> {
   const root = await createRootCa();
   const ca = await createIntermediateCa(root);
   const server = fork(fileURLToPath(import.meta.url), ['--child'], {
-    execArgv: ['--import', 'tsx'],
+    execArgv: [
+      '--import',
+      'tsx',
+      ...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []),
+    ],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   server.send({
