@@ -8,12 +8,12 @@ import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { ProxyMetrics } from '../metrics/metrics.js';
 import { H2Exchange } from './exchange.js';
-import { HttpHandoff, type IncomingRequest } from './handoff.js';
+import { CLIENT_IDLE_TIMEOUT_MS, HttpHandoff, type IncomingRequest } from './handoff.js';
 import { afterTest, dial, listen } from '../../test/support/loopback.js';
 
 const log = createLogger({ name: 'test', level: 'silent' });
 /** A listener whose connections are handed to `handoff` as detection does: the first bytes read, then served. */
-async function listener(protocol: 'http1' | 'h2') {
+async function listener(protocol: 'http1' | 'h2', idleTimeoutMs?: number) {
   const calls: Array<[string, IncomingRequest]> = [];
   const handoff = new HttpHandoff<string>(
     { direction: 'inbound', metrics: new ProxyMetrics(new Registry()), log },
@@ -21,6 +21,8 @@ async function listener(protocol: 'http1' | 'h2') {
       calls.push([conn, req]);
       if (!req.upgrade) req.answer(204, 'ok', undefined);
     },
+    30_000,
+    idleTimeoutMs,
   );
   afterTest(() => handoff.h1.close());
   const server: Server = createServer((socket: Socket) => {
@@ -76,5 +78,26 @@ describe('the HTTP handoff', () => {
     expect(answer).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
     expect(answer).toContain('x-minimesh-proxy-error: invalid HTTP/1 request');
     expect(l.calls).toEqual([]);
+  });
+
+  it('keeps an idle HTTP/1 client connection for an hour by default, and closes it after its idle timeout', async () => {
+    // A client pool reuses idle connections without knowing when the server closes them: a short
+    // idle close loses the requests that race it (docs/reliability.md).
+    expect(CLIENT_IDLE_TIMEOUT_MS).toBe(3_600_000);
+    expect((await listener('http1')).handoff.h1.keepAliveTimeout).toBe(CLIENT_IDLE_TIMEOUT_MS);
+
+    const l = await listener('http1', 300);
+    const c = dial(l.port, (s) => s.write('GET /a HTTP/1.1\r\nhost: web\r\n\r\n'));
+    let got = '';
+    c.on('data', (d: Buffer) => (got += d.toString()));
+    const closed = new Promise<number>((r) => c.on('close', () => r(Date.now())));
+    await new Promise((r) => setTimeout(r, 150));
+    c.write('GET /b HTTP/1.1\r\nhost: web\r\n\r\n'); // within the idle timeout: served on the same connection
+    const t1 = Date.now();
+    await new Promise((r) => setTimeout(r, 100));
+    expect(got.match(/HTTP\/1\.1 204/g)).toHaveLength(2);
+    const at = await closed;
+    expect(at - t1).toBeGreaterThanOrEqual(250);
+    expect(l.calls.map(([, r]) => r.path)).toEqual(['/a', '/b']);
   });
 });

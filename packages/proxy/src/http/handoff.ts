@@ -34,6 +34,18 @@ export function checkingIntervalFor(headersTimeoutMs: number): number {
   return Math.max(25, Math.min(1000, Math.floor(headersTimeoutMs / 4)));
 }
 
+/**
+ * How long an HTTP/1 client connection may sit idle between requests before the proxy closes it: an
+ * hour, Envoy's default for downstream connections. A client pool reuses its idle connections without
+ * knowing when the server will close them (Node's http.Agent ignores the server's `Keep-Alive:
+ * timeout=` hint unless the agent has a timeout of its own), so every idle close by the proxy is a
+ * chance that a request goes out on a connection that is closing, and the client sees `socket hang up`
+ * for a request nobody read. With 60 s this lost 7 requests of a load app whose pool had grown in a
+ * burst and was reused 60 s later in another (docs/reliability.md). The app, which owns the pool,
+ * closes what it no longer needs; the hour bounds what a leaking client can hold.
+ */
+export const CLIENT_IDLE_TIMEOUT_MS = 3_600_000;
+
 export class HttpHandoff<C> {
   /**
    * HTTP/1, fed connections that detection handed over. `headersTimeout` is the slowloris bound: a
@@ -57,10 +69,12 @@ export class HttpHandoff<C> {
     /** Every request on a connection whose target is `conn`. */
     private readonly next: (conn: C, req: IncomingRequest) => void,
     headersTimeoutMs = 30_000,
+    /** Idle time between two requests on an HTTP/1 client connection before the proxy closes it. */
+    idleTimeoutMs = CLIENT_IDLE_TIMEOUT_MS,
   ) {
     this.h1 = createH1Server({
       keepAlive: true,
-      keepAliveTimeout: 60_000,
+      keepAliveTimeout: idleTimeoutMs,
       requestTimeout: 0,
       headersTimeout: headersTimeoutMs,
       connectionsCheckingInterval: checkingIntervalFor(headersTimeoutMs),
