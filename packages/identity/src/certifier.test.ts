@@ -1,9 +1,22 @@
 import { X509Certificate } from 'node:crypto';
-import { beforeAll, describe, expect, it } from 'vitest';
-import { createCsr, createIntermediateCa, createRootCa, privateKeyPem } from '../test/helpers/pki.js';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createLogger } from '@minimesh/runtime';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  createCsr,
+  createIntermediateCa,
+  createRootCa,
+  privateKeyPem,
+  writeSecretVolume,
+} from '../test/helpers/pki.js';
+import { inThreadCrypto, type CertifyCrypto } from './ca/certify-crypto.js';
 import { parseIssuer, parseTrustAnchors, type Issuer } from './ca/issuer.js';
+import { createSigningPool, type SigningPool } from './ca/signing-pool.js';
 import { createCertifier, identityForUser, type CertifyInput } from './certifier.js';
 import { IdentityError, type IdentityErrorCode } from './errors.js';
+import { createIssuerWatcher } from './issuer-watcher.js';
 import type { TokenReviewer } from './k8s/token-reviewer.js';
 
 const NAMES = { controllerNamespace: 'minimesh', trustDomain: 'cluster.local' };
@@ -11,6 +24,7 @@ const WEB = 'web.default.serviceaccount.identity.minimesh.cluster.local';
 
 let issuer: Issuer;
 let csr: Buffer;
+let pool: SigningPool;
 const reviewed: string[] = [];
 const reviewer: TokenReviewer = {
   async review(token) {
@@ -35,9 +49,16 @@ beforeAll(async () => {
     keyFile: 'key.pem',
   });
   csr = (await createCsr({ dns: [WEB] })).der;
+  pool = await createSigningPool({ size: 1 });
 });
+afterAll(() => pool.close());
 
-function certifier(current: Issuer | null = issuer, now?: () => Date) {
+// Every case runs with the CSR check and signing on this thread and on a worker thread (--certify-workers).
+const MODES = ['in-thread', 'worker thread'] as const;
+type Mode = (typeof MODES)[number];
+const cryptoFor = (mode: Mode): CertifyCrypto => (mode === 'in-thread' ? inThreadCrypto : pool);
+
+function certifier(mode: Mode, current: Issuer | null = issuer, now?: () => Date) {
   return createCertifier({
     issuer: () => current ?? undefined,
     reviewer,
@@ -45,6 +66,7 @@ function certifier(current: Issuer | null = issuer, now?: () => Date) {
     lifetime: 86_400_000,
     clockSkew: 20_000,
     ...(now ? { now } : {}),
+    crypto: cryptoFor(mode),
   });
 }
 
@@ -58,9 +80,9 @@ describe('identityForUser', () => {
   ])('%s → %s', (user, want) => expect(identityForUser(user, NAMES)).toBe(want));
 });
 
-describe('certify', () => {
+describe.each(MODES)('certify (%s)', (mode) => {
   it('issues a leaf for a matching token and CSR, with the chain and valid_until', async () => {
-    const out = await certifier().certify({ identity: WEB, token: Buffer.from('web-token\n'), csr });
+    const out = await certifier(mode).certify({ identity: WEB, token: Buffer.from('web-token\n'), csr });
     expect(reviewed.at(-1)).toBe('web-token');
     const leaf = new X509Certificate(out.leaf);
     expect(leaf.subjectAltName).toBe(`DNS:${WEB}`);
@@ -149,7 +171,7 @@ describe('certify', () => {
   ];
   it.each(cases)('refuses %s', async (_name, input, code, message, opts) => {
     const before = reviewed.length;
-    const c = certifier(opts?.noIssuer ? null : issuer);
+    const c = certifier(mode, opts?.noIssuer ? null : issuer);
     const err = await c.certify(input()).then(
       () => undefined,
       (e: unknown) => e,
@@ -163,9 +185,55 @@ describe('certify', () => {
 
   it('refuses with Unavailable once the issuer has expired', async () => {
     const later = () => new Date(issuer.notAfter.getTime() + 1000);
-    await expect(certifier(issuer, later).certify(base())).rejects.toMatchObject({
+    await expect(certifier(mode, issuer, later).certify(base())).rejects.toMatchObject({
       code: 'MINIMESH_IDENTITY_ISSUER_UNAVAILABLE',
       message: expect.stringMatching(/^the issuer expired at /),
     });
+  });
+});
+
+describe.each(MODES)('an issuer reload (%s)', (mode) => {
+  it('is what the next Certify signs with', async () => {
+    const root = await createRootCa();
+    const [a, b] = [
+      await createIntermediateCa(root),
+      await createIntermediateCa(root, { name: 'issuer-b.minimesh.cluster.local' }),
+    ];
+    const dir = await mkdtemp(join(tmpdir(), 'mm-id-certifier-reload-'));
+    const files = async (ca: typeof a) => ({ 'crt.pem': ca.certPem, 'key.pem': await privateKeyPem(ca.keys) });
+    await writeSecretVolume(dir, await files(a));
+    const watcher = await createIssuerWatcher({
+      dir,
+      scheme: 'minimesh.io/tls',
+      anchors: parseTrustAnchors(root.certPem, 'ca.crt'),
+      logger: createLogger({ name: 'test', level: 'error' }),
+      pollIntervalMs: 0,
+      debounceMs: 60_000,
+    });
+    try {
+      const c = createCertifier({
+        issuer: () => watcher.current(),
+        reviewer,
+        ...NAMES,
+        lifetime: 86_400_000,
+        clockSkew: 20_000,
+        crypto: cryptoFor(mode),
+      });
+      const input = { identity: WEB, token: Buffer.from('web-token'), csr };
+      const first = new X509Certificate((await c.certify(input)).leaf);
+      expect(first.issuer).toBe('CN=identity.minimesh.cluster.local');
+      expect(first.verify(new X509Certificate(a.certPem).publicKey)).toBe(true);
+      await writeSecretVolume(dir, await files(b));
+      expect(await watcher.reload()).toBe('updated');
+      const out = await c.certify(input);
+      const second = new X509Certificate(out.leaf);
+      expect(second.issuer).toBe('CN=issuer-b.minimesh.cluster.local');
+      expect(second.verify(new X509Certificate(b.certPem).publicKey)).toBe(true);
+      expect(second.verify(new X509Certificate(a.certPem).publicKey)).toBe(false);
+      expect(out.chain[0]).toEqual(new X509Certificate(b.certPem).raw);
+    } finally {
+      watcher.close();
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -1,9 +1,8 @@
 // Certify, as domain logic: the checks in their fixed order, then the leaf. Each refusal is an
 // IdentityError with its own code; src/server/ turns the codes into gRPC statuses.
 import { toIdentityName } from '@minimesh/config';
-import { validateCsr } from './ca/csr.js';
+import { inThreadCrypto, type CertifyCrypto } from './ca/certify-crypto.js';
 import type { Issuer } from './ca/issuer.js';
-import { buildLeaf } from './ca/leaf.js';
 import { IdentityError } from './errors.js';
 import type { TokenReviewer } from './k8s/token-reviewer.js';
 
@@ -18,6 +17,8 @@ export interface CertifierOptions {
   /** Milliseconds. */
   clockSkew: number;
   now?: () => Date;
+  /** Where the CSR check and the signing run (default: this thread; ./ca/signing-pool.ts: worker threads). */
+  crypto?: CertifyCrypto;
 }
 
 export interface CertifyInput {
@@ -61,6 +62,7 @@ export function identityForUser(
 
 export function createCertifier(opts: CertifierOptions): Certifier {
   const now = opts.now ?? (() => new Date());
+  const crypto = opts.crypto ?? inThreadCrypto;
   return {
     async certify(input) {
       // 1. An issuer that can sign right now.
@@ -83,7 +85,7 @@ export function createCertifier(opts: CertifierOptions): Certifier {
         throw new IdentityError('MINIMESH_IDENTITY_REQUEST_INCOMPLETE', `request has no ${missing.join(', ')}`);
 
       // 3. The CSR asks for exactly the requested identity, with a P-256 key it holds.
-      const csr = validateCsr(input.csr, input.identity);
+      const csr = await crypto.checkCsr(input.csr, input.identity);
 
       // 4. The token is authentic for our audience.
       const review = await opts.reviewer.review(input.token.toString('utf8').trim());
@@ -100,7 +102,7 @@ export function createCertifier(opts: CertifierOptions): Certifier {
       }
 
       // 6. Sign.
-      const leaf = buildLeaf({
+      const leaf = await crypto.sign({
         issuer,
         identity: input.identity,
         publicKeyInfo: csr.publicKeyInfo,

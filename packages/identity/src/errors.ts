@@ -20,7 +20,9 @@ export type IdentityErrorCode =
   /** The TokenReview could not be made (API server unreachable, forbidden, bad answer). */
   | 'MINIMESH_IDENTITY_TOKEN_REVIEW_FAILED'
   /** Signing the leaf failed. */
-  | 'MINIMESH_IDENTITY_SIGN_FAILED';
+  | 'MINIMESH_IDENTITY_SIGN_FAILED'
+  /** The worker thread doing the call's CSR check or signing ended before it answered (--certify-workers). */
+  | 'MINIMESH_IDENTITY_WORKER_FAILED';
 
 export class IdentityError extends Error {
   override name = 'IdentityError';

@@ -14,7 +14,16 @@ export {
   type IssuerScheme,
   type ParseIssuerOptions,
 } from './ca/issuer.js';
-export { buildLeaf, leafValidity, randomSerial, type Leaf, type LeafOptions } from './ca/leaf.js';
+export { buildLeaf, leafValidity, randomSerial, type Leaf, type LeafIssuer, type LeafOptions } from './ca/leaf.js';
+export { inThreadCrypto, type CertifyCrypto, type CheckedCsr, type SignedLeaf } from './ca/certify-crypto.js';
+export {
+  createSigningPool,
+  parseCertifyWorkers,
+  MAX_CERTIFY_WORKERS,
+  MAX_AUTO_CERTIFY_WORKERS,
+  type SigningPool,
+  type SigningPoolOptions,
+} from './ca/signing-pool.js';
 export {
   createCertifier,
   identityForUser,

@@ -7,8 +7,14 @@ import type { Issuer } from './issuer.js';
 
 const { bitString, encodeOid, encodeTime, octetString, seq, tlv } = der;
 
+/** What signing a leaf needs of the issuer (a worker thread gets only this: ./signing-pool.ts). */
+export type LeafIssuer = Pick<
+  Issuer,
+  'privateKey' | 'signatureHash' | 'signatureAlgorithm' | 'subjectName' | 'subjectKeyId' | 'notAfter' | 'fingerprint'
+>;
+
 export interface LeafOptions {
-  issuer: Issuer;
+  issuer: LeafIssuer;
   /** The leaf's identity: its only DNS SAN (and its CN when it fits in 64 characters). */
   identity: string;
   /** The CSR's SubjectPublicKeyInfo, DER. */

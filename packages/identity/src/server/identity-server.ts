@@ -23,6 +23,8 @@ const STATUS: Record<IdentityErrorCode, [grpc.status, CertifyResult]> = {
   // The API server could not be asked: the caller should retry later.
   MINIMESH_IDENTITY_TOKEN_REVIEW_FAILED: [grpc.status.UNAVAILABLE, 'unavailable'],
   MINIMESH_IDENTITY_SIGN_FAILED: [grpc.status.INTERNAL, 'internal'],
+  // A worker thread ended mid-call; it is replaced, so the caller should retry.
+  MINIMESH_IDENTITY_WORKER_FAILED: [grpc.status.UNAVAILABLE, 'unavailable'],
 };
 
 /** The gRPC status and metric label for an error thrown by the certifier. */
