@@ -5,6 +5,12 @@ import { MINIMESH_VERSION, parseDuration } from '@minimesh/config';
 import { kubeClientFromFlags, kubeFlags, parseKubeFlags } from '@minimesh/kube';
 import { createRegistry, defineProgram, parseListenAddr, startAdminServer, UsageError } from '@minimesh/runtime';
 import { isIssuerScheme, readTrustAnchors, ISSUER_SCHEMES, type Issuer } from './ca/issuer.js';
+import {
+  createSigningPool,
+  parseCertifyWorkers,
+  MAX_AUTO_CERTIFY_WORKERS,
+  MAX_CERTIFY_WORKERS,
+} from './ca/signing-pool.js';
 import { createCertifier } from './certifier.js';
 import { createIssuerWatcher } from './issuer-watcher.js';
 import { startApiProbe } from './k8s/api-probe.js';
@@ -65,6 +71,11 @@ await defineProgram({
       description:
         'Certify calls at work at once; the rest wait in arrival order, so a restart storm does not starve new connections (docs/identity.md)',
     },
+    'certify-workers': {
+      type: 'string',
+      default: '0',
+      description: `worker threads for Certify's CSR check and signing: 0 (on the main thread) to ${MAX_CERTIFY_WORKERS}, or auto (one per core beyond the first, at most ${MAX_AUTO_CERTIFY_WORKERS}); not shown to help a restart storm on 2 cores (docs/identity.md)`,
+    },
     // Linkerd's identity defaults to 100/200, which caps it at 100 certificates/s: ours leaves the API server room to say 429.
     ...kubeFlags({ qps: 1000, burst: 2000 }),
   },
@@ -91,7 +102,13 @@ await defineProgram({
       throw new UsageError(
         `--certify-concurrency: "${f['certify-concurrency']}" is not valid: expected a whole number >= 1`,
       );
-    return { scheme, lifetime, clockSkew, concurrency };
+    let workers: number;
+    try {
+      workers = parseCertifyWorkers(f['certify-workers']);
+    } catch (err) {
+      throw new UsageError(`--certify-workers: ${(err as Error).message}`);
+    }
+    return { scheme, lifetime, clockSkew, concurrency, workers };
   },
   async run({ flags: f, config, logger }) {
     const registry = createRegistry();
@@ -113,6 +130,19 @@ await defineProgram({
     const kube = await kubeClientFromFlags(f, { userAgent: `minimesh-identity/${MINIMESH_VERSION}` });
     const reviewer = createKubeTokenReviewer({ client: kube, audience: f['token-audience'] });
     const probe = startApiProbe({ probe: () => reviewer.probe(), logger: logger.child({ component: 'api-probe' }) });
+    // The CSR check and the signing on worker threads; the main thread keeps the connections.
+    const pool =
+      config.workers > 0
+        ? await createSigningPool({
+            size: config.workers,
+            onWorkerExit: (w) =>
+              logger.warn(
+                { threadId: w.threadId, failedCalls: w.failedCalls, replaced: w.replaced },
+                `certify worker thread ended: ${w.reason}`,
+              ),
+          })
+        : undefined;
+    logger.info({ workers: config.workers }, 'certify worker threads');
     const certifier = createCertifier({
       issuer: () => watcher.current(),
       reviewer: {
@@ -126,6 +156,7 @@ await defineProgram({
       controllerNamespace: f['controller-namespace'],
       lifetime: config.lifetime,
       clockSkew: config.clockSkew,
+      ...(pool ? { crypto: pool } : {}),
     });
     const grpcServer = await startIdentityServer({
       addr: f.addr,
@@ -150,7 +181,7 @@ await defineProgram({
         probe.stop();
         watcher.close();
         await Promise.all([grpcServer.close(), admin.close()]);
-        await kube.close();
+        await Promise.all([kube.close(), pool?.close()]);
       },
     };
   },

@@ -127,6 +127,14 @@ describe('minimesh-identity start-up', () => {
       ['--addr', 'everywhere'],
       'minimesh-identity: --addr: "everywhere" is not valid: expected host:port such as 0.0.0.0:8080, 127.0.0.1:4140 or [::]:4143',
     ],
+    [
+      ['--certify-workers', 'many'],
+      'minimesh-identity: --certify-workers: "many" is not valid: expected auto or a whole number from 0 (no worker threads) to 16',
+    ],
+    [
+      ['--certify-workers', '17'],
+      'minimesh-identity: --certify-workers: "17" is not valid: expected auto or a whole number from 0 (no worker threads) to 16',
+    ],
     [['--log-level', 'loud'], /^minimesh-identity: --log-level: "loud" is not valid/],
     [['--no-such-flag'], /^minimesh-identity: .*Unknown option '--no-such-flag'/],
   ])('exits 2 with one line on bad flags: %j', async (args, message) => {
@@ -151,6 +159,8 @@ describe('minimesh-identity start-up', () => {
       '--issuance-lifetime',
       '--clock-skew-allowance',
       '--token-audience',
+      '--certify-concurrency',
+      '--certify-workers',
       '--kubeconfig',
       '--log-level',
       '--log-format',

@@ -48,11 +48,14 @@ export function runBinaryEnv(
   });
 }
 
-/** Starts the binary with --addr/--admin-addr on 127.0.0.1:0 and JSON logs; resolves once both servers listen. */
-export function startBinary(args: string[], timeoutMs = 20_000): Promise<RunningIdentity> {
+/**
+ * Starts the binary (dist/main.js, or another build of it such as the bundle's main.mjs) with
+ * --addr/--admin-addr on 127.0.0.1:0 and JSON logs; resolves once both servers listen.
+ */
+export function startBinary(args: string[], timeoutMs = 20_000, binary = BINARY): Promise<RunningIdentity> {
   const child = spawn(
     process.execPath,
-    [BINARY, '--addr', '127.0.0.1:0', '--admin-addr', '127.0.0.1:0', '--log-format', 'json', ...args],
+    [binary, '--addr', '127.0.0.1:0', '--admin-addr', '127.0.0.1:0', '--log-format', 'json', ...args],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let out = '';
