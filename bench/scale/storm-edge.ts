@@ -3,13 +3,19 @@
 // storm client of the scale bench (../go-clients identity-certify storm: one connection per caller, a
 // 1 s connect timeout as linkerd2-proxy's, a failure retried after 100 ms). For trying a change to
 // identity's admission control in a minute instead of a cluster run (docs/scale.md, "Fixes"):
-//   npx tsx bench/scale/storm-edge.ts [callers=500] [storms=3] [concurrency=<identity's default>]
-// With BENCH_CPU_PROF=<dir>, identity's process writes a CPU profile there when it ends.
-// It prints each storm's time, failed calls and their reasons, and identity's CPU for it.
+//   npx tsx bench/scale/storm-edge.ts [callers=500] [storms=3] [concurrency=<identity's default>] [workers=0]
+// workers is identity's --certify-workers, or a comma-separated list (e.g. 0,1): one identity process per
+// setting, all started at once, and the storms alternate between them (0, 1, 1, 0, 0, 1, ...; `storms` each), so
+// that on a noisy machine the settings are compared within one run.
+// With BENCH_CPU_PROF=<dir>, identity's processes write a CPU profile there when they end.
+// Each identity process first takes one storm that is not counted (its JIT warm-up, the Go client's too).
+// It prints each storm's time, failed calls and their reasons, identity's CPU for it (all threads) and its
+// main thread's, then per setting the median storm time and the totals.
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import {
   createCertifier,
+  createSigningPool,
   parseIssuer,
   parseTrustAnchors,
   startIdentityServer,
@@ -17,6 +23,7 @@ import {
 } from '@minimesh/identity';
 import { createLogger } from '@minimesh/runtime';
 import { startDriven } from '../lib/driven.js';
+import { readFileSync } from 'node:fs';
 import { procStat } from '../lib/proc.js';
 import { createIntermediateCa, createRootCa, privateKeyPem } from '../../packages/identity/test/helpers/pki.js';
 
@@ -28,6 +35,7 @@ interface Pems {
   issuerPem: string;
   issuerKeyPem: string;
   concurrency: number;
+  workers: number;
 }
 
 async function child(): Promise<void> {
@@ -39,6 +47,7 @@ async function child(): Promise<void> {
     certFile: 'crt.pem',
     keyFile: 'key.pem',
   });
+  const pool = pems.workers > 0 ? await createSigningPool({ size: pems.workers }) : undefined;
   const certifier = createCertifier({
     issuer: () => issuer,
     // Token "t-<i>" belongs to system:serviceaccount:bench:sa-<i>, after the API server's round trip.
@@ -55,6 +64,7 @@ async function child(): Promise<void> {
     trustDomain: 'cluster.local',
     lifetime: 86_400_000,
     clockSkew: 20_000,
+    ...(pool ? { crypto: pool } : {}),
   });
   const server = await startIdentityServer({
     addr: '127.0.0.1:0',
@@ -67,27 +77,54 @@ async function child(): Promise<void> {
   process.once('SIGTERM', () => process.exit(0));
 }
 
+interface StormResult {
+  ms: number;
+  errors: number;
+  failed: number;
+  reasons: Record<string, number>;
+}
+
+/** CPU seconds of a process's main thread (its task whose id is the pid). */
+function mainThreadCpu(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+  return (Number(stat[11]) + Number(stat[12])) / 100;
+}
+
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
+};
+
 async function main(): Promise<void> {
   const callers = Number(process.argv[2] ?? 500);
   const storms = Number(process.argv[3] ?? 3);
   const concurrency = Number(process.argv[4] ?? DEFAULT_CERTIFY_CONCURRENCY);
+  const settings = (process.argv[5] ?? '0').split(',').map(Number);
+  if (settings.some((w) => !Number.isInteger(w) || w < 0))
+    throw new Error(
+      `workers: "${process.argv[5]}" is not valid: expected whole numbers >= 0, comma-separated (e.g. 0,1)`,
+    );
   const root = await createRootCa();
   const ca = await createIntermediateCa(root);
-  const server = fork(fileURLToPath(import.meta.url), ['--child'], {
-    execArgv: [
-      '--import',
-      'tsx',
-      ...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []),
-    ],
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
-  server.send({
-    rootPem: root.certPem,
-    issuerPem: ca.certPem,
-    issuerKeyPem: await privateKeyPem(ca.keys),
-    concurrency,
-  });
-  const { port } = await new Promise<{ port: number }>((resolve) => server.once('message', (m) => resolve(m as never)));
+  const issuerKeyPem = await privateKeyPem(ca.keys);
+  const servers = await Promise.all(
+    settings.map(async (workers) => {
+      const child = fork(fileURLToPath(import.meta.url), ['--child'], {
+        execArgv: [
+          '--import',
+          'tsx',
+          ...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []),
+        ],
+        stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      });
+      child.send({ rootPem: root.certPem, issuerPem: ca.certPem, issuerKeyPem, concurrency, workers } satisfies Pems);
+      const { port } = await new Promise<{ port: number }>((resolve) =>
+        child.once('message', (m) => resolve(m as never)),
+      );
+      return { workers, child, port, results: [] as (StormResult & { cpu: number; mainCpu: number })[] };
+    }),
+  );
   const gen = startDriven({
     go: 'identity-certify',
     script: '',
@@ -98,19 +135,40 @@ async function main(): Promise<void> {
   await gen.next();
   const list = Array.from({ length: callers }, (_, i) => ({ identity: id(i), token: `t-${i}` }));
   const load = (await import('node:os')).loadavg()[0]?.toFixed(1);
-  console.log(`storm-edge: ${callers} callers, concurrency ${concurrency}, TokenReview ${REVIEW_MS} ms, load ${load}`);
+  console.log(
+    `storm-edge: ${callers} callers, concurrency ${concurrency}, certify workers ${settings.join(' / ')}, TokenReview ${REVIEW_MS} ms, load ${load}`,
+  );
+  for (const server of servers) {
+    gen.send({ cmd: 'storm', port: server.port, callers: list });
+    const r = await gen.next<StormResult>();
+    console.log(`warm-up, workers ${server.workers}: ${Math.round(r.ms)} ms, ${r.errors} failed calls (not counted)`);
+  }
   for (let s = 0; s < storms; s++) {
-    const cpu0 = procStat(server.pid as number).cpu;
-    gen.send({ cmd: 'storm', port, callers: list });
-    const r = await gen.next<{ ms: number; errors: number; failed: number; reasons: Record<string, number> }>();
-    const cpu = procStat(server.pid as number).cpu - cpu0;
+    // ABBA: every other round in reverse, so that neither setting always follows the other.
+    for (const server of s % 2 === 0 ? servers : [...servers].reverse()) {
+      const pid = server.child.pid as number;
+      const cpu0 = procStat(pid).cpu;
+      const main0 = mainThreadCpu(pid);
+      gen.send({ cmd: 'storm', port: server.port, callers: list });
+      const r = await gen.next<StormResult>();
+      const cpu = procStat(pid).cpu - cpu0;
+      const mainCpu = mainThreadCpu(pid) - main0;
+      server.results.push({ ...r, cpu, mainCpu });
+      console.log(
+        `storm ${s + 1}, workers ${server.workers}: ${Math.round(r.ms)} ms, ${r.errors} failed calls, ${r.failed} callers without a certificate, identity CPU ${cpu.toFixed(2)} s (main thread ${mainCpu.toFixed(2)} s)`,
+        JSON.stringify(r.reasons),
+      );
+    }
+  }
+  for (const { workers, results } of servers) {
+    const sum = (f: (r: StormResult & { cpu: number; mainCpu: number }) => number): number =>
+      results.reduce((n, r) => n + f(r), 0);
     console.log(
-      `storm ${s + 1}: ${Math.round(r.ms)} ms, ${r.errors} failed calls, ${r.failed} callers without a certificate, identity CPU ${cpu.toFixed(2)} s`,
-      JSON.stringify(r.reasons),
+      `workers ${workers}: storm time median ${Math.round(median(results.map((r) => r.ms)))} ms (${results.map((r) => Math.round(r.ms)).join(' / ')}), failed calls ${sum((r) => r.errors)} (${results.map((r) => r.errors).join(' / ')}), callers without a certificate ${sum((r) => r.failed)}, identity CPU ${sum((r) => r.cpu).toFixed(2)} s (${results.map((r) => r.cpu.toFixed(2)).join(' / ')}), of it the main thread ${sum((r) => r.mainCpu).toFixed(2)} s`,
     );
   }
   gen.send({ cmd: 'exit' });
-  server.kill();
+  for (const { child } of servers) child.kill();
 }
 
 if (process.argv.includes('--child')) await child();
