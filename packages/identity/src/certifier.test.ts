@@ -8,11 +8,12 @@ import {
   createCsr,
   createIntermediateCa,
   createRootCa,
+  issuerOf,
   privateKeyPem,
   writeSecretVolume,
 } from '../test/helpers/pki.js';
 import { inThreadCrypto, type CertifyCrypto } from './ca/certify-crypto.js';
-import { parseIssuer, parseTrustAnchors, type Issuer } from './ca/issuer.js';
+import { parseTrustAnchors, type Issuer } from './ca/issuer.js';
 import { createSigningPool, type SigningPool } from './ca/signing-pool.js';
 import { createCertifier, identityForUser, type CertifyInput } from './certifier.js';
 import { IdentityError, type IdentityErrorCode } from './errors.js';
@@ -41,13 +42,7 @@ const reviewer: TokenReviewer = {
 beforeAll(async () => {
   const root = await createRootCa();
   const ca = await createIntermediateCa(root);
-  issuer = parseIssuer({
-    certPem: ca.certPem,
-    keyPem: await privateKeyPem(ca.keys),
-    anchors: parseTrustAnchors(root.certPem, 'ca.crt'),
-    certFile: 'crt.pem',
-    keyFile: 'key.pem',
-  });
+  issuer = await issuerOf(ca, root);
   csr = (await createCsr({ dns: [WEB] })).der;
   pool = await createSigningPool({ size: 1 });
 });

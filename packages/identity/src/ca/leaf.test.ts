@@ -1,8 +1,8 @@
 import { X509Certificate } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { createCsr, createIntermediateCa, createRootCa, privateKeyPem, x509, type Ca } from '../../test/helpers/pki.js';
+import { createCsr, createIntermediateCa, createRootCa, issuerOf, x509, type Ca } from '../../test/helpers/pki.js';
 import { validateCsr } from './csr.js';
-import { parseIssuer, parseTrustAnchors, type Issuer } from './issuer.js';
+import type { Issuer } from './issuer.js';
 import { buildLeaf, leafValidity } from './leaf.js';
 
 const ID = 'web.default.serviceaccount.identity.minimesh.cluster.local';
@@ -15,14 +15,8 @@ let issuerCa: Ca;
 let issuer: Issuer;
 let spki: Buffer;
 
-async function issuerFrom(ca: Ca): Promise<Issuer> {
-  return parseIssuer({
-    certPem: ca.certPem,
-    keyPem: await privateKeyPem(ca.keys),
-    anchors: parseTrustAnchors(root.certPem, 'ca.crt'),
-    certFile: 'crt.pem',
-    keyFile: 'key.pem',
-  });
+function issuerFrom(ca: Ca): Promise<Issuer> {
+  return issuerOf(ca, root);
 }
 
 beforeAll(async () => {

@@ -1,10 +1,10 @@
 import { X509Certificate } from 'node:crypto';
 import { threadId as mainThreadId, Worker } from 'node:worker_threads';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createCsr, createIntermediateCa, createRootCa, privateKeyPem } from '../../test/helpers/pki.js';
+import { createCsr, createIntermediateCa, createRootCa, issuerOf } from '../../test/helpers/pki.js';
 import { IdentityError } from '../errors.js';
 import { inThreadCrypto } from './certify-crypto.js';
-import { parseIssuer, parseTrustAnchors, type Issuer } from './issuer.js';
+import type { Issuer } from './issuer.js';
 import type { LeafOptions } from './leaf.js';
 import { createSigningPool, parseCertifyWorkers, type SigningPool } from './signing-pool.js';
 
@@ -16,13 +16,7 @@ let pool: SigningPool;
 beforeAll(async () => {
   const root = await createRootCa();
   const ca = await createIntermediateCa(root);
-  issuer = parseIssuer({
-    certPem: ca.certPem,
-    keyPem: await privateKeyPem(ca.keys),
-    anchors: parseTrustAnchors(root.certPem, 'ca.crt'),
-    certFile: 'crt.pem',
-    keyFile: 'key.pem',
-  });
+  issuer = await issuerOf(ca, root);
   csr = (await createCsr({ dns: [WEB] })).der;
   pool = await createSigningPool({ size: 2 });
 });
@@ -95,13 +89,7 @@ describe('signing pool', () => {
   it('signs with the issuer it is given: a new issuer object is sent to the workers before its first use', async () => {
     const root = await createRootCa();
     const other = await createIntermediateCa(root, { name: 'other-issuer.minimesh.cluster.local' });
-    const second = parseIssuer({
-      certPem: other.certPem,
-      keyPem: await privateKeyPem(other.keys),
-      anchors: parseTrustAnchors(root.certPem, 'ca.crt'),
-      certFile: 'crt.pem',
-      keyFile: 'key.pem',
-    });
+    const second = await issuerOf(other, root);
     const { publicKeyInfo } = await pool.checkCsr(csr, WEB);
     for (const i of [issuer, second, issuer, second]) {
       // Two at once, so that both workers sign with each.

@@ -4,8 +4,8 @@ import { identity } from '@minimesh/proto';
 import { createLogger } from '@minimesh/runtime';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createCsr, createIntermediateCa, createRootCa, privateKeyPem } from '../../test/helpers/pki.js';
-import { parseIssuer, parseTrustAnchors, type Issuer } from '../ca/issuer.js';
+import { createCsr, createIntermediateCa, createRootCa, issuerOf } from '../../test/helpers/pki.js';
+import type { Issuer } from '../ca/issuer.js';
 import { createCertifier } from '../certifier.js';
 import { IdentityError } from '../errors.js';
 import { createIdentityMetrics } from '../metrics.js';
@@ -23,13 +23,7 @@ const registry = new Registry();
 beforeAll(async () => {
   const root = await createRootCa();
   const ca = await createIntermediateCa(root);
-  issuer = parseIssuer({
-    certPem: ca.certPem,
-    keyPem: await privateKeyPem(ca.keys),
-    anchors: parseTrustAnchors(root.certPem, 'ca.crt'),
-    certFile: 'crt.pem',
-    keyFile: 'key.pem',
-  });
+  issuer = await issuerOf(ca, root);
   current = issuer;
   const out = new PassThrough();
   out.on('data', (d) => (logs += String(d)));

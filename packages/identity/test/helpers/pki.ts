@@ -6,6 +6,7 @@ import * as x509 from '@peculiar/x509';
 import { createPrivateKey, webcrypto } from 'node:crypto';
 import { mkdir, rename, rm, symlink, writeFile, readlink } from 'node:fs/promises';
 import { join } from 'node:path';
+import { parseIssuer, parseTrustAnchors, type Issuer } from '../../src/ca/issuer.js';
 
 x509.cryptoProvider.set(webcrypto as never);
 
@@ -160,6 +161,17 @@ export async function createCsr(opts: CsrOptions = {}): Promise<{ der: Buffer; k
  * Writes the issuer files as a Kubernetes Secret volume does: a timestamped directory, a `..data`
  * symlink to it, and one symlink per key through `..data`. Calling it again swaps `..data` atomically.
  */
+/** `ca` as identity's issuer, trusted by `root` (as the issuer watcher would load it from its files). */
+export async function issuerOf(ca: Ca, root: Ca): Promise<Issuer> {
+  return parseIssuer({
+    certPem: ca.certPem,
+    keyPem: await privateKeyPem(ca.keys),
+    anchors: parseTrustAnchors(root.certPem, 'ca.crt'),
+    certFile: 'crt.pem',
+    keyFile: 'key.pem',
+  });
+}
+
 export async function writeSecretVolume(dir: string, files: Record<string, string>): Promise<void> {
   await mkdir(dir, { recursive: true });
   const stamp = `..${new Date().toISOString().replace(/[-:.]/g, '_')}_${Math.random().toString(36).slice(2, 8)}`;
