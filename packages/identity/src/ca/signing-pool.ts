@@ -111,7 +111,6 @@ export async function createSigningPool(opts: SigningPoolOptions): Promise<Signi
   let closed = false;
   let nextId = 1;
   let turn = 0;
-  let inFlight = 0;
   // The issuer of each generation: a reloaded issuer is a new object, hence a new generation.
   const generations = new WeakMap<LeafIssuer, { gen: number; payload: IssuerPayload }>();
   let lastGen = 0;
@@ -140,7 +139,6 @@ export async function createSigningPool(opts: SigningPoolOptions): Promise<Signi
         const p = slot.pending.get(msg.id);
         if (!p) return;
         slot.pending.delete(msg.id);
-        inFlight--;
         if (msg.t === 'error') p.reject(errorFromWire(msg.error));
         else p.resolve(msg);
       });
@@ -156,7 +154,6 @@ export async function createSigningPool(opts: SigningPoolOptions): Promise<Signi
         );
         const failed = slot.pending.size;
         for (const p of slot.pending.values()) p.reject(err);
-        inFlight -= failed;
         slot.pending.clear();
         reject(workerFailed(`the certify worker thread ${slot.threadId} could not start (${reason})`));
         if (slots[index] !== slot) return;
@@ -194,7 +191,6 @@ export async function createSigningPool(opts: SigningPoolOptions): Promise<Signi
       const id = nextId++;
       const msg = build(id, slot);
       slot.pending.set(id, { resolve, reject });
-      inFlight++;
       slot.worker.postMessage(msg);
     });
   }
@@ -253,7 +249,7 @@ export async function createSigningPool(opts: SigningPoolOptions): Promise<Signi
     },
     threadIds: () => slots.flatMap((s) => (s ? [s.threadId] : [])),
     get inFlight() {
-      return inFlight;
+      return slots.reduce((n, s) => n + (s?.pending.size ?? 0), 0);
     },
     async close() {
       if (closed) return;
