@@ -143,6 +143,11 @@ interface Line {
 let client: Pod;
 let flakyPod = '';
 
+/** The client proxy's outbound_http_balancer_endpoints for the Service `server` in `state` (ready | pending). */
+function gauge(metrics: string, state: string): number {
+  return metricSum(metrics, 'outbound_http_balancer_endpoints', { endpoint_state: state, backend_name: 'server' });
+}
+
 async function clientLines(): Promise<Line[]> {
   return parseClientLines(await driver.logs(ns, client.metadata.name, 'app')) as unknown as Line[];
 }
@@ -168,8 +173,6 @@ describe(`failure accrual on the ${driver.name} cluster`, () => {
     });
     // While the client trickles on, its proxy shows the flaky pod out of the balancer (but for the
     // moments between a penalty's end and the probe that fails again).
-    const gauge = (metrics: string, state: string) =>
-      metricSum(metrics, 'outbound_http_balancer_endpoints', { endpoint_state: state, backend_name: 'server' });
     await eventually('outbound_http_balancer_endpoints: 2 ready, 1 pending', PAUSE_MS, async () => {
       const metrics = await proxyMetrics(driver, ns, client.metadata.name);
       return gauge(metrics, 'ready') === 2 && gauge(metrics, 'pending') === 1;
@@ -227,8 +230,6 @@ describe(`failure accrual on the ${driver.name} cluster`, () => {
           [...byPod].map(([pod, n]) => `${pod === flakyPod ? 'recovered' : pod} ${n}`).join(', '),
       );
       expect(share).toBeGreaterThan(0.05);
-      const gauge = (metrics: string, state: string) =>
-        metricSum(metrics, 'outbound_http_balancer_endpoints', { endpoint_state: state, backend_name: 'server' });
       const states = await eventually('outbound_http_balancer_endpoints: 3 ready, 0 pending', 30_000, async () => {
         const metrics = await proxyMetrics(driver, ns, client.metadata.name);
         const s = { ready: gauge(metrics, 'ready'), pending: gauge(metrics, 'pending') };
