@@ -122,4 +122,34 @@ describe('viz stat-outbound', () => {
       'web:80 web-split 120 1',
     ]);
   });
+
+  it('opaque and TLS egress routes: rows of connections, those closed with an error failed', () => {
+    const egress = {
+      parent_kind: 'EgressNetwork',
+      parent_namespace: 'mm',
+      parent_name: 'outside',
+      parent_port: '9000',
+    };
+    const deny = { ...egress, route_kind: 'default', route_namespace: '', route_name: 'tcp-egress-deny' };
+    const tls = { ...egress, parent_port: '443', route_kind: 'TLSRoute', route_namespace: 'mm', route_name: 'partner' };
+    const rows = toStatOutboundRows(
+      {
+        tcpOpen: [sample(deny, 12)],
+        tcpFailed: [sample(deny, 12)],
+        tlsOpen: [sample(tls, 30)],
+        tlsFailed: [sample(tls, 3)],
+      },
+      60,
+    );
+    expect(rows.map((r) => `${r.service} ${r.route} ${r.routeKind} ${r.unit} ${r.requests} ${r.successRate}`)).toEqual([
+      'EgressNetwork/outside:443 partner TLSRoute connections 30 0.9',
+      'EgressNetwork/outside:9000 tcp-egress-deny default connections 12 0',
+    ]);
+    const table = renderStatOutbound(rows);
+    // RPS "-" and the connections per second in CONN/S.
+    expect(table).toMatch(/EgressNetwork\/outside:443\s+partner\s+TLSRoute\s+90\.00%\s+-\s+0\.5rps\s/);
+    const q = statOutboundQueries({ kind: 'deployment', namespace: 'mm', name: 'app', window: '1m' });
+    expect(q.tlsOpen).toContain('outbound_tls_route_open_total{namespace="mm", deployment="app"}');
+    expect(q.tcpFailed).toContain('outbound_tcp_route_close_total{namespace="mm", deployment="app", error!=""}');
+  });
 });

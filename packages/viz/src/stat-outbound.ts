@@ -4,7 +4,10 @@
 // outbound_{http,grpc}_route_request_statuses_total and _request_duration_seconds per route,
 // _backend_response_statuses_total and _backend_response_duration_seconds per backend,
 // outbound_http_route_retry_requests_total) as the viz Prometheus scraped them (with the pods'
-// namespace and workload labels). Queries, the join into rows and the table are pure.
+// namespace and workload labels). Opaque and TLS routes (TCPRoutes, TLSRoutes, an EgressNetwork's
+// tcp-/tls-egress-* defaults) have no requests: their rows count connections (outbound_{tcp,tls}_route_
+// open_total; a connection closed with an error, e.g. "forbidden", is a failure), which Linkerd's
+// stat-outbound leaves out. Queries, the join into rows and the table are pure.
 import type { Sample } from './prometheus.js';
 import { quote } from './promql.js';
 import { inboundLabel, type ResourceKind } from './resource.js';
@@ -22,6 +25,8 @@ export interface StatOutboundRow {
   service: string;
   route: string;
   routeKind: string;
+  /** What `requests` counts: HTTP requests and gRPC calls, or the connections of an opaque or TLS route. */
+  unit: 'requests' | 'connections';
   backend: string | undefined;
   requests: number;
   successes: number;
@@ -70,6 +75,11 @@ export function statOutboundQueries(q: StatOutboundQuery): Record<string, string
     }
   }
   out.retries = `sum by (${ROUTE_BY}) (increase(outbound_http_route_retry_requests_total${sel}[${w}]))`;
+  for (const p of ['tcp', 'tls']) {
+    out[`${p}Open`] = `sum by (${ROUTE_BY}) (increase(outbound_${p}_route_open_total${sel}[${w}]))`;
+    out[`${p}Failed`] =
+      `sum by (${ROUTE_BY}) (increase(outbound_${p}_route_close_total${workloadSelector(q, 'error!=""')}[${w}]))`;
+  }
   return out;
 }
 
@@ -103,7 +113,12 @@ export function toStatOutboundRows(results: Record<string, Sample[]>, windowSeco
   const service = (s: Sample) =>
     `${m(s, 'parent_kind') === 'EgressNetwork' ? 'EgressNetwork/' : ''}${m(s, 'parent_name')}:${m(s, 'parent_port')}`;
   const order = new Map<StatOutboundRow, [string, string]>();
-  const row = (key: string, s: Sample, backend: string | undefined): StatOutboundRow => {
+  const row = (
+    key: string,
+    s: Sample,
+    backend: string | undefined,
+    unit: StatOutboundRow['unit'] = 'requests',
+  ): StatOutboundRow => {
     let r = rows.get(key);
     if (r === undefined)
       rows.set(
@@ -112,6 +127,7 @@ export function toStatOutboundRows(results: Record<string, Sample[]>, windowSeco
           service: service(s),
           route: m(s, 'route_name') || 'default',
           routeKind: m(s, 'route_kind') || 'default',
+          unit,
           backend,
           requests: 0,
           successes: 0,
@@ -157,6 +173,19 @@ export function toStatOutboundRows(results: Record<string, Sample[]>, windowSeco
     const r = rows.get(routeKey(s));
     if (r) r.retries += s.value;
   }
+  // Opaque and TLS routes: connections opened, those closed with an error failed.
+  for (const p of ['tcp', 'tls']) {
+    const key = (s: Sample) => `${p}|${routeKey(s)}`;
+    for (const s of results[`${p}Open`] ?? []) {
+      const r = row(key(s), s, undefined, 'connections');
+      r.requests += s.value;
+      r.successes += s.value;
+    }
+    for (const s of results[`${p}Failed`] ?? []) {
+      const r = row(key(s), s, undefined, 'connections');
+      r.successes = Math.max(0, r.successes - s.value);
+    }
+  }
   for (const r of rows.values()) {
     r.rps = r.requests / windowSeconds;
     r.successRate = r.requests > 0 ? r.successes / r.requests : null;
@@ -184,15 +213,24 @@ const COLUMNS: Column[] = [
   { header: 'RETRIES', align: 'right' },
 ];
 
-/** The table: a route's row, then one row per backend ("├─►" / "└─►"), as Linkerd draws them. */
+/**
+ * The table: a route's row, then one row per backend ("├─►" / "└─►"), as Linkerd draws them; when an
+ * opaque or TLS route has a row, a CONN/S column holds its connections per second (its RPS "-").
+ */
 export function renderStatOutbound(rows: readonly StatOutboundRow[]): string {
+  const withConnections = rows.some((r) => r.unit === 'connections');
+  const columns = withConnections
+    ? [...COLUMNS.slice(0, 6), { header: 'CONN/S', align: 'right' } as Column, ...COLUMNS.slice(6)]
+    : COLUMNS;
   const cells = rows.map((r, i) => {
     const next = rows[i + 1];
     const last =
       next === undefined || next.backend === undefined || next.route !== r.route || next.service !== r.service;
+    const conn = r.unit === 'connections';
     const figures = [
       formatPercent(r.successRate),
-      formatRps(r.rps),
+      conn ? '-' : formatRps(r.rps),
+      ...(withConnections ? [conn ? formatRps(r.rps) : '-'] : []),
       formatMs(r.p50Ms),
       formatMs(r.p95Ms),
       formatMs(r.p99Ms),
@@ -202,7 +240,7 @@ export function renderStatOutbound(rows: readonly StatOutboundRow[]): string {
     if (r.backend === undefined) return [r.service, r.route, r.routeKind, '', ...figures];
     return ['', last ? '└─►' : '├─►', '', r.backend, ...figures];
   });
-  return renderTable(COLUMNS, cells);
+  return renderTable(columns, cells);
 }
 
 /** -o json|yaml: the rows as they are. */
