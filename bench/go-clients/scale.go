@@ -14,7 +14,8 @@
 //	{"cmd":"open","destination":["127.0.0.1:P",...],"policy":["127.0.0.1:Q"],"clients":C,"podsPerConn":N,"node":"kwok-0",
 //	 "services":[{"authority":"web-0.ns.svc.cluster.local:80","ip":"10.247.0.7","port":80}],
 //	 "pods":[{"ns":"ns","name":"pod","port":8080}]}
-//	                 → {"ready":{...counts},"ms":M,"msByKind":{"get":M,...}} once every stream has its first message
+//	                 → {"ready":{...counts},"ms":M,"msByKind":{"get":M,...}} once every stream has its first message,
+//	                   or after "openTimeoutMs" (default 180000) with the counts so far and "incomplete":true
 //	{"cmd":"record"} → {"recording":true}: from now on, remember when each Get stream first sees each address
 //	{"cmd":"adds"}   → {"adds":[{"authority":A,"ip":"10.64.0.7","times":[ms...]}]} (ms since the epoch), and clears
 //	{"cmd":"expectInbound","podKeys":["ns/pod",...],"protocol":"http2"}
@@ -68,6 +69,9 @@ type scaleCommand struct {
 	PodKeys     []string       `json:"podKeys"`
 	Protocol    string         `json:"protocol"`
 	Node        string         `json:"node"`
+	// OpenTimeoutMs: how long "open" waits for every stream's first message before answering with the
+	// counts so far (a subject that never answers some streams must not hang the run).
+	OpenTimeoutMs int `json:"openTimeoutMs"`
 }
 
 func (c scaleCommand) name() string { return c.Cmd }
@@ -165,13 +169,22 @@ func (s *scaleState) first(kind string, counted *bool) {
 		s.readyMs[kind] = float64(time.Since(s.openedAt).Nanoseconds()) / 1e6
 	}
 	if s.ready == s.total && !s.readySent {
-		s.readySent = true
-		counts := map[string]int{}
-		for k, st := range s.stats {
-			counts[k] = st.Ready
-		}
-		send(map[string]any{"ready": counts, "ms": float64(time.Since(s.openedAt).Nanoseconds()) / 1e6, "msByKind": s.readyMs})
+		s.sendReady(false)
 	}
+}
+
+// sendReady answers "open" once: the streams with a first message so far, by kind.
+func (s *scaleState) sendReady(incomplete bool) {
+	s.readySent = true
+	counts := map[string]int{}
+	for k, st := range s.stats {
+		counts[k] = st.Ready
+	}
+	msg := map[string]any{"ready": counts, "ms": float64(time.Since(s.openedAt).Nanoseconds()) / 1e6, "msByKind": s.readyMs}
+	if incomplete {
+		msg["incomplete"] = true
+	}
+	send(msg)
 }
 
 // keep runs open (one stream's whole life, returning when it fails) until the context ends, reopening
@@ -243,6 +256,21 @@ func (s *scaleState) open(c scaleCommand) {
 		s.total += n
 	}
 	s.readyMs = map[string]float64{}
+	timeout := time.Duration(c.OpenTimeoutMs) * time.Millisecond
+	if timeout <= 0 {
+		timeout = 180 * time.Second
+	}
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-time.After(timeout):
+			s.mu.Lock()
+			if !s.readySent {
+				s.sendReady(true)
+			}
+			s.mu.Unlock()
+		}
+	}()
 	// one connection per address per client (reopened streams go to the next address)
 	connsTo := func(addrs []string) ([]*grpc.ClientConn, error) {
 		out := make([]*grpc.ClientConn, len(addrs))

@@ -48,6 +48,12 @@ describe('deploymentObjects', () => {
     expect(svc!.spec).toMatchObject({ selector: { app: 'web-3' }, ports: [{ port: 80, targetPort: 8080 }] });
   });
 
+  it("labels the pods as a mesh's injector would, without losing the generator's own labels", () => {
+    const [, dep] = deploymentObjects(d, [], { 'linkerd.io/control-plane-ns': 'cp', app: 'not-this' });
+    expect(dep!.spec.template.metadata.labels).toMatchObject({ 'linkerd.io/control-plane-ns': 'cp', app: 'web-3' });
+    expect(dep!.spec.selector.matchLabels).toEqual({ app: 'web-3' });
+  });
+
   it('adds a Server, an AuthorizationPolicy and an HTTPRoute per policy group', () => {
     const objs = deploymentObjects(d, ['policy.minimesh.io', 'policy.linkerd.io']);
     expect(objs.map((o) => `${o.apiVersion} ${o.kind}`)).toEqual([

@@ -28,6 +28,11 @@ export interface WorkloadSpec {
    * ['policy.minimesh.io']; [] makes none.
    */
   policyGroups?: string[];
+  /**
+   * Labels on every pod beside the generator's own: what a mesh's injector adds to the pods it meshes
+   * (Linkerd's policy controller only indexes pods labelled `linkerd.io/control-plane-ns`). Default none.
+   */
+  podLabels?: Record<string, string>;
 }
 
 export interface WorkloadLayout {
@@ -45,6 +50,7 @@ function check(spec: WorkloadSpec): Required<WorkloadSpec> {
     deploymentsPerNamespace: 20,
     prefix: 'mm-scale',
     policyGroups: ['policy.minimesh.io'],
+    podLabels: {},
     ...spec,
   };
   const whole = (name: string, v: number, min: number) => {
@@ -78,6 +84,7 @@ const labels = { [WORKLOAD_LABEL]: 'true' };
 export function deploymentObjects(
   d: { namespace: string; name: string; replicas: number },
   policyGroups: string[],
+  podLabels: Record<string, string> = {},
 ): KubeObject[] {
   const meta = (kind: string) => ({ name: d.name, namespace: d.namespace, labels: { ...labels, app: d.name, kind } });
   const objects: KubeObject[] = [
@@ -91,7 +98,7 @@ export function deploymentObjects(
         selector: { matchLabels: { app: d.name } },
         strategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: '25%', maxUnavailable: '25%' } },
         template: {
-          metadata: { labels: { ...labels, app: d.name } },
+          metadata: { labels: { ...podLabels, ...labels, app: d.name } },
           spec: {
             serviceAccountName: d.name,
             nodeSelector: { ...SIMULATED_NODE_LABELS },
@@ -249,7 +256,7 @@ export async function applyWorkload(spec: WorkloadSpec, opts: ApplyOptions = {})
   const missing = layout.deployments.filter((d) => !existing.deployments.has(`${d.namespace}/${d.name}`));
   if (missing.length > 0) log(`creating ${missing.length} Deployment(s) with their Services and policy`);
   await pool(missing, opts.concurrency ?? 8, async (d) => {
-    for (const o of deploymentObjects(d, s.policyGroups)) await create(admin, o);
+    for (const o of deploymentObjects(d, s.policyGroups, s.podLabels)) await create(admin, o);
   });
   for (const [key, replicas] of existing.deployments) {
     const d = want.get(key);
