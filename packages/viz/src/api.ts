@@ -21,6 +21,7 @@ import type { PrometheusClient, Series } from './prometheus.js';
 import type { Resource, ResourceKind } from './resource.js';
 import { toStatRows, type StatRow } from './stat.js';
 import { statOutboundQueries, toStatOutboundRows, type StatOutboundRow } from './stat-outbound.js';
+import { authzQueries, toAuthzRows, type AuthzRow } from './authz.js';
 import type { TapRecord } from './tap-record.js';
 import { groupWorkloads, toPodInfo, type PodInfo, type Workload } from './workloads.js';
 
@@ -110,6 +111,29 @@ export async function getStatOutbound(
   const keys = Object.keys(queries);
   const answers = await Promise.all(keys.map((k) => prom.query(queries[k] as string)));
   return toStatOutboundRows(Object.fromEntries(keys.map((k, i) => [k, answers[i] ?? []])), window.seconds);
+}
+
+/** `viz authz`: a workload's inbound requests per Server, route and authorization. */
+export async function getAuthz(
+  deps: VizDeps,
+  req: { resource: Resource; namespace: string; window: string },
+): Promise<AuthzRow[]> {
+  const window = parseWindow(req.window);
+  await requireNamespace(deps.kube, req.namespace);
+  await requireResource(deps.kube, { ...req.resource, namespace: req.namespace });
+  const q = authzQueries({
+    kind: req.resource.kind,
+    namespace: req.namespace,
+    name: req.resource.name,
+    window: window.text,
+  });
+  const prom = await deps.prometheus();
+  const [allow, deny, rateLimited] = await Promise.all([
+    prom.query(q.allow),
+    prom.query(q.deny),
+    prom.query(q.rateLimited),
+  ]);
+  return toAuthzRows({ allow, deny, rateLimited }, window.seconds);
 }
 
 /** `viz edges`: who talks to whom, secured or not. */

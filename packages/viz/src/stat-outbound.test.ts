@@ -152,4 +152,26 @@ describe('viz stat-outbound', () => {
     expect(q.tlsOpen).toContain('outbound_tls_route_open_total{namespace="mm", deployment="app"}');
     expect(q.tcpFailed).toContain('outbound_tcp_route_close_total{namespace="mm", deployment="app", error!=""}');
   });
+
+  it("backends' balancer endpoints: READY shows the ready ones of all (failure accrual's ejections are pending)", () => {
+    const rows = toStatOutboundRows(
+      {
+        httpRoute: [sample({ http_status: '200' }, 60)],
+        httpBackend: [sample({ ...backend('web'), http_status: '200' }, 60)],
+        endpoints: [
+          { metric: { ...backend('web'), endpoint_state: 'ready' }, value: 2 },
+          { metric: { ...backend('web'), endpoint_state: 'pending' }, value: 1 },
+          { metric: { ...backend('other'), endpoint_state: 'ready' }, value: 5 },
+        ],
+      },
+      60,
+    );
+    expect(rows.map((r) => r.endpoints)).toEqual([undefined, { ready: 2, pending: 1 }]);
+    const lines = renderStatOutbound(rows).trimEnd().split('\n');
+    expect(lines[0]).toMatch(/RETRIES\s+READY$/);
+    expect(lines[2]).toMatch(/└─►\s+web:80\s.*\s2\/3$/);
+    expect(statOutboundQueries({ kind: 'deployment', namespace: 'shop', name: 'client', window: '1m' }).endpoints).toBe(
+      'sum by (backend_namespace, backend_name, backend_port, endpoint_state) (outbound_http_balancer_endpoints{namespace="shop", deployment="client"})',
+    );
+  });
 });

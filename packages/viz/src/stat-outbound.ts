@@ -37,6 +37,11 @@ export interface StatOutboundRow {
   p99Ms: number | null;
   timeouts: number;
   retries: number;
+  /**
+   * A backend's balancer endpoints (outbound_http_balancer_endpoints): ready, and pending — among them
+   * those failure accrual ejected. Undefined when the proxy exports none for it.
+   */
+  endpoints?: { ready: number; pending: number };
 }
 
 const ROUTE_BY = 'parent_kind, parent_namespace, parent_name, parent_port, route_kind, route_namespace, route_name';
@@ -75,6 +80,7 @@ export function statOutboundQueries(q: StatOutboundQuery): Record<string, string
     }
   }
   out.retries = `sum by (${ROUTE_BY}) (increase(outbound_http_route_retry_requests_total${sel}[${w}]))`;
+  out.endpoints = `sum by (backend_namespace, backend_name, backend_port, endpoint_state) (outbound_http_balancer_endpoints${sel})`;
   for (const p of ['tcp', 'tls']) {
     out[`${p}Open`] = `sum by (${ROUTE_BY}) (increase(outbound_${p}_route_open_total${sel}[${w}]))`;
     out[`${p}Failed`] =
@@ -173,6 +179,21 @@ export function toStatOutboundRows(results: Record<string, Sample[]>, windowSeco
     const r = rows.get(routeKey(s));
     if (r) r.retries += s.value;
   }
+  // Each backend's balancer endpoints, ready and pending (the gauge names the backend's Service).
+  const endpoints = new Map<string, { ready: number; pending: number }>();
+  for (const s of results.endpoints ?? []) {
+    const k = `${m(s, 'backend_namespace')}|${m(s, 'backend_name')}|${m(s, 'backend_port')}`;
+    const e = endpoints.get(k) ?? { ready: 0, pending: 0 };
+    if (m(s, 'endpoint_state') === 'ready') e.ready += s.value;
+    else if (m(s, 'endpoint_state') === 'pending') e.pending += s.value;
+    endpoints.set(k, e);
+  }
+  if (endpoints.size > 0)
+    for (const [k, r] of rows) {
+      if (r.backend === undefined) continue;
+      const e = endpoints.get(k.split('|').slice(-3).join('|'));
+      if (e) r.endpoints = { ...e };
+    }
   // Opaque and TLS routes: connections opened, those closed with an error failed.
   for (const p of ['tcp', 'tls']) {
     const key = (s: Sample) => `${p}|${routeKey(s)}`;
@@ -215,13 +236,19 @@ const COLUMNS: Column[] = [
 
 /**
  * The table: a route's row, then one row per backend ("├─►" / "└─►"), as Linkerd draws them; when an
- * opaque or TLS route has a row, a CONN/S column holds its connections per second (its RPS "-").
+ * opaque or TLS route has a row, a CONN/S column holds its connections per second (its RPS "-"); when
+ * the proxy exports balancer endpoints, READY shows a backend's ready endpoints of all ("2/3": one is
+ * pending, e.g. ejected by failure accrual).
  */
 export function renderStatOutbound(rows: readonly StatOutboundRow[]): string {
   const withConnections = rows.some((r) => r.unit === 'connections');
-  const columns = withConnections
-    ? [...COLUMNS.slice(0, 6), { header: 'CONN/S', align: 'right' } as Column, ...COLUMNS.slice(6)]
-    : COLUMNS;
+  const withEndpoints = rows.some((r) => r.endpoints !== undefined);
+  const columns = [
+    ...COLUMNS.slice(0, 6),
+    ...(withConnections ? [{ header: 'CONN/S', align: 'right' } as Column] : []),
+    ...COLUMNS.slice(6),
+    ...(withEndpoints ? [{ header: 'READY', align: 'right' } as Column] : []),
+  ];
   const cells = rows.map((r, i) => {
     const next = rows[i + 1];
     const last =
@@ -236,6 +263,7 @@ export function renderStatOutbound(rows: readonly StatOutboundRow[]): string {
       formatMs(r.p99Ms),
       String(Math.round(r.timeouts)),
       r.backend === undefined ? String(Math.round(r.retries)) : '',
+      ...(withEndpoints ? [r.endpoints ? `${r.endpoints.ready}/${r.endpoints.ready + r.endpoints.pending}` : ''] : []),
     ];
     if (r.backend === undefined) return [r.service, r.route, r.routeKind, '', ...figures];
     return ['', last ? '└─►' : '├─►', '', r.backend, ...figures];

@@ -143,6 +143,35 @@ describe('minimesh viz stat-outbound', () => {
   });
 });
 
+describe('minimesh viz authz', () => {
+  it("shows the workload's requests per Server and authorization: allowed, unauthorized, rate limited", async () => {
+    const r = await run(vizCommand, ['authz', 'deploy/server', '-n', 'demo']);
+    expect(r.error).toBeUndefined();
+    expect(r.code).toBe(0);
+    const lines = r.stdout.trimEnd().split('\n');
+    expect(lines[0]).toMatch(/^SERVER\s+ROUTE\s+AUTHORIZATION\s+RPS\s+UNAUTHORIZED\s+RATE_LIMITED\s+RATE_LIMIT$/);
+    expect(lines.slice(1)).toEqual([
+      expect.stringMatching(
+        /^Server\/server-http\s+-\s+-\s+0\.0rps\s+0\.0rps\s+0\.5rps\s+HTTPLocalRateLimitPolicy\/server-limit \(total\)$/,
+      ),
+      expect.stringMatching(/^Server\/server-http\s+default\s+-\s+0\.0rps\s+0\.2rps\s+0\.0rps\s+-$/),
+      expect.stringMatching(
+        /^Server\/server-http\s+default\s+AuthorizationPolicy\/client-only\s+1\.9rps\s+0\.0rps\s+0\.0rps\s+-$/,
+      ),
+    ]);
+    expect(
+      prom.queries.some((q) =>
+        q.includes('inbound_http_local_ratelimit_total{namespace="demo", deployment="server"}[1m]'),
+      ),
+    ).toBe(true);
+  });
+
+  it('needs a named workload', async () => {
+    const r = await run(vizCommand, ['authz', 'deploy', '-n', 'demo']);
+    expect(r.code).toBe(2);
+  });
+});
+
 describe('minimesh viz stat', () => {
   it('prints the table of the demo namespace: the server at 95 % success, 2 rps', async () => {
     const r = await run(vizCommand, ['stat', 'deploy', '-n', 'demo']);
@@ -211,7 +240,7 @@ describe('minimesh viz stat', () => {
     expect(await run(vizCommand, ['bogus'])).toMatchObject({
       code: 2,
       error: {
-        message: 'unknown viz command "bogus": expected one of stat, stat-outbound, edges, top, tap, dashboard',
+        message: 'unknown viz command "bogus": expected one of stat, stat-outbound, authz, edges, top, tap, dashboard',
       },
     });
   });

@@ -1,8 +1,9 @@
-// `minimesh viz <stat|stat-outbound|edges|top|tap|dashboard>`: flags in, the viz API, text out; one file per
+// `minimesh viz <stat|stat-outbound|authz|edges|top|tap|dashboard>`: flags in, the viz API, text out; one file per
 // subcommand beside this dispatcher, their shared opening in common.ts. The CLI package wires
 // `connect` to @minimesh/kube; tests pass their own.
 import { UsageError } from '@minimesh/runtime';
 import type { CommandIO, VizEnv, VizSubcommand } from './common.js';
+import { authzCommand } from './authz.js';
 import { dashboardCommand } from './dashboard.js';
 import { edgesCommand } from './edges.js';
 import { statOutboundCommand } from './stat-outbound.js';
@@ -16,6 +17,7 @@ export { diagnosticsCommand } from './diagnostics.js';
 const SUBCOMMANDS: Record<string, VizSubcommand> = {
   stat: statCommand,
   'stat-outbound': statOutboundCommand,
+  authz: authzCommand,
   edges: edgesCommand,
   top: topCommand,
   tap: tapCommand,

@@ -137,6 +137,29 @@ function answer(query: string, range?: { start: number; end: number; step: numbe
     return query.includes('backend_name')
       ? [{ metric: backend('server'), ...at(0.004) }]
       : [{ metric: route, ...at(0.005) }];
+  // viz authz: the server's Server, allowed by one AuthorizationPolicy, some refused, some rate limited.
+  const srv = { srv_group: 'policy.minimesh.io', srv_kind: 'Server', srv_name: 'server-http' };
+  if (query.includes('increase(inbound_http_authz_allow_total'))
+    return [
+      {
+        metric: { ...srv, route_name: 'default', authz_kind: 'AuthorizationPolicy', authz_name: 'client-only' },
+        ...at(114),
+      },
+    ];
+  if (query.includes('increase(inbound_http_authz_deny_total'))
+    return [{ metric: { ...srv, route_name: 'default' }, ...at(12) }];
+  if (query.includes('increase(inbound_http_local_ratelimit_total'))
+    return [
+      {
+        metric: {
+          ...srv,
+          ratelimit_kind: 'HTTPLocalRateLimitPolicy',
+          ratelimit_name: 'server-limit',
+          ratelimit_scope: 'total',
+        },
+        ...at(30),
+      },
+    ];
   if (query.includes('increase(response_total'))
     return [
       { metric: { ...server, classification: 'success', tls: 'true' }, ...at(114) },
