@@ -98,25 +98,33 @@ export function selectedPorts(svc: ServiceRecord | undefined, parent: ServicePar
   return ports.map((p) => p.port);
 }
 
-/** Ports of `svc` that routes of `namespace` of a kind beating `kind` hold, and which kinds hold them. */
+/** Ports of `svc` that routes of `namespace` of a kind beating `kind` hold, each with the kinds holding it. */
 function heldPorts(
   store: ResourceStore,
   kind: RouteKind,
   svc: ServiceRecord,
   namespace: string,
-): { ports: Set<number>; by: Set<RouteKind> } {
-  const ports = new Set<number>();
-  const by = new Set<RouteKind>();
+): Map<number, Set<RouteKind>> {
+  const held = new Map<number, Set<RouteKind>>();
   for (const k of kindsBeating(kind))
     for (const r of store.inNamespace(k, namespace) as AnyRouteSpec[])
       for (const p of r.parents)
         if (p.kind === 'service' && p.namespace === svc.namespace && p.name === svc.name) {
           const selected = selectedPorts(svc, p);
           if (typeof selected === 'string') continue;
-          for (const port of selected) ports.add(port);
-          if (selected.length > 0) by.add(k);
+          for (const port of selected) {
+            let kinds = held.get(port);
+            if (!kinds) held.set(port, (kinds = new Set()));
+            kinds.add(k);
+          }
         }
-  return { ports, by };
+  return held;
+}
+
+/** The kinds holding any of `ports`, highest first. */
+function holdersOf(held: Map<number, Set<RouteKind>>, ports: readonly number[], kind: RouteKind): Set<RouteKind> {
+  const all = new Set(ports.flatMap((p) => [...(held.get(p) ?? [])]));
+  return new Set(kindsBeating(kind).filter((k) => all.has(k)));
 }
 
 /** Whether a (valid) route attaches through one of its Service parents, and to which ports. */
@@ -131,19 +139,20 @@ export function serviceParentVerdict(
   if (typeof ports === 'string') return { accepted: false, reason: REASONS.noMatchingParent, message: ports };
   if (kind === 'GRPCRoute' || !svc) return { accepted: true, ports, message: '' };
   const held = heldPorts(store, kind, svc, route.meta.namespace);
-  const free = ports.filter((p) => !held.ports.has(p));
-  const taken = ports.filter((p) => held.ports.has(p));
+  const free = ports.filter((p) => !held.has(p));
+  const taken = ports.filter((p) => held.has(p));
+  const by = holdersOf(held, taken, kind);
   if (free.length === 0)
     return {
       accepted: false,
       reason: REASONS.conflicted,
-      message: `${holdersText(held.by)} of namespace ${route.meta.namespace} hold ${svcName(parent)} port${taken.length > 1 ? 's' : ''} ${taken.join(', ')} ${winsText(held.by, kind)}`,
+      message: `${holdersText(by)} of namespace ${route.meta.namespace} hold ${svcName(parent)} port${taken.length > 1 ? 's' : ''} ${taken.join(', ')} ${winsText(by, kind)}`,
     };
   return {
     accepted: true,
     ports: free,
     message: taken.length
-      ? `not on port${taken.length > 1 ? 's' : ''} ${taken.join(', ')}: ${holdersText(held.by)} hold ${taken.length > 1 ? 'them' : 'it'}`
+      ? `not on port${taken.length > 1 ? 's' : ''} ${taken.join(', ')}: ${holdersText(by)} hold ${taken.length > 1 ? 'them' : 'it'}`
       : '',
   };
 }

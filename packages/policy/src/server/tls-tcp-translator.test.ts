@@ -215,4 +215,13 @@ describe('TLSRoute and TCPRoute translation', () => {
       'invalid: EgressNetwork backends attach to EgressNetwork parents only (EgressNetwork partner:0) weight 1',
     ]);
   });
+  it('a TCPRoute on an opaque Service port: ProxyProtocol.opaque with it instead of the default opaq route', () => {
+    const p = toProtoOutbound(index.outbound('web', 'db', 5432, 'web')!);
+    expect(p.protocol?.kind?.$case).toBe('opaque');
+    const routes = p.protocol?.kind?.$case === 'opaque' ? p.protocol.kind.value.routes : [];
+    expect(routes.map((r) => name(r.metadata))).toEqual(['TCPRoute web/db-tcp']);
+    expect(distributionText(routes[0]?.rules[0]?.backends)).toEqual([
+      'balance db.web.svc.cluster.local:5432 (Service db:5432)',
+    ]);
+  });
 });
