@@ -5,7 +5,8 @@
 // default RTT, 10 s decay) and a queue of 100 (3 s fail-fast); a backend that cannot be reached (a
 // missing Service, an unsupported kind) a backend without endpoints whose failure injector answers
 // 500 (gRPC: UNAVAILABLE) for its share; retries with 25-250 ms backoff and 64 KiB request
-// buffering. Also the answers for addresses that are not Services: a forward to the original
+// buffering; a port TLSRoutes hold is TLS by SNI, one a TCPRoute holds opaque with that route. Also
+// the answers for addresses that are not Services: an EgressNetwork's, a forward to the original
 // destination, or a forbidden route for an undefined port.
 //
 // Where minimesh differs from Linkerd's encoder (and why):
@@ -578,7 +579,9 @@ export const EGRESS_DENIED_MESSAGE = 'traffic not allowed';
  * (`grpc-egress-allow`) forwards it, `http-egress-deny` answers 403 (`grpc-egress-deny`:
  * PERMISSION_DENIED) "traffic not allowed". Opaque traffic gets one route, `tcp-egress-allow`
  * (forward) or `tcp-egress-deny` (Forbidden: the connection is refused). The proxy picks the most
- * specific match, so an attached route's rule wins over the default route even under Deny.
+ * specific match, so an attached route's rule wins over the default route even under Deny. A port
+ * TLSRoutes hold (and no GRPCRoute or HTTPRoute) is TLS by SNI, `tls-egress-allow|deny` last; one a
+ * TCPRoute holds is opaque with that route alone (tlsProtocol, tcpProtocol).
  */
 export function toProtoEgress(
   policy: EgressPolicy,
