@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The Gateway API (sigs.k8s.io/gateway-api), as minimesh uses it, from the Go module proxy:
 #   bash scripts/gateway-api.sh render    writes the CRD chart's templates/gateway-api/*.yaml from the module's
-#                                         config/crd/standard (HTTPRoute and GRPCRoute: what the policy controller serves)
+#                                         config/crd/standard (HTTPRoute, GRPCRoute, TLSRoute, TCPRoute: what the
+#                                         policy controller serves; all four are in the standard channel of v1.6.3)
 #   bash scripts/gateway-api.sh --check   renders into a temporary directory and fails when the committed
 #                                         templates differ (the chart test runs this)
 #   bash scripts/gateway-api.sh dir       prints the module's directory (downloaded first if needed)
-#   bash scripts/gateway-api.sh crds      prints the two CRDs as plain YAML (for a cluster without the chart)
+#   bash scripts/gateway-api.sh crds      prints the four CRDs as plain YAML (for a cluster without the chart)
 # The module zip is checked against the Go checksum database by the go command and kept in
 # ~/.cache/minimesh/go/mod (MINIMESH_CACHE). v1.6.3 is the newest release this Go (1.26) builds; its
 # conformance module (conformance/, npm run conformance) is pinned to the same version.
@@ -16,7 +17,7 @@ VERSION=v1.6.3
 MODULE=sigs.k8s.io/gateway-api
 CACHE="${MINIMESH_CACHE:-$HOME/.cache/minimesh}"
 OUT=charts/minimesh-crds/templates/gateway-api
-CRDS=(httproutes grpcroutes)
+CRDS=(httproutes grpcroutes tlsroutes tcproutes)
 
 die() { printf '[gateway-api] %s\n' "$*" >&2; exit 1; }
 
@@ -84,6 +85,6 @@ case "${1:-}" in
     dir=$(module_dir)
     for crd in "${CRDS[@]}"; do printf -- '---\n'; cat "$dir/config/crd/standard/gateway.networking.k8s.io_$crd.yaml"; done
     ;;
-  -h | --help | help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' ;;
+  -h | --help | help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' ;;
   *) echo "usage: bash scripts/gateway-api.sh render|--check|dir|crds (--help for more)" >&2; exit 2 ;;
 esac

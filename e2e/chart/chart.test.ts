@@ -464,7 +464,11 @@ describe("rendered objects (the Linkerd tutorial's install command)", () => {
         verbs: ['list', 'watch'],
       },
       // The Gateway API's routes (mesh mode), and the status of the routes it accepts (issue 26).
-      { apiGroups: ['gateway.networking.k8s.io'], resources: ['httproutes', 'grpcroutes'], verbs: ['list', 'watch'] },
+      {
+        apiGroups: ['gateway.networking.k8s.io'],
+        resources: ['httproutes', 'grpcroutes', 'tlsroutes', 'tcproutes'],
+        verbs: ['list', 'watch'],
+      },
       {
         apiGroups: ['policy.minimesh.io'],
         resources: ['httproutes/status', 'egressnetworks/status'],
@@ -472,7 +476,7 @@ describe("rendered objects (the Linkerd tutorial's install command)", () => {
       },
       {
         apiGroups: ['gateway.networking.k8s.io'],
-        resources: ['httproutes/status', 'grpcroutes/status'],
+        resources: ['httproutes/status', 'grpcroutes/status', 'tlsroutes/status', 'tcproutes/status'],
         verbs: ['patch'],
       },
     ]);

@@ -238,7 +238,7 @@ export async function applyObjects(driver: Driver, objects: readonly K8sObject[]
 }
 
 /**
- * The Gateway API's HTTPRoute and GRPCRoute CRDs (sigs.k8s.io/gateway-api v1.6.3, scripts/gateway-api.sh),
+ * The Gateway API's HTTPRoute, GRPCRoute, TLSRoute and TCPRoute CRDs (sigs.k8s.io/gateway-api v1.6.3, scripts/gateway-api.sh),
  * applied server-side as a cluster admin would (the CRDs are too large for a client-side apply's
  * last-applied annotation); CRDs the cluster has already are updated to that version.
  */
@@ -252,6 +252,8 @@ export async function ensureGatewayApiCrds(driver: Driver): Promise<void> {
     '--timeout=60s',
     'crd/httproutes.gateway.networking.k8s.io',
     'crd/grpcroutes.gateway.networking.k8s.io',
+    'crd/tlsroutes.gateway.networking.k8s.io',
+    'crd/tcproutes.gateway.networking.k8s.io',
   ]);
   if (established.code !== 0) throw new Error(`Gateway API CRDs not established: ${established.stderr.trim()}`);
 }

@@ -16,6 +16,8 @@ import type {
   InboundServer,
   OutboundHttpRoute,
   OutboundPolicy,
+  OutboundTcpRoute,
+  OutboundTlsRoute,
   RouteRef,
   RouteTimeouts,
   RouteRetry,
@@ -79,6 +81,20 @@ export function describeMatch(m: HttpRouteMatch): string {
   for (const h of m.headers) parts.push(`${h.name}${h.kind === 'exact' ? '=' : '~'}${h.value}`);
   for (const q of m.queryParams) parts.push(`?${q.name}${q.kind === 'exact' ? '=' : '~'}${q.value}`);
   return parts.length ? parts.join(' ') : '(any request)';
+}
+
+/**
+ * "TLSRoute shop/partner: sni api.partner.example,*.cdn.example -> original-dst", "TCPRoute shop/db ->
+ * db.shop.svc.cluster.local:5432 w1": a TLSRoute's or TCPRoute's one rule (`parent`: where a rule
+ * without backendRefs sends).
+ */
+export function describeOutboundL4Route(r: OutboundTlsRoute | OutboundTcpRoute, parent: string): string {
+  const snis =
+    'hostnames' in r
+      ? ` sni ${r.hostnames.map((h) => (h.kind === 'exact' ? h.value : `*.${[...h.reverseLabels].reverse().join('.')}`)).join(',') || '(any)'}`
+      : '';
+  const to = r.backends.length ? r.backends.map((b) => describeBackend(b)).join(', ') : parent;
+  return `${describeRouteRef(r.ref)}${snis ? `:${snis}` : ''} -> ${to}`;
 }
 
 /** "HTTPRoute api: GET /api* | /healthz" (the matches of every rule, "|" between them). */
@@ -147,6 +163,10 @@ export function describeFilter(f: HttpFilter): string {
 export function describeBackend(b: RouteBackend, weight = true): string {
   const w = weight ? ` w${b.weight}` : '';
   if (b.kind === 'invalid') return `invalid: ${b.message}${weight && b.weight !== 1 ? w : ''}`;
+  if (b.kind === 'egress') {
+    const port = b.port !== undefined ? `:${b.port}` : '';
+    return `EgressNetwork ${b.namespace}/${b.name}${port}${b.exists ? '' : ' (missing)'}${w}`;
+  }
   const filters = b.filters.length ? ` [${b.filters.map(describeFilter).join('; ')}]` : '';
   return `${b.authority}${b.exists ? '' : ' (missing)'}${w}${filters}`;
 }

@@ -200,7 +200,38 @@ export type RouteBackend =
       exists: boolean;
       filters: HttpFilter[];
     }
+  /**
+   * An EgressNetwork backendRef (policy.minimesh.io): on a route whose parent is that EgressNetwork,
+   * traffic goes on to the original destination (the address the client dialled); anywhere else, or
+   * when it does not exist, the backend is invalid. Which it is, the translator decides with the parent.
+   */
+  | {
+      kind: 'egress';
+      name: string;
+      namespace: string;
+      /** The backendRef's port, if it names one (the backend's metadata port; else the original one). */
+      port?: number;
+      weight: number;
+      exists: boolean;
+      filters: HttpFilter[];
+    }
   | { kind: 'invalid'; weight: number; message: string };
+
+/**
+ * A TLSRoute as clients see it: its SNI matches (empty: every SNI) and its one rule's backends (empty:
+ * the parent itself, for an EgressNetwork the original destination).
+ */
+export interface OutboundTlsRoute {
+  ref: RouteRef;
+  hostnames: HostMatch[];
+  backends: RouteBackend[];
+}
+
+/** A TCPRoute as clients see it: its one rule's backends (empty: the parent itself). */
+export interface OutboundTcpRoute {
+  ref: RouteRef;
+  backends: RouteBackend[];
+}
 
 export interface OutboundHttpRouteRule {
   matches: HttpRouteMatch[];
@@ -244,6 +275,10 @@ export interface OutboundPolicy {
   httpRoutes: OutboundHttpRoute[];
   /** GRPCRoutes attached to the port, oldest first. */
   grpcRoutes: OutboundGrpcRoute[];
+  /** TLSRoutes attached to the port, oldest first; empty when GRPCRoutes or HTTPRoutes are. */
+  tlsRoutes: OutboundTlsRoute[];
+  /** TCPRoutes attached to the port, oldest first; empty when routes of another kind are. */
+  tcpRoutes: OutboundTcpRoute[];
   /** Service-level defaults from timeout.minimesh.io/* and retry.minimesh.io/* annotations. */
   timeouts: RouteTimeouts;
   retry?: RouteRetry;
@@ -267,6 +302,10 @@ export interface EgressPolicy {
   httpRoutes: OutboundHttpRoute[];
   /** GRPCRoutes attached to the EgressNetwork port, oldest first. */
   grpcRoutes: OutboundGrpcRoute[];
+  /** TLSRoutes attached to the EgressNetwork port, oldest first; empty when GRPCRoutes or HTTPRoutes are. */
+  tlsRoutes: OutboundTlsRoute[];
+  /** TCPRoutes attached to the EgressNetwork port, oldest first; empty when routes of another kind are. */
+  tcpRoutes: OutboundTcpRoute[];
 }
 
 /** What a client is told about an address outside the cluster networks: its EgressNetwork, or none. */

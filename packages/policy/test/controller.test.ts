@@ -428,6 +428,8 @@ describe('the policy controller on the API server', () => {
       `${G}/httproutes`,
       `${GW}/httproutes`,
       `${GW}/grpcroutes`,
+      `${GW}/tlsroutes`,
+      `${GW}/tcproutes`,
     ])
       expect(watched, r).toContain(r);
     const patched = new Set(

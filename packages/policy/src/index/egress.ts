@@ -15,7 +15,13 @@ import { cidrContains, parseCidr, parseIp, portInRanges, type IpValue } from '@m
 import type { EgressPolicy } from '../model.js';
 import type { EgressNetworkSpec } from '../resources/egress-network.js';
 import { byCreationThenName } from '../resources/fields.js';
-import { routeRef, toOutboundGrpcRoute, toOutboundHttpRoute } from './outbound.js';
+import {
+  routeRef,
+  toOutboundGrpcRoute,
+  toOutboundHttpRoute,
+  toOutboundTcpRoute,
+  toOutboundTlsRoute,
+} from './outbound.js';
 import { attachedRoutes } from './route-attachment.js';
 import type { ResourceStore } from './store.js';
 
@@ -81,5 +87,7 @@ export function computeEgress(
     opaque: portInRanges(port, store.cluster.defaultOpaquePorts),
     httpRoutes: attached.http.map(({ kind, spec }) => toOutboundHttpRoute(store, spec, routeRef(kind, spec))),
     grpcRoutes: attached.grpc.map((r) => toOutboundGrpcRoute(store, r)),
+    tlsRoutes: attached.tls.map((r) => toOutboundTlsRoute(store, r)),
+    tcpRoutes: attached.tcp.map((r) => toOutboundTcpRoute(store, r)),
   };
 }

@@ -1,6 +1,6 @@
 // What a client is told about a Service port: its protocol, the routes attached to it (HTTPRoutes of
-// both API groups, or the GRPCRoutes that win the port; route-attachment.ts decides which), each
-// rule's matches, filters, backends, timeouts and retries. Pure functions of the store, as Linkerd's
+// both API groups, or the GRPCRoutes, TLSRoutes or TCPRoutes that win the port; route-attachment.ts
+// decides which), each rule's matches, filters, backends, timeouts and retries. Pure functions of the store, as Linkerd's
 // outbound index.
 import { serviceAuthority } from '../cluster-info.js';
 import type {
@@ -9,6 +9,8 @@ import type {
   OutboundGrpcRoute,
   OutboundHttpRoute,
   OutboundPolicy,
+  OutboundTcpRoute,
+  OutboundTlsRoute,
   RouteBackend,
   RouteRef,
   RouteTimeouts,
@@ -17,7 +19,8 @@ import type { GrpcRouteSpec, GrpcSpecFilter } from '../resources/grpc-route.js';
 import type { HttpRouteSpec, SpecFilter } from '../resources/http-route.js';
 import type { BackendRefSpec } from '../resources/route-parts.js';
 import { serviceAppProtocol, type ServiceRecord } from '../resources/service.js';
-import { attachedRoutes, backendProblem } from './route-attachment.js';
+import type { TcpRouteSpec, TlsRouteSpec } from '../resources/tls-tcp-route.js';
+import { attachedRoutes, backendProblem, isEgressBackend } from './route-attachment.js';
 import type { ResourceStore } from './store.js';
 
 export interface ServiceTarget {
@@ -54,6 +57,8 @@ export function computeOutbound(
     ...(appProtocol ? { appProtocol } : {}),
     httpRoutes: attached.http.map(({ kind, spec }) => toOutboundHttpRoute(store, spec, routeRef(kind, spec))),
     grpcRoutes: attached.grpc.map((r) => toOutboundGrpcRoute(store, r)),
+    tlsRoutes: attached.tls.map((r) => toOutboundTlsRoute(store, r)),
+    tcpRoutes: attached.tcp.map((r) => toOutboundTcpRoute(store, r)),
     timeouts: svc.timeouts,
     ...(svc.retry ? { retry: svc.retry } : {}),
     ...(svc.grpcRetry ? { grpcRetry: svc.grpcRetry } : {}),
@@ -62,20 +67,34 @@ export function computeOutbound(
 }
 
 export function routeRef(
-  kind: 'HTTPRoute' | 'GatewayHTTPRoute' | 'GRPCRoute',
-  r: HttpRouteSpec | GrpcRouteSpec,
+  kind: 'HTTPRoute' | 'GatewayHTTPRoute' | 'GRPCRoute' | 'TLSRoute' | 'TCPRoute',
+  r: HttpRouteSpec | GrpcRouteSpec | TlsRouteSpec | TcpRouteSpec,
 ): RouteRef {
   return {
     kind: 'resource',
     group: r.group,
-    resourceKind: kind === 'GRPCRoute' ? 'GRPCRoute' : 'HTTPRoute',
+    resourceKind: kind === 'GatewayHTTPRoute' ? 'HTTPRoute' : kind,
     name: r.meta.name,
     namespace: r.meta.namespace,
   };
 }
 
-/** A backendRef as the proxy gets it: a Service port (maybe missing: 500s) or an invalid backend (500s). */
+/**
+ * A backendRef as the proxy gets it: a Service port (maybe missing: 500s), an EgressNetwork (the
+ * translator resolves it against the parent), or an invalid backend (500s). The one home of this for
+ * every route kind.
+ */
 function toBackend(store: ResourceStore, b: BackendRefSpec, filters: HttpFilter[]): RouteBackend {
+  if (isEgressBackend(b))
+    return {
+      kind: 'egress',
+      name: b.name,
+      namespace: b.namespace,
+      ...(b.port !== undefined ? { port: b.port } : {}),
+      weight: b.weight,
+      exists: store.get('EgressNetwork', b.namespace, b.name) !== undefined,
+      filters,
+    };
   const problem = backendProblem(store, b);
   if (problem && problem.reason === 'InvalidKind')
     return { kind: 'invalid', weight: b.weight, message: `unsupported backend type ${b.group || 'core'} ${b.kind}` };
@@ -149,6 +168,23 @@ export function toOutboundGrpcRoute(store: ResourceStore, r: GrpcRouteSpec): Out
       timeouts: { ...r.timeouts },
       ...(r.retry ? { retry: r.retry } : {}),
     })),
+  };
+}
+
+/** A TLSRoute's one rule: its SNI matches and backends (no filters: the kind has none). */
+export function toOutboundTlsRoute(store: ResourceStore, r: TlsRouteSpec): OutboundTlsRoute {
+  return {
+    ref: routeRef('TLSRoute', r),
+    hostnames: r.hostnames,
+    backends: r.rules[0].backendRefs.map((b) => toBackend(store, b, [])),
+  };
+}
+
+/** A TCPRoute's one rule: its backends. */
+export function toOutboundTcpRoute(store: ResourceStore, r: TcpRouteSpec): OutboundTcpRoute {
+  return {
+    ref: routeRef('TCPRoute', r),
+    backends: r.rules[0].backendRefs.map((b) => toBackend(store, b, [])),
   };
 }
 

@@ -1,7 +1,7 @@
 // Streams out of the index: one update per real change (none for no-op changes), the end of the
 // stream when its workload or Service goes, re-lists (reset) that drop what is gone.
 import { describe, expect, it } from 'vitest';
-import type { InboundServer, OutboundPolicy } from '../model.js';
+import type { EgressAnswer, InboundServer, OutboundPolicy } from '../model.js';
 import { TEST_CLUSTER } from '../testing.js';
 import { PolicyIndex, type PolicyListener } from './policy-index.js';
 
@@ -226,5 +226,50 @@ describe('which watches a change reaches', () => {
       },
     });
     expect(rec.updates).toHaveLength(1);
+  });
+});
+
+describe('egress watches and TLSRoutes / TCPRoutes', () => {
+  it('a TLSRoute or TCPRoute on the EgressNetwork reaches the watch of its port, and its deletion too', () => {
+    const index = new PolicyIndex(TEST_CLUSTER);
+    index.apply('EgressNetwork', {
+      apiVersion: 'policy.minimesh.io/v1alpha1',
+      kind: 'EgressNetwork',
+      metadata: { name: 'out', namespace: 'minimesh' },
+      spec: { trafficPolicy: 'Deny' },
+    });
+    const rec = recorder<EgressAnswer>();
+    const sub = index.watchEgress('203.0.113.7', 443, 'shop', rec.listener);
+    const tls = (a: EgressAnswer | undefined) => (a?.kind === 'egress' ? a.policy.tlsRoutes.map((r) => r.ref) : []);
+    expect(tls(sub.current)).toEqual([]);
+    const route = (kind: 'TLSRoute' | 'TCPRoute', name: string) => ({
+      apiVersion: 'gateway.networking.k8s.io/v1',
+      kind,
+      metadata: { name, namespace: 'minimesh' },
+      spec: {
+        parentRefs: [{ group: 'policy.minimesh.io', kind: 'EgressNetwork', name: 'out', port: 443 }],
+        ...(kind === 'TLSRoute' ? { hostnames: ['api.example'] } : {}),
+        rules: [{}],
+      },
+    });
+    index.apply('TLSRoute', route('TLSRoute', 'sni'));
+    expect(tls(rec.updates.at(-1))).toEqual([
+      {
+        kind: 'resource',
+        group: 'gateway.networking.k8s.io',
+        resourceKind: 'TLSRoute',
+        name: 'sni',
+        namespace: 'minimesh',
+      },
+    ]);
+    // A TCPRoute on the same port loses it to the TLSRoute: the answer does not change.
+    index.apply('TCPRoute', route('TCPRoute', 'raw'));
+    expect(rec.updates).toHaveLength(1);
+    index.delete('TLSRoute', 'minimesh', 'sni');
+    const last = rec.updates.at(-1);
+    expect(tls(last)).toEqual([]);
+    expect(
+      last?.kind === 'egress' ? last.policy.tcpRoutes.map((r) => r.ref.kind === 'resource' && r.ref.name) : [],
+    ).toEqual(['raw']);
   });
 });

@@ -12,6 +12,7 @@ import {
   describeGrpcRetry,
   describeInboundRoute,
   describeOutboundGrpcRoute,
+  describeOutboundL4Route,
   describeOutboundRoute,
   describeProtocol,
   describeRetry,
@@ -41,6 +42,8 @@ interface OutboundExpect {
   appProtocol?: string;
   routes?: string[];
   grpcRoutes?: string[];
+  tlsRoutes?: string[];
+  tcpRoutes?: string[];
   serviceDefaults?: string;
 }
 interface EgressExpect {
@@ -49,6 +52,8 @@ interface EgressExpect {
   opaque?: boolean;
   routes?: string[];
   grpcRoutes?: string[];
+  tlsRoutes?: string[];
+  tcpRoutes?: string[];
 }
 type Check =
   /** The status.parents minimesh would write for a route ("<Kind> <ns>/<name>"), one line per parent; [] none. */
@@ -123,6 +128,8 @@ function summarizeOutbound(p: OutboundPolicy) {
     authority: p.service.authority,
     appProtocol: p.appProtocol ?? 'detect',
     routes: p.httpRoutes.flatMap((r) => describeOutboundRoute(p, r)),
+    tlsRoutes: p.tlsRoutes.map((r) => describeOutboundL4Route(r, p.service.authority)),
+    tcpRoutes: p.tcpRoutes.map((r) => describeOutboundL4Route(r, p.service.authority)),
     grpcRoutes: p.grpcRoutes.flatMap((r) => describeOutboundGrpcRoute(p, r)),
     serviceDefaults: [
       describeTimeouts(p.timeouts),
@@ -140,6 +147,8 @@ function summarizeEgress(e: EgressPolicy) {
     service: { namespace: e.egress.namespace, name: e.egress.name, port: e.egress.port, authority: 'original-dst' },
     httpRoutes: e.httpRoutes,
     grpcRoutes: e.grpcRoutes,
+    tlsRoutes: e.tlsRoutes,
+    tcpRoutes: e.tcpRoutes,
     timeouts: {},
   };
   return {
@@ -147,6 +156,8 @@ function summarizeEgress(e: EgressPolicy) {
     opaque: e.opaque,
     routes: e.httpRoutes.flatMap((r) => describeOutboundRoute(as, r)),
     grpcRoutes: e.grpcRoutes.flatMap((r) => describeOutboundGrpcRoute(as, r)),
+    tlsRoutes: e.tlsRoutes.map((r) => describeOutboundL4Route(r, 'original-dst')),
+    tcpRoutes: e.tcpRoutes.map((r) => describeOutboundL4Route(r, 'original-dst')),
   };
 }
 

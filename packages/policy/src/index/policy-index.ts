@@ -245,7 +245,12 @@ export class PolicyIndex {
    */
   private changed(kind: IndexedKind, namespace?: string, name?: string): void {
     const inbound =
-      kind !== 'Service' && kind !== 'GatewayHTTPRoute' && kind !== 'GRPCRoute' && kind !== 'EgressNetwork';
+      kind !== 'Service' &&
+      kind !== 'GatewayHTTPRoute' &&
+      kind !== 'GRPCRoute' &&
+      kind !== 'TLSRoute' &&
+      kind !== 'TCPRoute' &&
+      kind !== 'EgressNetwork';
     const outbound = kind === 'Service' || isRouteKind(kind);
     const scoped =
       namespace !== undefined &&

@@ -17,6 +17,7 @@ import { GATEWAY_GROUP } from '../resources/kinds.js';
 import { parseRateLimitPolicy, type RateLimitPolicySpec } from '../resources/ratelimit-policy.js';
 import { parseServer, type ServerSpec } from '../resources/server.js';
 import { toServiceRecord, type ServiceRecord } from '../resources/service.js';
+import { parseTcpRoute, parseTlsRoute, type TcpRouteSpec, type TlsRouteSpec } from '../resources/tls-tcp-route.js';
 import { toExternalWorkload, toPodWorkload, type WorkloadRecord } from '../resources/workload.js';
 
 export const INDEXED_KINDS = [
@@ -30,13 +31,18 @@ export const INDEXED_KINDS = [
   'HTTPRoute',
   'GatewayHTTPRoute',
   'GRPCRoute',
+  'TLSRoute',
+  'TCPRoute',
   'HTTPLocalRateLimitPolicy',
   'EgressNetwork',
 ] as const;
 export type IndexedKind = (typeof INDEXED_KINDS)[number];
 
-/** The route kinds: policy.minimesh.io HTTPRoute, gateway.networking.k8s.io HTTPRoute and GRPCRoute. */
-export const ROUTE_KINDS = ['HTTPRoute', 'GatewayHTTPRoute', 'GRPCRoute'] as const;
+/**
+ * The route kinds: policy.minimesh.io HTTPRoute, gateway.networking.k8s.io HTTPRoute, GRPCRoute,
+ * TLSRoute and TCPRoute.
+ */
+export const ROUTE_KINDS = ['HTTPRoute', 'GatewayHTTPRoute', 'GRPCRoute', 'TLSRoute', 'TCPRoute'] as const;
 export type RouteKind = (typeof ROUTE_KINDS)[number];
 export const isRouteKind = (k: IndexedKind): k is RouteKind => (ROUTE_KINDS as readonly string[]).includes(k);
 
@@ -51,6 +57,8 @@ export interface SpecByKind {
   HTTPRoute: HttpRouteSpec;
   GatewayHTTPRoute: HttpRouteSpec;
   GRPCRoute: GrpcRouteSpec;
+  TLSRoute: TlsRouteSpec;
+  TCPRoute: TcpRouteSpec;
   HTTPLocalRateLimitPolicy: RateLimitPolicySpec;
   EgressNetwork: EgressNetworkSpec;
 }
@@ -192,6 +200,10 @@ export class ResourceStore {
         return parseHttpRoute(obj, GATEWAY_GROUP);
       case 'GRPCRoute':
         return parseGrpcRoute(obj);
+      case 'TLSRoute':
+        return parseTlsRoute(obj);
+      case 'TCPRoute':
+        return parseTcpRoute(obj);
       case 'HTTPLocalRateLimitPolicy':
         return parseRateLimitPolicy(obj);
       case 'EgressNetwork':

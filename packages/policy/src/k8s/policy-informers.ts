@@ -1,5 +1,6 @@
 // The watches the policy controller runs: pods, Services, ExternalWorkloads, the seven
-// policy.minimesh.io kinds and the Gateway API's HTTPRoute and GRPCRoute, each feeding the index.
+// policy.minimesh.io kinds and the Gateway API's HTTPRoute, GRPCRoute, TLSRoute and TCPRoute, each
+// feeding the index.
 // Objects are trimmed to what the index reads before they are kept (a pod keeps its labels, policy
 // annotations, ports and probes; a route its status too, which the status writer compares against).
 import { Informer, keyOfObject, type InformerHooks, type KubeClient } from '@minimesh/kube';
@@ -141,5 +142,7 @@ export function createPolicyInformers(opts: PolicyInformersOptions): PolicyInfor
       true,
     ),
     GRPCRoute: make('GRPCRoute', resourcePath('GRPCRoute'), 'grpcroutes.gateway.networking.k8s.io', true),
+    TLSRoute: make('TLSRoute', resourcePath('TLSRoute'), 'tlsroutes.gateway.networking.k8s.io', true),
+    TCPRoute: make('TCPRoute', resourcePath('TCPRoute'), 'tcproutes.gateway.networking.k8s.io', true),
   };
 }

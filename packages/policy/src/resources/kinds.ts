@@ -1,7 +1,10 @@
 // The resources the policy controller reads: API group, kinds, versions (as Linkerd serves its own
 // policy.linkerd.io kinds, and the Gateway API's routes in mesh mode), plural names for the API paths.
 export const POLICY_GROUP = 'policy.minimesh.io';
-/** The Gateway API (sigs.k8s.io/gateway-api): HTTPRoute and GRPCRoute v1 with Service parents (GAMMA). */
+/**
+ * The Gateway API (sigs.k8s.io/gateway-api): HTTPRoute and GRPCRoute v1 with Service parents (GAMMA),
+ * and they and TLSRoute and TCPRoute v1 with EgressNetwork parents.
+ */
 export const GATEWAY_GROUP = 'gateway.networking.k8s.io';
 
 export interface ResourceKindInfo {
@@ -42,6 +45,9 @@ export const RESOURCE_KINDS = {
   EgressNetwork: { group: POLICY_GROUP, kind: 'EgressNetwork', plural: 'egressnetworks', version: 'v1alpha1' },
   GatewayHTTPRoute: { group: GATEWAY_GROUP, kind: 'HTTPRoute', plural: 'httproutes', version: 'v1' },
   GRPCRoute: { group: GATEWAY_GROUP, kind: 'GRPCRoute', plural: 'grpcroutes', version: 'v1' },
+  // v1: the standard channel of v1.6.3 serves only it (the experimental channel's TCPRoute also v1alpha2).
+  TLSRoute: { group: GATEWAY_GROUP, kind: 'TLSRoute', plural: 'tlsroutes', version: 'v1' },
+  TCPRoute: { group: GATEWAY_GROUP, kind: 'TCPRoute', plural: 'tcproutes', version: 'v1' },
   Pod: { group: '', kind: 'Pod', plural: 'pods', version: 'v1' },
   Service: { group: '', kind: 'Service', plural: 'services', version: 'v1' },
 } as const satisfies Record<string, ResourceKindInfo>;

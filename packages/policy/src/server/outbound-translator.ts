@@ -5,7 +5,8 @@
 // default RTT, 10 s decay) and a queue of 100 (3 s fail-fast); a backend that cannot be reached (a
 // missing Service, an unsupported kind) a backend without endpoints whose failure injector answers
 // 500 (gRPC: UNAVAILABLE) for its share; retries with 25-250 ms backoff and 64 KiB request
-// buffering. Also the answers for addresses that are not Services: a forward to the original
+// buffering; a port TLSRoutes hold is TLS by SNI, one a TCPRoute holds opaque with that route. Also
+// the answers for addresses that are not Services: an EgressNetwork's, a forward to the original
 // destination, or a forbidden route for an undefined port.
 //
 // Where minimesh differs from Linkerd's encoder (and why):
@@ -29,6 +30,8 @@ import type {
   OutboundGrpcRouteRule,
   OutboundHttpRouteRule,
   OutboundPolicy,
+  OutboundTcpRoute,
+  OutboundTlsRoute,
   RouteBackend,
   RouteRetry,
   RouteTimeouts,
@@ -43,6 +46,7 @@ import {
   toHostMatch,
   toHttpMatch,
   toRequestHeaderModifier,
+  toSniMatch,
 } from './translate-common.js';
 
 export const DETECT_TIMEOUT_MS = 10_000;
@@ -71,25 +75,84 @@ function serviceBackend(b: { namespace: string; name: string; port: number; auth
   };
 }
 
-/** A backend the proxy cannot reach: its metadata and why (the failure injector's message). */
-function unreachable(b: RouteBackend): { backend: outbound.Backend; message: string } | undefined {
-  if (b.kind === 'service' && b.exists) return undefined;
-  const metadata =
-    b.kind === 'service'
-      ? resourceMeta({ group: 'core', kind: 'Service', name: b.name, namespace: b.namespace, port: b.port })
-      : defaultMeta('invalid');
-  return {
-    backend: { metadata, queue: QUEUE },
-    message: b.kind === 'service' ? `Service not found ${b.name}` : b.message,
-  };
+/**
+ * What a route's backends resolve against: the parent's own backend (a rule without backendRefs sends
+ * there), and for an EgressNetwork parent its identity and the original destination (an EgressNetwork
+ * backendRef naming the parent forwards there).
+ */
+export interface ParentContext {
+  backend: outbound.Backend;
+  egress?: { namespace: string; name: string };
+  dst?: { ip: string; port: number };
 }
 
-function toMirror(m: Extract<HttpFilter, { kind: 'requestMirror' }>['mirror']): outbound.RequestMirror {
-  const b = m.backend;
-  const down = unreachable(b);
+/** A backend the proxy can send to (with its filters), or one it cannot: its metadata and why. */
+type Resolved =
+  | { ok: true; backend: outbound.Backend; filters: HttpFilter[] }
+  | { ok: false; backend: outbound.Backend; message: string };
+
+/**
+ * The one home of backend resolution for every route kind (HTTP, gRPC, TLS, opaque), with Linkerd's
+ * messages for what cannot be reached (policy-controller/grpc/src/outbound/{http,grpc,tls,tcp}.rs
+ * convert_backend, linkerd2 edge-26.8.3): a Service that exists is a balancer; a missing one "Service
+ * not found <name>"; an EgressNetwork backendRef naming the route's own EgressNetwork parent forwards to
+ * the original destination (metadata: the EgressNetwork, the backendRef's port or else the original
+ * one); another EgressNetwork, one that does not exist, or one on a Service parent is invalid.
+ */
+function resolveBackend(b: RouteBackend, parent: ParentContext): Resolved {
+  const down = (metadata: outbound.Backend['metadata'], message: string): Resolved => ({
+    ok: false,
+    backend: { metadata, queue: QUEUE },
+    message,
+  });
+  switch (b.kind) {
+    case 'service':
+      return b.exists
+        ? { ok: true, backend: serviceBackend(b), filters: b.filters }
+        : down(
+            resourceMeta({ group: 'core', kind: 'Service', name: b.name, namespace: b.namespace, port: b.port }),
+            `Service not found ${b.name}`,
+          );
+    case 'invalid':
+      return down(defaultMeta('invalid'), b.message);
+    case 'egress': {
+      const port = b.port ?? parent.dst?.port ?? 0;
+      const metadata = resourceMeta({
+        group: POLICY_GROUP,
+        kind: 'EgressNetwork',
+        name: b.name,
+        namespace: b.namespace,
+        port,
+      });
+      if (!b.exists) return down(metadata, `EgressNetwork not found ${b.name}`);
+      if (!parent.egress) return down(metadata, 'EgressNetwork backends attach to EgressNetwork parents only');
+      if (!parent.dst) return down(metadata, 'EgressNetwork can be resolved from an ip:port combo only');
+      if (parent.egress.namespace !== b.namespace || parent.egress.name !== b.name)
+        return down(metadata, 'Route with EgressNetwork backend needs to have the same EgressNetwork as a parent');
+      return {
+        ok: true,
+        backend: {
+          metadata,
+          queue: QUEUE,
+          kind: {
+            $case: 'forward',
+            value: { addr: toTcpAddress(parent.dst.ip, parent.dst.port), weight: b.weight, metricLabels: {} },
+          },
+        },
+        filters: b.filters,
+      };
+    }
+  }
+}
+
+function toMirror(
+  m: Extract<HttpFilter, { kind: 'requestMirror' }>['mirror'],
+  parent: ParentContext,
+): outbound.RequestMirror {
+  const r = resolveBackend(m.backend, parent);
   return {
     // A mirror that cannot be reached is a backend without endpoints: its copies go nowhere.
-    backend: down ? down.backend : serviceBackend(b as Extract<RouteBackend, { kind: 'service' }>),
+    backend: r.backend,
     ...(m.fraction ? { ratio: { numerator: m.fraction.numerator, denominator: m.fraction.denominator } } : {}),
   };
 }
@@ -101,13 +164,13 @@ function toUrlRewrite(r: Extract<HttpFilter, { kind: 'urlRewrite' }>['rewrite'])
   };
 }
 
-function toHttpFilters(list: readonly HttpFilter[]): outbound.HttpRoute_Filter[] {
+function toHttpFilters(list: readonly HttpFilter[], parent: ParentContext): outbound.HttpRoute_Filter[] {
   return list.map((f): outbound.HttpRoute_Filter => {
     switch (f.kind) {
       case 'urlRewrite':
         return { kind: { $case: 'urlRewrite', value: toUrlRewrite(f.rewrite) } };
       case 'requestMirror':
-        return { kind: { $case: 'requestMirror', value: toMirror(f.mirror) } };
+        return { kind: { $case: 'requestMirror', value: toMirror(f.mirror, parent) } };
       case 'requestHeaderModifier':
       case 'requestRedirect':
       case 'responseHeaderModifier':
@@ -116,7 +179,7 @@ function toHttpFilters(list: readonly HttpFilter[]): outbound.HttpRoute_Filter[]
   });
 }
 
-function toGrpcFilters(list: readonly GrpcFilter[]): outbound.GrpcRoute_Filter[] {
+function toGrpcFilters(list: readonly GrpcFilter[], parent: ParentContext): outbound.GrpcRoute_Filter[] {
   return list.map((f): outbound.GrpcRoute_Filter => {
     switch (f.kind) {
       case 'requestHeaderModifier':
@@ -124,7 +187,7 @@ function toGrpcFilters(list: readonly GrpcFilter[]): outbound.GrpcRoute_Filter[]
       case 'responseHeaderModifier':
         return { kind: { $case: 'responseHeaderModifier', value: toRequestHeaderModifier(f.modifier) } };
       case 'requestMirror':
-        return { kind: { $case: 'requestMirror', value: toMirror(f.mirror) } };
+        return { kind: { $case: 'requestMirror', value: toMirror(f.mirror, parent) } };
     }
   });
 }
@@ -186,37 +249,122 @@ function toTimeouts(t: RouteTimeouts): NonNullable<outbound.HttpRoute_Rule['time
   };
 }
 
-function toHttpRouteBackend(b: RouteBackend): outbound.HttpRoute_WeightedRouteBackend {
-  const down = unreachable(b);
-  if (!down) {
-    const svc = b as Extract<RouteBackend, { kind: 'service' }>;
-    return { weight: b.weight, backend: { backend: serviceBackend(svc), filters: toHttpFilters(svc.filters) } };
-  }
+function toHttpRouteBackend(b: RouteBackend, parent: ParentContext): outbound.HttpRoute_WeightedRouteBackend {
+  const r = resolveBackend(b, parent);
+  if (r.ok) return { weight: b.weight, backend: { backend: r.backend, filters: toHttpFilters(r.filters, parent) } };
   return {
     weight: b.weight,
     backend: {
-      backend: down.backend,
-      filters: [{ kind: { $case: 'failureInjector', value: { status: 500, message: down.message } } }],
+      backend: r.backend,
+      filters: [{ kind: { $case: 'failureInjector', value: { status: 500, message: r.message } } }],
     },
   };
 }
 
-function toGrpcRouteBackend(b: RouteBackend): outbound.GrpcRoute_WeightedRouteBackend {
-  const down = unreachable(b);
-  if (!down) {
-    const svc = b as Extract<RouteBackend, { kind: 'service' }>;
+function toGrpcRouteBackend(b: RouteBackend, parent: ParentContext): outbound.GrpcRoute_WeightedRouteBackend {
+  const r = resolveBackend(b, parent);
+  if (r.ok)
     return {
       weight: b.weight,
-      backend: { backend: serviceBackend(svc), filters: toGrpcFilters(svc.filters as GrpcFilter[]) },
+      backend: { backend: r.backend, filters: toGrpcFilters(r.filters as GrpcFilter[], parent) },
     };
-  }
   return {
     weight: b.weight,
     backend: {
-      backend: down.backend,
-      filters: [{ kind: { $case: 'failureInjector', value: { code: GRPC_UNAVAILABLE, message: down.message } } }],
+      backend: r.backend,
+      filters: [{ kind: { $case: 'failureInjector', value: { code: GRPC_UNAVAILABLE, message: r.message } } }],
     },
   };
+}
+
+/**
+ * A TLSRoute or TCPRoute backend (the two kinds' messages have one shape): what cannot be reached gets
+ * the Invalid filter with Linkerd's message (the proxy fails the connection).
+ */
+function toL4RouteBackend(b: RouteBackend, parent: ParentContext): outbound.OpaqueRoute_WeightedRouteBackend {
+  const r = resolveBackend(b, parent);
+  return {
+    weight: b.weight,
+    backend: {
+      backend: r.backend,
+      filters: r.ok ? [] : [{ kind: { $case: 'invalid', value: { message: r.message } } }],
+    },
+  };
+}
+
+/**
+ * The one rule of a TLSRoute or TCPRoute: no backendRefs, the parent's backend; every backendRef of
+ * weight 0, nothing (an empty distribution and the Invalid filter, as minimesh does for HTTP); else
+ * the backends at random by weight.
+ */
+function toL4Rule(backends: readonly RouteBackend[], parent: ParentContext): outbound.OpaqueRoute_Rule {
+  const zero = zeroWeightMessage(backends);
+  if (backends.length === 0)
+    return {
+      backends: { kind: { $case: 'firstAvailable', value: { backends: [{ backend: parent.backend, filters: [] }] } } },
+      filters: [],
+    };
+  if (zero)
+    return {
+      backends: { kind: { $case: 'empty', value: {} } },
+      filters: [{ kind: { $case: 'invalid', value: { message: zero } } }],
+    };
+  return {
+    backends: {
+      kind: { $case: 'randomAvailable', value: { backends: backends.map((b) => toL4RouteBackend(b, parent)) } },
+    },
+    filters: [],
+  };
+}
+
+function toTlsRoute(r: OutboundTlsRoute, parent: ParentContext): outbound.TlsRoute {
+  return { metadata: routeMeta(r.ref), snis: r.hostnames.map(toSniMatch), rules: [toL4Rule(r.backends, parent)] };
+}
+
+function toTcpRoute(r: OutboundTcpRoute, parent: ParentContext): outbound.OpaqueRoute {
+  return { metadata: routeMeta(r.ref), rules: [toL4Rule(r.backends, parent)] };
+}
+
+/**
+ * An EgressNetwork's default TLS or opaque route, after the attached ones: every connection, forwarded
+ * to the original destination (`tls-egress-allow`, `tcp-egress-allow`) or refused (`-deny`, the
+ * Forbidden filter).
+ */
+function egressL4Default(prefix: 'tls' | 'tcp', parent: ParentContext, deny: boolean): outbound.OpaqueRoute {
+  return {
+    metadata: defaultMeta(`${prefix}-egress-${deny ? 'deny' : 'allow'}`),
+    rules: [
+      {
+        backends: {
+          kind: { $case: 'firstAvailable', value: { backends: [{ backend: parent.backend, filters: [] }] } },
+        },
+        filters: deny ? [{ kind: { $case: 'forbidden', value: {} } }] : [],
+      },
+    ],
+  };
+}
+
+/**
+ * TLSRoutes (any parent): routed by SNI, not terminated; as Linkerd's encoder, the routes oldest first
+ * and, on an EgressNetwork, its default route last (policy-controller/grpc/src/outbound/tls.rs).
+ */
+function tlsProtocol(
+  routes: readonly OutboundTlsRoute[],
+  parent: ParentContext,
+  deny?: boolean,
+): outbound.ProxyProtocol['kind'] {
+  const out = routes.map((r) => toTlsRoute(r, parent));
+  if (deny !== undefined) out.push({ ...egressL4Default('tls', parent, deny), snis: [] });
+  return { $case: 'tls', value: { routes: out } };
+}
+
+/**
+ * TCPRoutes (any parent): a TCPRoute selects nothing, so Linkerd's encoder sends only the oldest one
+ * (MAXIMUM_ALLOWED_TCP_ROUTES = 1) and no default route after it: the route decides for every
+ * connection, on a Deny EgressNetwork too (policy-controller/grpc/src/outbound/tcp.rs).
+ */
+function tcpProtocol(routes: readonly OutboundTcpRoute[], parent: ParentContext): outbound.ProxyProtocol['kind'] {
+  return { $case: 'opaque', value: { routes: routes.slice(0, 1).map((r) => toTcpRoute(r, parent)) } };
 }
 
 /** Why a rule may send nothing anywhere (every backendRef weighs 0), or undefined. */
@@ -230,17 +378,22 @@ function toHttpRule(
   rule: Pick<OutboundHttpRouteRule, 'matches' | 'filters' | 'backends'>,
   timeouts: RouteTimeouts,
   retry: RouteRetry | undefined,
-  parent: outbound.Backend,
+  parent: ParentContext,
   allowL5dRequestHeaders: boolean,
 ): outbound.HttpRoute_Rule {
   const zero = zeroWeightMessage(rule.backends);
   const backends: outbound.HttpRoute_Distribution =
     rule.backends.length === 0
-      ? { kind: { $case: 'firstAvailable', value: { backends: [{ backend: parent, filters: [] }] } } }
+      ? { kind: { $case: 'firstAvailable', value: { backends: [{ backend: parent.backend, filters: [] }] } } }
       : zero
         ? { kind: { $case: 'empty', value: {} } }
-        : { kind: { $case: 'randomAvailable', value: { backends: rule.backends.map(toHttpRouteBackend) } } };
-  const filters = toHttpFilters(rule.filters);
+        : {
+            kind: {
+              $case: 'randomAvailable',
+              value: { backends: rule.backends.map((b) => toHttpRouteBackend(b, parent)) },
+            },
+          };
+  const filters = toHttpFilters(rule.filters, parent);
   if (zero) filters.push({ kind: { $case: 'failureInjector', value: { status: 500, message: zero } } });
   return {
     matches: rule.matches.map(toHttpMatch),
@@ -261,17 +414,22 @@ function toGrpcRule(
   rule: OutboundGrpcRouteRule,
   timeouts: RouteTimeouts,
   retry: GrpcRouteRetry | undefined,
-  parent: outbound.Backend,
+  parent: ParentContext,
   allowL5dRequestHeaders: boolean,
 ): outbound.GrpcRoute_Rule {
   const zero = zeroWeightMessage(rule.backends);
   const backends: outbound.GrpcRoute_Distribution =
     rule.backends.length === 0
-      ? { kind: { $case: 'firstAvailable', value: { backends: [{ backend: parent, filters: [] }] } } }
+      ? { kind: { $case: 'firstAvailable', value: { backends: [{ backend: parent.backend, filters: [] }] } } }
       : zero
         ? { kind: { $case: 'empty', value: {} } }
-        : { kind: { $case: 'randomAvailable', value: { backends: rule.backends.map(toGrpcRouteBackend) } } };
-  const filters = toGrpcFilters(rule.filters);
+        : {
+            kind: {
+              $case: 'randomAvailable',
+              value: { backends: rule.backends.map((b) => toGrpcRouteBackend(b, parent)) },
+            },
+          };
+  const filters = toGrpcFilters(rule.filters, parent);
   if (zero) filters.push({ kind: { $case: 'failureInjector', value: { code: GRPC_UNAVAILABLE, message: zero } } });
   return {
     matches: rule.matches.map(toGrpcMatch),
@@ -306,7 +464,7 @@ function own<T>(
   };
 }
 
-function httpRoutes(policy: OutboundPolicy, parent: outbound.Backend, allow: boolean): outbound.HttpRoute[] {
+function httpRoutes(policy: OutboundPolicy, parent: ParentContext, allow: boolean): outbound.HttpRoute[] {
   if (policy.httpRoutes.length === 0)
     return [
       {
@@ -337,7 +495,7 @@ function httpRoutes(policy: OutboundPolicy, parent: outbound.Backend, allow: boo
   }));
 }
 
-function grpcRoutes(policy: OutboundPolicy, parent: outbound.Backend, allow: boolean): outbound.GrpcRoute[] {
+function grpcRoutes(policy: OutboundPolicy, parent: ParentContext, allow: boolean): outbound.GrpcRoute[] {
   return policy.grpcRoutes.map((r) => ({
     metadata: routeMeta(r.ref),
     hosts: r.hostnames.map(toHostMatch),
@@ -353,9 +511,10 @@ export function toProtoOutbound(
   opts: { allowL5dRequestHeaders?: boolean } = {},
 ): outbound.OutboundPolicy {
   const allow = opts.allowL5dRequestHeaders ?? false;
-  const parent = serviceBackend(policy.service);
+  const parent: ParentContext = { backend: serviceBackend(policy.service) };
   // As Linkerd's encoder: GRPCRoutes turn an HTTP/2 or undeclared port into a gRPC one (no detection);
-  // an HTTP/1 port gets its HTTPRoutes only; an opaque port no routes at all.
+  // an HTTP/1 port gets its HTTPRoutes only; an opaque port its oldest TCPRoute or no routes at all; an
+  // undeclared port without GRPCRoutes or HTTPRoutes its TLSRoutes, else its TCPRoute, else detection.
   const grpc = policy.grpcRoutes.length > 0;
   const fa = toFailureAccrual(policy.failureAccrual);
   const accrual = fa ? { failureAccrual: fa } : {};
@@ -370,18 +529,29 @@ export function toProtoOutbound(
         : { $case: 'http2', value: { routes: httpRoutes(policy, parent, allow), ...accrual } };
       break;
     case 'opaque':
-      kind = { $case: 'opaque', value: { routes: [opaqueRoute(parent, 'opaq')] } };
+      kind =
+        policy.tcpRoutes.length > 0
+          ? tcpProtocol(policy.tcpRoutes, parent)
+          : { $case: 'opaque', value: { routes: [opaqueRoute(parent.backend, 'opaq')] } };
       break;
     case undefined:
       if (grpc) {
         kind = { $case: 'grpc', value: { routes: grpcRoutes(policy, parent, allow), ...accrual } };
         break;
       }
+      if (policy.httpRoutes.length === 0 && policy.tlsRoutes.length > 0) {
+        kind = tlsProtocol(policy.tlsRoutes, parent);
+        break;
+      }
+      if (policy.httpRoutes.length === 0 && policy.tcpRoutes.length > 0) {
+        kind = tcpProtocol(policy.tcpRoutes, parent);
+        break;
+      }
       kind = {
         $case: 'detect',
         value: {
           timeout: toDuration(DETECT_TIMEOUT_MS),
-          opaque: { routes: [opaqueRoute(parent, 'opaq')] },
+          opaque: { routes: [opaqueRoute(parent.backend, 'opaq')] },
           http1: { routes: httpRoutes(policy, parent, allow), ...accrual },
           http2: { routes: httpRoutes(policy, parent, allow), ...accrual },
         },
@@ -409,7 +579,9 @@ export const EGRESS_DENIED_MESSAGE = 'traffic not allowed';
  * (`grpc-egress-allow`) forwards it, `http-egress-deny` answers 403 (`grpc-egress-deny`:
  * PERMISSION_DENIED) "traffic not allowed". Opaque traffic gets one route, `tcp-egress-allow`
  * (forward) or `tcp-egress-deny` (Forbidden: the connection is refused). The proxy picks the most
- * specific match, so an attached route's rule wins over the default route even under Deny.
+ * specific match, so an attached route's rule wins over the default route even under Deny. A port
+ * TLSRoutes hold (and no GRPCRoute or HTTPRoute) is TLS by SNI, `tls-egress-allow|deny` last; one a
+ * TCPRoute holds is opaque with that route alone (tlsProtocol, tcpProtocol).
  */
 export function toProtoEgress(
   policy: EgressPolicy,
@@ -426,21 +598,30 @@ export function toProtoEgress(
     namespace: e.namespace,
     port: e.port,
   });
-  const parent: outbound.Backend = {
-    metadata,
-    queue: QUEUE,
-    kind: { $case: 'forward', value: { addr: toTcpAddress(dst.ip, dst.port), weight: 1, metricLabels: {} } },
+  const parent: ParentContext = {
+    backend: {
+      metadata,
+      queue: QUEUE,
+      kind: { $case: 'forward', value: { addr: toTcpAddress(dst.ip, dst.port), weight: 1, metricLabels: {} } },
+    },
+    egress: { namespace: e.namespace, name: e.name },
+    dst,
   };
-  const opaque: outbound.OpaqueRoute = {
-    metadata: defaultMeta(deny ? 'tcp-egress-deny' : 'tcp-egress-allow'),
-    rules: [
-      {
-        backends: { kind: { $case: 'firstAvailable', value: { backends: [{ backend: parent, filters: [] }] } } },
-        filters: deny ? [{ kind: { $case: 'forbidden', value: {} } }] : [],
-      },
-    ],
-  };
-  if (policy.opaque) return { metadata, protocol: { kind: { $case: 'opaque', value: { routes: [opaque] } } } };
+  const opaque = egressL4Default('tcp', parent, deny);
+  const answer = (kind: outbound.ProxyProtocol['kind']): outbound.OutboundPolicy => ({ metadata, protocol: { kind } });
+  // An opaque port: its oldest TCPRoute, else the default route. Otherwise, as Linkerd's encoder for a
+  // parent without an appProtocol, the first kind that has routes: GRPCRoutes, HTTPRoutes (below),
+  // TLSRoutes, TCPRoutes; none at all: detection with the default routes.
+  if (policy.opaque)
+    return answer(
+      policy.tcpRoutes.length > 0
+        ? tcpProtocol(policy.tcpRoutes, parent)
+        : { $case: 'opaque', value: { routes: [opaque] } },
+    );
+  if (policy.grpcRoutes.length === 0 && policy.httpRoutes.length === 0) {
+    if (policy.tlsRoutes.length > 0) return answer(tlsProtocol(policy.tlsRoutes, parent, deny));
+    if (policy.tcpRoutes.length > 0) return answer(tcpProtocol(policy.tcpRoutes, parent));
+  }
   const everything = {
     matches: [{ path: { kind: 'prefix' as const, value: '/' }, headers: [], queryParams: [] }],
     filters: [],

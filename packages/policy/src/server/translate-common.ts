@@ -1,5 +1,5 @@
 // Pieces of the policy model in the proxy API's terms, shared by the inbound and outbound translators.
-import type { httpRoute, meta, net } from '@minimesh/proto';
+import type { httpRoute, meta, net, tlsRoute } from '@minimesh/proto';
 import { httpTypes, toIpAddress, type Duration } from '@minimesh/proto';
 import type {
   HeaderMatch,
@@ -55,6 +55,13 @@ export function routeMeta(ref: RouteRef): meta.Metadata {
 }
 
 export function toHostMatch(h: HostMatch): httpRoute.HostMatch {
+  return h.kind === 'exact'
+    ? { match: { $case: 'exact', value: h.value } }
+    : { match: { $case: 'suffix', value: { reverseLabels: h.reverseLabels } } };
+}
+
+/** A TLSRoute hostname as an SNI match: the same exact name or `*.suffix` as an HTTP host match. */
+export function toSniMatch(h: HostMatch): tlsRoute.SniMatch {
   return h.kind === 'exact'
     ? { match: { $case: 'exact', value: h.value } }
     : { match: { $case: 'suffix', value: { reverseLabels: h.reverseLabels } } };

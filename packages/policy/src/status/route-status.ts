@@ -113,9 +113,9 @@ function verdictsFor(
   parent: RouteParent,
 ): Verdicts | undefined {
   if (parent.kind === 'service')
-    return { accepted: serviceParentVerdict(store, kind, route, parent), refs: refsVerdict(store, route) };
+    return { accepted: serviceParentVerdict(store, kind, route, parent), refs: refsVerdict(store, route, parent) };
   if (parent.kind === 'egress')
-    return { accepted: egressParentVerdict(store, kind, route, parent), refs: refsVerdict(store, route) };
+    return { accepted: egressParentVerdict(store, kind, route, parent), refs: refsVerdict(store, route, parent) };
   if (parent.kind === 'server')
     return {
       accepted: store.get('Server', route.meta.namespace, parent.name)

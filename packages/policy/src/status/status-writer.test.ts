@@ -207,6 +207,55 @@ describe('RouteStatusWriter', () => {
     ).toEqual(['Example', 'Accepted']);
   });
 
+  it('writes TLSRoute and TCPRoute status on their own /status paths: Accepted, and the one a higher kind beats', async () => {
+    const t = setup({ now: true });
+    const GW = '/apis/gateway.networking.k8s.io/v1/namespaces/shop';
+    const parentRefs = [{ group: 'policy.minimesh.io', kind: 'EgressNetwork', name: 'out', port: 443 }];
+    t.api.put('/apis/policy.minimesh.io/v1alpha1/namespaces/shop/egressnetworks', {
+      apiVersion: 'policy.minimesh.io/v1alpha1',
+      kind: 'EgressNetwork',
+      metadata: { name: 'out', namespace: 'shop' },
+      spec: { trafficPolicy: 'Deny' },
+    });
+    t.index.apply(
+      'EgressNetwork',
+      t.api.object('/apis/policy.minimesh.io/v1alpha1/namespaces/shop/egressnetworks', 'shop', 'out'),
+    );
+    t.api.put(`${GW}/tlsroutes`, {
+      apiVersion: 'gateway.networking.k8s.io/v1',
+      kind: 'TLSRoute',
+      metadata: { name: 'sni', namespace: 'shop', generation: 1 },
+      spec: { parentRefs, hostnames: ['api.example'], rules: [{ backendRefs: [] }] },
+    });
+    t.api.put(`${GW}/tcproutes`, {
+      apiVersion: 'gateway.networking.k8s.io/v1',
+      kind: 'TCPRoute',
+      metadata: { name: 'raw', namespace: 'shop', generation: 1 },
+      spec: { parentRefs, rules: [{ backendRefs: [] }] },
+    });
+    t.index.apply('TLSRoute', t.api.object(`${GW}/tlsroutes`, 'shop', 'sni'));
+    t.index.apply('TCPRoute', t.api.object(`${GW}/tcproutes`, 'shop', 'raw'));
+    await t.writer.pass();
+    expect(
+      patches(t.api)
+        .filter((c) => c.includes('route'))
+        .sort(),
+    ).toEqual([`PATCH ${GW}/tcproutes/raw/status`, `PATCH ${GW}/tlsroutes/sni/status`]);
+    const accepted = (path: string, name: string) =>
+      (
+        t.api.object(path, 'shop', name) as {
+          status: { parents: Array<{ conditions: Array<Record<string, unknown>> }> };
+        }
+      ).status.parents.map((p) => p.conditions.map((c) => `${c.type}=${c.status} ${c.reason} ${c.message}`.trim()));
+    expect(accepted(`${GW}/tlsroutes`, 'sni')).toEqual([['Accepted=True Accepted', 'ResolvedRefs=True ResolvedRefs']]);
+    expect(accepted(`${GW}/tcproutes`, 'raw')).toEqual([
+      [
+        'Accepted=False RouteReasonConflicted TLSRoutes of namespace shop hold EgressNetwork shop/out port 443 (TLSRoute wins over TCPRoute)',
+        'ResolvedRefs=True ResolvedRefs',
+      ],
+    ]);
+  });
+
   it('an index change while leading makes a pass soon after (debounced)', async () => {
     const leader = { now: true };
     const api = createFakeKubeClient();
