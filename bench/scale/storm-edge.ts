@@ -3,8 +3,9 @@
 // storm client of the scale bench (../go-clients identity-certify storm: one connection per caller, a
 // 1 s connect timeout as linkerd2-proxy's, a failure retried after 100 ms). For trying a change to
 // identity's admission control in a minute instead of a cluster run (docs/scale.md, "Fixes"):
-//   npx tsx bench/scale/storm-edge.ts [callers=500] [storms=3] [concurrency=<identity's default>] [workers=0]
-// workers is identity's --certify-workers, or a comma-separated list (e.g. 0,1): one identity process per
+//   npx tsx bench/scale/storm-edge.ts [callers=500] [storms=3] [concurrency=<identity's default>] [settings=0]
+// A setting is identity's --certify-workers, optionally with its --listen-backlog after a colon (0:511 =
+// no worker threads, Node's default backlog); a comma-separated list (e.g. 0,1 or 0:511,0:4096) runs one identity process per
 // setting, all started at once, and the storms alternate between them (0, 1, 1, 0, 0, 1, ...; `storms` each), so
 // that on a noisy machine the settings are compared within one run.
 // With BENCH_CPU_PROF=<dir>, identity's processes write a CPU profile there when they end.
@@ -20,6 +21,7 @@ import {
   parseTrustAnchors,
   startIdentityServer,
   DEFAULT_CERTIFY_CONCURRENCY,
+  DEFAULT_LISTEN_BACKLOG,
 } from '@minimesh/identity';
 import { createLogger } from '@minimesh/runtime';
 import { startDriven } from '../lib/driven.js';
@@ -36,6 +38,7 @@ interface Pems {
   issuerKeyPem: string;
   concurrency: number;
   workers: number;
+  backlog: number;
 }
 
 async function child(): Promise<void> {
@@ -71,6 +74,7 @@ async function child(): Promise<void> {
     certifier,
     logger: createLogger({ name: 'identity', level: 'error' }),
     concurrency: pems.concurrency,
+    listenBacklog: pems.backlog,
   });
   process.send?.({ port: server.port });
   // Exit on the parent's kill, so that a profile asked with BENCH_CPU_PROF is written.
@@ -100,16 +104,21 @@ async function main(): Promise<void> {
   const callers = Number(process.argv[2] ?? 500);
   const storms = Number(process.argv[3] ?? 3);
   const concurrency = Number(process.argv[4] ?? DEFAULT_CERTIFY_CONCURRENCY);
-  const settings = (process.argv[5] ?? '0').split(',').map(Number);
-  if (settings.some((w) => !Number.isInteger(w) || w < 0))
+  const settings = (process.argv[5] ?? '0').split(',').map((s) => {
+    const [w, b] = s.split(':');
+    return { name: s, workers: Number(w), backlog: b === undefined ? DEFAULT_LISTEN_BACKLOG : Number(b) };
+  });
+  if (
+    settings.some((s) => !Number.isInteger(s.workers) || s.workers < 0 || !Number.isInteger(s.backlog) || s.backlog < 1)
+  )
     throw new Error(
-      `workers: "${process.argv[5]}" is not valid: expected whole numbers >= 0, comma-separated (e.g. 0,1)`,
+      `settings: "${process.argv[5]}" is not valid: expected workers[:backlog] (whole numbers, workers >= 0, backlog >= 1), comma-separated (e.g. 0,1 or 0:511,0:4096)`,
     );
   const root = await createRootCa();
   const ca = await createIntermediateCa(root);
   const issuerKeyPem = await privateKeyPem(ca.keys);
   const servers = await Promise.all(
-    settings.map(async (workers) => {
+    settings.map(async ({ name, workers, backlog }) => {
       const child = fork(fileURLToPath(import.meta.url), ['--child'], {
         execArgv: [
           '--import',
@@ -118,11 +127,18 @@ async function main(): Promise<void> {
         ],
         stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
       });
-      child.send({ rootPem: root.certPem, issuerPem: ca.certPem, issuerKeyPem, concurrency, workers } satisfies Pems);
+      child.send({
+        rootPem: root.certPem,
+        issuerPem: ca.certPem,
+        issuerKeyPem,
+        concurrency,
+        workers,
+        backlog,
+      } satisfies Pems);
       const { port } = await new Promise<{ port: number }>((resolve) =>
         child.once('message', (m) => resolve(m as never)),
       );
-      return { workers, child, port, results: [] as (StormResult & { cpu: number; mainCpu: number })[] };
+      return { name, child, port, results: [] as (StormResult & { cpu: number; mainCpu: number })[] };
     }),
   );
   const gen = startDriven({
@@ -136,12 +152,12 @@ async function main(): Promise<void> {
   const list = Array.from({ length: callers }, (_, i) => ({ identity: id(i), token: `t-${i}` }));
   const load = (await import('node:os')).loadavg()[0]?.toFixed(1);
   console.log(
-    `storm-edge: ${callers} callers, concurrency ${concurrency}, certify workers ${settings.join(' / ')}, TokenReview ${REVIEW_MS} ms, load ${load}`,
+    `storm-edge: ${callers} callers, concurrency ${concurrency}, settings (workers:backlog) ${settings.map((s) => `${s.workers}:${s.backlog}`).join(' / ')}, TokenReview ${REVIEW_MS} ms, load ${load}`,
   );
   for (const server of servers) {
     gen.send({ cmd: 'storm', port: server.port, callers: list });
     const r = await gen.next<StormResult>();
-    console.log(`warm-up, workers ${server.workers}: ${Math.round(r.ms)} ms, ${r.errors} failed calls (not counted)`);
+    console.log(`warm-up, setting ${server.name}: ${Math.round(r.ms)} ms, ${r.errors} failed calls (not counted)`);
   }
   for (let s = 0; s < storms; s++) {
     // ABBA: every other round in reverse, so that neither setting always follows the other.
@@ -155,16 +171,16 @@ async function main(): Promise<void> {
       const mainCpu = mainThreadCpu(pid) - main0;
       server.results.push({ ...r, cpu, mainCpu });
       console.log(
-        `storm ${s + 1}, workers ${server.workers}: ${Math.round(r.ms)} ms, ${r.errors} failed calls, ${r.failed} callers without a certificate, identity CPU ${cpu.toFixed(2)} s (main thread ${mainCpu.toFixed(2)} s)`,
+        `storm ${s + 1}, setting ${server.name}: ${Math.round(r.ms)} ms, ${r.errors} failed calls, ${r.failed} callers without a certificate, identity CPU ${cpu.toFixed(2)} s (main thread ${mainCpu.toFixed(2)} s)`,
         JSON.stringify(r.reasons),
       );
     }
   }
-  for (const { workers, results } of servers) {
+  for (const { name, results } of servers) {
     const sum = (f: (r: StormResult & { cpu: number; mainCpu: number }) => number): number =>
       results.reduce((n, r) => n + f(r), 0);
     console.log(
-      `workers ${workers}: storm time median ${Math.round(median(results.map((r) => r.ms)))} ms (${results.map((r) => Math.round(r.ms)).join(' / ')}), failed calls ${sum((r) => r.errors)} (${results.map((r) => r.errors).join(' / ')}), callers without a certificate ${sum((r) => r.failed)}, identity CPU ${sum((r) => r.cpu).toFixed(2)} s (${results.map((r) => r.cpu.toFixed(2)).join(' / ')}), of it the main thread ${sum((r) => r.mainCpu).toFixed(2)} s`,
+      `setting ${name}: storm time median ${Math.round(median(results.map((r) => r.ms)))} ms (${results.map((r) => Math.round(r.ms)).join(' / ')}), failed calls ${sum((r) => r.errors)} (${results.map((r) => r.errors).join(' / ')}), callers without a certificate ${sum((r) => r.failed)}, identity CPU ${sum((r) => r.cpu).toFixed(2)} s (${results.map((r) => r.cpu.toFixed(2)).join(' / ')}), of it the main thread ${sum((r) => r.mainCpu).toFixed(2)} s`,
     );
   }
   gen.send({ cmd: 'exit' });

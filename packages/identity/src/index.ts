@@ -53,6 +53,7 @@ export {
   toGrpcStatus,
   IDENTITY_SERVICE_NAME,
   DEFAULT_CERTIFY_CONCURRENCY,
+  DEFAULT_LISTEN_BACKLOG,
   type IdentityServer,
   type IdentityServerOptions,
 } from './server/identity-server.js';

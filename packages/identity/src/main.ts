@@ -16,7 +16,7 @@ import { createIssuerWatcher } from './issuer-watcher.js';
 import { startApiProbe } from './k8s/api-probe.js';
 import { createKubeTokenReviewer } from './k8s/token-reviewer.js';
 import { createIdentityMetrics } from './metrics.js';
-import { DEFAULT_CERTIFY_CONCURRENCY, startIdentityServer } from './server/identity-server.js';
+import { DEFAULT_CERTIFY_CONCURRENCY, DEFAULT_LISTEN_BACKLOG, startIdentityServer } from './server/identity-server.js';
 
 await defineProgram({
   name: 'minimesh-identity',
@@ -71,6 +71,12 @@ await defineProgram({
       description:
         'Certify calls at work at once; the rest wait in arrival order, so a restart storm does not starve new connections (docs/identity.md)',
     },
+    'listen-backlog': {
+      type: 'string',
+      default: String(DEFAULT_LISTEN_BACKLOG),
+      description:
+        'backlog of the gRPC listen socket (capped by net.core.somaxconn): connections of a restart storm the kernel holds until identity accepts them (docs/identity.md)',
+    },
     'certify-workers': {
       type: 'string',
       default: '0',
@@ -102,13 +108,18 @@ await defineProgram({
       throw new UsageError(
         `--certify-concurrency: "${f['certify-concurrency']}" is not valid: expected a whole number >= 1`,
       );
+    const backlog = Number(f['listen-backlog']);
+    if (!Number.isInteger(backlog) || backlog < 1 || backlog > 65535)
+      throw new UsageError(
+        `--listen-backlog: "${f['listen-backlog']}" is not valid: expected a whole number from 1 to 65535`,
+      );
     let workers: number;
     try {
       workers = parseCertifyWorkers(f['certify-workers']);
     } catch (err) {
       throw new UsageError(`--certify-workers: ${(err as Error).message}`);
     }
-    return { scheme, lifetime, clockSkew, concurrency, workers };
+    return { scheme, lifetime, clockSkew, concurrency, workers, backlog };
   },
   async run({ flags: f, config, logger }) {
     const registry = createRegistry();
@@ -165,6 +176,7 @@ await defineProgram({
       metrics,
       serving: issuerValid,
       concurrency: config.concurrency,
+      listenBacklog: config.backlog,
     });
     const healthTimer = setInterval(() => grpcServer.refreshHealth(), 5_000);
     const admin = await startAdminServer({

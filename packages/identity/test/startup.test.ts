@@ -135,6 +135,10 @@ describe('minimesh-identity start-up', () => {
       ['--certify-workers', '17'],
       'minimesh-identity: --certify-workers: "17" is not valid: expected auto or a whole number from 0 (no worker threads) to 16',
     ],
+    [
+      ['--listen-backlog', '0'],
+      'minimesh-identity: --listen-backlog: "0" is not valid: expected a whole number from 1 to 65535',
+    ],
     [['--log-level', 'loud'], /^minimesh-identity: --log-level: "loud" is not valid/],
     [['--no-such-flag'], /^minimesh-identity: .*Unknown option '--no-such-flag'/],
   ])('exits 2 with one line on bad flags: %j', async (args, message) => {
@@ -161,6 +165,7 @@ describe('minimesh-identity start-up', () => {
       '--token-audience',
       '--certify-concurrency',
       '--certify-workers',
+      '--listen-backlog',
       '--kubeconfig',
       '--log-level',
       '--log-format',

@@ -1,3 +1,5 @@
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { PassThrough } from 'node:stream';
 import * as grpc from '@grpc/grpc-js';
 import { identity } from '@minimesh/proto';
@@ -9,7 +11,9 @@ import type { Issuer } from '../ca/issuer.js';
 import { createCertifier } from '../certifier.js';
 import { IdentityError } from '../errors.js';
 import { createIdentityMetrics } from '../metrics.js';
-import { startIdentityServer, toGrpcStatus, type IdentityServer } from './identity-server.js';
+import { DEFAULT_LISTEN_BACKLOG, startIdentityServer, toGrpcStatus, type IdentityServer } from './identity-server.js';
+
+const somaxconn = (): number => Number(readFileSync('/proc/sys/net/core/somaxconn', 'utf8'));
 
 const WEB = 'web.default.serviceaccount.identity.minimesh.cluster.local';
 let issuer: Issuer;
@@ -68,6 +72,32 @@ function certify(
 }
 
 describe('identity gRPC server', () => {
+  it("listens with its own backlog (ss shows it as the listening socket's Send-Q), 4096 by default", async () => {
+    const backlogOf = (port: number): number => {
+      const out = execFileSync('ss', ['-ltnH', `sport = :${port}`], { encoding: 'utf8' }).trim();
+      return Number(out.split(/\s+/)[2]);
+    };
+    const other = await startIdentityServer({
+      addr: '127.0.0.1:0',
+      certifier: createCertifier({
+        issuer: () => current,
+        reviewer: { review: async () => ({ authenticated: false, reason: 'no' }) },
+        controllerNamespace: 'minimesh',
+        trustDomain: 'cluster.local',
+        lifetime: 86_400_000,
+        clockSkew: 20_000,
+      }),
+      logger: createLogger({ name: 'identity', level: 'silent' }),
+      listenBacklog: 1234,
+    });
+    try {
+      expect(backlogOf(other.port)).toBe(1234);
+      expect(backlogOf(server.port)).toBe(Math.min(DEFAULT_LISTEN_BACKLOG, somaxconn()));
+    } finally {
+      await other.close();
+    }
+  });
+
   it('answers Certify with leaf, chain and valid_until as a Timestamp', async () => {
     const { der } = await createCsr({ dns: [WEB] });
     const { err, res } = await certify({

@@ -1,8 +1,9 @@
 // The gRPC edge: io.linkerd.proxy.identity.Identity/Certify, server reflection and grpc.health.v1.
 // The only module that knows gRPC status codes.
 import * as grpc from '@grpc/grpc-js';
+import { createServer, type Server as NetServer } from 'node:net';
 import { HealthImplementation, identity, protoDir } from '@minimesh/proto';
-import type { Logger } from '@minimesh/runtime';
+import { parseListenAddr, type Logger } from '@minimesh/runtime';
 import type { Certifier } from '../certifier.js';
 import { isIdentityError, type IdentityErrorCode } from '../errors.js';
 import type { CertifyResult, IdentityMetrics } from '../metrics.js';
@@ -44,7 +45,16 @@ export interface IdentityServerOptions {
   serving?: () => boolean;
   /** Certify calls at work at once; the rest wait in arrival order (default 16; ./certify-queue.ts). */
   concurrency?: number;
+  /**
+   * The listen socket's backlog: connections the kernel completes and holds until identity accepts them
+   * (default 4096; the kernel caps it at net.core.somaxconn). Node's own default, 511, is what a restart
+   * storm overflowed: every SYN past it is dropped and the caller's 1 s connect timeout fires first.
+   */
+  listenBacklog?: number;
 }
+
+/** The listen backlog by default (net.core.somaxconn's default since Linux 5.4). */
+export const DEFAULT_LISTEN_BACKLOG = 4096;
 
 /** Certify calls at work at once by default: enough to keep TokenReviews of a few ms each in flight. */
 export const DEFAULT_CERTIFY_CONCURRENCY = 16;
@@ -135,8 +145,17 @@ export async function startIdentityServer(opts: IdentityServerOptions & { addr: 
     health.setStatus(IDENTITY_SERVICE_NAME, s);
   };
   refreshHealth();
+  // Our own listener, so that its backlog is ours to set (grpc-js listens with Node's 511), handing
+  // each connection to the gRPC server.
+  const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
+  const listener: NetServer = createServer({ noDelay: true }, (socket) => injector.injectConnection(socket));
+  const { host, port: wanted } = parseListenAddr('addr', opts.addr);
   const port = await new Promise<number>((resolve, reject) => {
-    server.bindAsync(opts.addr, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p)));
+    listener.once('error', reject);
+    listener.listen({ host, port: wanted, backlog: opts.listenBacklog ?? DEFAULT_LISTEN_BACKLOG }, () => {
+      listener.off('error', reject);
+      resolve((listener.address() as { port: number }).port);
+    });
   });
   opts.logger.info({ addr: opts.addr, port }, 'identity gRPC server listening');
   return {
@@ -145,9 +164,14 @@ export async function startIdentityServer(opts: IdentityServerOptions & { addr: 
     refreshHealth,
     close: () =>
       new Promise<void>((resolve) => {
-        const timer = setTimeout(() => server.forceShutdown(), 2000);
+        listener.close();
+        const timer = setTimeout(() => {
+          injector.destroy();
+          server.forceShutdown();
+        }, 2000);
         server.tryShutdown(() => {
           clearTimeout(timer);
+          injector.destroy();
           resolve();
         });
       }),
