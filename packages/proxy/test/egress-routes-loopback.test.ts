@@ -124,7 +124,7 @@ function policies(): { tls: CompiledOutboundPolicy; tcp: CompiledOutboundPolicy 
         {
           meta: { group: '', kind: 'default', name: 'tls-egress-deny' },
           snis: [],
-          refused: { error: 'forbidden', message: 'route tls-egress-deny: connection forbidden' },
+          refused: { error: 'forbidden', message: 'route tls-egress-deny: TLS connection forbidden' },
           backends: [{ kind: 'forward', weight: 1, meta: EGRESS, addr: { ip: OUTSIDE, port: 443 } }],
         },
       ],

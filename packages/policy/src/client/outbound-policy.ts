@@ -143,7 +143,11 @@ export interface CompiledOpaqueRoute {
   ref?: ResourceRef;
   /** Refused: why (a route filter: the first one applies). */
   refused?: CompiledRefusal;
-  /** Absent or empty: the target's own (the original destination, or what discovery finds for it). */
+  /**
+   * Absent: the target's own (what discovery finds for the original destination). A default route's
+   * one backend is always the target's own (the controller's default backend: the original
+   * destination for an EgressNetwork, the Service for a Service), so it is left absent too.
+   */
   backends?: CompiledTransportBackend[];
 }
 
@@ -431,10 +435,10 @@ type TransportRule = outbound.OpaqueRoute_Rule | outbound.TlsRoute_Rule;
 type TransportRouteBackend = outbound.OpaqueRoute_RouteBackend | outbound.TlsRoute_RouteBackend;
 
 /** The first of a route's or backend's filters, as linkerd2-proxy applies them (the first one decides). */
-function refusalOf(filters: readonly TransportFilter[], what: string): CompiledRefusal | undefined {
+function refusalOf(filters: readonly TransportFilter[], what: string, proto = ''): CompiledRefusal | undefined {
   const k = filters[0]?.kind;
   if (filters.length > 0 && k === undefined) throw new Error(`${what}: filter without a kind`);
-  if (k?.$case === 'forbidden') return { error: 'forbidden', message: `${what}: connection forbidden` };
+  if (k?.$case === 'forbidden') return { error: 'forbidden', message: `${what}: ${proto}connection forbidden` };
   if (k?.$case === 'invalid')
     return { error: 'invalid_backend', message: k.value.message || `${what}: invalid backend` };
   return undefined;
@@ -470,11 +474,11 @@ function compileTransportBackend(rb: TransportRouteBackend | undefined, weight: 
 function compileTransportRule(
   meta: PolicyMeta,
   rules: readonly TransportRule[],
-  what: string,
+  what: 'opaque route' | 'TLS route',
 ): Pick<CompiledOpaqueRoute, 'refused' | 'backends'> {
   if (rules.length !== 1) throw new Error(`${what} ${meta.name}: exactly one rule is needed, not ${rules.length}`);
   const rule = rules[0]!;
-  const refused = refusalOf(rule.filters, `route ${meta.name}`);
+  const refused = refusalOf(rule.filters, `route ${meta.name}`, what === 'TLS route' ? 'TLS ' : 'TCP ');
   const d = rule.backends?.kind;
   if (d === undefined) throw new Error(`${what} ${meta.name}: rule without a distribution`);
   let backends: CompiledTransportBackend[] = [];
@@ -485,10 +489,11 @@ function compileTransportRule(
     if (d.value.backends.length === 0) throw new Error(`${what} ${meta.name}: RandomAvailable without backends`);
     backends = d.value.backends.map((w) => compileTransportBackend(w.backend, w.weight));
   }
-  if (refused) return { refused, backends };
+  const own = meta.kind === 'default' && backends.length === 1 && backends[0]!.kind !== 'refused';
+  if (refused) return own || backends.length === 0 ? { refused } : { refused, backends };
   if (backends.length === 0)
-    return { refused: { error: 'invalid_backend', message: `route ${meta.name}: no backend` }, backends };
-  return { backends };
+    return { refused: { error: 'invalid_backend', message: `route ${meta.name}: no backend` } };
+  return own ? {} : { backends };
 }
 
 const routeRef = (m: outbound.OpaqueRoute['metadata']): { ref?: ResourceRef } => {

@@ -111,10 +111,10 @@ describe('TLS routes', () => {
         ],
       },
       {
+        // A default route's one backend is the target's own: left absent (discovery serves it).
         meta: { group: '', kind: 'default', name: 'tls-egress-deny' },
         snis: [],
-        refused: { error: 'forbidden', message: 'route tls-egress-deny: connection forbidden' },
-        backends: [expect.objectContaining({ kind: 'forward', addr: DST })],
+        refused: { error: 'forbidden', message: 'route tls-egress-deny: TLS connection forbidden' },
       },
     ]);
   });
@@ -257,7 +257,7 @@ describe('TCP (opaque) routes with backends', () => {
     ]);
     expect(opaque(tcpRoute('tcp-egress-deny', first(forward(DST.ip, 9000)), FORBIDDEN)).opaque?.refused).toEqual({
       error: 'forbidden',
-      message: 'route tcp-egress-deny: connection forbidden',
+      message: 'route tcp-egress-deny: TCP connection forbidden',
     });
     expect(
       opaque(

@@ -47,7 +47,7 @@ const POLICY: CompiledOutboundPolicy = {
     {
       meta: { group: '', kind: 'default', name: 'tls-egress-deny' },
       snis: [],
-      refused: { error: 'forbidden', message: 'route tls-egress-deny: connection forbidden' },
+      refused: { error: 'forbidden', message: 'route tls-egress-deny: TLS connection forbidden' },
       backends: [fwd(443)],
     },
   ],
