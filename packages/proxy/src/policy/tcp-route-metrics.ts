@@ -8,6 +8,8 @@
 // error is "" (closed without one), "forbidden" (a Forbidden filter) or "invalid_backend" (an Invalid
 // filter, or no backend); hostname is the connection's SNI. A connection is counted once its route is
 // chosen: one that no route matches (or that sends no SNI) is refused before, and counted in neither.
+// Where minimesh differs: a routed connection whose upstream then fails to connect closes with
+// error="" (linkerd2-proxy counts the inner service's failure as error="unexpected").
 // minimesh-proxy counts them for the connections its egress stage routes (an address outside the
 // cluster networks whose outbound policy has an opaque route, or TLS routes): a Deny EgressNetwork's
 // connection opens and closes with error="forbidden" at once.
