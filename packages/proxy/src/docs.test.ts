@@ -14,9 +14,12 @@ function chains(file: string): string[] {
 }
 
 describe('docs/proxy.md', () => {
-  it.each(['./outbound/index.ts', './inbound/index.ts'])('shows the chains of %s as written', (file) => {
+  it.each([
+    ['./outbound/index.ts', 5],
+    ['./inbound/index.ts', 3],
+  ])('shows the chains of %s as written', (file, count) => {
     const found = chains(file);
-    expect(found.length).toBe(3);
+    expect(found.length).toBe(count);
     const docLines = lines(doc).join('\n');
     for (const chain of found) expect(docLines).toContain(lines(chain).join('\n'));
   });

@@ -5,12 +5,19 @@
 //
 //   outbound: Accept → Detected<Accept> → (per request) Logical → RouteTarget → Concrete → Balanced
 //             → Connected (http/upstream.ts) → forwarded
-//             (opaque: Opaque<Accept> → Concrete → Balanced → relayed)
+//             (opaque: Opaque<Accept> → Concrete → Balanced → relayed;
+//              TLS by SNI: Opaque<Accept> → TlsConn<Accept> → Sni<Accept> → Opaque<Accept> with its
+//              route's backend → Concrete → Balanced → relayed)
 //   inbound:  Accept → InboundAccept → InboundConn (TLS) → Detected<InboundConn> → (per request)
 //             Authorized → Connected → forwarded          (opaque: Opaque<InboundConn> → relayed)
 import type { Socket } from 'node:net';
 import { addressKey } from '@minimesh/config';
-import type { CompiledOutboundRule, InboundRouteFilter } from '@minimesh/policy/client';
+import type {
+  CompiledOutboundPolicy,
+  CompiledOutboundRule,
+  CompiledTransportBackend,
+  InboundRouteFilter,
+} from '@minimesh/policy/client';
 import type { PeakEwma } from './balance/p2c-peak-ewma.js';
 
 export type Direction = 'inbound' | 'outbound';
@@ -64,6 +71,25 @@ export interface Opaque<T> {
   readonly socket: Socket;
   /** Bytes detection read; written upstream first. */
   readonly prefix: Buffer;
+  /**
+   * Outbound: the backend an opaque or TLS route picked (a Forward address, a Balancer's Service);
+   * absent: what discovery finds for the original destination.
+   */
+  readonly backend?: CompiledTransportBackend | undefined;
+}
+
+/** Outbound: a connection whose outbound policy routes TLS by its server name (the tls protocol). */
+export interface TlsConn<T> {
+  readonly parent: T;
+  readonly socket: Socket;
+  /** Bytes already read (detection's): the start of the ClientHello. */
+  readonly prefix: Buffer;
+  readonly policy: CompiledOutboundPolicy;
+}
+
+/** Outbound: a TLS connection and the server name its ClientHello asks for; `prefix` holds the whole ClientHello. */
+export interface Sni<T> extends TlsConn<T> {
+  readonly sni: string;
 }
 
 /** Inbound, admitted: redirected here (it has an original destination) and not looping into the proxy. */

@@ -9,6 +9,11 @@
 //   gets 403 "traffic not allowed" from the client's own proxy, a gRPC call (port 8081) gets
 //   PERMISSION_DENIED, an opaque TCP connection (port 9000) is refused; the outside host sees only the allowed requests; the client proxy counts them under
 //   parent_kind="EgressNetwork";
+// - on the same Deny EgressNetwork, a TLSRoute (port 443) allowing allowed.partner.example: that SNI
+//   handshakes with the outside host's TLS server, another (other.partner.example) is reset by the
+//   client's proxy and never reaches it; a TCPRoute (port 9000) whose backendRef is the EgressNetwork
+//   itself lets the TCP connection through (Gateway API v1alpha2 TLSRoute and TCPRoute, as Linkerd
+//   attaches them; the controller side of these is assumed);
 // - trafficPolicy Allow: every path, the gRPC call and the TCP connection go through.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { existsSync } from 'node:fs';
@@ -29,6 +34,8 @@ let outside: OutsideHost | undefined;
 
 type H1 = { status: number; headers: Record<string, string>; body: string; error?: string };
 type Tcp = { buf?: string; error?: string; code?: string };
+type Tls = { buf?: string; handshake?: boolean; error?: string; code?: string };
+const GW = 'gateway.networking.k8s.io';
 
 const agent = <T>(op: string, body: unknown): Promise<T> =>
   callAgent<T>(join(mesh.dir, 'agent-client.sock'), op, body, 60_000);
@@ -49,6 +56,8 @@ const grpc = async (path: string) => {
   });
   return { ...r, status: r.trailers?.['grpc-status'] ?? r.headers?.['grpc-status'] };
 };
+/** A TLS connection to the outside host's port 443 for this server name. */
+const tls = (servername: string) => agent<Tls>('tls', { ip: OUTSIDE_IP, port: 443, servername, timeoutMs: 8000 });
 const outsideLog = () => outside!.log();
 
 /** Creates or merge-patches an object (the API server's refusal rejects, naming the status and message). */
@@ -56,9 +65,14 @@ async function apply(method: 'POST' | 'PATCH', path: string, obj: unknown): Prom
   await adminClient().request(method, path, obj, method === 'PATCH' ? 'application/merge-patch+json' : undefined);
 }
 
-function routeStatuses(text: string, family: 'http' | 'tcp'): string[] {
-  const prefix = family === 'http' ? 'outbound_http_route_request_statuses_total{' : 'outbound_tcp_route_close_total{';
-  return text.split('\n').filter((l) => l.startsWith(prefix) && l.includes('parent_kind="EgressNetwork"'));
+function routeStatuses(text: string, family: 'http' | 'tcp' | 'tls'): string[] {
+  const prefixes =
+    family === 'http'
+      ? ['outbound_http_route_request_statuses_total{']
+      : [`outbound_${family}_route_open_total{`, `outbound_${family}_route_close_total{`];
+  return text
+    .split('\n')
+    .filter((l) => prefixes.some((p) => l.startsWith(p)) && l.includes('parent_kind="EgressNetwork"'));
 }
 
 describe.skipIf(!asRoot || !POLICY.argv)(
@@ -141,7 +155,7 @@ describe.skipIf(!asRoot || !POLICY.argv)(
       // Counted with the EgressNetwork as parent: the route's 200s, the default deny route's 403s, the refused connection.
       const metrics = mesh.podFetch('client', 'http://127.0.0.1:4191/metrics').body;
       const http = routeStatuses(metrics, 'http');
-      const tcpLines = routeStatuses(metrics, 'tcp');
+      const tcpLines = routeStatuses(metrics, 'tcp').filter((l) => l.includes('_close_total'));
       console.log(`client proxy metrics:\n${[...http, ...tcpLines].join('\n')}`);
       expect(http.some((l) => l.includes('route_name="outside-allowed"') && l.includes('http_status="200"'))).toBe(
         true,
@@ -185,6 +199,79 @@ describe.skipIf(!asRoot || !POLICY.argv)(
       );
       expect(net.status!.conditions!.map(brief)).toEqual(['Accepted=True Accepted']);
     }, 60_000);
+
+    it('Deny: a TLSRoute allows one SNI (the other is reset before it leaves); a TCPRoute to the EgressNetwork lets TCP through', async () => {
+      const egressRef = { group: G, kind: 'EgressNetwork', name: 'outside' };
+      await apply('POST', `/apis/${GW}/v1alpha2/namespaces/${mesh.kns}/tlsroutes`, {
+        apiVersion: `${GW}/v1alpha2`,
+        kind: 'TLSRoute',
+        metadata: { name: 'outside-tls', namespace: mesh.kns },
+        spec: {
+          parentRefs: [{ ...egressRef, port: 443 }],
+          hostnames: ['allowed.partner.example'],
+          rules: [{ backendRefs: [egressRef] }],
+        },
+      });
+      await apply('POST', `/apis/${GW}/v1alpha2/namespaces/${mesh.kns}/tcproutes`, {
+        apiVersion: `${GW}/v1alpha2`,
+        kind: 'TCPRoute',
+        metadata: { name: 'outside-tcp', namespace: mesh.kns },
+        spec: { parentRefs: [{ ...egressRef, port: 9000 }], rules: [{ backendRefs: [egressRef] }] },
+      });
+      await waitFor(
+        'the TLSRoute and the TCPRoute in force',
+        async () =>
+          (await tls('allowed.partner.example')).handshake && (await tcp()).buf === 'ping\r\n' ? true : undefined,
+        30_000,
+        () =>
+          `client proxy:\n${mesh.logOf('proxy-client').slice(-3000)}\npolicy:\n${mesh.logOf('policy').slice(-3000)}`,
+      );
+      const before = outsideLog().split('\n').length;
+      const allowed = await tls('allowed.partner.example');
+      const other = await tls('other.partner.example');
+      const conn = await tcp();
+      console.log(
+        `egress Deny + TLSRoute/TCPRoute: TLS allowed.partner.example → ${JSON.stringify(allowed.buf ?? allowed.error)}; ` +
+          `TLS other.partner.example → ${other.error ?? JSON.stringify(other.buf)} ${other.code ?? ''}; TCP :9000 → ${JSON.stringify(conn.buf ?? conn.error)}`,
+      );
+      expect(allowed.handshake).toBe(true);
+      expect(allowed.buf).toBe('outside tls: allowed.partner.example');
+      expect(other.handshake).toBeUndefined();
+      expect(other.code).toBe('ECONNRESET');
+      expect(conn.buf).toBe('ping\r\n');
+      // The other SNI never reached the outside host: not even a TCP connection to its TLS port.
+      const seen = outsideLog()
+        .split('\n')
+        .slice(before - 1)
+        .filter((l) => l.startsWith('TLS'));
+      console.log(`outside host saw (TLS): ${JSON.stringify(seen)}`);
+      expect(seen.filter((l) => l.startsWith('TLS connection from')).length).toBe(1);
+      expect(seen).toContain('TLS allowed.partner.example');
+      expect(seen.some((l) => l.includes('other.partner.example'))).toBe(false);
+      const metrics = mesh.podFetch('client', 'http://127.0.0.1:4191/metrics').body;
+      const lines = [...routeStatuses(metrics, 'tls'), ...routeStatuses(metrics, 'tcp')];
+      console.log(`client proxy metrics:\n${lines.join('\n')}`);
+      expect(
+        lines.some(
+          (l) =>
+            l.startsWith('outbound_tls_route_open_total{') &&
+            l.includes('route_name="outside-tls"') &&
+            l.includes('hostname="allowed.partner.example"'),
+        ),
+      ).toBe(true);
+      expect(
+        lines.some(
+          (l) =>
+            l.startsWith('outbound_tls_route_close_total{') &&
+            l.includes('route_name="tls-egress-deny"') &&
+            l.includes('hostname="other.partner.example"') &&
+            l.includes('error="forbidden"'),
+        ),
+      ).toBe(true);
+      expect(
+        lines.some((l) => l.startsWith('outbound_tcp_route_open_total{') && l.includes('route_name="outside-tcp"')),
+      ).toBe(true);
+    }, 120_000);
 
     it('Allow: every path and the TCP connection go through to the outside host', async () => {
       await apply('PATCH', `/apis/${G}/v1alpha1/namespaces/${mesh.kns}/egressnetworks/outside`, {

@@ -1,9 +1,11 @@
 // Outbound routes over the proxy API's form (outbound.OutboundPolicy), compiled once per update: the
 // route and rule of a request, with its timeouts, retry policy, filters and backends, as linkerd2-proxy
 // applies them. HTTP routes and gRPC routes compile to one form: a gRPC match is a match on the
-// request's path (/<service>/<method>) and headers, a gRPC retry condition a gRPC status code.
+// request's path (/<service>/<method>) and headers, a gRPC retry condition a gRPC status code. TLS
+// routes (picked by SNI, routeTls) and opaque routes carry a filter that may refuse the connection and
+// their backends (Forward to an address, Balancer over a Service).
 // minimesh-proxy's route layer and `minimesh explain` use it.
-import type { grpcRoute, httpRoute, outbound } from '@minimesh/proto';
+import type { grpcRoute, httpRoute, outbound, tlsRoute } from '@minimesh/proto';
 import { fromTcpAddress } from '@minimesh/proto';
 import {
   compileHosts,
@@ -118,14 +120,47 @@ export interface CompiledFailureAccrual {
   jitter: number;
 }
 
+/** Why a connection is refused (linkerd2-proxy's error kinds: forbidden, invalid_backend). */
+export interface CompiledRefusal {
+  error: 'forbidden' | 'invalid_backend';
+  message: string;
+}
+
+/** An opaque or TLS route's backend: a Forward or Balancer backend, or one a filter refuses. */
+export type CompiledTransportBackend =
+  | { kind: 'balancer'; weight: number; meta: PolicyMeta; authority: string }
+  | { kind: 'forward'; weight: number; meta: PolicyMeta; addr: { ip: string; port: number } }
+  | { kind: 'refused'; weight: number; meta: PolicyMeta; refused: CompiledRefusal };
+
 /**
- * What happens to an opaque (TCP) connection: its route's name, and whether the route forbids it
- * (linkerd2-proxy's opaque route Filter::Forbidden, or an invalid backend: the connection is refused).
+ * What happens to an opaque (TCP) connection: its route's name, whether the route forbids it
+ * (linkerd2-proxy's opaque route Filter::Forbidden, or an invalid backend: the connection is refused),
+ * and the backends it is relayed to (picked by weight; a FirstAvailable distribution is its first).
  */
 export interface CompiledOpaqueRoute {
   meta: PolicyMeta;
-  /** Refused: why (as linkerd2-proxy's error kinds name it: forbidden, invalid_backend). */
-  refused?: { error: 'forbidden' | 'invalid_backend'; message: string };
+  /** The route's namespace (the route_namespace label); absent for a default route. */
+  ref?: ResourceRef;
+  /** Refused: why (a route filter: the first one applies). */
+  refused?: CompiledRefusal;
+  /**
+   * Absent: the target's own (what discovery finds for the original destination). A default route's
+   * one backend is always the target's own (the controller's default backend: the original
+   * destination for an EgressNetwork, the Service for a Service), so it is left absent too.
+   */
+  backends?: CompiledTransportBackend[];
+}
+
+/**
+ * A server name match of a TLS route (linkerd2-proxy-api's SniMatch): a whole name, or the labels after
+ * a leading `*.` (last label first, as the API sends them: *.example.com is ["com", "example"]).
+ */
+export type CompiledSniMatch = { kind: 'exact'; name: string } | { kind: 'suffix'; reverseLabels: string[] };
+
+/** A TLS route (a TLSRoute, or an EgressNetwork's default tls-egress-allow/deny): its SNIs and its one rule. */
+export interface CompiledTlsRoute extends CompiledOpaqueRoute {
+  /** Empty: every server name. */
+  snis: CompiledSniMatch[];
 }
 
 export interface CompiledOutboundPolicy {
@@ -137,6 +172,8 @@ export interface CompiledOutboundPolicy {
   http2: CompiledOutboundRoute[];
   /** The opaque route (detect and opaque protocols); absent: none sent, the connection goes on as it is. */
   opaque?: CompiledOpaqueRoute;
+  /** The TLS routes (the tls protocol), in the controller's order; routeTls picks one by SNI. */
+  tls?: CompiledTlsRoute[];
   /** Circuit breaking of the target's endpoints (HTTP and gRPC); absent: none. */
   failureAccrual?: CompiledFailureAccrual;
   /** Set when the policy could not be compiled (the proxy then keeps its own routing). */
@@ -393,24 +430,102 @@ function compileAnyRoute(r: outbound.HttpRoute | outbound.GrpcRoute, grpc: boole
 const compileRoute = (r: outbound.HttpRoute): CompiledOutboundRoute => compileAnyRoute(r, false);
 const compileGrpcRoute = (r: outbound.GrpcRoute): CompiledOutboundRoute => compileAnyRoute(r, true);
 
-/** The first opaque route's first rule, as linkerd2-proxy applies it to a connection. */
+type TransportFilter = outbound.OpaqueRoute_Filter | outbound.TlsRoute_Filter;
+type TransportRule = outbound.OpaqueRoute_Rule | outbound.TlsRoute_Rule;
+type TransportRouteBackend = outbound.OpaqueRoute_RouteBackend | outbound.TlsRoute_RouteBackend;
+
+/** The first of a route's or backend's filters, as linkerd2-proxy applies them (the first one decides). */
+function refusalOf(filters: readonly TransportFilter[], what: string, proto = ''): CompiledRefusal | undefined {
+  const k = filters[0]?.kind;
+  if (filters.length > 0 && k === undefined) throw new Error(`${what}: filter without a kind`);
+  if (k?.$case === 'forbidden') return { error: 'forbidden', message: `${what}: ${proto}connection forbidden` };
+  if (k?.$case === 'invalid')
+    return { error: 'invalid_backend', message: k.value.message || `${what}: invalid backend` };
+  return undefined;
+}
+
+function compileTransportBackend(rb: TransportRouteBackend | undefined, weight: number): CompiledTransportBackend {
+  if (rb === undefined) throw new Error('route backend without a backend');
+  const b = rb.backend;
+  const meta = metaFromProto(b?.metadata, { group: '', kind: 'default', name: 'backend' });
+  // The controller sends an unusable backendRef (a Service that does not exist, another EgressNetwork) as
+  // a backend without a kind and an Invalid filter: its share of connections is refused.
+  const refused = refusalOf(rb.filters, `backend ${meta.name}`);
+  if (refused) return { kind: 'refused', weight, meta, refused };
+  const k = b?.kind;
+  if (k?.$case === 'forward') {
+    const addr = fromTcpAddress(k.value.addr);
+    if (!addr) throw new Error(`backend ${meta.name}: forward without an address`);
+    return { kind: 'forward', weight, meta, addr };
+  }
+  if (k?.$case === 'balancer') {
+    const d = k.value.discovery?.kind;
+    if (d?.$case !== 'dst') throw new Error(`backend ${meta.name}: balancer without Destination discovery`);
+    return { kind: 'balancer', weight, meta, authority: d.value.path };
+  }
+  throw new Error(`backend ${meta.name} has no kind`);
+}
+
+/**
+ * A TCP or TLS route's one rule (linkerd2-proxy takes exactly one): its route filter (the first one
+ * refuses), its distribution (required; RandomAvailable and FirstAvailable need a backend; Empty
+ * refuses every connection, as linkerd2-proxy's empty distribution never becomes ready and sheds them).
+ */
+function compileTransportRule(
+  meta: PolicyMeta,
+  rules: readonly TransportRule[],
+  what: 'opaque route' | 'TLS route',
+): Pick<CompiledOpaqueRoute, 'refused' | 'backends'> {
+  if (rules.length !== 1) throw new Error(`${what} ${meta.name}: exactly one rule is needed, not ${rules.length}`);
+  const rule = rules[0]!;
+  const refused = refusalOf(rule.filters, `route ${meta.name}`, what === 'TLS route' ? 'TLS ' : 'TCP ');
+  const d = rule.backends?.kind;
+  if (d === undefined) throw new Error(`${what} ${meta.name}: rule without a distribution`);
+  let backends: CompiledTransportBackend[] = [];
+  if (d.$case === 'firstAvailable') {
+    if (d.value.backends.length === 0) throw new Error(`${what} ${meta.name}: FirstAvailable without backends`);
+    backends = [compileTransportBackend(d.value.backends[0], 1)];
+  } else if (d.$case === 'randomAvailable') {
+    if (d.value.backends.length === 0) throw new Error(`${what} ${meta.name}: RandomAvailable without backends`);
+    backends = d.value.backends.map((w) => compileTransportBackend(w.backend, w.weight));
+  }
+  const own = meta.kind === 'default' && backends.length === 1 && backends[0]!.kind !== 'refused';
+  if (refused) return own || backends.length === 0 ? { refused } : { refused, backends };
+  if (backends.length === 0)
+    return { refused: { error: 'invalid_backend', message: `route ${meta.name}: no backend` } };
+  return own ? {} : { backends };
+}
+
+const routeRef = (m: outbound.OpaqueRoute['metadata']): { ref?: ResourceRef } => {
+  const r = refFromProto(m);
+  return r === NO_REF ? {} : { ref: r };
+};
+
+/** The first opaque route, as linkerd2-proxy applies it to a connection. */
 function compileOpaque(routes: readonly outbound.OpaqueRoute[] | undefined): { opaque?: CompiledOpaqueRoute } {
   const r = routes?.[0];
   if (r === undefined) return {};
   const meta = metaFromProto(r.metadata, { group: '', kind: 'default', name: 'opaq' });
-  const rule = r.rules[0];
-  if (rule === undefined) throw new Error(`opaque route ${meta.name} without rules`);
-  if (rule.filters.some((f) => f.kind?.$case === 'forbidden'))
+  return { opaque: { meta, ...routeRef(r.metadata), ...compileTransportRule(meta, r.rules, 'opaque route') } };
+}
+
+function compileSni(m: tlsRoute.SniMatch): CompiledSniMatch {
+  const k = m.match;
+  if (k === undefined) throw new Error('SNI match without a match');
+  if (k.$case === 'exact') return { kind: 'exact', name: k.value.toLowerCase() };
+  return { kind: 'suffix', reverseLabels: k.value.reverseLabels.map((l) => l.toLowerCase()) };
+}
+
+function compileTls(routes: readonly outbound.TlsRoute[]): CompiledTlsRoute[] {
+  return routes.map((r) => {
+    const meta = metaFromProto(r.metadata, { group: '', kind: 'default', name: 'tls' });
     return {
-      opaque: { meta, refused: { error: 'forbidden', message: `route ${meta.name}: TCP connection forbidden` } },
+      meta,
+      ...routeRef(r.metadata),
+      snis: r.snis.map(compileSni),
+      ...compileTransportRule(meta, r.rules, 'TLS route'),
     };
-  const invalid = rule.filters.find((f) => f.kind?.$case === 'invalid')?.kind;
-  if (invalid?.$case === 'invalid')
-    return { opaque: { meta, refused: { error: 'invalid_backend', message: invalid.value.message } } };
-  const d = rule.backends?.kind;
-  if (d === undefined || d.$case === 'empty')
-    return { opaque: { meta, refused: { error: 'invalid_backend', message: `route ${meta.name}: no backend` } } };
-  return { opaque: { meta } };
+  });
 }
 
 export function compileOutboundPolicy(p: outbound.OutboundPolicy): CompiledOutboundPolicy {
@@ -463,7 +578,7 @@ export function compileOutboundPolicy(p: outbound.OutboundPolicy): CompiledOutbo
       case 'opaque':
         return { meta, ref, protocol: 'opaque', http1: [], http2: [], ...compileOpaque(k.value.routes) };
       case 'tls':
-        return { meta, ref, protocol: 'tls', http1: [], http2: [] };
+        return { meta, ref, protocol: 'tls', http1: [], http2: [], tls: compileTls(k.value.routes) };
     }
   } catch (err) {
     return { meta, ref, protocol: 'detect', http1: [], http2: [], invalid: (err as Error).message };
@@ -479,6 +594,54 @@ export function routeOutbound(
   const routes = version === 'h2' ? (p.http2.length ? p.http2 : p.http1) : p.http1.length ? p.http1 : p.http2;
   const hit = findRoute(routes, req);
   return hit && { route: hit.route, rule: hit.rule };
+}
+
+/**
+ * How specifically a TLS route's SNI matches a server name, as linkerd2-proxy ranks it
+ * (linkerd/tls/route/src/sni.rs): an exact match beats a suffix one, a longer one a shorter one;
+ * -1: no match. A name's trailing dot is ignored unless the match has one itself.
+ */
+export function sniMatchScore(m: CompiledSniMatch, sni: string): number {
+  let name = sni.toLowerCase();
+  if (m.kind === 'exact') {
+    if (!m.name.endsWith('.') && name.endsWith('.')) name = name.slice(0, -1);
+    return name === m.name ? 1_000_000 + m.name.length : -1;
+  }
+  if (m.reverseLabels[0] !== '' && name.endsWith('.')) name = name.slice(0, -1);
+  let length = 0;
+  for (const label of m.reverseLabels) {
+    if (!name.endsWith(label)) return -1;
+    name = name.slice(0, name.length - label.length);
+    if (!name.endsWith('.')) return -1;
+    name = name.slice(0, -1);
+    length += label.length + 1;
+  }
+  return length;
+}
+
+/**
+ * The TLS route for a server name (linkerd2-proxy's tls route find): among the routes whose SNIs match
+ * it (a route without SNIs matches every name, least specifically), the most specific match; on a tie,
+ * the first route. Undefined: no route matches (linkerd2-proxy then fails the connection, "no route").
+ */
+export function routeTls(p: CompiledOutboundPolicy, sni: string): CompiledTlsRoute | undefined {
+  let best: CompiledTlsRoute | undefined;
+  let bestScore = -2;
+  for (const r of p.tls ?? []) {
+    let score = -1;
+    if (r.snis.length === 0) score = -1;
+    else {
+      let top = -2;
+      for (const m of r.snis) top = Math.max(top, sniMatchScore(m, sni));
+      if (top < 0) continue;
+      score = top;
+    }
+    if (score > bestScore) {
+      best = r;
+      bestScore = score;
+    }
+  }
+  return best;
 }
 
 /** Whether a gRPC status is retried under the policy (a gRPC route's conditions). */

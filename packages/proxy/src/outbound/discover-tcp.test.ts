@@ -1,5 +1,6 @@
 // The opaque discover stage with a fake discovery and next stage: by the original destination; none, or a
-// failed lookup, refuses the connection.
+// failed lookup, refuses the connection. A backend an opaque or TLS route picked wins: a Forward
+// backend's own address, a Balancer backend's Service (Destination.Get by its authority).
 import { describe, expect, it } from 'vitest';
 import type { Discovery } from '../destination/discovery.js';
 import { balancedConcrete, fakeSocket, logicalOf, recorder, toAddr } from '../../test/support/stages.js';
@@ -8,14 +9,18 @@ import type { Accept, Concrete, Opaque } from '../targets.js';
 import { pushDiscoverTcp } from './discover-tcp.js';
 
 const CONCRETE = balancedConcrete('10.96.0.10:5432', []);
+const PROXY = balancedConcrete('egress-proxy.shop.svc.cluster.local:3128', []);
 const discovery: Discovery = {
   httpNow: () => undefined,
-  http: () => Promise.reject(new Error('not for TCP')),
+  http: (host) =>
+    host === 'egress-proxy.shop.svc.cluster.local:3128'
+      ? Promise.resolve(logicalOf(PROXY))
+      : Promise.reject(new Error('no such service')),
   tcp: (orig) =>
     orig.port === 5432 ? Promise.resolve(logicalOf(CONCRETE)) : Promise.reject(new Error('lookup failed')),
 };
 
-function run(orig: Accept['orig']) {
+function run(orig: Accept['orig'], backend?: Opaque<Accept>['backend']) {
   const rejected: string[] = [];
   const socket = fakeSocket();
   const target: Opaque<Accept> = {
@@ -23,6 +28,7 @@ function run(orig: Accept['orig']) {
     parent: { direction: 'outbound', socket, orig },
     socket,
     prefix: Buffer.from('hello'),
+    ...(backend ? { backend } : {}),
   };
   const stream = (t: Opaque<Accept>): TcpStream => ({
     socket: t.socket,
@@ -50,5 +56,28 @@ describe('outbound discover (opaque)', () => {
     await failed.done;
     expect(failed.rejected).toEqual(['lookup failed']);
     expect([...none.next.calls, ...failed.next.calls]).toEqual([]);
+  });
+
+  const meta = { group: 'policy.minimesh.io', kind: 'EgressNetwork', name: 'outside' };
+
+  it("a route's Forward backend: its own address in plaintext, whatever the original destination", async () => {
+    const backend = { kind: 'forward' as const, weight: 1, meta, addr: { ip: '127.0.0.1', port: 15432 } };
+    const { done, next, rejected } = run(toAddr('203.0.113.10', 5432), backend);
+    await done;
+    expect(next.calls.map(([c, s]) => [c.kind, c.authority, s.prefix.toString()])).toEqual([
+      ['forward', '127.0.0.1:15432', 'hello'],
+    ]);
+    expect(rejected).toEqual([]);
+  });
+
+  it("a route's Balancer backend: its Service's endpoints; a Service destination does not know refuses", async () => {
+    const svc = (authority: string) => ({ kind: 'balancer' as const, weight: 1, meta, authority });
+    const ok = run(toAddr('203.0.113.10', 3128), svc('egress-proxy.shop.svc.cluster.local:3128'));
+    await ok.done;
+    expect(ok.next.calls.map(([c]) => c)).toEqual([PROXY]);
+    const gone = run(toAddr('203.0.113.10', 3128), svc('gone.shop.svc.cluster.local:3128'));
+    await gone.done;
+    expect(gone.rejected).toEqual(['MINIMESH_PROXY_NO_ENDPOINTS']);
+    expect(gone.next.calls).toEqual([]);
   });
 });

@@ -1,7 +1,8 @@
-// The outbound proxy (app → 127.0.0.1:4140 → mesh), as three chains of stages, each read top-down in
+// The outbound proxy (app → 127.0.0.1:4140 → mesh), as chains of stages, each read top-down in
 // the order a request or connection meets them (layers.ts; docs/proxy.md draws the same path):
 //   http         discover → egress → route → backend → balance → connect → tap → forward
 //   opaque TCP   egress → discover → balance → relay
+//   TLS routes   egress (the policy routes TLS by SNI) → detect SNI → TLS route → discover → balance → relay
 //   connections  accept → detect → (HTTP server → http | opaque TCP)
 import type { Server, Socket } from 'node:net';
 import type { Logger } from '@minimesh/runtime';
@@ -28,6 +29,7 @@ import { Connector } from '../transport/connector.js';
 import { pushBackend } from './backend.js';
 import { pushBalance } from './balance.js';
 import { pushConnect } from './connect.js';
+import { pushDetectSni } from './detect-sni.js';
 import { pushDetect } from './detect.js';
 import { pushDiscoverTcp } from './discover-tcp.js';
 import { pushDiscover } from './discover.js';
@@ -35,6 +37,7 @@ import { pushEgressTcp } from './egress-tcp.js';
 import { pushEgress } from './egress.js';
 import { relayTcp } from './relay.js';
 import { pushRoute } from './route.js';
+import { pushTlsRoute } from './tls-route.js';
 
 export interface OutboundStackOptions {
   config: ProxyConfig;
@@ -92,12 +95,18 @@ export function createOutboundStack(opts: OutboundStackOptions): OutboundStack {
     pushTap({ tap: opts.tap, direction: 'outbound' }),
     forward(),
   );
-  const opaque = stack(
-    pushEgressTcp({ ...egress, error: (code) => metrics.error('outbound', code), log }),
+  const tcp = stack(
     pushDiscoverTcp({ discovery, stream: (t) => tcpStream(t, 'outbound', metrics) }),
     pushBalance(health),
     relayTcp({ connector, labels, metrics, log }),
   );
+  const refusals = { error: (code: string) => metrics.error('outbound', code), log };
+  const tls = stack(
+    pushDetectSni({ timeoutMs: config.detectTimeoutMs, ...refusals }),
+    pushTlsRoute({ metrics: opts.policies?.tlsRouteMetrics, ...refusals }),
+    tcp,
+  );
+  const opaque = stack(pushEgressTcp({ ...egress, ...refusals }), { opaque: tcp, tls });
   const server = stack(
     pushAccept({
       direction: 'outbound',

@@ -12,7 +12,7 @@ import { keyOf } from '../targets.js';
 import { WatchCache } from '../watch/watch-cache.js';
 import { RouteMetrics } from './route-metrics.js';
 import { RouteRetryMetrics } from './retry-metrics.js';
-import { TcpRouteMetrics } from './tcp-route-metrics.js';
+import { TcpRouteMetrics, TlsRouteMetrics } from './tcp-route-metrics.js';
 
 export type OutboundTarget = { kind: 'authority'; authority: string } | { kind: 'addr'; ip: string; port: number };
 
@@ -65,6 +65,8 @@ export class OutboundPolicies {
   readonly routeMetrics: RouteMetrics;
   /** outbound_tcp_route_* (the egress stage counts opaque connections into them). */
   readonly tcpRouteMetrics: TcpRouteMetrics;
+  /** outbound_tls_route_* (the TLS route stage counts TLS connections into them). */
+  readonly tlsRouteMetrics: TlsRouteMetrics;
   private readonly clusterNetworks: IpNetwork[] | undefined;
   private readonly egressByIp = new Map<string, boolean>();
 
@@ -74,6 +76,7 @@ export class OutboundPolicies {
     this.retryMetrics = new RouteRetryMetrics(registry);
     this.routeMetrics = new RouteMetrics(registry);
     this.tcpRouteMetrics = new TcpRouteMetrics(registry);
+    this.tlsRouteMetrics = new TlsRouteMetrics(registry);
     this.clusterNetworks = opts.clusterNetworks?.map((c) => toIpNetwork(parseCidr('cluster networks', c)));
     const client = opts.client;
     this.entries = new WatchCache<string, Entry, outbound.OutboundPolicy>(

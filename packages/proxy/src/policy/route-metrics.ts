@@ -15,7 +15,13 @@
 // backend response duration and status are recorded once, for the last attempt's backend (Linkerd
 // records each attempt's response under its backend); errors are named from the proxy's error
 // catalogue (REQUEST_TIMEOUT, RESPONSE_HEADERS_TIMEOUT, FAIL_FAST for no endpoints, else UNKNOWN).
-import type { CompiledBackend, CompiledOutboundPolicy, CompiledOutboundRoute } from '@minimesh/policy/client';
+import type {
+  CompiledBackend,
+  CompiledOutboundPolicy,
+  CompiledOutboundRoute,
+  PolicyMeta,
+  ResourceRef,
+} from '@minimesh/policy/client';
 import type { Registry } from 'prom-client';
 import type { RouteStats } from '../http/exchange.js';
 import { SeriesCounter, SeriesHistogram, type CounterHandle, type HistogramHandle } from '../metrics/series.js';
@@ -134,12 +140,12 @@ export function parentLabels(policy: CompiledOutboundPolicy): Labels {
   };
 }
 
-/** route_* of an HTTP or gRPC route's series. */
-export function routeLabels(route: CompiledOutboundRoute): Labels {
+/** route_* of an HTTP, gRPC, TLS or opaque route's series (a default route has no namespace). */
+export function routeLabels(route: { meta: PolicyMeta; ref?: ResourceRef | undefined }): Labels {
   return {
     route_group: route.meta.group,
     route_kind: route.meta.kind,
-    route_namespace: route.ref.namespace,
+    route_namespace: route.ref?.namespace ?? '',
     route_name: route.meta.name,
   };
 }

@@ -4,11 +4,11 @@
 //                  a server-speaks-first banner on 25, a TCP echo on 9000.
 //   impostor <certfile> <keyfile>: a TLS server on 8443 presenting the given certificate.
 //   client <unix socket>: a control API over a unix socket (reachable from the host across namespaces)
-//                  that makes requests from inside the pod: POST /h1 /h2 /ws /tcp /fetch with JSON bodies.
+//                  that makes requests from inside the pod: POST /h1 /h2 /ws /tcp /tls /fetch with JSON bodies.
 import { createServer as h1Server, request as h1Request, Agent } from 'node:http';
 import { createServer as h2Server, connect as h2Connect } from 'node:http2';
 import { createServer as tcpServer, connect as tcpConnect } from 'node:net';
-import { createServer as tlsServer } from 'node:tls';
+import { createServer as tlsServer, connect as tlsConnect } from 'node:tls';
 import { readFileSync, chmodSync } from 'node:fs';
 
 const [mode, ...args] = process.argv.slice(2);
@@ -184,6 +184,24 @@ if (mode === 'server') {
         sock.on('error', (e) => {
           clearTimeout(t);
           resolve({ error: e.message, code: e.code });
+        });
+      });
+    },
+    // A TLS client (the server's certificate is not checked) for `servername`: what the server sent
+    // before it closed, or how the connection failed.
+    tls(o) {
+      return new Promise((resolve) => {
+        const sock = tlsConnect({ host: o.ip, port: o.port, servername: o.servername, rejectUnauthorized: false });
+        let buf = '';
+        const t = setTimeout(() => (sock.destroy(), resolve({ error: 'timeout', buf })), o.timeoutMs ?? 8000);
+        sock.on('data', (d) => (buf += d.toString()));
+        sock.on('end', () => {
+          clearTimeout(t);
+          resolve({ buf, handshake: true });
+        });
+        sock.on('error', (e) => {
+          clearTimeout(t);
+          resolve({ error: e.message, code: e.code, buf });
         });
       });
     },

@@ -1,7 +1,9 @@
 // The "outside host" of the egress tests: a network namespace of the test's own, 203.0.113.10
 // (TEST-NET-3, which exists only inside the test's namespaces), routed through the mesh's virtual node,
-// outside the cluster networks. It serves HTTP on 80, gRPC (h2c) on 8081 and a TCP echo on 9000, logging
-// what reached it.
+// outside the cluster networks. It serves HTTP on 80, gRPC (h2c) on 8081, a TCP echo on 9000 and TLS on
+// 443 (a self-signed certificate for allowed.partner.example and other.partner.example; it answers
+// "outside tls: <SNI>" and closes), logging what reached it.
+import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { waitFor, type NetnsMesh } from './netns-mesh.js';
@@ -27,6 +29,15 @@ require('node:http2').createServer().on('stream', (stream, headers) => {
     stream.end(Buffer.concat(chunks));
   });
 }).listen(8081, '0.0.0.0');
+const dir = process.argv[2];
+require('node:tls').createServer(
+  { key: require('node:fs').readFileSync(dir + '/outside-tls.key'), cert: require('node:fs').readFileSync(dir + '/outside-tls.crt') },
+  (s) => {
+    console.log('TLS ' + s.servername);
+    s.end('outside tls: ' + s.servername);
+    s.on('error', () => {});
+  },
+).on('connection', (s) => console.log('TLS connection from ' + s.remoteAddress)).on('tlsClientError', () => {}).listen(443, '0.0.0.0');
 net.createServer((s) => {
   console.log('TCP connection from ' + s.remoteAddress);
   s.on('data', (d) => s.write(d));
@@ -60,7 +71,17 @@ export async function addOutsideHost(mesh: NetnsMesh): Promise<OutsideHost> {
   mesh.sh(['ip', 'netns', 'exec', mesh.nodeNs, 'sysctl', '-qw', 'net.ipv4.ip_forward=1']);
   const app = join(mesh.dir, 'outside-app.cjs');
   writeFileSync(app, OUTSIDE_APP);
-  mesh.start('outside', ['ip', 'netns', 'exec', ns, process.execPath, app]);
+  // The TLS server's certificate: self-signed, both names (the client does not check it).
+  execFileSync(
+    'openssl',
+    [
+      ...['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'],
+      ...['-keyout', 'outside-tls.key', '-out', 'outside-tls.crt', '-days', '1', '-subj', '/CN=partner.example'],
+      ...['-addext', 'subjectAltName=DNS:allowed.partner.example,DNS:other.partner.example'],
+    ],
+    { cwd: mesh.dir, stdio: 'pipe' },
+  );
+  mesh.start('outside', ['ip', 'netns', 'exec', ns, process.execPath, app, mesh.dir]);
   await waitFor('the outside host', () => host.log().includes('listening'), 10_000);
   return host;
 }
