@@ -12,7 +12,7 @@
 // - on the same Deny EgressNetwork, a TLSRoute (port 443) allowing allowed.partner.example: that SNI
 //   handshakes with the outside host's TLS server, another (other.partner.example) is reset by the
 //   client's proxy and never reaches it; a TCPRoute (port 9000) whose backendRef is the EgressNetwork
-//   itself lets the TCP connection through (Gateway API v1alpha2 TLSRoute and TCPRoute, as Linkerd
+//   itself lets the TCP connection through (Gateway API v1 TLSRoute and TCPRoute, as Linkerd
 //   attaches them; the controller side of these is assumed);
 // - trafficPolicy Allow: every path, the gRPC call and the TCP connection go through.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -202,8 +202,8 @@ describe.skipIf(!asRoot || !POLICY.argv)(
 
     it('Deny: a TLSRoute allows one SNI (the other is reset before it leaves); a TCPRoute to the EgressNetwork lets TCP through', async () => {
       const egressRef = { group: G, kind: 'EgressNetwork', name: 'outside' };
-      await apply('POST', `/apis/${GW}/v1alpha2/namespaces/${mesh.kns}/tlsroutes`, {
-        apiVersion: `${GW}/v1alpha2`,
+      await apply('POST', `/apis/${GW}/v1/namespaces/${mesh.kns}/tlsroutes`, {
+        apiVersion: `${GW}/v1`,
         kind: 'TLSRoute',
         metadata: { name: 'outside-tls', namespace: mesh.kns },
         spec: {
@@ -212,8 +212,8 @@ describe.skipIf(!asRoot || !POLICY.argv)(
           rules: [{ backendRefs: [egressRef] }],
         },
       });
-      await apply('POST', `/apis/${GW}/v1alpha2/namespaces/${mesh.kns}/tcproutes`, {
-        apiVersion: `${GW}/v1alpha2`,
+      await apply('POST', `/apis/${GW}/v1/namespaces/${mesh.kns}/tcproutes`, {
+        apiVersion: `${GW}/v1`,
         kind: 'TCPRoute',
         metadata: { name: 'outside-tcp', namespace: mesh.kns },
         spec: { parentRefs: [{ ...egressRef, port: 9000 }], rules: [{ backendRefs: [egressRef] }] },

@@ -18,6 +18,8 @@ export interface OutsideHostOptions {
   tag: string;
   /** The host's app: a CommonJS Node script; it must print a line containing `listening` once it serves. */
   app: string;
+  /** Arguments of the app (process.argv[2] on). */
+  args?: readonly string[];
   /** How long to wait for `listening` (default 10 s). */
   readyMs?: number;
 }
@@ -52,6 +54,9 @@ export async function createOutsideHost(o: OutsideHostOptions): Promise<OutsideH
     log: () => output,
     remove() {
       child?.kill('SIGKILL');
+      // The veth pair goes with either end; deleting it here does not wait for the namespace to be
+      // freed (it lives on while the killed app is not yet reaped).
+      ip(['-n', o.gatewayNetns, 'link', 'del', gw], true);
       ip(['netns', 'del', netns], true);
       rmSync(dir, { recursive: true, force: true });
     },
@@ -69,7 +74,9 @@ export async function createOutsideHost(o: OutsideHostOptions): Promise<OutsideH
     if (r.status !== 0) throw new Error(`outside host: ip_forward in ${o.gatewayNetns}: ${String(r.stderr).trim()}`);
     const app = join(dir, 'outside-app.cjs');
     writeFileSync(app, o.app);
-    child = spawn('ip', ['netns', 'exec', netns, process.execPath, app], { stdio: ['ignore', 'pipe', 'pipe'] });
+    child = spawn('ip', ['netns', 'exec', netns, process.execPath, app, ...(o.args ?? [])], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     child.stdout?.on('data', (d: Buffer) => (output += d.toString()));
     child.stderr?.on('data', (d: Buffer) => (output += d.toString()));
     const readyMs = o.readyMs ?? 10_000;

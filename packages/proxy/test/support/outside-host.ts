@@ -1,14 +1,13 @@
-// The "outside host" of the egress tests: a network namespace of the test's own, 203.0.113.10
-// (TEST-NET-3, which exists only inside the test's namespaces), routed through the mesh's virtual node,
-// outside the cluster networks. It serves HTTP on 80, gRPC (h2c) on 8081, a TCP echo on 9000 and TLS on
+// The "outside host" of the egress tests (@minimesh/test-support/outside-host): a network namespace of
+// the test's own, 203.0.113.10 (TEST-NET-3, which exists only inside the test's namespaces), routed
+// through the mesh's virtual node, outside the cluster networks. It serves HTTP on 80, gRPC (h2c) on 8081, a TCP echo on 9000 and TLS on
 // 443 (a self-signed certificate for allowed.partner.example and other.partner.example; it answers
 // "outside tls: <SNI>" and closes), logging what reached it.
 import { execFileSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { waitFor, type NetnsMesh } from './netns-mesh.js';
+import { createOutsideHost } from '@minimesh/test-support/outside-host';
+import type { NetnsMesh } from './netns-mesh.js';
 
-export const OUTSIDE_IP = '203.0.113.10';
+export { OUTSIDE_IP } from '@minimesh/test-support/outside-host';
 
 const OUTSIDE_APP = `
 const http = require('node:http');
@@ -48,29 +47,12 @@ net.createServer((s) => {
 export interface OutsideHost {
   /** What reached it so far (its app's log). */
   log(): string;
-  /** Deletes its namespace (the mesh's destroy stops its app). */
+  /** Stops its app and deletes its namespace. */
   remove(): void;
 }
 
-/** Makes the outside host beside `mesh` and waits until its app listens. */
+/** Makes the outside host beside `mesh` (joined to its node namespace) and waits until its app listens. */
 export async function addOutsideHost(mesh: NetnsMesh): Promise<OutsideHost> {
-  const ns = `${mesh.kns}-outside`;
-  const [node, out] = [`eg${mesh.tag}n`, `eg${mesh.tag}o`];
-  const host: OutsideHost = {
-    log: () => mesh.logOf('outside'),
-    remove: () => void mesh.sh(['ip', 'netns', 'del', ns], { allowFail: true }),
-  };
-  mesh.sh(['ip', 'netns', 'add', ns]);
-  mesh.sh(['ip', '-n', ns, 'link', 'set', 'lo', 'up']);
-  mesh.sh(['ip', 'link', 'add', node, 'netns', mesh.nodeNs, 'type', 'veth', 'peer', 'name', out, 'netns', ns]);
-  mesh.sh(['ip', '-n', mesh.nodeNs, 'addr', 'add', '203.0.113.1/24', 'dev', node]);
-  mesh.sh(['ip', '-n', mesh.nodeNs, 'link', 'set', node, 'up']);
-  mesh.sh(['ip', '-n', ns, 'addr', 'add', `${OUTSIDE_IP}/24`, 'dev', out]);
-  mesh.sh(['ip', '-n', ns, 'link', 'set', out, 'up']);
-  mesh.sh(['ip', '-n', ns, 'route', 'add', 'default', 'via', '203.0.113.1']);
-  mesh.sh(['ip', 'netns', 'exec', mesh.nodeNs, 'sysctl', '-qw', 'net.ipv4.ip_forward=1']);
-  const app = join(mesh.dir, 'outside-app.cjs');
-  writeFileSync(app, OUTSIDE_APP);
   // The TLS server's certificate: self-signed, both names (the client does not check it).
   execFileSync(
     'openssl',
@@ -81,7 +63,11 @@ export async function addOutsideHost(mesh: NetnsMesh): Promise<OutsideHost> {
     ],
     { cwd: mesh.dir, stdio: 'pipe' },
   );
-  mesh.start('outside', ['ip', 'netns', 'exec', ns, process.execPath, app, mesh.dir]);
-  await waitFor('the outside host', () => host.log().includes('listening'), 10_000);
-  return host;
+  const host = await createOutsideHost({
+    gatewayNetns: mesh.nodeNs,
+    tag: mesh.tag,
+    app: OUTSIDE_APP,
+    args: [mesh.dir],
+  });
+  return { log: () => host.log(), remove: () => host.remove() };
 }
