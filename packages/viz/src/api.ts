@@ -17,7 +17,7 @@ import {
   type VizKube,
 } from './kube-io.js';
 import { edgeQueries, historyQueries, parseWindow, statQueries } from './promql.js';
-import type { PrometheusClient, Series } from './prometheus.js';
+import type { PrometheusClient, Sample, Series } from './prometheus.js';
 import type { Resource, ResourceKind } from './resource.js';
 import { toStatRows, type StatRow } from './stat.js';
 import { statOutboundQueries, toStatOutboundRows, type StatOutboundRow } from './stat-outbound.js';
@@ -93,24 +93,40 @@ export async function getStat(deps: VizDeps, req: StatRequest): Promise<StatRow[
   });
 }
 
-/** `viz stat-outbound`: a workload's outbound traffic per Service, route and backend. */
-export async function getStatOutbound(
+/**
+ * A workload's queries over a window (the workload checked first), asked at once: the answers by the
+ * queries' keys, and the window in seconds.
+ */
+async function queryWorkload<K extends string>(
   deps: VizDeps,
   req: { resource: Resource; namespace: string; window: string },
-): Promise<StatOutboundRow[]> {
+  queries: (q: { kind: Resource['kind']; namespace: string; name: string; window: string }) => Record<K, string>,
+): Promise<{ results: Record<K, Sample[]>; seconds: number }> {
   const window = parseWindow(req.window);
   await requireNamespace(deps.kube, req.namespace);
   await requireResource(deps.kube, { ...req.resource, namespace: req.namespace });
-  const queries = statOutboundQueries({
+  const q = queries({
     kind: req.resource.kind,
     namespace: req.namespace,
     name: req.resource.name,
     window: window.text,
   });
   const prom = await deps.prometheus();
-  const keys = Object.keys(queries);
-  const answers = await Promise.all(keys.map((k) => prom.query(queries[k] as string)));
-  return toStatOutboundRows(Object.fromEntries(keys.map((k, i) => [k, answers[i] ?? []])), window.seconds);
+  const keys = Object.keys(q) as K[];
+  const answers = await Promise.all(keys.map((k) => prom.query(q[k])));
+  return {
+    results: Object.fromEntries(keys.map((k, i) => [k, answers[i] ?? []])) as Record<K, Sample[]>,
+    seconds: window.seconds,
+  };
+}
+
+/** `viz stat-outbound`: a workload's outbound traffic per Service, route and backend. */
+export async function getStatOutbound(
+  deps: VizDeps,
+  req: { resource: Resource; namespace: string; window: string },
+): Promise<StatOutboundRow[]> {
+  const { results, seconds } = await queryWorkload(deps, req, statOutboundQueries);
+  return toStatOutboundRows(results, seconds);
 }
 
 /** `viz authz`: a workload's inbound requests per Server, route and authorization. */
@@ -118,22 +134,8 @@ export async function getAuthz(
   deps: VizDeps,
   req: { resource: Resource; namespace: string; window: string },
 ): Promise<AuthzRow[]> {
-  const window = parseWindow(req.window);
-  await requireNamespace(deps.kube, req.namespace);
-  await requireResource(deps.kube, { ...req.resource, namespace: req.namespace });
-  const q = authzQueries({
-    kind: req.resource.kind,
-    namespace: req.namespace,
-    name: req.resource.name,
-    window: window.text,
-  });
-  const prom = await deps.prometheus();
-  const [allow, deny, rateLimited] = await Promise.all([
-    prom.query(q.allow),
-    prom.query(q.deny),
-    prom.query(q.rateLimited),
-  ]);
-  return toAuthzRows({ allow, deny, rateLimited }, window.seconds);
+  const { results, seconds } = await queryWorkload(deps, req, authzQueries);
+  return toAuthzRows(results, seconds);
 }
 
 /** `viz edges`: who talks to whom, secured or not. */

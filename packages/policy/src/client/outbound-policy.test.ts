@@ -1,13 +1,10 @@
 // Outbound routes as a proxy compiles them, from policies the index computes and the server encodes.
 import { outbound } from '@minimesh/proto';
-import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { TEST_CLUSTER } from '../testing.js';
+import { fixtureIndex } from '../index/fixtures/fixture-index.js';
 import { describe, expect, it } from 'vitest';
-import { parse } from 'yaml';
-import type { IndexedKind } from '../index/store.js';
 import { PolicyIndex } from '../index/policy-index.js';
 import { toFallbackPolicy, toProtoOutbound, toUndefinedPortPolicy } from '../server/outbound-translator.js';
-import { TEST_CLUSTER } from '../testing.js';
 import { requestView } from './http-match.js';
 import {
   compileOutboundPolicy,
@@ -107,13 +104,7 @@ describe('outbound routes', () => {
 
 /** The Gateway API fixture (index/fixtures/06): HTTPRoute filters and a GRPCRoute, as a proxy compiles them. */
 function gatewayFixture(svc: string, port: number): CompiledOutboundPolicy {
-  const file = fileURLToPath(new URL('../index/fixtures/06-gateway-routes.yaml', import.meta.url));
-  const { objects } = parse(readFileSync(file, 'utf8')) as { objects: Array<{ kind: string; apiVersion: string }> };
-  const index = new PolicyIndex(TEST_CLUSTER);
-  for (const o of objects) {
-    const kind = o.kind === 'HTTPRoute' && o.apiVersion.startsWith('gateway.') ? 'GatewayHTTPRoute' : o.kind;
-    index.apply(kind as IndexedKind, o);
-  }
+  const index = fixtureIndex('06-gateway-routes.yaml');
   const [ns = '', name = ''] = svc.split('/');
   const bytes = outbound.OutboundPolicy.encode(toProtoOutbound(index.outbound(ns, name, port, ns)!)).finish();
   return compileOutboundPolicy(outbound.OutboundPolicy.decode(bytes));

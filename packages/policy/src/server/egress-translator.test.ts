@@ -3,29 +3,15 @@
 // EgressNetwork as parent, its routes first, then the default allow/deny route; the opaque route), and
 // what the proxy's own compiler (client/outbound-policy.ts, which minimesh-proxy enforces) decides
 // from it for requests and connections: the end-to-end meaning of Deny and of a route allowing a path.
-import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { outbound } from '@minimesh/proto';
+import { fixtureIndex } from '../index/fixtures/fixture-index.js';
 import { describe, expect, it } from 'vitest';
-import { parse } from 'yaml';
 import { compileOutboundPolicy, routeOutbound, type CompiledOutboundPolicy } from '../client/outbound-policy.js';
 import { requestView } from '../client/http-match.js';
-import { PolicyIndex } from '../index/policy-index.js';
-import type { IndexedKind } from '../index/store.js';
-import { TEST_CLUSTER } from '../testing.js';
+import type { PolicyIndex } from '../index/policy-index.js';
 import { EGRESS_DENIED_MESSAGE, toFallbackPolicy, toProtoEgress } from './outbound-translator.js';
 
-function fixtureIndex(): PolicyIndex {
-  const file = fileURLToPath(new URL('../index/fixtures/08-egress.yaml', import.meta.url));
-  const objects = (parse(readFileSync(file, 'utf8')) as { objects: Array<{ kind: string; apiVersion: string }> })
-    .objects;
-  const index = new PolicyIndex(TEST_CLUSTER);
-  for (const o of objects) {
-    const kind = o.kind === 'HTTPRoute' && o.apiVersion.startsWith('gateway.') ? 'GatewayHTTPRoute' : o.kind;
-    index.apply(kind as IndexedKind, o);
-  }
-  return index;
-}
+const fixture = (): PolicyIndex => fixtureIndex('08-egress.yaml');
 
 function proto(index: PolicyIndex, ip: string, port: number, from: string): outbound.OutboundPolicy {
   const a = index.egress(ip, port, from);
@@ -53,7 +39,7 @@ function decide(p: CompiledOutboundPolicy, path: string, host = 'partner.example
 }
 
 describe('egress translation', () => {
-  const index = fixtureIndex();
+  const index = fixture();
 
   it('Deny: the EgressNetwork is the parent; routes forward what they match, the rest gets 403', () => {
     const p = proto(index, '203.0.113.7', 80, 'batch');

@@ -2,27 +2,13 @@
 // 07): the proxy API messages a client gets, field by field where Linkerd's encoder fixes them (the
 // protocol per appProtocol and GRPCRoutes, weighted balancers, failure injectors for unreachable
 // backends, filters, retries), and a round trip through the wire format.
-import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { outbound } from '@minimesh/proto';
+import { fixtureIndex } from '../index/fixtures/fixture-index.js';
 import { describe, expect, it } from 'vitest';
-import { parse } from 'yaml';
-import { PolicyIndex } from '../index/policy-index.js';
-import type { IndexedKind } from '../index/store.js';
-import { TEST_CLUSTER } from '../testing.js';
+import type { PolicyIndex } from '../index/policy-index.js';
 import { toProtoOutbound } from './outbound-translator.js';
 
-function indexOf(fixture: string): PolicyIndex {
-  const file = fileURLToPath(new URL(`../index/fixtures/${fixture}`, import.meta.url));
-  const objects = (parse(readFileSync(file, 'utf8')) as { objects: Array<{ kind: string; apiVersion: string }> })
-    .objects;
-  const index = new PolicyIndex(TEST_CLUSTER);
-  for (const o of objects) {
-    const kind = o.kind === 'HTTPRoute' && o.apiVersion.startsWith('gateway.') ? 'GatewayHTTPRoute' : o.kind;
-    index.apply(kind as IndexedKind, o);
-  }
-  return index;
-}
+const indexOf = fixtureIndex;
 
 function proto(index: PolicyIndex, svc: string, port: number, from: string): outbound.OutboundPolicy {
   const [ns = '', name = ''] = svc.split('/');

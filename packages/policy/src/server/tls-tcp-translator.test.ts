@@ -5,27 +5,13 @@
 // `tls-egress-allow|deny` last; a parent with TCPRoutes ProxyProtocol.opaque with the oldest TCPRoute
 // alone; EgressNetwork backendRefs forward to the original destination on their own parent and are
 // invalid (Linkerd's messages) anywhere else; HTTPRoute rules resolve the same backendRefs alike.
-import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { outbound, fromTcpAddress } from '@minimesh/proto';
+import { fixtureIndex } from '../index/fixtures/fixture-index.js';
 import { describe, expect, it } from 'vitest';
-import { parse } from 'yaml';
-import { PolicyIndex } from '../index/policy-index.js';
-import type { IndexedKind } from '../index/store.js';
-import { TEST_CLUSTER } from '../testing.js';
+import type { PolicyIndex } from '../index/policy-index.js';
 import { EGRESS_DENIED_MESSAGE, toProtoEgress, toProtoOutbound } from './outbound-translator.js';
 
-function fixtureIndex(): PolicyIndex {
-  const file = fileURLToPath(new URL('../index/fixtures/09-tls-tcp-routes.yaml', import.meta.url));
-  const objects = (parse(readFileSync(file, 'utf8')) as { objects: Array<{ kind: string; apiVersion: string }> })
-    .objects;
-  const index = new PolicyIndex(TEST_CLUSTER);
-  for (const o of objects) {
-    const kind = o.kind === 'HTTPRoute' && o.apiVersion.startsWith('gateway.') ? 'GatewayHTTPRoute' : o.kind;
-    index.apply(kind as IndexedKind, o);
-  }
-  return index;
-}
+const fixture = (): PolicyIndex => fixtureIndex('09-tls-tcp-routes.yaml');
 
 function egress(index: PolicyIndex, ip: string, port: number, from = 'batch'): outbound.OutboundPolicy {
   const a = index.egress(ip, port, from);
@@ -86,7 +72,7 @@ const name = (m: outbound.OutboundPolicy['metadata']) =>
     : m?.kind?.value;
 
 describe('TLSRoute and TCPRoute translation', () => {
-  const index = fixtureIndex();
+  const index = fixture();
 
   it('TLSRoutes on a Deny EgressNetwork: ProxyProtocol.tls, SNI matches, then tls-egress-deny (Forbidden)', () => {
     const p = egress(index, '203.0.113.7', 443);

@@ -4,12 +4,14 @@
 import {
   parseFlags,
   parseOutputFormat,
+  renderData,
   UsageError,
   type FlagSpecs,
   type FlagValues,
   type OutputFormat,
 } from '@minimesh/runtime';
 import type { VizDeps } from '../api.js';
+import { parseWindow } from '../promql.js';
 import { prometheusAt, readVizConfig, type VizKube } from '../kube-io.js';
 import { parseResource, ResourceError, type Resource } from '../resource.js';
 
@@ -190,6 +192,59 @@ export async function withConnection<T>(
   } finally {
     await c.conn.close?.();
   }
+}
+
+/** The flags of a command over one workload and a window: `-t`, `-o table|json|yaml`. */
+const WORKLOAD_TABLE_FLAGS = {
+  ...COMMON,
+  ...PROM,
+  'time-window': {
+    type: 'string',
+    short: 't',
+    default: '1m',
+    description: 'window of the rates and quantiles (10s to 24h)',
+  },
+  output: { type: 'string', short: 'o', default: '', description: 'table, json or yaml' },
+} as const satisfies FlagSpecs;
+
+/**
+ * A command over one workload's rows in a window (`<kind>/<name> [-n NS] [-t WINDOW] [-o table|json|yaml]`):
+ * its rows from the viz API, as a table, or as data; `none` says what no rows mean.
+ */
+export function workloadTableCommand<R>(spec: {
+  info: CommandInfo;
+  summary: string;
+  fetch(deps: VizDeps, req: { resource: Resource; namespace: string; window: string }): Promise<R[]>;
+  render(rows: readonly R[]): string;
+  data(rows: readonly R[]): unknown;
+  none(what: string): string;
+}): VizSubcommand {
+  const { info } = spec;
+  return vizSubcommand({
+    info,
+    summary: spec.summary,
+    flags: WORKLOAD_TABLE_FLAGS,
+    async run({ values: f, positionals }, io, env) {
+      const resource = resourceArg(positionals, info.name, { needName: true });
+      const out = output(f.output, ['table', 'json', 'yaml'], info.name);
+      try {
+        parseWindow(f['time-window']);
+      } catch (err) {
+        throw new UsageError(`${info.name}: ${(err as Error).message}`, { cause: err });
+      }
+      return withConnection(env, f, async ({ conn, deps }) => {
+        const ns = f.namespace || conn.namespace || 'default';
+        const rows = await spec.fetch(deps, { resource, namespace: ns, window: f['time-window'] });
+        if (out === 'json' || out === 'yaml') io.stdout.write(renderData(out, spec.data(rows)));
+        else if (rows.length === 0)
+          io.stderr.write(
+            `${spec.none(`${resource.kind}/${resource.name}`)} in namespace "${ns}" in the last ${f['time-window']}.\n`,
+          );
+        else io.stdout.write(spec.render(rows));
+        return 0;
+      });
+    },
+  });
 }
 
 export function interrupted(env: VizEnv): AbortSignal {
