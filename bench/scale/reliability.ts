@@ -167,14 +167,20 @@ export async function apiServerRestart(ctx: ReliabilityContext): Promise<Record<
   const offset = statSync(file).size;
   const t0 = now();
   process.kill(pid, 'SIGTERM');
-  for (let i = 0; i < 300; i++) {
+  // A graceful stop drains every open watch: at 5,000 pods it took the whole of kube-apiserver's 60 s
+  // shutdown timeout (2026-11-29), and starting the next one before the last has exited fails. Wait for
+  // it (at most 120 s, then SIGKILL).
+  let stopped = false;
+  for (let i = 0; i < 1200 && !stopped; i++) {
     try {
       process.kill(pid, 0);
       await sleep(100);
     } catch {
-      break;
+      stopped = true;
     }
   }
+  if (!stopped) process.kill(pid, 'SIGKILL');
+  const stopMs = now() - t0;
   await ensureCluster();
   const backMs = now() - t0;
   await sleep(30_000);
@@ -191,6 +197,8 @@ export async function apiServerRestart(ctx: ReliabilityContext): Promise<Record<
   await dst.stop();
   await pol.stop();
   return {
+    apiServerStopMs: round(stopMs, 0),
+    apiServerKilled: !stopped,
     apiServerBackMs: round(backMs, 0),
     destination: {
       lists: count('minimesh-destination', 'list'),
