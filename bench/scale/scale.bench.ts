@@ -248,20 +248,17 @@ async function measureSubject(subject: Subject, ctx: Ctx): Promise<SizeResult> {
       ms: number;
       msByKind?: Record<string, number>;
       incomplete?: boolean;
-    }>(
-      clients,
-      {
-        cmd: 'open',
-        destination: dst ? [`127.0.0.1:${dst.grpcPort}`] : [],
-        policy: pol ? [`127.0.0.1:${pol.grpcPort}`] : [],
-        clients: CLIENTS,
-        podsPerConn: 50,
-        node: 'kwok-0',
-        openTimeoutMs: OPEN_TIMEOUT_MS,
-        services: services.map((s) => ({ authority: s.authority, ip: s.ip, port: s.port })),
-        pods: pol ? pods.map((p) => ({ ns: p.ns, name: p.name, port: 8080 })) : [],
-      },
-    );
+    }>(clients, {
+      cmd: 'open',
+      destination: dst ? [`127.0.0.1:${dst.grpcPort}`] : [],
+      policy: pol ? [`127.0.0.1:${pol.grpcPort}`] : [],
+      clients: CLIENTS,
+      podsPerConn: 50,
+      node: 'kwok-0',
+      openTimeoutMs: OPEN_TIMEOUT_MS,
+      services: services.map((s) => ({ authority: s.authority, ip: s.ip, port: s.port })),
+      pods: pol ? pods.map((p) => ({ ns: p.ns, name: p.name, port: 8080 })) : [],
+    });
     if (opened.incomplete) {
       // Some streams never got a first answer: the counts below say how many did.
       phase(`${subject.name}: not every stream answered within ${OPEN_TIMEOUT_MS} ms: ${JSON.stringify(opened.ready)}`);

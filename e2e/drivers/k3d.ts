@@ -2,6 +2,9 @@
 // and imported the images. kubectl and helm use the k3d-<cluster> context; the audit log is read from
 // the server node's container, as the Linkerd tutorial does.
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { MINIMESH_VERSION } from '@minimesh/config';
 import { ensureHelm, run, type RunResult } from '../src/tools.js';
 import type { AuditEvent, Driver } from './types.js';
@@ -111,6 +114,52 @@ export function createK3dDriver(): Driver {
       const r = await crictl(['stop', '--timeout', '0', ...ids]);
       if (r.code !== 0) throw new Error(`kill ${namespace}/${pod}: crictl stop: ${r.stderr.trim()}`);
       return `crictl stop --timeout 0 (SIGKILL) of ${ids.length} container(s) of ${namespace}/${pod}`;
+    },
+    async outsideHost(tag, app) {
+      // A container of the fixture image (it has Node) at 203.0.113.10 on a Docker network of its own,
+      // which the server node joins at 203.0.113.1: the node routes the pods' traffic to it directly.
+      const node = `k3d-${clusterName}-server-0`;
+      const name = `mm-outside-${tag}`;
+      const docker = async (args: string[]) => {
+        const r = await run('docker', args);
+        if (r.code !== 0) throw new Error(`outside host: docker ${args.slice(0, 2).join(' ')}: ${r.stderr.trim()}`);
+        return r.stdout;
+      };
+      const remove = async () => {
+        await run('docker', ['rm', '-f', name]);
+        await run('docker', ['network', 'disconnect', '-f', name, node]);
+        await run('docker', ['network', 'rm', name]);
+      };
+      try {
+        await docker(['network', 'create', '--subnet', '203.0.113.0/24', '--gateway', '203.0.113.254', name]);
+        await docker(['network', 'connect', '--ip', '203.0.113.1', name, node]);
+        const dir = mkdtempSync(join(tmpdir(), 'mm-outside-'));
+        writeFileSync(join(dir, 'app.cjs'), app);
+        await docker([
+          'run',
+          '-d',
+          '--name',
+          name,
+          '--network',
+          name,
+          '--ip',
+          '203.0.113.10',
+          '-v',
+          `${dir}:/outside:ro`,
+          '--entrypoint',
+          'node',
+          'minimesh.test/http-client:e2e',
+          '/outside/app.cjs',
+        ]);
+        for (let i = 0; !(await run('docker', ['logs', name])).stdout.includes('listening'); i++) {
+          if (i > 100) throw new Error(`outside host: ${name} did not print "listening" within 10 s`);
+          await sleep(100);
+        }
+      } catch (err) {
+        await remove();
+        throw err;
+      }
+      return { ip: '203.0.113.10', log: async () => (await run('docker', ['logs', name])).stdout, remove };
     },
     async restartApiServer() {
       // k3s runs the API server in its one process: restart the server node's container (pods keep

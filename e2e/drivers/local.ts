@@ -12,6 +12,7 @@ import {
   readAuditEvents,
   type ClusterInfo,
 } from '@minimesh/local-cluster';
+import { createOutsideHost } from '@minimesh/test-support/outside-host';
 import { ensureHelm, run } from '../src/tools.js';
 import { kubectlParts } from './kubectl-parts.js';
 import type { AuditEvent, Driver } from './types.js';
@@ -54,6 +55,12 @@ export function createLocalDriver(): Driver {
     ...parts,
     async auditEvents() {
       return readAuditEvents() as unknown as AuditEvent[];
+    },
+    async outsideHost(tag, app) {
+      // A network namespace of the spec's own, joined to the node's namespace (where the pods' bridge
+      // routes): pods reach it, nothing else does.
+      const h = await createOutsideHost({ gatewayNetns: cluster().nodeNetns, tag, app });
+      return { ip: h.ip, log: async () => h.log(), remove: async () => h.remove() };
     },
     async killPodProcesses(namespace, pod) {
       // The pod's containers share its sandbox's network namespace: every process in it but the

@@ -2,6 +2,15 @@
 // of packages/local-cluster, here and in CI) and k3d (the Linkerd tutorial's k3d cluster, on machines with Docker).
 import type { RunResult } from '../src/tools.js';
 
+/** A host outside the cluster networks, at 203.0.113.10 (TEST-NET-3), that egress specs send traffic to. */
+export interface OutsideHost {
+  readonly ip: string;
+  /** What its app printed so far. */
+  log(): Promise<string>;
+  /** Stops it and removes what was made for it. */
+  remove(): Promise<void>;
+}
+
 /** One audit.k8s.io/v1 Event, the fields the specs read. */
 export interface AuditEvent {
   stage: string;
@@ -48,6 +57,12 @@ export interface Driver {
   killPodProcesses(namespace: string, pod: string): Promise<string>;
   /** Stops kube-apiserver (every watch and log stream through it is cut) and starts it again; resolves once /readyz answers. */
   restartApiServer(): Promise<string>;
+  /**
+   * An outside host running `app` (a CommonJS Node script that prints a line with `listening` once it
+   * serves), reachable from the pods at 203.0.113.10 and from nowhere else. `tag`: 1-6 lowercase
+   * letters or digits, unique per spec.
+   */
+  outsideHost(tag: string, app: string): Promise<OutsideHost>;
   /** Where the kubeconfig is, for a human (demo --keep). */
   kubeconfigHint(): string;
 }

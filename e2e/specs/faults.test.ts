@@ -564,10 +564,14 @@ function previousChartShim(): K8sObject[] {
       kind: 'ClusterRole',
       metadata: { name },
       rules: [
-        { apiGroups: ['gateway.networking.k8s.io'], resources: ['httproutes', 'grpcroutes'], verbs: ['list', 'watch'] },
         {
           apiGroups: ['gateway.networking.k8s.io'],
-          resources: ['httproutes/status', 'grpcroutes/status'],
+          resources: ['httproutes', 'grpcroutes', 'tlsroutes', 'tcproutes'],
+          verbs: ['list', 'watch'],
+        },
+        {
+          apiGroups: ['gateway.networking.k8s.io'],
+          resources: ['httproutes/status', 'grpcroutes/status', 'tlsroutes/status', 'tcproutes/status'],
           verbs: ['patch'],
         },
         {

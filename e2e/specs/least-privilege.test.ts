@@ -36,6 +36,8 @@ const LEASE = 'leases.coordination.k8s.io';
 // Informers only list and watch (packages/kube/src/informer.ts); a single-object GET is granted only
 // where code sends one: the mirror's stale slice, the Lease.
 const INFORMER = ['list', 'watch'];
+/** The Gateway API route kinds the policy controller reads and writes the status of. */
+const GATEWAY_ROUTES = ['httproutes', 'grpcroutes', 'tlsroutes', 'tcproutes'];
 const NEEDS: Record<string, { everywhere: string[]; ownNamespace: string[] }> = {
   'minimesh-identity': { everywhere: rw('tokenreviews.authentication.k8s.io', ['create']), ownNamespace: [] },
   'minimesh-injector': { everywhere: rw('namespaces', INFORMER), ownNamespace: [] },
@@ -56,8 +58,8 @@ const NEEDS: Record<string, { everywhere: string[]; ownNamespace: string[] }> = 
       ].flatMap((r) => rw(`${r}.policy.minimesh.io`, INFORMER)),
       ...rw('httproutes.policy.minimesh.io/status', ['patch']),
       ...rw('egressnetworks.policy.minimesh.io/status', ['patch']),
-      ...['httproutes', 'grpcroutes'].flatMap((r) => rw(`${r}.gateway.networking.k8s.io`, INFORMER)),
-      ...['httproutes', 'grpcroutes'].flatMap((r) => rw(`${r}.gateway.networking.k8s.io/status`, ['patch'])),
+      ...GATEWAY_ROUTES.flatMap((r) => rw(`${r}.gateway.networking.k8s.io`, INFORMER)),
+      ...GATEWAY_ROUTES.flatMap((r) => rw(`${r}.gateway.networking.k8s.io/status`, ['patch'])),
     ],
     ownNamespace: [
       ...rw(LEASE, ['create']),

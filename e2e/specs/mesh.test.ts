@@ -450,6 +450,30 @@ describe(`the mesh on the ${driver.name} cluster`, () => {
         metadata: { name: 'outside', namespace: m.appNs },
         spec: { networks: [{ cidr: '203.0.113.0/24' }], trafficPolicy: 'Deny' },
       },
+      // A TLSRoute and a TCPRoute on that EgressNetwork (one port each): their statuses too.
+      {
+        apiVersion: 'gateway.networking.k8s.io/v1',
+        kind: 'TLSRoute',
+        metadata: { name: 'tls-route', namespace: m.appNs },
+        spec: {
+          parentRefs: [{ group: 'policy.minimesh.io', kind: 'EgressNetwork', name: 'outside', port: 443 }],
+          hostnames: ['partner.example'],
+          rules: [
+            { backendRefs: [{ group: 'policy.minimesh.io', kind: 'EgressNetwork', name: 'outside', port: 443 }] },
+          ],
+        },
+      },
+      {
+        apiVersion: 'gateway.networking.k8s.io/v1',
+        kind: 'TCPRoute',
+        metadata: { name: 'tcp-route', namespace: m.appNs },
+        spec: {
+          parentRefs: [{ group: 'policy.minimesh.io', kind: 'EgressNetwork', name: 'outside', port: 9000 }],
+          rules: [
+            { backendRefs: [{ group: 'policy.minimesh.io', kind: 'EgressNetwork', name: 'outside', port: 9000 }] },
+          ],
+        },
+      },
     ]);
     type Status = {
       status?: { parents?: { controllerName: string; conditions: { type: string; status: string }[] }[] };
@@ -459,6 +483,8 @@ describe(`the mesh on the ${driver.name} cluster`, () => {
       ['httproutes.policy.minimesh.io', 'policy-route'],
       ['httproutes.gateway.networking.k8s.io', 'gateway-route'],
       ['grpcroutes.gateway.networking.k8s.io', 'grpc-route'],
+      ['tlsroutes.gateway.networking.k8s.io', 'tls-route'],
+      ['tcproutes.gateway.networking.k8s.io', 'tcp-route'],
     ] as const)
       await eventually(`${resource} ${name}: Accepted and ResolvedRefs`, 90_000, async () => {
         const { status } = await kubectlJson<Status>(driver, ['-n', m.appNs, 'get', resource, name]);

@@ -24,7 +24,8 @@ import {
   type MeshSetup,
   type Pod,
 } from '../src/mesh.js';
-import { appObjects, readyPods } from '../src/apps.js';
+import { appObjects, clientContainer, deployment, readyPods, serviceAccount } from '../src/apps.js';
+import type { OutsideHost } from '../drivers/types.js';
 import { cliMain as CLI, repoRoot, run } from '../src/tools.js';
 
 const driver = selectDriver();
@@ -40,6 +41,72 @@ const serverId = identityOf('server', m.appNs, m.cpNs);
 let tmp = '';
 let certs: CertFiles;
 let server: Pod;
+let outside: OutsideHost | undefined;
+
+/** The outside host's app: HTTP on 80, each request logged. */
+const OUTSIDE_APP = `require('node:http').createServer((req, res) => {
+  console.log('HTTP ' + req.method + ' ' + req.url);
+  res.end('outside host: ' + req.url);
+}).listen(80, '0.0.0.0', () => console.log('listening'));`;
+
+/**
+ * Policy for viz to show: a Server on the server's HTTP port (open to all) with an
+ * HTTPLocalRateLimitPolicy of 1 request/s per client identity, which the client's 2 requests/s
+ * exceed (the kubelet's probes, without an identity, stay under it). Egress: an EgressNetwork that
+ * denies traffic to the outside host's network, an HTTPRoute on it that allows /allowed, and a meshed
+ * client calling both /allowed/viz and /denied/viz every 500 ms.
+ */
+function policyObjects(ip: string) {
+  const url = (path: string) => `http://${ip}:80${path}`;
+  return [
+    {
+      apiVersion: 'policy.minimesh.io/v1beta3',
+      kind: 'Server',
+      metadata: { name: 'server-http', namespace: m.appNs },
+      spec: {
+        podSelector: { matchLabels: { app: 'server' } },
+        port: 'http',
+        proxyProtocol: 'HTTP/1',
+        accessPolicy: 'all-unauthenticated',
+      },
+    },
+    {
+      apiVersion: 'policy.minimesh.io/v1alpha1',
+      kind: 'HTTPLocalRateLimitPolicy',
+      metadata: { name: 'server-limit', namespace: m.appNs },
+      spec: {
+        targetRef: { group: 'policy.minimesh.io', kind: 'Server', name: 'server-http' },
+        identity: { requestsPerSecond: 1 },
+      },
+    },
+    {
+      apiVersion: 'policy.minimesh.io/v1alpha1',
+      kind: 'EgressNetwork',
+      metadata: { name: 'outside', namespace: m.appNs },
+      spec: { networks: [{ cidr: `${ip}/32` }], trafficPolicy: 'Deny' },
+    },
+    {
+      apiVersion: 'policy.minimesh.io/v1beta3',
+      kind: 'HTTPRoute',
+      metadata: { name: 'outside-allowed', namespace: m.appNs },
+      spec: {
+        parentRefs: [{ group: 'policy.minimesh.io', kind: 'EgressNetwork', name: 'outside', port: 80 }],
+        rules: [{ matches: [{ path: { type: 'PathPrefix', value: '/allowed' } }] }],
+      },
+    },
+    serviceAccount(m.appNs, 'egress'),
+    deployment(
+      m.driver,
+      m.appNs,
+      'egress',
+      [
+        clientContainer(m.driver, url('/allowed/viz')),
+        { ...clientContainer(m.driver, url('/denied/viz')), name: 'denied' },
+      ],
+      { serviceAccount: 'egress' },
+    ),
+  ];
+}
 
 /** `minimesh <args>` against the cluster, as a user runs it. */
 function minimesh(args: readonly string[], timeoutMs = 60_000) {
@@ -57,10 +124,14 @@ beforeAll(async () => {
   await applyObjects(driver, appObjects(m));
   [server] = (await readyPods(m, 'server', { timeoutMs: ROLLOUT_MS })) as [Pod];
   await readyPods(m, 'client', { timeoutMs: ROLLOUT_MS });
+  outside = await driver.outsideHost(suffix, OUTSIDE_APP);
+  await applyObjects(driver, policyObjects(outside.ip));
+  await readyPods(m, 'egress', { timeoutMs: ROLLOUT_MS });
 }, 900_000);
 
 afterAll(async () => {
   if (tmp) rmSync(tmp, { recursive: true, force: true });
+  await outside?.remove();
   if (process.env.MINIMESH_E2E_KEEP === '1') return;
   await driver.kubectl(['delete', 'namespace', m.appNs, '--wait=false', '--ignore-not-found']);
   if (driver.name === 'local') await uninstallChart(m);
@@ -122,6 +193,64 @@ describe(`viz on the ${driver.name} cluster`, () => {
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/^request_total\{[^}]*direction="inbound"[^}]*tls="true"/m);
   });
+
+  it("stat-outbound: traffic leaving the cluster under its EgressNetwork, the allowed route and the denied rest, as Prometheus scraped the client's proxy", async () => {
+    type Row = { service: string; route: string; backend?: string; requests: number; successRate: number | null };
+    const found = await eventually(
+      'stat-outbound rows of EgressNetwork/outside:80 for both routes',
+      180_000,
+      async () => {
+        const r = await minimesh(['viz', 'stat-outbound', 'deploy/egress', '-n', m.appNs, '-o', 'json']);
+        if (r.code !== 0) throw new Error(r.stderr.trim());
+        const rows = (JSON.parse(r.stdout) as Row[]).filter(
+          (x) => x.service === 'EgressNetwork/outside:80' && !x.backend,
+        );
+        const allowed = rows.find((x) => x.route === 'outside-allowed');
+        const denied = rows.find((x) => x.route === 'http-egress-deny');
+        return allowed && denied && allowed.requests > 0 && denied.requests > 0 ? { allowed, denied } : undefined;
+      },
+    );
+    const table = await minimesh(['viz', 'stat-outbound', 'deploy/egress', '-n', m.appNs]);
+    console.log(`minimesh viz stat-outbound deploy/egress:\n${table.stdout}`);
+    // Every allowed request answered by the outside host; the denied ones (403 from the client's own
+    // proxy) counted under the EgressNetwork's default deny route.
+    expect(found.allowed.successRate).toBe(1);
+    expect(table.stdout).toMatch(/EgressNetwork\/outside:80\s+outside-allowed/);
+    const log = await outside!.log();
+    expect(log).toContain('HTTP GET /allowed/viz');
+    expect(log).not.toContain('/denied');
+    // Each denied request got 403 from the proxy, as the client saw it.
+    const denied = await driver.kubectl(['logs', '-n', m.appNs, 'deploy/egress', '-c', 'denied', '--tail', '5']);
+    expect(denied.stdout).toMatch(/"status":403/);
+  }, 240_000);
+
+  it("authz: the server's Server, the requests it allowed and those over its HTTPLocalRateLimitPolicy", async () => {
+    type Row = {
+      server: string;
+      route: string;
+      authorization: string;
+      rateLimit: string;
+      allowed: number;
+      rateLimited: number;
+    };
+    const rows = await eventually('authz rows of Server/server-http, allowed and rate limited', 180_000, async () => {
+      const r = await minimesh(['viz', 'authz', 'deploy/server', '-n', m.appNs, '-o', 'json']);
+      if (r.code !== 0) throw new Error(r.stderr.trim());
+      const rows = (JSON.parse(r.stdout) as Row[]).filter((x) => x.server === 'Server/server-http');
+      const allowed = rows.filter((x) => x.allowed > 0);
+      const limited = rows.find((x) => x.rateLimited > 0);
+      return allowed.length > 0 && limited ? { allowed, limited } : undefined;
+    });
+    const table = await minimesh(['viz', 'authz', 'deploy/server', '-n', m.appNs]);
+    console.log(`minimesh viz authz deploy/server:\n${table.stdout}`);
+    expect(rows.limited.rateLimit).toBe('HTTPLocalRateLimitPolicy/server-limit (identity)');
+    expect(table.stdout).toMatch(
+      /Server\/server-http\s+-\s+-\s+\S+\s+\S+\s+\d+\.\d+rps\s+HTTPLocalRateLimitPolicy\/server-limit \(identity\)/,
+    );
+    // The client's own answers: some 429 from the server's proxy.
+    const client = await driver.kubectl(['logs', '-n', m.appNs, 'deploy/client', '-c', 'http', '--tail', '40']);
+    expect(client.stdout).toMatch(/"status":429/);
+  }, 240_000);
 
   it('bad input: an unknown workload is one line and exit 2', async () => {
     const r = await minimesh(['viz', 'stat', 'deploy/nope', '-n', m.appNs]);
