@@ -9,7 +9,7 @@
 //   gets 403 "traffic not allowed" from the client's own proxy, a gRPC call (port 8081) gets
 //   PERMISSION_DENIED, an opaque TCP connection (port 9000) is refused; the outside host sees only the allowed requests; the client proxy counts them under
 //   parent_kind="EgressNetwork";
-// - on the same Deny EgressNetwork, a TLSRoute (port 443) allowing allowed.partner.example: that SNI
+// - on the same Deny EgressNetwork, a TLSRoute (port 8443) allowing allowed.partner.example: that SNI
 //   handshakes with the outside host's TLS server, another (other.partner.example) is reset by the
 //   client's proxy and never reaches it; a TCPRoute (port 9000) whose backendRef is the EgressNetwork
 //   itself lets the TCP connection through (Gateway API v1 TLSRoute and TCPRoute, as Linkerd
@@ -56,8 +56,13 @@ const grpc = async (path: string) => {
   });
   return { ...r, status: r.trailers?.['grpc-status'] ?? r.headers?.['grpc-status'] };
 };
-/** A TLS connection to the outside host's port 443 for this server name. */
-const tls = (servername: string) => agent<Tls>('tls', { ip: OUTSIDE_IP, port: 443, servername, timeoutMs: 8000 });
+/**
+ * The outside host's TLS port: not 443, which Linkerd's proxy-init arguments (the mesh's default) leave
+ * out of the outbound redirect, so that traffic to it would never meet the client's proxy.
+ */
+const TLS_PORT = 8443;
+/** A TLS connection to the outside host's TLS port for this server name. */
+const tls = (servername: string) => agent<Tls>('tls', { ip: OUTSIDE_IP, port: TLS_PORT, servername, timeoutMs: 8000 });
 const outsideLog = () => outside!.log();
 
 /** Creates or merge-patches an object (the API server's refusal rejects, naming the status and message). */
@@ -84,7 +89,7 @@ describe.skipIf(!asRoot || !POLICY.argv)(
       await mesh.addPod('client', 'client');
       outside = await addOutsideHost(mesh);
 
-      await mesh.startControlPlane({ policy: POLICY.argv });
+      await mesh.startControlPlane({ policy: POLICY.argv, gatewayApi: true });
       // Deny, and one path allowed by a route whose parent is the EgressNetwork (its port 80).
       await apply('POST', `/apis/${G}/v1alpha1/namespaces/${mesh.kns}/egressnetworks`, {
         apiVersion: `${G}/v1alpha1`,
@@ -207,7 +212,7 @@ describe.skipIf(!asRoot || !POLICY.argv)(
         kind: 'TLSRoute',
         metadata: { name: 'outside-tls', namespace: mesh.kns },
         spec: {
-          parentRefs: [{ ...egressRef, port: 443 }],
+          parentRefs: [{ ...egressRef, port: TLS_PORT }],
           hostnames: ['allowed.partner.example'],
           rules: [{ backendRefs: [egressRef] }],
         },

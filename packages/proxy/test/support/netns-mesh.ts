@@ -5,7 +5,7 @@
 // local cluster's API server. Proxies reach the control plane at 127.0.0.1 inside their pod (plaintext
 // gRPC, as for any loopback address), through a small bridge per pod to unix sockets on the host that
 // this process forwards to the control plane's ports: the same path for minimesh-proxy and linkerd2-proxy.
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createPrivateKey, randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { connect, createServer, type Server } from 'node:net';
@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
   adminClient,
+  clusterInfo,
   createNamespace,
   createServiceAccountToken,
   ensureCluster,
@@ -24,6 +25,20 @@ import { createTestPki, type TestPki } from './pki.js';
 import type { PolicyContext } from './policy-server.js';
 
 export const ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
+
+const crdPath = (name: string) => `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`;
+
+/** Waits until every CRD named is Established. */
+async function waitEstablished(names: readonly string[]): Promise<void> {
+  const kube = adminClient();
+  await waitFor(`the CRDs ${names.join(', ')} to be established`, async () => {
+    for (const n of names) {
+      const c = await kube.get<{ status?: { conditions?: { type: string; status: string }[] } }>(crdPath(n));
+      if (!(c?.status?.conditions ?? []).some((x) => x.type === 'Established' && x.status === 'True')) return false;
+    }
+    return true;
+  });
+}
 const PROXY_INIT = join(ROOT, 'packages/proxy-init/dist/main.js');
 const IDENTITY = join(ROOT, 'packages/identity/dist/main.js');
 const DESTINATION = join(ROOT, 'packages/destination/dist/main.js');
@@ -289,7 +304,14 @@ export class NetnsMesh {
   }
 
   /** identity and destination (and a policy server, when given its program) on the host's loopback. */
-  async startControlPlane(opts: { issuanceLifetime?: string; policy?: (ctx: PolicyContext) => string[] } = {}) {
+  async startControlPlane(
+    opts: {
+      issuanceLifetime?: string;
+      policy?: (ctx: PolicyContext) => string[];
+      /** Install the Gateway API's route CRDs (TLSRoute, TCPRoute...) too, before the policy controller starts. */
+      gatewayApi?: boolean;
+    } = {},
+  ) {
     mkdirSync(join(this.dir, 'issuer'), { recursive: true });
     writeFileSync(join(this.dir, 'issuer', 'crt.pem'), this.pki.issuerPem);
     writeFileSync(join(this.dir, 'issuer', 'key.pem'), this.pki.issuerKeyPem);
@@ -337,6 +359,7 @@ export class NetnsMesh {
     this.cpPorts.set('destination', dstPort);
     if (opts.policy) {
       await this.installPolicyCrds();
+      if (opts.gatewayApi) await this.installGatewayApiCrds();
       const polPort = await freePort();
       this.start(
         'policy',
@@ -365,21 +388,36 @@ export class NetnsMesh {
   /** The policy.minimesh.io CRDs the policy controller watches, when the cluster lacks them (removed again by destroy). */
   private async installPolicyCrds(): Promise<void> {
     const kube = adminClient();
-    const path = (name: string) => `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`;
     for (const crd of policyCrds()) {
-      if (await kube.get(path(crd.metadata.name))) continue;
+      if (await kube.get(crdPath(crd.metadata.name))) continue;
       await kube.request('POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd);
-      this.createdCrds.push(path(crd.metadata.name));
+      this.createdCrds.push(crdPath(crd.metadata.name));
     }
-    await waitFor('the policy CRDs to be established', async () => {
-      for (const crd of policyCrds()) {
-        const c = await kube.get<{ status?: { conditions?: { type: string; status: string }[] } }>(
-          path(crd.metadata.name),
-        );
-        if (!(c?.status?.conditions ?? []).some((x) => x.type === 'Established' && x.status === 'True')) return false;
-      }
-      return true;
+    await waitEstablished(policyCrds().map((c) => c.metadata.name));
+  }
+
+  /**
+   * The Gateway API's route CRDs as the CRD chart renders them (scripts/gateway-api.sh, applied
+   * server-side as a cluster admin would); those the cluster lacked are removed again by destroy.
+   */
+  private async installGatewayApiCrds(): Promise<void> {
+    const names = ['httproutes', 'grpcroutes', 'tlsroutes', 'tcproutes'].map((r) => `${r}.gateway.networking.k8s.io`);
+    const kube = adminClient();
+    const missing: string[] = [];
+    for (const n of names) if (!(await kube.get(crdPath(n)))) missing.push(n);
+    if (missing.length === 0) return;
+    const crds = execFileSync('bash', [join(ROOT, 'scripts', 'gateway-api.sh'), 'crds'], {
+      encoding: 'utf8',
+      maxBuffer: 64 << 20,
     });
+    const c = clusterInfo();
+    execFileSync(
+      c.kubectlPath,
+      ['--kubeconfig', c.kubeconfigPath, 'apply', '--server-side', '--field-manager=minimesh-test', '-f', '-'],
+      { input: crds, stdio: ['pipe', 'pipe', 'pipe'] },
+    );
+    this.createdCrds.push(...missing.map(crdPath));
+    await waitEstablished(names);
   }
 
   /** A unix socket (crosses network namespaces) piped to 127.0.0.1:port on the host. */

@@ -1,7 +1,7 @@
 // The "outside host" of the egress tests (@minimesh/test-support/outside-host): a network namespace of
 // the test's own, 203.0.113.10 (TEST-NET-3, which exists only inside the test's namespaces), routed
 // through the mesh's virtual node, outside the cluster networks. It serves HTTP on 80, gRPC (h2c) on 8081, a TCP echo on 9000 and TLS on
-// 443 (a self-signed certificate for allowed.partner.example and other.partner.example; it answers
+// 8443 (a self-signed certificate for allowed.partner.example and other.partner.example; it answers
 // "outside tls: <SNI>" and closes), logging what reached it.
 import { execFileSync } from 'node:child_process';
 import { createOutsideHost } from '@minimesh/test-support/outside-host';
@@ -36,7 +36,7 @@ require('node:tls').createServer(
     s.end('outside tls: ' + s.servername);
     s.on('error', () => {});
   },
-).on('connection', (s) => console.log('TLS connection from ' + s.remoteAddress)).on('tlsClientError', () => {}).listen(443, '0.0.0.0');
+).on('connection', (s) => console.log('TLS connection from ' + s.remoteAddress)).on('tlsClientError', () => {}).listen(8443, '0.0.0.0');
 net.createServer((s) => {
   console.log('TCP connection from ' + s.remoteAddress);
   s.on('data', (d) => s.write(d));
