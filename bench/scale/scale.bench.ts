@@ -65,6 +65,21 @@ const SIZES = (process.env.BENCH_SCALE_SIZES ?? '500,1000,2000,5000').split(',')
 const CLIENTS = Number(process.env.BENCH_SCALE_CLIENTS ?? 10);
 const CHURN = Number(process.env.BENCH_CHURN ?? 5);
 const CHURN_SECONDS = Number(process.env.BENCH_CHURN_SECONDS ?? 30);
+/** Linkerd's proxy container as its injector writes the ports of it that Linkerd's destination reads. */
+const LINKERD_PROXY_CONTAINER = {
+  name: 'linkerd-proxy',
+  image: 'registry.k8s.io/pause:3.10',
+  env: [
+    { name: 'LINKERD2_PROXY_INBOUND_LISTEN_ADDR', value: '0.0.0.0:4143' },
+    { name: 'LINKERD2_PROXY_ADMIN_LISTEN_ADDR', value: '0.0.0.0:4191' },
+    { name: 'LINKERD2_PROXY_CONTROL_LISTEN_ADDR', value: '0.0.0.0:4190' },
+  ],
+  ports: [
+    { name: 'linkerd-proxy', containerPort: 4143 },
+    { name: 'linkerd-admin', containerPort: 4191 },
+  ],
+};
+
 /** How long the client proxies wait for every stream's first answer before going on with what answered. */
 const OPEN_TIMEOUT_MS = Number(process.env.BENCH_SCALE_OPEN_TIMEOUT_MS ?? 180_000);
 const POLICY_ROUNDS = Number(process.env.BENCH_POLICY_ROUNDS ?? 5);
@@ -671,11 +686,13 @@ async function main(): Promise<void> {
       phase(`size ${size}: simulated nodes and workload`);
       await ensureSimulatedNodes({ nodes: Math.max(1, Math.ceil(size / 100)), log: phase });
       const t0 = now();
-      // The pods carry the labels both injectors add (Linkerd's policy controller indexes only pods
-      // labelled linkerd.io/control-plane-ns: without it, no inbound watch of Linkerd's ever answers).
+      // The pods look meshed to both: the labels both injectors add (Linkerd's policy controller
+      // indexes only pods labelled linkerd.io/control-plane-ns) and, since Linkerd's destination then
+      // reads a meshed pod's proxy ports from its linkerd-proxy container's environment (and sends no
+      // endpoint of a pod without one), that container as Linkerd's injector writes it.
       const podLabels = { 'minimesh.io/control-plane-ns': CP_NS, 'linkerd.io/control-plane-ns': CP_NS };
       const layout = await applyWorkload(
-        { pods: size, policyGroups, podLabels },
+        { pods: size, policyGroups, podLabels, sidecars: [LINKERD_PROXY_CONTAINER] },
         { log: phase, timeoutMs: 30 * 60_000 },
       );
       const ctx: Ctx = { admin, dir, kubeconfig: cluster.kubeconfigPath, pki, layout, size, children };

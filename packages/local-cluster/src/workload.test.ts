@@ -48,10 +48,15 @@ describe('deploymentObjects', () => {
     expect(svc!.spec).toMatchObject({ selector: { app: 'web-3' }, ports: [{ port: 80, targetPort: 8080 }] });
   });
 
-  it("labels the pods as a mesh's injector would, without losing the generator's own labels", () => {
-    const [, dep] = deploymentObjects(d, [], { 'linkerd.io/control-plane-ns': 'cp', app: 'not-this' });
+  it("labels the pods and adds the sidecars as a mesh's injector would, the generator's own labels kept", () => {
+    const proxy = { name: 'linkerd-proxy', image: 'registry.k8s.io/pause:3.10' };
+    const [, dep] = deploymentObjects(d, [], {
+      labels: { 'linkerd.io/control-plane-ns': 'cp', app: 'not-this' },
+      sidecars: [proxy],
+    });
     expect(dep!.spec.template.metadata.labels).toMatchObject({ 'linkerd.io/control-plane-ns': 'cp', app: 'web-3' });
     expect(dep!.spec.selector.matchLabels).toEqual({ app: 'web-3' });
+    expect(dep!.spec.template.spec.containers.map((c: { name: string }) => c.name)).toEqual(['app', 'linkerd-proxy']);
   });
 
   it('adds a Server, an AuthorizationPolicy and an HTTPRoute per policy group', () => {

@@ -33,6 +33,12 @@ export interface WorkloadSpec {
    * (Linkerd's policy controller only indexes pods labelled `linkerd.io/control-plane-ns`). Default none.
    */
   podLabels?: Record<string, string>;
+  /**
+   * Containers beside the app's in every pod (never run: the nodes are simulated): what an injector
+   * adds, e.g. Linkerd's proxy container, whose environment Linkerd's destination reads for a meshed
+   * pod's ports. Default none.
+   */
+  sidecars?: Array<Record<string, unknown>>;
 }
 
 export interface WorkloadLayout {
@@ -51,6 +57,7 @@ function check(spec: WorkloadSpec): Required<WorkloadSpec> {
     prefix: 'mm-scale',
     policyGroups: ['policy.minimesh.io'],
     podLabels: {},
+    sidecars: [],
     ...spec,
   };
   const whole = (name: string, v: number, min: number) => {
@@ -84,8 +91,9 @@ const labels = { [WORKLOAD_LABEL]: 'true' };
 export function deploymentObjects(
   d: { namespace: string; name: string; replicas: number },
   policyGroups: string[],
-  podLabels: Record<string, string> = {},
+  pod: { labels?: Record<string, string>; sidecars?: Array<Record<string, unknown>> } = {},
 ): KubeObject[] {
+  const podLabels = pod.labels ?? {};
   const meta = (kind: string) => ({ name: d.name, namespace: d.namespace, labels: { ...labels, app: d.name, kind } });
   const objects: KubeObject[] = [
     { apiVersion: 'v1', kind: 'ServiceAccount', metadata: meta('sa') },
@@ -112,6 +120,7 @@ export function deploymentObjects(
                 image: 'registry.k8s.io/pause:3.10',
                 ports: [{ name: 'http', containerPort: APP_PORT, protocol: 'TCP' }],
               },
+              ...(pod.sidecars ?? []),
             ],
           },
         },
@@ -256,7 +265,8 @@ export async function applyWorkload(spec: WorkloadSpec, opts: ApplyOptions = {})
   const missing = layout.deployments.filter((d) => !existing.deployments.has(`${d.namespace}/${d.name}`));
   if (missing.length > 0) log(`creating ${missing.length} Deployment(s) with their Services and policy`);
   await pool(missing, opts.concurrency ?? 8, async (d) => {
-    for (const o of deploymentObjects(d, s.policyGroups, s.podLabels)) await create(admin, o);
+    for (const o of deploymentObjects(d, s.policyGroups, { labels: s.podLabels, sidecars: s.sidecars }))
+      await create(admin, o);
   });
   for (const [key, replicas] of existing.deployments) {
     const d = want.get(key);
