@@ -233,10 +233,10 @@ describe(`viz on the ${driver.name} cluster`, () => {
       allowed: number;
       rateLimited: number;
     };
-    const rows = await eventually('authz rows of Server/server-http, allowed and rate limited', 180_000, async () => {
+    const rows = await eventually('authz rows of server-http, allowed and rate limited', 180_000, async () => {
       const r = await minimesh(['viz', 'authz', 'deploy/server', '-n', m.appNs, '-o', 'json']);
       if (r.code !== 0) throw new Error(r.stderr.trim());
-      const rows = (JSON.parse(r.stdout) as Row[]).filter((x) => x.server === 'Server/server-http');
+      const rows = (JSON.parse(r.stdout) as Row[]).filter((x) => x.server === 'server-http');
       const allowed = rows.filter((x) => x.allowed > 0);
       const limited = rows.find((x) => x.rateLimited > 0);
       return allowed.length > 0 && limited ? { allowed, limited } : undefined;
@@ -245,7 +245,7 @@ describe(`viz on the ${driver.name} cluster`, () => {
     console.log(`minimesh viz authz deploy/server:\n${table.stdout}`);
     expect(rows.limited.rateLimit).toBe('HTTPLocalRateLimitPolicy/server-limit (identity)');
     expect(table.stdout).toMatch(
-      /Server\/server-http\s+-\s+-\s+\S+\s+\S+\s+\d+\.\d+rps\s+HTTPLocalRateLimitPolicy\/server-limit \(identity\)/,
+      /server-http\s+-\s+-\s+\S+\s+\S+\s+\d+\.\d+rps\s+HTTPLocalRateLimitPolicy\/server-limit \(identity\)/,
     );
     // The client's own answers: some 429 from the server's proxy.
     const client = await driver.kubectl(['logs', '-n', m.appNs, 'deploy/client', '-c', 'http', '--tail', '40']);

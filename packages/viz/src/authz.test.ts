@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { authzQueries, renderAuthz, toAuthzRows } from './authz.js';
 import type { Sample } from './prometheus.js';
 
-const srv = { srv_group: 'policy.minimesh.io', srv_kind: 'Server', srv_name: 'web-http' };
+const srv = { srv_group: 'policy.minimesh.io', srv_kind: 'server', srv_name: 'web-http' };
 const s = (metric: Record<string, string>, value: number): Sample => ({ metric: { ...srv, ...metric }, value });
 
 describe('viz authz', () => {
@@ -23,7 +23,7 @@ describe('viz authz', () => {
     const rows = toAuthzRows(
       {
         allow: [
-          s({ route_name: 'default', authz_kind: 'AuthorizationPolicy', authz_name: 'web-clients' }, 600),
+          s({ route_name: 'default', authz_kind: 'authorizationpolicy', authz_name: 'web-clients' }, 600),
           s({ srv_kind: 'default', srv_name: 'all-unauthenticated', authz_kind: 'default', authz_name: 'probe' }, 0),
         ],
         deny: [s({ route_name: 'default' }, 60)],
@@ -44,20 +44,18 @@ describe('viz authz', () => {
     expect(
       rows.map((r) => [r.server, r.route, r.authorization, r.rateLimit, r.allowed, r.unauthorized, r.rateLimited]),
     ).toEqual([
-      ['Server/web-http', '', '', 'HTTPLocalRateLimitPolicy/web-limit (identity)', 0, 0, 300],
-      ['Server/web-http', 'default', '', '', 0, 60, 0],
-      ['Server/web-http', 'default', 'AuthorizationPolicy/web-clients', '', 600, 0, 0],
+      ['web-http', '', '', 'HTTPLocalRateLimitPolicy/web-limit (identity)', 0, 0, 300],
+      ['web-http', 'default', '', '', 0, 60, 0],
+      ['web-http', 'default', 'authorizationpolicy/web-clients', '', 600, 0, 0],
     ]);
     const table = renderAuthz(rows);
     expect(table.split('\n')[0]).toMatch(
       /^SERVER\s+ROUTE\s+AUTHORIZATION\s+RPS\s+UNAUTHORIZED\s+RATE_LIMITED\s+RATE_LIMIT$/,
     );
     expect(table).toMatch(
-      /Server\/web-http\s+-\s+-\s+0\.0rps\s+0\.0rps\s+5\.0rps\s+HTTPLocalRateLimitPolicy\/web-limit \(identity\)/,
+      /web-http\s+-\s+-\s+0\.0rps\s+0\.0rps\s+5\.0rps\s+HTTPLocalRateLimitPolicy\/web-limit \(identity\)/,
     );
-    expect(table).toMatch(
-      /Server\/web-http\s+default\s+AuthorizationPolicy\/web-clients\s+10\.0rps\s+0\.0rps\s+0\.0rps\s+-/,
-    );
+    expect(table).toMatch(/web-http\s+default\s+authorizationpolicy\/web-clients\s+10\.0rps\s+0\.0rps\s+0\.0rps\s+-/);
   });
 
   it('no traffic, no rows', () => {

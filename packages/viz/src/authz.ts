@@ -21,7 +21,7 @@ export interface AuthzQuery {
 
 /** One row: a Server (and route) with the authorization that allowed its requests, or none. */
 export interface AuthzRow {
-  /** "<kind>/<name>" of the Server (`default/<policy>` for a port no Server selects). */
+  /** The Server's name (`default/<policy>` for a port no Server selects), as Linkerd's table names it. */
   server: string;
   route: string;
   /** "<kind>/<name>" of what allowed the requests; "" on a row of refusals only. */
@@ -89,7 +89,7 @@ export function toAuthzRows(
       );
     return r;
   };
-  const server = (s: Sample) => named(l(s, 'srv_kind'), l(s, 'srv_name'));
+  const server = (s: Sample) => (l(s, 'srv_kind') === 'default' ? `default/${l(s, 'srv_name')}` : l(s, 'srv_name'));
   const route = (s: Sample) => l(s, 'route_name') || 'default';
   for (const s of results.allow ?? [])
     row(server(s), route(s), named(l(s, 'authz_kind'), l(s, 'authz_name')), '').allowed += s.value;

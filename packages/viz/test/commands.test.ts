@@ -152,11 +152,11 @@ describe('minimesh viz authz', () => {
     expect(lines[0]).toMatch(/^SERVER\s+ROUTE\s+AUTHORIZATION\s+RPS\s+UNAUTHORIZED\s+RATE_LIMITED\s+RATE_LIMIT$/);
     expect(lines.slice(1)).toEqual([
       expect.stringMatching(
-        /^Server\/server-http\s+-\s+-\s+0\.0rps\s+0\.0rps\s+0\.5rps\s+HTTPLocalRateLimitPolicy\/server-limit \(total\)$/,
+        /^server-http\s+-\s+-\s+0\.0rps\s+0\.0rps\s+0\.5rps\s+HTTPLocalRateLimitPolicy\/server-limit \(total\)$/,
       ),
-      expect.stringMatching(/^Server\/server-http\s+default\s+-\s+0\.0rps\s+0\.2rps\s+0\.0rps\s+-$/),
+      expect.stringMatching(/^server-http\s+default\s+-\s+0\.0rps\s+0\.2rps\s+0\.0rps\s+-$/),
       expect.stringMatching(
-        /^Server\/server-http\s+default\s+AuthorizationPolicy\/client-only\s+1\.9rps\s+0\.0rps\s+0\.0rps\s+-$/,
+        /^server-http\s+default\s+authorizationpolicy\/client-only\s+1\.9rps\s+0\.0rps\s+0\.0rps\s+-$/,
       ),
     ]);
     expect(

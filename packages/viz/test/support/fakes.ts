@@ -138,11 +138,11 @@ function answer(query: string, range?: { start: number; end: number; step: numbe
       ? [{ metric: backend('server'), ...at(0.004) }]
       : [{ metric: route, ...at(0.005) }];
   // viz authz: the server's Server, allowed by one AuthorizationPolicy, some refused, some rate limited.
-  const srv = { srv_group: 'policy.minimesh.io', srv_kind: 'Server', srv_name: 'server-http' };
+  const srv = { srv_group: 'policy.minimesh.io', srv_kind: 'server', srv_name: 'server-http' };
   if (query.includes('increase(inbound_http_authz_allow_total'))
     return [
       {
-        metric: { ...srv, route_name: 'default', authz_kind: 'AuthorizationPolicy', authz_name: 'client-only' },
+        metric: { ...srv, route_name: 'default', authz_kind: 'authorizationpolicy', authz_name: 'client-only' },
         ...at(114),
       },
     ];
