@@ -26,8 +26,8 @@ import {
   SERVER_HTTP_PORT,
   type MeshSetup,
   type Pod,
+  minimeshCli,
 } from '../src/mesh.js';
-import { cliMain as CLI, run } from '../src/tools.js';
 
 const driver = selectDriver();
 const suffix = randomBytes(3).toString('hex');
@@ -113,10 +113,7 @@ async function burst(count: number, intervalMs: number): Promise<Line[]> {
 
 const version = (l: Line) => (l.pod?.startsWith('web-v2-') ? 'v2' : l.pod?.startsWith('web-v1-') ? 'v1' : 'other');
 
-function minimesh(args: readonly string[], timeoutMs = 60_000) {
-  const cp = args[0] === 'viz' ? ['--control-plane-namespace', m.cpNs] : [];
-  return run(process.execPath, [CLI, ...args, ...driver.kubeArgs(), ...cp], { timeoutMs });
-}
+const minimesh = minimeshCli(m);
 
 beforeAll(async () => {
   spec = await setUpSpecMesh(m, {

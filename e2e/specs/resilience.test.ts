@@ -6,11 +6,13 @@
 // the client proxy's outbound_http_balancer_endpoints shows it pending. Then the client tells the
 // flaky pod (through a second Service that selects only it) to recover, and keeps sending: a probe
 // finds it well within the max penalty (10 s), and it is back among the balancer's ready endpoints, answering.
+// While it is ejected, `minimesh viz stat-outbound` (the chart's Prometheus) shows the backend 2/3 ready.
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { selectDriver } from '../drivers/index.js';
 import type { K8sObject } from '../src/chart.js';
 import {
+  CONTROL_PLANE,
   deployment,
   echoContainer,
   httpService,
@@ -25,6 +27,7 @@ import {
 import {
   applyObjects,
   eventually,
+  minimeshCli,
   metricSum,
   parseClientLines,
   proxyMetrics,
@@ -36,7 +39,13 @@ import {
 
 const driver = selectDriver();
 const suffix = randomBytes(3).toString('hex');
-const m: MeshSetup = specMeshSetup(driver, { cpNs: `minimesh-e2e-${suffix}`, appNs: `mm-e2e-resil-${suffix}` });
+// viz on: the ejection is checked as `minimesh viz stat-outbound` shows it from the chart's Prometheus.
+const m: MeshSetup = specMeshSetup(driver, {
+  cpNs: `minimesh-e2e-${suffix}`,
+  appNs: `mm-e2e-resil-${suffix}`,
+  sets: ['viz.enabled=true', 'viz.prometheus.scrapeInterval=5s'],
+});
+const minimesh = minimeshCli(m);
 const ns = m.appNs;
 const REQUESTS = 2000;
 const MAX_PENALTY_S = 10;
@@ -153,7 +162,7 @@ async function clientLines(): Promise<Line[]> {
 }
 
 beforeAll(async () => {
-  spec = await setUpSpecMesh(m, { tmpPrefix: 'mm-e2e-resil-' });
+  spec = await setUpSpecMesh(m, { tmpPrefix: 'mm-e2e-resil-', components: [...CONTROL_PLANE, 'prometheus'] });
   const objects = appObjects();
   // Servers first: the client starts sending as soon as it runs.
   await applyObjects(driver, objects.slice(0, -1));
@@ -173,10 +182,23 @@ describe(`failure accrual on the ${driver.name} cluster`, () => {
     });
     // While the client trickles on, its proxy shows the flaky pod out of the balancer (but for the
     // moments between a penalty's end and the probe that fails again).
-    await eventually('outbound_http_balancer_endpoints: 2 ready, 1 pending', PAUSE_MS, async () => {
-      const metrics = await proxyMetrics(driver, ns, client.metadata.name);
-      return gauge(metrics, 'ready') === 2 && gauge(metrics, 'pending') === 1;
-    });
+    // The same as `minimesh viz stat-outbound` shows it, from what the chart's Prometheus scraped (its
+    // READY column: the backend's ready endpoints of all), while the flaky pod is still failing.
+    type Row = { service: string; backend?: string; endpoints?: { ready: number; pending: number } };
+    const [, viz] = await Promise.all([
+      eventually('outbound_http_balancer_endpoints: 2 ready, 1 pending', PAUSE_MS, async () => {
+        const metrics = await proxyMetrics(driver, ns, client.metadata.name);
+        return gauge(metrics, 'ready') === 2 && gauge(metrics, 'pending') === 1;
+      }),
+      eventually('viz stat-outbound: the server backend 2/3 ready', PAUSE_MS, async () => {
+        const r = await minimesh(['viz', 'stat-outbound', 'deploy/client', '-n', ns, '-o', 'json']);
+        if (r.code !== 0) throw new Error(r.stderr.trim());
+        const row = (JSON.parse(r.stdout) as Row[]).find((x) => x.backend?.startsWith('server:'));
+        if (row?.endpoints?.ready !== 2 || row.endpoints.pending !== 1) return undefined;
+        return (await minimesh(['viz', 'stat-outbound', 'deploy/client', '-n', ns])).stdout;
+      }),
+    ]);
+    console.log(`minimesh viz stat-outbound deploy/client (the flaky pod ejected):\n${viz}`);
 
     const phase1 = lines.filter((l) => l.p === 1);
     expect(phase1).toHaveLength(REQUESTS);

@@ -23,10 +23,11 @@ import {
   specMeshSetup,
   type MeshSetup,
   type Pod,
+  minimeshCli,
 } from '../src/mesh.js';
 import { appObjects, clientContainer, deployment, readyPods, serviceAccount } from '../src/apps.js';
 import type { OutsideHost } from '../drivers/types.js';
-import { cliMain as CLI, repoRoot, run } from '../src/tools.js';
+import { cliMain as CLI, repoRoot } from '../src/tools.js';
 
 const driver = selectDriver();
 const suffix = randomBytes(3).toString('hex');
@@ -108,11 +109,7 @@ function policyObjects(ip: string) {
   ];
 }
 
-/** `minimesh <args>` against the cluster, as a user runs it. */
-function minimesh(args: readonly string[], timeoutMs = 60_000) {
-  const cp = args[0] === 'viz' ? ['--control-plane-namespace', m.cpNs] : [];
-  return run(process.execPath, [CLI, ...args, ...driver.kubeArgs(), ...cp], { timeoutMs });
-}
+const minimesh = minimeshCli(m);
 
 beforeAll(async () => {
   await driver.setup();

@@ -6,7 +6,7 @@ import { stringify } from 'yaml';
 import type { Driver } from '../drivers/types.js';
 import { certFiles, type CertFiles } from './certs.js';
 import { tutorialInstallArgs, type K8sObject } from './chart.js';
-import { chartDir, cliMain, crdsChartDir, repoRoot, runOk } from './tools.js';
+import { chartDir, cliMain, crdsChartDir, repoRoot, run, runOk, type RunResult } from './tools.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -440,4 +440,15 @@ export function parseClientLines(text: string): ClientLine[] {
     }
   }
   return out;
+}
+
+/**
+ * `minimesh <args>` against the spec's cluster, as a user runs it: the driver's kube flags, and the
+ * spec's control-plane namespace for `viz` commands.
+ */
+export function minimeshCli(m: Pick<MeshSetup, 'driver' | 'cpNs'>) {
+  return (args: readonly string[], timeoutMs = 60_000): Promise<RunResult> => {
+    const cp = args[0] === 'viz' ? ['--control-plane-namespace', m.cpNs] : [];
+    return run(process.execPath, [cliMain, ...args, ...m.driver.kubeArgs(), ...cp], { timeoutMs });
+  };
 }
