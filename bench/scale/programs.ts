@@ -98,16 +98,40 @@ async function launch(
   readyPath: string,
   what: string,
 ): Promise<Started> {
-  const [grpcPort, adminPort] = [await freePort(), await freePort()];
-  const t0 = now();
-  const child = spawn(file, args(grpcPort, adminPort), {
-    stdio: ['ignore', 'inherit', 'inherit'],
-    env: { ...process.env, ...env },
-  });
-  const readyMs = await waitReady(child, `http://127.0.0.1:${adminPort}${readyPath}`, t0, what).catch((err) => {
-    child.kill('SIGKILL');
-    throw err;
-  });
+  // A free port is free when asked, not when the program binds it: the Go clients' and the other
+  // programs' outgoing connections take ephemeral ports too, and one of them can land on it first
+  // (EADDRINUSE, the program exits). Such an exit before ready is retried on other ports, twice.
+  for (let attempt = 1; ; attempt++) {
+    const [grpcPort, adminPort] = [await freePort(), await freePort()];
+    const t0 = now();
+    const child = spawn(file, args(grpcPort, adminPort), {
+      stdio: ['ignore', 'inherit', 'inherit'],
+      env: { ...process.env, ...env },
+    });
+    const ready = await waitReady(child, `http://127.0.0.1:${adminPort}${readyPath}`, t0, what).then(
+      (ms) => ({ ms }),
+      (err: Error) => {
+        child.kill('SIGKILL');
+        return { err };
+      },
+    );
+    if ('err' in ready) {
+      const exited = /exited .* before it was ready/.test(ready.err.message);
+      if (!exited || attempt === 3) throw ready.err;
+      console.error(`${what} exited before it was ready (attempt ${attempt} of 3); starting it again on other ports`);
+      continue;
+    }
+    return started(component, child, grpcPort, adminPort, ready.ms);
+  }
+}
+
+function started(
+  component: Component,
+  child: ChildProcess,
+  grpcPort: number,
+  adminPort: number,
+  readyMs: number,
+): Started {
   return {
     component,
     child,
