@@ -485,6 +485,7 @@ function table(results: RunResult[]): string {
     charged('anon', ['app', 'pod', 'otherProxy', 'otherContainer', 'runtime', 'root', 'other', 'gone']),
   ]);
   const measured = results.filter((r) => r.measured);
+  if (measured.length === 0) return results.map((r) => `${r.kind}: ${r.why}`).join('\n') || 'nothing measured';
   const head = `| MB, median (min–max) over the pods | ${measured.map((r) => (r.kind === 'minimesh' ? 'minimesh-proxy' : 'linkerd2-proxy')).join(' | ')} |`;
   const sep = `|---|${measured.map(() => '---|').join('')}`;
   const body = rows.map(([name, f]) => `| ${name} | ${measured.map(f).join(' | ')} |`);
@@ -521,7 +522,9 @@ const loadStart = loadavg().map((l) => Math.round(l * 100) / 100);
 let failure: string | undefined;
 try {
   progress(`cluster: ${await driver.setup()}`);
-  for (const ns of [...Object.values(NS)]) await deleteNamespace(driver, ns); // an earlier run's leftovers
+  // An earlier run's leftovers (its namespaces are deleted without waiting at its end).
+  await driver.helm(['uninstall', m.release, '-n', CP_NS, '--ignore-not-found', '--wait', '--timeout', '60s']);
+  for (const ns of [...Object.values(NS), CP_NS]) await deleteNamespace(driver, ns);
   progress(`minimesh's chart into ${CP_NS} (the e2e suite's install, webhook scoped to this bench's namespaces)`);
   spec = await setUpSpecMesh(m, { tmpPrefix: 'mm-nodemem-' });
   progress('control plane ready (identity, destination, injector)');
@@ -548,6 +551,7 @@ try {
     progress('cleaning up: the app namespaces, the release, the linkerd2-proxy image');
     for (const ns of Object.values(NS)) await deleteNamespace(driver, ns).catch(() => undefined);
     await tearDownSpecMesh({ ...m, appNs: NS.minimesh }, spec).catch(() => undefined);
+    await deleteNamespace(driver, CP_NS).catch(() => undefined);
     if (linkerdRef) removeLinkerdImage(linkerdRef, clusterInfo().containerdSocket);
   }
 }
