@@ -5,7 +5,9 @@
 // generator, against the same client → app path without proxies (the direct baseline, for "added").
 // HTTP/1.1 keep-alive, small bodies: 1,000 rps open loop over 100 connections (latency from each
 // request's scheduled start), then a saturated closed loop over 32 connections. linkerd2-proxy runs with
-// LINKERD2_PROXY_CORES=1 (one thread: the fair match for one Node event loop).
+// LINKERD2_PROXY_CORES=1 (one thread: the fair match for one Node event loop). The minimesh proxy runs as it
+// ships in its image: the bundle of scripts/bundle.mjs (packages/proxy/bundle/main.mjs, made when missing
+// or older than dist/main.js); --proxy <file> runs another entry (e.g. packages/proxy/dist/main.js).
 // Variants of the minimesh pair in the same run (--variants, default all; each its own pods and Service),
 // reported as ratios against the minimesh pair (tap off; policy controller on, no HTTPRoute):
 //   tap-enabled   the tap server configured (MINIMESH_PROXY_TAP_SVC_NAME), nobody observing;
@@ -22,7 +24,7 @@
 // bench/proxy/last-run.json); the table is made from that file (table.ts). As root; it uses the local
 // cluster (on a shared machine: flock /tmp/minimesh-cluster.lock).
 import { spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -61,7 +63,9 @@ const { values: args } = parseArgs({
     seconds: { type: 'string', default: process.env.BENCH_SECONDS ?? '10' },
     'sat-seconds': { type: 'string', default: process.env.BENCH_SAT_SECONDS ?? '5' },
     out: { type: 'string', default: join(here, 'last-run.json') },
-    /** Another build of the proxy (a dir with main.js), measured as a third pair: before/after in one run. */
+    /** The minimesh proxy's entry (default: its bundle, as in the image). */
+    proxy: { type: 'string', default: process.env.BENCH_PROXY_MAIN },
+    /** Another build of the proxy (a dir with main.mjs, a bundle, or main.js, a dist/), measured as a third pair: before/after in one run. */
     'ab-dist': { type: 'string', default: process.env.BENCH_AB_DIST },
     'skip-minimesh': { type: 'boolean', default: false },
     /** Node flags for the minimesh proxies (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"); they then stop with SIGTERM. */
@@ -76,7 +80,7 @@ if (args.help) {
     readFileSync(new URL(import.meta.url))
       .toString()
       .split('\n')
-      .slice(0, 23)
+      .filter((_, i, lines) => i < lines.findIndex((l) => l.startsWith('import ')))
       .join('\n') + '\n',
   );
   process.exit(0);
@@ -99,7 +103,22 @@ const SAT_CONNS = 32;
 const APP_PORT = 8080;
 /** prom-client's event-loop monitor resolution (its default). */
 const LAG_RESOLUTION_MS = 10;
-const MINIMESH_MAIN = join(ROOT, 'packages/proxy/dist/main.js');
+const DIST_MAIN = join(ROOT, 'packages/proxy/dist/main.js');
+const BUNDLE_MAIN = join(ROOT, 'packages/proxy/bundle/main.mjs');
+if (!existsSync(DIST_MAIN)) throw new Error(`${DIST_MAIN} is missing: npm run build`);
+if (!args.proxy && (!existsSync(BUNDLE_MAIN) || statSync(BUNDLE_MAIN).mtimeMs < statSync(DIST_MAIN).mtimeMs)) {
+  console.log('bundling the proxy as its image does (node scripts/bundle.mjs proxy)');
+  const b = spawnSync(process.execPath, [join(ROOT, 'scripts/bundle.mjs'), 'proxy'], { cwd: ROOT, encoding: 'utf8' });
+  if (b.status !== 0) throw new Error(`node scripts/bundle.mjs proxy failed (${b.status}): ${b.stderr || b.stdout}`);
+}
+const MINIMESH_MAIN = args.proxy ?? BUNDLE_MAIN;
+if (!existsSync(MINIMESH_MAIN)) throw new Error(`--proxy: ${MINIMESH_MAIN} does not exist`);
+/** The --ab-dist build's entry: its bundle (main.mjs) or its dist/ (main.js). */
+function abMain(dir: string): string {
+  const entry = ['main.mjs', 'main.js'].map((f) => join(dir, f)).find((f) => existsSync(f));
+  if (!entry) throw new Error(`--ab-dist: ${dir} has neither main.mjs (a bundle) nor main.js (a dist/)`);
+  return entry;
+}
 const ADDON = join(ROOT, 'packages/proxy/native/build/Release/original_dst.node');
 /** The route-retry variant's retry policy (Linkerd's retry.linkerd.io/* annotations, minimesh's group). */
 const RETRY_ANNOTATIONS = {
@@ -125,7 +144,6 @@ if (!peer)
     ? `not measured: ${peerArg} does not exist`
     : 'not measured: no linkerd2-proxy binary (--linkerd2-proxy, MINIMESH_BENCH_LINKERD2_PROXY or /opt/minimesh-peers/linkerd2-proxy)';
 else if (!policy.argv) peerReason = `not measured: linkerd2-proxy needs a policy server, and ${policy.reason}`;
-if (!existsSync(MINIMESH_MAIN)) throw new Error(`${MINIMESH_MAIN} is missing: npm run build`);
 
 function procStat(pid: number): { cpu: number } {
   const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
@@ -185,7 +203,7 @@ interface Pair {
 const tapSvcName = () => mesh.idOf('minimesh-tap');
 const pairs: Pair[] = [];
 if (!args['skip-minimesh']) pairs.push({ kind: 'minimesh', main: MINIMESH_MAIN });
-if (args['ab-dist']) pairs.push({ kind: 'minimesh-ab', main: join(args['ab-dist'], 'main.js') });
+if (args['ab-dist']) pairs.push({ kind: 'minimesh-ab', main: abMain(args['ab-dist']) });
 if (peer && policy.argv) pairs.push({ kind: 'linkerd2' });
 /** Variants that cannot run here, and why (the table says so). */
 const notMeasured: Partial<Record<Variant, string>> = {};
