@@ -6,7 +6,7 @@
 //   API restart   destination and policy with every stream open; kube-apiserver stopped and started
 //                 again. From the audit log: each program's LIST and WATCH requests after the restart
 //                 (a WATCH that resumes carries its resourceVersion; a LIST is a relist).
-import { createReadStream, existsSync, readFileSync, statSync } from 'node:fs';
+import { createReadStream, readdirSync, readFileSync, statSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { join } from 'node:path';
 import { ensureCluster, startChurn, stateDir, type KubeClient, type WorkloadLayout } from '@minimesh/local-cluster';
@@ -123,24 +123,59 @@ export async function leaderKill(ctx: ReliabilityContext): Promise<Record<string
 }
 
 /** Audit events since byte `offset` whose user agent starts with one of `agents`: [agent, verb, uri]. */
-async function auditSince(offset: number, agents: string[]): Promise<Array<[string, string, string]>> {
-  const file = join(stateDir(), 'audit.log');
-  if (!existsSync(file)) return [];
+/**
+ * Audit events of `agents` received since `sinceIso`, from audit.log and the files kube-apiserver rotated
+ * it into (audit-<time>.log: a restart at 5,000 pods writes past --audit-log-maxsize).
+ */
+async function auditSince(
+  sinceIso: string,
+  sinceMs: number,
+  agents: string[],
+): Promise<Array<[string, string, string]>> {
+  const dir = stateDir();
+  const files = readdirSync(dir)
+    .filter((f) => /^audit.*\.log$/.test(f))
+    .map((f) => join(dir, f))
+    .filter((f) => statSync(f).mtimeMs >= sinceMs);
   const out: Array<[string, string, string]> = [];
-  const lines = createInterface({ input: createReadStream(file, { start: offset }) });
-  for await (const line of lines) {
-    if (!agents.some((a) => line.includes(a))) continue;
-    try {
-      const e = JSON.parse(line) as { stage: string; verb: string; requestURI: string; userAgent?: string };
-      const agent = agents.find((x) => e.userAgent?.startsWith(x));
-      // one event per request: a watch when its response starts, anything else when it completes
-      const once = e.verb === 'watch' ? e.stage === 'ResponseStarted' : e.stage === 'ResponseComplete';
-      if (agent && once) out.push([agent, e.verb, e.requestURI]);
-    } catch {
-      // a line being written
+  for (const file of files) {
+    const lines = createInterface({ input: createReadStream(file) });
+    for await (const line of lines) {
+      if (!agents.some((a) => line.includes(a))) continue;
+      try {
+        const e = JSON.parse(line) as {
+          stage: string;
+          verb: string;
+          requestURI: string;
+          userAgent?: string;
+          requestReceivedTimestamp?: string;
+        };
+        if ((e.requestReceivedTimestamp ?? '') < sinceIso) continue;
+        const agent = agents.find((x) => e.userAgent?.startsWith(x));
+        // one event per request: a watch when its response starts, anything else when it completes
+        const once = e.verb === 'watch' ? e.stage === 'ResponseStarted' : e.stage === 'ResponseComplete';
+        if (agent && once) out.push([agent, e.verb, e.requestURI]);
+      } catch {
+        // a line being written
+      }
     }
   }
   return out;
+}
+
+/** Per program: lists (first pages only), watches, and watches of a resource it did not list again (resumed). */
+function relistFigures(events: Array<[string, string, string]>, agent: string): Record<string, unknown> {
+  const path = (uri: string) => uri.split('?')[0]!;
+  const mine = events.filter(([a]) => a === agent);
+  const listed = new Set(mine.filter(([, v, u]) => v === 'list' && !u.includes('continue=')).map(([, , u]) => path(u)));
+  const watched = new Set(mine.filter(([, v]) => v === 'watch').map(([, , u]) => path(u)));
+  return {
+    lists: listed.size,
+    listed: [...listed].sort(),
+    watches: mine.filter(([, v]) => v === 'watch').length,
+    resumedWatches: [...watched].filter((p) => !listed.has(p)).length,
+    resumed: [...watched].filter((p) => !listed.has(p)).sort(),
+  };
 }
 
 export async function apiServerRestart(ctx: ReliabilityContext): Promise<Record<string, unknown>> {
@@ -161,10 +196,10 @@ export async function apiServerRestart(ctx: ReliabilityContext): Promise<Record<
     services: ctx.services,
     pods: ctx.pods,
   });
-  const file = join(stateDir(), 'audit.log');
   const pidFile = join(stateDir(), 'pids', 'kube-apiserver.pid');
   const pid = Number(readFileSync(pidFile, 'utf8').trim());
-  const offset = statSync(file).size;
+  const sinceMs = Date.now();
+  const sinceIso = new Date(sinceMs).toISOString();
   const t0 = now();
   process.kill(pid, 'SIGTERM');
   // A graceful stop drains every open watch: at 5,000 pods it took the whole of kube-apiserver's 60 s
@@ -184,10 +219,7 @@ export async function apiServerRestart(ctx: ReliabilityContext): Promise<Record<
   await ensureCluster();
   const backMs = now() - t0;
   await sleep(30_000);
-  const events = await auditSince(offset, ['minimesh-destination', 'minimesh-policy']);
-  const count = (agent: string, verb: string) => events.filter(([a, v]) => a === agent && v === verb).length;
-  const resumed = (agent: string) =>
-    events.filter(([a, v, uri]) => a === agent && v === 'watch' && /[?&]resourceVersion=\d+/.test(uri)).length;
+  const events = await auditSince(sinceIso, sinceMs, ['minimesh-destination', 'minimesh-policy']);
   const d = await viewsAgainstApi(admin, clients);
   const { stats } = await ask<{ stats: Record<string, { open: number; errors: number; reopens: number }> }>(clients, {
     cmd: 'stats',
@@ -200,16 +232,8 @@ export async function apiServerRestart(ctx: ReliabilityContext): Promise<Record<
     apiServerStopMs: round(stopMs, 0),
     apiServerKilled: !stopped,
     apiServerBackMs: round(backMs, 0),
-    destination: {
-      lists: count('minimesh-destination', 'list'),
-      watches: count('minimesh-destination', 'watch'),
-      resumedWatches: resumed('minimesh-destination'),
-    },
-    policy: {
-      lists: count('minimesh-policy', 'list'),
-      watches: count('minimesh-policy', 'watch'),
-      resumedWatches: resumed('minimesh-policy'),
-    },
+    destination: relistFigures(events, 'minimesh-destination'),
+    policy: relistFigures(events, 'minimesh-policy'),
     streams: stats,
     divergingStreams: d.diverging,
     examples: d.examples,
