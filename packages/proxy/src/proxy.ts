@@ -12,6 +12,7 @@ import { installCheapAsyncBind } from './http/cheap-async-bind.js';
 import { createInboundStack } from './inbound/index.js';
 import { ProxyMetrics } from './metrics/metrics.js';
 import { createOutboundStack } from './outbound/index.js';
+import { requireAddon } from './native/index.js';
 import { createPolicyRuntime, type PolicyRuntime } from './policy/runtime.js';
 import type { OriginalDstFn } from './stack/accept.js';
 import { createTapServer } from './tap/server.js';
@@ -47,6 +48,9 @@ export async function startProxy(
     originalDst?: { inbound?: OriginalDstFn; outbound?: OriginalDstFn };
   } = {},
 ): Promise<RunningProxy> {
+  // A stack that reads SO_ORIGINAL_DST needs the addon: without it every redirected connection would be
+  // reset after /ready said yes, so a proxy that cannot load it does not start (AddonMissingError).
+  if (!opts.originalDst?.inbound || !opts.originalDst?.outbound) requireAddon();
   // One AsyncResource.bind per HTTP/2 request: without its deprecated accessor (see cheap-async-bind.ts).
   installCheapAsyncBind();
   const registry = createRegistry();

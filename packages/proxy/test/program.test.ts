@@ -35,6 +35,25 @@ function freePort(): Promise<number> {
 }
 
 describe('minimesh-proxy program', () => {
+  it('without the SO_ORIGINAL_DST addon it does not start: one error naming the addon, not a ready proxy', () => {
+    const env = proxyEnv({
+      identity: ID,
+      anchorPem: '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----',
+      controlAddr: '127.0.0.1:1',
+      env: { MINIMESH_ORIGINAL_DST_ADDON: '/nonexistent/original_dst.node', MINIMESH_PROXY_LOG: 'error' },
+    });
+    const r = spawnSync(process.execPath, [MAIN], {
+      env: { PATH: process.env.PATH, ...env },
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    expect(r.status).not.toBe(0);
+    expect(r.status).not.toBeNull();
+    expect(`${r.stdout}${r.stderr}`).toContain(
+      'the SO_ORIGINAL_DST addon could not be loaded from /nonexistent/original_dst.node',
+    );
+  });
+
   it('a missing setting stops start-up with one line naming it, exit 2', () => {
     const r = spawnSync(process.execPath, [MAIN], { env: { PATH: process.env.PATH }, encoding: 'utf8' });
     expect(r.status).toBe(2);

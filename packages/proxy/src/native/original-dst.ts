@@ -42,6 +42,14 @@ function loadAddon(): Addon {
   return addon;
 }
 
+/**
+ * Loads the addon now: a proxy that will read SO_ORIGINAL_DST checks at start-up that it can, instead
+ * of reporting ready and then resetting every redirected connection. Throws AddonMissingError.
+ */
+export function requireAddon(): void {
+  loadAddon();
+}
+
 function unmap(address: string): string {
   return address.startsWith('::ffff:') && address.includes('.') ? address.slice(7) : address;
 }
