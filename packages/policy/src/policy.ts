@@ -72,7 +72,7 @@ export async function startPolicy(opts: PolicyOptions): Promise<Policy> {
     },
     onDiagnostic: (message) => log.warn(message),
     onListenerError: (err) => log.error({ err }, 'a policy stream failed on an index change'),
-    onChange: () => statusWriter?.notify(),
+    onChange: (kind) => statusWriter?.indexChanged(kind),
   });
   const informers = createPolicyInformers({
     api: opts.api,
