@@ -64,6 +64,12 @@ export class PolicyIndex {
   private readonly inboundGroups = new Map<string, Group<InboundServer> & { key: InboundKey }>();
   private readonly outboundGroups = new Map<string, Group<OutboundPolicy> & { key: OutboundKey }>();
   private readonly egressGroups = new Map<string, Group<EgressAnswer> & { key: EgressKey }>();
+  // Which groups a change can reach, so that a change touches those and no other (a pod event used to
+  // look at every inbound watch of the cluster): inbound groups by workload and by namespace, outbound
+  // groups by the Service's namespace and by the client's.
+  private readonly inboundByWorkload = new Map<string, Set<string>>();
+  private readonly inboundByNamespace = new Map<string, Set<string>>();
+  private readonly outboundByNamespace = new Map<string, Set<string>>();
 
   constructor(
     readonly cluster: ClusterInfo,
@@ -114,6 +120,8 @@ export class PolicyIndex {
       if (!result) return undefined;
       group = { key, ...this.groupState(result.server, diagnosticsOf(result)), listeners: new Set() };
       this.inboundGroups.set(id, group);
+      addTo(this.inboundByWorkload, workloadId(kind, namespace, name), id);
+      addTo(this.inboundByNamespace, namespace, id);
     }
     const g = group;
     g.listeners.add(listener);
@@ -121,7 +129,7 @@ export class PolicyIndex {
       current: g.value,
       close: () => {
         g.listeners.delete(listener);
-        if (g.listeners.size === 0 && this.inboundGroups.get(id) === g) this.inboundGroups.delete(id);
+        if (g.listeners.size === 0 && this.inboundGroups.get(id) === g) this.dropInbound(id, key);
       },
     };
   }
@@ -153,6 +161,8 @@ export class PolicyIndex {
       if (!policy) return undefined;
       group = { key, ...this.groupState(policy, this.outboundDiagnostics(namespace, name)), listeners: new Set() };
       this.outboundGroups.set(id, group);
+      addTo(this.outboundByNamespace, namespace, id);
+      addTo(this.outboundByNamespace, sourceNamespace, id);
     }
     const g = group;
     g.listeners.add(listener);
@@ -160,7 +170,7 @@ export class PolicyIndex {
       current: g.value,
       close: () => {
         g.listeners.delete(listener);
-        if (g.listeners.size === 0 && this.outboundGroups.get(id) === g) this.outboundGroups.delete(id);
+        if (g.listeners.size === 0 && this.outboundGroups.get(id) === g) this.dropOutbound(id, key);
       },
     };
   }
@@ -255,29 +265,39 @@ export class PolicyIndex {
     const scoped =
       namespace !== undefined &&
       (kind === 'Server' || kind === 'AuthorizationPolicy' || kind === 'HTTPLocalRateLimitPolicy' || isRouteKind(kind));
+    const workload = kind === 'Pod' || kind === 'ExternalWorkload';
     if (inbound) {
-      for (const [id, g] of this.inboundGroups) {
+      // A workload's event reaches its own watches only; a scoped change, its namespace's.
+      const ids =
+        workload && namespace !== undefined
+          ? this.inboundByWorkload.get(workloadId(kind === 'Pod' ? 'pod' : 'externalworkload', namespace, name ?? ''))
+          : scoped
+            ? this.inboundByNamespace.get(namespace)
+            : this.inboundGroups.keys();
+      for (const id of [...(ids ?? [])]) {
+        const g = this.inboundGroups.get(id);
+        if (!g) continue; // ended or closed by a listener meanwhile
         const k = g.key;
-        if (kind === 'Pod' || kind === 'ExternalWorkload') {
-          const mine = (kind === 'Pod') === (k.kind === 'pod');
-          if (!mine) continue;
-          if (namespace !== undefined && (k.namespace !== namespace || k.name !== name)) continue;
-        } else if (scoped && k.namespace !== namespace) continue;
+        if (workload && (kind === 'Pod') !== (k.kind === 'pod')) continue;
         const result = this.inbound(k.kind, k.namespace, k.name, k.port);
         if (!result) {
-          this.end(this.inboundGroups, id, g, `${k.kind} ${k.namespace}/${k.name} was deleted`);
+          this.dropInbound(id, k);
+          this.end(g, `${k.kind} ${k.namespace}/${k.name} was deleted`);
           continue;
         }
         this.publish(g, result.server, diagnosticsOf(result));
       }
     }
     if (outbound) {
-      for (const [id, g] of this.outboundGroups) {
+      const ids = scoped ? this.outboundByNamespace.get(namespace) : this.outboundGroups.keys();
+      for (const id of [...(ids ?? [])]) {
+        const g = this.outboundGroups.get(id);
+        if (!g) continue;
         const k = g.key;
-        if (scoped && k.namespace !== namespace && k.sourceNamespace !== namespace) continue;
         const policy = this.outbound(k.namespace, k.name, k.port, k.sourceNamespace);
         if (!policy) {
-          this.end(this.outboundGroups, id, g, `Service ${k.namespace}/${k.name} was deleted`);
+          this.dropOutbound(id, k);
+          this.end(g, `Service ${k.namespace}/${k.name} was deleted`);
           continue;
         }
         this.publish(g, policy, this.outboundDiagnostics(k.namespace, k.name));
@@ -312,8 +332,20 @@ export class PolicyIndex {
     }
   }
 
-  private end<T>(groups: Map<string, Group<T>>, id: string, g: Group<T>, reason: string): void {
-    groups.delete(id);
+  private dropInbound(id: string, k: InboundKey): void {
+    this.inboundGroups.delete(id);
+    removeFrom(this.inboundByWorkload, workloadId(k.kind, k.namespace, k.name), id);
+    removeFrom(this.inboundByNamespace, k.namespace, id);
+  }
+
+  private dropOutbound(id: string, k: OutboundKey): void {
+    this.outboundGroups.delete(id);
+    removeFrom(this.outboundByNamespace, k.namespace, id);
+    removeFrom(this.outboundByNamespace, k.sourceNamespace, id);
+  }
+
+  /** Tells a dropped group's listeners that their target is gone. */
+  private end<T>(g: Group<T>, reason: string): void {
     for (const l of [...g.listeners]) {
       try {
         l.end(reason);
@@ -333,4 +365,20 @@ function diagnosticsOf(r: InboundResult): string {
     );
   for (const i of r.ignored) lines.push(`${i.kind} ${i.namespace}/${i.name} is ignored: ${i.reason}`);
   return lines.join('; ');
+}
+
+function workloadId(kind: WorkloadKind, namespace: string, name: string): string {
+  return `${kind}/${namespace}/${name}`;
+}
+
+function addTo(index: Map<string, Set<string>>, key: string, id: string): void {
+  let ids = index.get(key);
+  if (!ids) index.set(key, (ids = new Set()));
+  ids.add(id);
+}
+
+function removeFrom(index: Map<string, Set<string>>, key: string, id: string): void {
+  const ids = index.get(key);
+  if (!ids?.delete(id)) return;
+  if (ids.size === 0) index.delete(key);
 }
