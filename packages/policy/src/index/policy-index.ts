@@ -70,6 +70,12 @@ export class PolicyIndex {
   private readonly inboundByWorkload = new Map<string, Set<string>>();
   private readonly inboundByNamespace = new Map<string, Set<string>>();
   private readonly outboundByNamespace = new Map<string, Set<string>>();
+  /**
+   * Equal answers are one object, counted by the groups that hold it: the pods of a Deployment mostly
+   * have one answer, and the server translates and encodes an answer object once for every stream
+   * that gets it (server/policy-server.ts).
+   */
+  private readonly answers = new Map<string, { value: unknown; holders: number }>();
 
   constructor(
     readonly cluster: ClusterInfo,
@@ -208,7 +214,10 @@ export class PolicyIndex {
       current: g.value,
       close: () => {
         g.listeners.delete(listener);
-        if (g.listeners.size === 0 && this.egressGroups.get(id) === g) this.egressGroups.delete(id);
+        if (g.listeners.size === 0 && this.egressGroups.get(id) === g) {
+          this.egressGroups.delete(id);
+          this.release(g.json);
+        }
       },
     };
   }
@@ -241,7 +250,25 @@ export class PolicyIndex {
 
   private groupState<T>(value: T, diagnostics: string): { json: string; value: T; diagnostics: string } {
     if (diagnostics) this.opts.onDiagnostic?.(diagnostics);
-    return { json: JSON.stringify(value), value, diagnostics };
+    const json = JSON.stringify(value);
+    return { json, value: this.intern(json, value), diagnostics };
+  }
+
+  /** The one object of an answer (taken by one more group). */
+  private intern<T>(json: string, value: T): T {
+    const held = this.answers.get(json);
+    if (held) {
+      held.holders++;
+      return held.value as T;
+    }
+    this.answers.set(json, { value, holders: 1 });
+    return value;
+  }
+
+  /** A group lets go of its answer. */
+  private release(json: string): void {
+    const held = this.answers.get(json);
+    if (held && --held.holders === 0) this.answers.delete(json);
   }
 
   /**
@@ -321,8 +348,10 @@ export class PolicyIndex {
     }
     const json = JSON.stringify(value);
     if (json === g.json) return;
+    this.release(g.json);
     g.json = json;
-    g.value = value;
+    g.value = this.intern(json, value);
+    value = g.value;
     for (const l of [...g.listeners]) {
       try {
         l.update(value);
@@ -333,12 +362,16 @@ export class PolicyIndex {
   }
 
   private dropInbound(id: string, k: InboundKey): void {
+    const g = this.inboundGroups.get(id);
+    if (g) this.release(g.json);
     this.inboundGroups.delete(id);
     removeFrom(this.inboundByWorkload, workloadId(k.kind, k.namespace, k.name), id);
     removeFrom(this.inboundByNamespace, k.namespace, id);
   }
 
   private dropOutbound(id: string, k: OutboundKey): void {
+    const g = this.outboundGroups.get(id);
+    if (g) this.release(g.json);
     this.outboundGroups.delete(id);
     removeFrom(this.outboundByNamespace, k.namespace, id);
     removeFrom(this.outboundByNamespace, k.sourceNamespace, id);

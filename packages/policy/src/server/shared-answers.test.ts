@@ -114,28 +114,41 @@ describe('shared answers', () => {
     );
   });
 
-  it('two streams of one pod port share the message; the pod next to it is its own', () => {
+  it('pods with one answer share its message until one of them changes', () => {
     const { index, metrics } = setup();
     const { counts, definition } = counting(inbound.InboundServerPoliciesService);
     const encode = definition.watchPort.responseSerialize as (m: unknown) => Buffer;
-    const pod = (name: string) => ({
+    const pod = (name: string, annotations: Record<string, string> = {}) => ({
       apiVersion: 'v1',
       kind: 'Pod',
-      metadata: { name, namespace: 'shop', labels: { app: 'web' } },
+      metadata: { name, namespace: 'shop', labels: { app: 'web' }, annotations },
       spec: { containers: [{ name: 'app', ports: [{ name: 'http', containerPort: 8080 }] }] },
     });
     index.apply('Pod', pod('web-1'));
     index.apply('Pod', pod('web-2'));
+    index.apply('Pod', pod('db-1', { 'config.minimesh.io/default-inbound-policy': 'deny' }));
     const handlers = createInboundHandlers({ index, metrics, logger });
     const watch = (name: string) => {
       const c = new Call({ workload: JSON.stringify({ ns: 'shop', pod: name }), port: 8080 }, encode);
       handlers.watchPort(c as never);
       return c;
     };
-    const [a, b, c] = [watch('web-1'), watch('web-1'), watch('web-2')];
-    expect(a.written[0]).toBe(b.written[0]);
-    expect(c.written[0]).not.toBe(a.written[0]);
+    const [a, b, c, d] = [watch('web-1'), watch('web-1'), watch('web-2'), watch('db-1')];
+    expect(b.written[0]).toBe(a.written[0]);
+    expect(c.written[0]).toBe(a.written[0]);
+    expect(d.written[0]).not.toBe(a.written[0]);
     expect(counts.encoded).toBe(2);
-    expect(inbound.Server.decode(encode(a.written[0])).labels).toMatchObject({ kind: 'default' });
+    const label = (m: unknown) => inbound.Server.decode(encode(m)).labels.name;
+    expect([a, d].map((x) => label(x.written[0]))).toEqual(['all-unauthenticated', 'deny']);
+    // web-2 becomes like db-1: it gets db-1's message; web-1 keeps its own
+    index.apply('Pod', pod('web-2', { 'config.minimesh.io/default-inbound-policy': 'deny' }));
+    expect(c.written.at(-1)).toBe(d.written[0]);
+    expect(a.written).toHaveLength(1);
+    expect(label(a.written[0])).toBe('all-unauthenticated');
+    expect(counts.encoded).toBe(2);
+    // and back: web-1's answer object again
+    index.apply('Pod', pod('web-2'));
+    expect(c.written.at(-1)).toBe(a.written[0]);
+    expect(counts.encoded).toBe(2);
   });
 });
