@@ -445,7 +445,7 @@ async function main(): Promise<void> {
     ['messages sent per pod replacement', (r) => r.messagesPerPod, 1],
     ['status-writer passes during churn', (r) => r.statusPasses, 0],
     ['CPU to open every stream (ms)', (r) => r.openMs, 0],
-    ['CPU from start to synced (ms)', (r) => r.startMs, 0],
+    ['CPU from start to synced (ms, with the in-memory API server serving the lists)', (r) => r.startMs, 0],
     ['CPU of a Server change until its watches have it (ms, median of 5)', (r) => r.serverChangeMs, 2],
     ['time of a Server change until its watches have it (ms, median of 5)', (r) => r.serverChangeWallMs, 2],
     ['heap used at the end (MB)', (r) => r.heapMb, 0],
