@@ -251,6 +251,45 @@ describe('which watches a change reaches', () => {
     expect(inbound.mock.calls.map((c) => `${c[1]}/${c[2]}`)).toEqual(['third/web-1', 'third/web-2']);
   });
 
+  it('a Server change recomputes the workloads it selects, before or after, and no other of its namespace', () => {
+    const index = new PolicyIndex(TEST_CLUSTER);
+    const recs = new Map<string, ReturnType<typeof recorder<InboundServer>>>();
+    for (const [name, app] of [
+      ['web-1', 'web'],
+      ['web-2', 'web'],
+      ['db-1', 'db'],
+      ['cache-1', 'cache'],
+    ] as const) {
+      index.apply('Pod', pod(name, { app }));
+      const rec = recorder<InboundServer>();
+      index.watchInbound('pod', 'shop', name, 8080, rec.listener);
+      recs.set(name, rec);
+    }
+    const inbound = vi.spyOn(index, 'inbound');
+    const recomputed = () => inbound.mock.calls.map((c) => c[2]);
+    index.apply('Server', server('web'));
+    expect(recomputed()).toEqual(['web-1', 'web-2']);
+    inbound.mockClear();
+    index.apply('Server', server('web', { proxyProtocol: 'HTTP/2' }));
+    expect(recomputed()).toEqual(['web-1', 'web-2']);
+    inbound.mockClear();
+    // its selector moves from web to db: both sets, web back to the default, db to the Server
+    index.apply('Server', server('web', { podSelector: { matchLabels: { app: 'db' } } }));
+    expect(recomputed()).toEqual(['web-1', 'web-2', 'db-1']);
+    expect(recs.get('web-1')?.updates.at(-1)?.ref).toEqual({ kind: 'default', name: 'all-unauthenticated' });
+    expect(recs.get('db-1')?.updates.at(-1)?.ref).toEqual({ kind: 'server', name: 'web' });
+    inbound.mockClear();
+    // made invalid: out of the index, what it selected recomputed
+    index.apply('Server', server('web', { podSelector: 'app=db' }));
+    expect(recomputed()).toEqual(['db-1']);
+    expect(recs.get('db-1')?.updates.at(-1)?.ref).toEqual({ kind: 'default', name: 'all-unauthenticated' });
+    index.apply('Server', server('web', { podSelector: { matchLabels: { app: 'db' } } }));
+    inbound.mockClear();
+    index.delete('Server', 'shop', 'web');
+    expect(recomputed()).toEqual(['db-1']);
+    expect(recs.get('cache-1')?.updates).toEqual([]);
+  });
+
   it('an authentication reaches policies that name it from another namespace', () => {
     const index = new PolicyIndex(TEST_CLUSTER);
     index.apply('Pod', pod('web-1'));

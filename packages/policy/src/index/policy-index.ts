@@ -6,7 +6,8 @@ import type { ClusterInfo } from '../cluster-info.js';
 import type { EgressAnswer, InboundServer, OutboundPolicy } from '../model.js';
 import { classifyEgress, computeEgress } from './egress.js';
 import type { WorkloadRecord } from '../resources/workload.js';
-import { computeInbound, type InboundResult } from './inbound.js';
+import { computeInbound, serverSelects, type InboundResult } from './inbound.js';
+import type { ServerSpec } from '../resources/server.js';
 import { computeOutbound, lookupServiceIp } from './outbound.js';
 import { isRouteKind, ResourceStore, type IndexedKind, type InvalidResource } from './store.js';
 
@@ -85,15 +86,24 @@ export class PolicyIndex {
   }
 
   apply(kind: IndexedKind, obj: unknown): void {
+    const meta = (obj as { metadata?: { namespace?: string; name?: string } }).metadata;
+    const server = this.serverBefore(kind, meta?.namespace, meta?.name);
     const problem = this.store.apply(kind, obj);
     if (problem) this.opts.onInvalid?.(problem);
-    const meta = (obj as { metadata?: { namespace?: string; name?: string } }).metadata;
-    this.changed(kind, meta?.namespace, meta?.name);
+    this.changed(kind, meta?.namespace, meta?.name, server);
   }
 
   delete(kind: IndexedKind, namespace: string, name: string): void {
+    const server = this.serverBefore(kind, namespace, name);
     if (!this.store.delete(kind, namespace, name)) return;
-    this.changed(kind, namespace, name);
+    this.changed(kind, namespace, name, server);
+  }
+
+  /** For a Server about to change: what it was (it decides the ports of the workloads it selected). */
+  private serverBefore(kind: IndexedKind, namespace?: string, name?: string): { before?: ServerSpec } | undefined {
+    if (kind !== 'Server' || namespace === undefined || name === undefined) return undefined;
+    const before = this.store.get('Server', namespace, name);
+    return before ? { before } : {};
   }
 
   reset(kind: IndexedKind, objs: readonly unknown[]): void {
@@ -280,7 +290,7 @@ export class PolicyIndex {
    * watched pods, every Server change recomputed 5,000 answers; docs/scale.md). Authentications may be
    * referenced from any namespace: a change to one recomputes everything, as a re-list does.
    */
-  private changed(kind: IndexedKind, namespace?: string, name?: string): void {
+  private changed(kind: IndexedKind, namespace?: string, name?: string, server?: { before?: ServerSpec }): void {
     const inbound =
       kind !== 'Service' &&
       kind !== 'GatewayHTTPRoute' &&
@@ -301,11 +311,20 @@ export class PolicyIndex {
           : scoped
             ? this.inboundByNamespace.get(namespace)
             : this.inboundGroups.keys();
+      // A Server takes part in the answers of the workloads it selects (before or after the change) and
+      // no other's: the others of its namespace keep theirs (a Server change recomputed 200 pods to
+      // answer 10 of them at the scale bench's size).
+      const after = server && namespace !== undefined ? this.store.get('Server', namespace, name ?? '') : undefined;
       for (const id of [...(ids ?? [])]) {
         const g = this.inboundGroups.get(id);
         if (!g) continue; // ended or closed by a listener meanwhile
         const k = g.key;
         if (workload && (kind === 'Pod') !== (k.kind === 'pod')) continue;
+        if (server) {
+          const w = this.workload(k.kind, k.namespace, k.name);
+          const selected = (s: ServerSpec | undefined) => s !== undefined && w !== undefined && serverSelects(s, w);
+          if (w && !selected(server.before) && !selected(after)) continue;
+        }
         const result = this.inbound(k.kind, k.namespace, k.name, k.port);
         if (!result) {
           this.dropInbound(id, k);
