@@ -3,7 +3,7 @@
 // tests call it directly.
 import { Server } from '@grpc/grpc-js';
 import { cacheReadiness, LeaseElector, type KubeClient } from '@minimesh/kube';
-import { bindGrpc, inbound, outbound } from '@minimesh/proto';
+import { bindGrpc } from '@minimesh/proto';
 import { createRegistry, parseListenAddr, startAdminServer, type AdminServer, type Logger } from '@minimesh/runtime';
 import type { Registry } from 'prom-client';
 import type { ClusterInfo } from './cluster-info.js';
@@ -12,7 +12,12 @@ import { PolicyIndex } from './index/policy-index.js';
 import { INDEXED_KINDS } from './index/store.js';
 import { createPolicyInformers, type PolicyInformers } from './k8s/policy-informers.js';
 import { createPolicyMetrics, type PolicyMetrics } from './metrics.js';
-import { createInboundHandlers, createOutboundHandlers } from './server/policy-server.js';
+import {
+  createInboundHandlers,
+  createOutboundHandlers,
+  INBOUND_SERVICE,
+  OUTBOUND_SERVICE,
+} from './server/policy-server.js';
 import { RouteStatusWriter } from './status/status-writer.js';
 
 /** The Lease that decides which replica writes route statuses (in the controller namespace). */
@@ -72,7 +77,7 @@ export async function startPolicy(opts: PolicyOptions): Promise<Policy> {
     },
     onDiagnostic: (message) => log.warn(message),
     onListenerError: (err) => log.error({ err }, 'a policy stream failed on an index change'),
-    onChange: () => statusWriter?.notify(),
+    onChange: (kind) => statusWriter?.indexChanged(kind),
   });
   const informers = createPolicyInformers({
     api: opts.api,
@@ -93,8 +98,8 @@ export async function startPolicy(opts: PolicyOptions): Promise<Policy> {
     logger: serverLog,
     allowL5dRequestHeaders: opts.allowL5dRequestHeaders ?? false,
   });
-  server.addService(inbound.InboundServerPoliciesService, inboundHandlers);
-  server.addService(outbound.OutboundPoliciesService, outboundHandlers);
+  server.addService(INBOUND_SERVICE, inboundHandlers);
+  server.addService(OUTBOUND_SERVICE, outboundHandlers);
   const { host, port } = parseListenAddr('--addr', opts.addr);
   const grpcPort = await bindGrpc(server, host, port).catch((err: Error) => {
     throw new PolicyError('MINIMESH_POLICY_LISTEN', `gRPC address ${opts.addr}: cannot listen: ${err.message}`, {

@@ -35,11 +35,8 @@ export function lookupServiceIp(
   ip: string,
   port: number,
 ): { service: ServiceRecord; portDefined: boolean } | undefined {
-  for (const svc of store.all('Service')) {
-    if (!svc.clusterIPs.includes(ip)) continue;
-    return { service: svc, portDefined: svc.ports.some((p) => p.port === port) };
-  }
-  return undefined;
+  const [svc] = store.servicesWithIp(ip);
+  return svc && { service: svc, portDefined: svc.ports.some((p) => p.port === port) };
 }
 
 export function computeOutbound(

@@ -1,6 +1,6 @@
 // Streams out of the index: one update per real change (none for no-op changes), the end of the
 // stream when its workload or Service goes, re-lists (reset) that drop what is gone.
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { EgressAnswer, InboundServer, OutboundPolicy } from '../model.js';
 import { TEST_CLUSTER } from '../testing.js';
 import { PolicyIndex, type PolicyListener } from './policy-index.js';
@@ -170,6 +170,124 @@ describe('which watches a change reaches', () => {
     index.delete('Server', 'other', 'web');
     expect(other.updates.at(-1)?.ref).toEqual({ kind: 'default', name: 'all-unauthenticated' });
     expect(shop.updates).toHaveLength(1);
+  });
+
+  it('a pod event recomputes the watches of that pod only, in its namespace or any other', () => {
+    const index = new PolicyIndex(TEST_CLUSTER);
+    index.apply('Server', server('web'));
+    const recs = new Map<string, ReturnType<typeof recorder<InboundServer>>>();
+    for (const ns of ['shop', 'other'])
+      for (const name of ['web-1', 'web-2', 'web-3']) {
+        index.apply('Pod', inNs(pod(name), ns));
+        const rec = recorder<InboundServer>();
+        index.watchInbound('pod', ns, name, 8080, rec.listener);
+        index.watchInbound('pod', ns, name, 9090, recorder<InboundServer>().listener);
+        recs.set(`${ns}/${name}`, rec);
+      }
+    const inbound = vi.spyOn(index, 'inbound');
+    const outbound = vi.spyOn(index, 'outbound');
+    // A status-only update of one pod (what most pod events are): its two ports recomputed, nothing sent.
+    index.apply('Pod', pod('web-2'));
+    expect(inbound.mock.calls.map((c) => c.slice(0, 4))).toEqual([
+      ['pod', 'shop', 'web-2', 8080],
+      ['pod', 'shop', 'web-2', 9090],
+    ]);
+    expect([...recs.values()].flatMap((r) => r.updates)).toEqual([]);
+    // Relabelled out of the Server: that pod's watch (alone) hears it.
+    inbound.mockClear();
+    index.apply('Pod', pod('web-2', { app: 'db' }));
+    expect(inbound).toHaveBeenCalledTimes(2);
+    expect([...recs].filter(([, r]) => r.updates.length > 0).map(([k]) => k)).toEqual(['shop/web-2']);
+    // A new pod nobody watches yet, and the deletion of another: no other watch recomputed.
+    inbound.mockClear();
+    index.apply('Pod', pod('web-4'));
+    expect(inbound).not.toHaveBeenCalled();
+    index.delete('Pod', 'other', 'web-1');
+    expect(inbound.mock.calls.map((c) => c.slice(0, 4))).toEqual([
+      ['pod', 'other', 'web-1', 8080],
+      ['pod', 'other', 'web-1', 9090],
+    ]);
+    expect(recs.get('other/web-1')?.ends).toEqual(['pod other/web-1 was deleted']);
+    // The pod comes back under the same name: a new watch is followed like any other.
+    index.apply('Pod', inNs(pod('web-1'), 'other'));
+    const again = recorder<InboundServer>();
+    index.watchInbound('pod', 'other', 'web-1', 8080, again.listener);
+    index.apply(
+      'Pod',
+      inNs(pod('web-1', { app: 'web' }, { 'config.minimesh.io/default-inbound-policy': 'deny' }), 'other'),
+    );
+    expect(again.updates.map((u) => u.ref)).toEqual([{ kind: 'default', name: 'deny' }]);
+    expect(outbound).not.toHaveBeenCalled();
+    expect(index.watchCounts().inbound).toBe(11);
+  });
+
+  it('a Server change recomputes its namespace only; a route change, the outbound watches it may reach only', () => {
+    const index = new PolicyIndex(TEST_CLUSTER);
+    for (const ns of ['shop', 'other', 'third']) {
+      index.apply('Service', inNs(service('web'), ns));
+      for (const name of ['web-1', 'web-2']) {
+        index.apply('Pod', inNs(pod(name), ns));
+        index.watchInbound('pod', ns, name, 8080, recorder<InboundServer>().listener);
+      }
+      // the Service watched from its own namespace and from the next
+      index.watchOutbound(ns, 'web', 80, ns, recorder<OutboundPolicy>().listener);
+      index.watchOutbound(ns, 'web', 80, ns === 'shop' ? 'other' : 'shop', recorder<OutboundPolicy>().listener);
+    }
+    const inbound = vi.spyOn(index, 'inbound');
+    const outbound = vi.spyOn(index, 'outbound');
+    index.apply('Server', inNs(server('web'), 'other'));
+    expect(inbound.mock.calls.map((c) => `${c[1]}/${c[2]}`)).toEqual(['other/web-1', 'other/web-2']);
+    expect(outbound).not.toHaveBeenCalled();
+    inbound.mockClear();
+    index.apply('HTTPRoute', {
+      apiVersion: 'policy.minimesh.io/v1beta3',
+      kind: 'HTTPRoute',
+      metadata: { name: 'r', namespace: 'third' },
+      spec: { parentRefs: [{ group: 'core', kind: 'Service', name: 'web', port: 80 }] },
+    });
+    // third's Service from third and from shop; nothing of shop's or other's Services (a policy.minimesh.io
+    // HTTPRoute may attach to a Server as well: third's inbound watches are looked at too)
+    expect(outbound.mock.calls.map((c) => `${c[0]}<${c[3]}`)).toEqual(['third<third', 'third<shop']);
+    expect(inbound.mock.calls.map((c) => `${c[1]}/${c[2]}`)).toEqual(['third/web-1', 'third/web-2']);
+  });
+
+  it('a Server change recomputes the workloads it selects, before or after, and no other of its namespace', () => {
+    const index = new PolicyIndex(TEST_CLUSTER);
+    const recs = new Map<string, ReturnType<typeof recorder<InboundServer>>>();
+    for (const [name, app] of [
+      ['web-1', 'web'],
+      ['web-2', 'web'],
+      ['db-1', 'db'],
+      ['cache-1', 'cache'],
+    ] as const) {
+      index.apply('Pod', pod(name, { app }));
+      const rec = recorder<InboundServer>();
+      index.watchInbound('pod', 'shop', name, 8080, rec.listener);
+      recs.set(name, rec);
+    }
+    const inbound = vi.spyOn(index, 'inbound');
+    const recomputed = () => inbound.mock.calls.map((c) => c[2]);
+    index.apply('Server', server('web'));
+    expect(recomputed()).toEqual(['web-1', 'web-2']);
+    inbound.mockClear();
+    index.apply('Server', server('web', { proxyProtocol: 'HTTP/2' }));
+    expect(recomputed()).toEqual(['web-1', 'web-2']);
+    inbound.mockClear();
+    // its selector moves from web to db: both sets, web back to the default, db to the Server
+    index.apply('Server', server('web', { podSelector: { matchLabels: { app: 'db' } } }));
+    expect(recomputed()).toEqual(['web-1', 'web-2', 'db-1']);
+    expect(recs.get('web-1')?.updates.at(-1)?.ref).toEqual({ kind: 'default', name: 'all-unauthenticated' });
+    expect(recs.get('db-1')?.updates.at(-1)?.ref).toEqual({ kind: 'server', name: 'web' });
+    inbound.mockClear();
+    // made invalid: out of the index, what it selected recomputed
+    index.apply('Server', server('web', { podSelector: 'app=db' }));
+    expect(recomputed()).toEqual(['db-1']);
+    expect(recs.get('db-1')?.updates.at(-1)?.ref).toEqual({ kind: 'default', name: 'all-unauthenticated' });
+    index.apply('Server', server('web', { podSelector: { matchLabels: { app: 'db' } } }));
+    inbound.mockClear();
+    index.delete('Server', 'shop', 'web');
+    expect(recomputed()).toEqual(['db-1']);
+    expect(recs.get('cache-1')?.updates).toEqual([]);
   });
 
   it('an authentication reaches policies that name it from another namespace', () => {

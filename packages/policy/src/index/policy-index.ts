@@ -6,7 +6,8 @@ import type { ClusterInfo } from '../cluster-info.js';
 import type { EgressAnswer, InboundServer, OutboundPolicy } from '../model.js';
 import { classifyEgress, computeEgress } from './egress.js';
 import type { WorkloadRecord } from '../resources/workload.js';
-import { computeInbound, type InboundResult } from './inbound.js';
+import { computeInbound, serverSelects, type InboundResult } from './inbound.js';
+import type { ServerSpec } from '../resources/server.js';
 import { computeOutbound, lookupServiceIp } from './outbound.js';
 import { isRouteKind, ResourceStore, type IndexedKind, type InvalidResource } from './store.js';
 
@@ -64,6 +65,18 @@ export class PolicyIndex {
   private readonly inboundGroups = new Map<string, Group<InboundServer> & { key: InboundKey }>();
   private readonly outboundGroups = new Map<string, Group<OutboundPolicy> & { key: OutboundKey }>();
   private readonly egressGroups = new Map<string, Group<EgressAnswer> & { key: EgressKey }>();
+  // Which groups a change can reach, so that a change touches those and no other (a pod event used to
+  // look at every inbound watch of the cluster): inbound groups by workload and by namespace, outbound
+  // groups by the Service's namespace and by the client's.
+  private readonly inboundByWorkload = new Map<string, Set<string>>();
+  private readonly inboundByNamespace = new Map<string, Set<string>>();
+  private readonly outboundByNamespace = new Map<string, Set<string>>();
+  /**
+   * Equal answers are one object, counted by the groups that hold it: the pods of a Deployment mostly
+   * have one answer, and the server translates and encodes an answer object once for every stream
+   * that gets it (server/policy-server.ts).
+   */
+  private readonly answers = new Map<string, { value: unknown; holders: number }>();
 
   constructor(
     readonly cluster: ClusterInfo,
@@ -73,15 +86,24 @@ export class PolicyIndex {
   }
 
   apply(kind: IndexedKind, obj: unknown): void {
+    const meta = (obj as { metadata?: { namespace?: string; name?: string } }).metadata;
+    const server = this.serverBefore(kind, meta?.namespace, meta?.name);
     const problem = this.store.apply(kind, obj);
     if (problem) this.opts.onInvalid?.(problem);
-    const meta = (obj as { metadata?: { namespace?: string; name?: string } }).metadata;
-    this.changed(kind, meta?.namespace, meta?.name);
+    this.changed(kind, meta?.namespace, meta?.name, server);
   }
 
   delete(kind: IndexedKind, namespace: string, name: string): void {
+    const server = this.serverBefore(kind, namespace, name);
     if (!this.store.delete(kind, namespace, name)) return;
-    this.changed(kind, namespace, name);
+    this.changed(kind, namespace, name, server);
+  }
+
+  /** For a Server about to change: what it was (it decides the ports of the workloads it selected). */
+  private serverBefore(kind: IndexedKind, namespace?: string, name?: string): { before?: ServerSpec } | undefined {
+    if (kind !== 'Server' || namespace === undefined || name === undefined) return undefined;
+    const before = this.store.get('Server', namespace, name);
+    return before ? { before } : {};
   }
 
   reset(kind: IndexedKind, objs: readonly unknown[]): void {
@@ -114,6 +136,8 @@ export class PolicyIndex {
       if (!result) return undefined;
       group = { key, ...this.groupState(result.server, diagnosticsOf(result)), listeners: new Set() };
       this.inboundGroups.set(id, group);
+      addTo(this.inboundByWorkload, workloadId(kind, namespace, name), id);
+      addTo(this.inboundByNamespace, namespace, id);
     }
     const g = group;
     g.listeners.add(listener);
@@ -121,7 +145,7 @@ export class PolicyIndex {
       current: g.value,
       close: () => {
         g.listeners.delete(listener);
-        if (g.listeners.size === 0 && this.inboundGroups.get(id) === g) this.inboundGroups.delete(id);
+        if (g.listeners.size === 0 && this.inboundGroups.get(id) === g) this.dropInbound(id, key);
       },
     };
   }
@@ -153,6 +177,8 @@ export class PolicyIndex {
       if (!policy) return undefined;
       group = { key, ...this.groupState(policy, this.outboundDiagnostics(namespace, name)), listeners: new Set() };
       this.outboundGroups.set(id, group);
+      addTo(this.outboundByNamespace, namespace, id);
+      addTo(this.outboundByNamespace, sourceNamespace, id);
     }
     const g = group;
     g.listeners.add(listener);
@@ -160,7 +186,7 @@ export class PolicyIndex {
       current: g.value,
       close: () => {
         g.listeners.delete(listener);
-        if (g.listeners.size === 0 && this.outboundGroups.get(id) === g) this.outboundGroups.delete(id);
+        if (g.listeners.size === 0 && this.outboundGroups.get(id) === g) this.dropOutbound(id, key);
       },
     };
   }
@@ -198,7 +224,10 @@ export class PolicyIndex {
       current: g.value,
       close: () => {
         g.listeners.delete(listener);
-        if (g.listeners.size === 0 && this.egressGroups.get(id) === g) this.egressGroups.delete(id);
+        if (g.listeners.size === 0 && this.egressGroups.get(id) === g) {
+          this.egressGroups.delete(id);
+          this.release(g.json);
+        }
       },
     };
   }
@@ -231,7 +260,25 @@ export class PolicyIndex {
 
   private groupState<T>(value: T, diagnostics: string): { json: string; value: T; diagnostics: string } {
     if (diagnostics) this.opts.onDiagnostic?.(diagnostics);
-    return { json: JSON.stringify(value), value, diagnostics };
+    const json = JSON.stringify(value);
+    return { json, value: this.intern(json, value), diagnostics };
+  }
+
+  /** The one object of an answer (taken by one more group). */
+  private intern<T>(json: string, value: T): T {
+    const held = this.answers.get(json);
+    if (held) {
+      held.holders++;
+      return held.value as T;
+    }
+    this.answers.set(json, { value, holders: 1 });
+    return value;
+  }
+
+  /** A group lets go of its answer. */
+  private release(json: string): void {
+    const held = this.answers.get(json);
+    if (held && --held.holders === 0) this.answers.delete(json);
   }
 
   /**
@@ -243,7 +290,7 @@ export class PolicyIndex {
    * watched pods, every Server change recomputed 5,000 answers; docs/scale.md). Authentications may be
    * referenced from any namespace: a change to one recomputes everything, as a re-list does.
    */
-  private changed(kind: IndexedKind, namespace?: string, name?: string): void {
+  private changed(kind: IndexedKind, namespace?: string, name?: string, server?: { before?: ServerSpec }): void {
     const inbound =
       kind !== 'Service' &&
       kind !== 'GatewayHTTPRoute' &&
@@ -255,29 +302,48 @@ export class PolicyIndex {
     const scoped =
       namespace !== undefined &&
       (kind === 'Server' || kind === 'AuthorizationPolicy' || kind === 'HTTPLocalRateLimitPolicy' || isRouteKind(kind));
+    const workload = kind === 'Pod' || kind === 'ExternalWorkload';
     if (inbound) {
-      for (const [id, g] of this.inboundGroups) {
+      // A workload's event reaches its own watches only; a scoped change, its namespace's.
+      const ids =
+        workload && namespace !== undefined
+          ? this.inboundByWorkload.get(workloadId(kind === 'Pod' ? 'pod' : 'externalworkload', namespace, name ?? ''))
+          : scoped
+            ? this.inboundByNamespace.get(namespace)
+            : this.inboundGroups.keys();
+      // A Server takes part in the answers of the workloads it selects (before or after the change) and
+      // no other's: the others of its namespace keep theirs (a Server change recomputed 200 pods to
+      // answer 10 of them at the scale bench's size).
+      const after = server && namespace !== undefined ? this.store.get('Server', namespace, name ?? '') : undefined;
+      for (const id of [...(ids ?? [])]) {
+        const g = this.inboundGroups.get(id);
+        if (!g) continue; // ended or closed by a listener meanwhile
         const k = g.key;
-        if (kind === 'Pod' || kind === 'ExternalWorkload') {
-          const mine = (kind === 'Pod') === (k.kind === 'pod');
-          if (!mine) continue;
-          if (namespace !== undefined && (k.namespace !== namespace || k.name !== name)) continue;
-        } else if (scoped && k.namespace !== namespace) continue;
+        if (workload && (kind === 'Pod') !== (k.kind === 'pod')) continue;
+        if (server) {
+          const w = this.workload(k.kind, k.namespace, k.name);
+          const selected = (s: ServerSpec | undefined) => s !== undefined && w !== undefined && serverSelects(s, w);
+          if (w && !selected(server.before) && !selected(after)) continue;
+        }
         const result = this.inbound(k.kind, k.namespace, k.name, k.port);
         if (!result) {
-          this.end(this.inboundGroups, id, g, `${k.kind} ${k.namespace}/${k.name} was deleted`);
+          this.dropInbound(id, k);
+          this.end(g, `${k.kind} ${k.namespace}/${k.name} was deleted`);
           continue;
         }
         this.publish(g, result.server, diagnosticsOf(result));
       }
     }
     if (outbound) {
-      for (const [id, g] of this.outboundGroups) {
+      const ids = scoped ? this.outboundByNamespace.get(namespace) : this.outboundGroups.keys();
+      for (const id of [...(ids ?? [])]) {
+        const g = this.outboundGroups.get(id);
+        if (!g) continue;
         const k = g.key;
-        if (scoped && k.namespace !== namespace && k.sourceNamespace !== namespace) continue;
         const policy = this.outbound(k.namespace, k.name, k.port, k.sourceNamespace);
         if (!policy) {
-          this.end(this.outboundGroups, id, g, `Service ${k.namespace}/${k.name} was deleted`);
+          this.dropOutbound(id, k);
+          this.end(g, `Service ${k.namespace}/${k.name} was deleted`);
           continue;
         }
         this.publish(g, policy, this.outboundDiagnostics(k.namespace, k.name));
@@ -301,8 +367,10 @@ export class PolicyIndex {
     }
     const json = JSON.stringify(value);
     if (json === g.json) return;
+    this.release(g.json);
     g.json = json;
-    g.value = value;
+    g.value = this.intern(json, value);
+    value = g.value;
     for (const l of [...g.listeners]) {
       try {
         l.update(value);
@@ -312,8 +380,24 @@ export class PolicyIndex {
     }
   }
 
-  private end<T>(groups: Map<string, Group<T>>, id: string, g: Group<T>, reason: string): void {
-    groups.delete(id);
+  private dropInbound(id: string, k: InboundKey): void {
+    const g = this.inboundGroups.get(id);
+    if (g) this.release(g.json);
+    this.inboundGroups.delete(id);
+    removeFrom(this.inboundByWorkload, workloadId(k.kind, k.namespace, k.name), id);
+    removeFrom(this.inboundByNamespace, k.namespace, id);
+  }
+
+  private dropOutbound(id: string, k: OutboundKey): void {
+    const g = this.outboundGroups.get(id);
+    if (g) this.release(g.json);
+    this.outboundGroups.delete(id);
+    removeFrom(this.outboundByNamespace, k.namespace, id);
+    removeFrom(this.outboundByNamespace, k.sourceNamespace, id);
+  }
+
+  /** Tells a dropped group's listeners that their target is gone. */
+  private end<T>(g: Group<T>, reason: string): void {
     for (const l of [...g.listeners]) {
       try {
         l.end(reason);
@@ -333,4 +417,20 @@ function diagnosticsOf(r: InboundResult): string {
     );
   for (const i of r.ignored) lines.push(`${i.kind} ${i.namespace}/${i.name} is ignored: ${i.reason}`);
   return lines.join('; ');
+}
+
+function workloadId(kind: WorkloadKind, namespace: string, name: string): string {
+  return `${kind}/${namespace}/${name}`;
+}
+
+function addTo(index: Map<string, Set<string>>, key: string, id: string): void {
+  let ids = index.get(key);
+  if (!ids) index.set(key, (ids = new Set()));
+  ids.add(id);
+}
+
+function removeFrom(index: Map<string, Set<string>>, key: string, id: string): void {
+  const ids = index.get(key);
+  if (!ids?.delete(id)) return;
+  if (ids.size === 0) index.delete(key);
 }

@@ -78,6 +78,8 @@ type ByNamespace<T> = Map<string, Map<string, T>>;
 export class ResourceStore {
   private readonly data: { [K in IndexedKind]: ByNamespace<SpecByKind[K]> };
   private readonly invalidByKey = new Map<string, InvalidResource>();
+  /** ClusterIP → the Services holding it ("ns/name" → record): a Watch by address finds its Service at once. */
+  private readonly servicesByIp = new Map<string, Map<string, ServiceRecord>>();
 
   constructor(readonly cluster: ClusterInfo) {
     this.data = Object.fromEntries(INDEXED_KINDS.map((k) => [k, new Map()])) as never;
@@ -108,6 +110,10 @@ export class ResourceStore {
     this.invalidByKey.delete(key(kind, namespace, name));
     let ns = this.data[kind].get(namespace);
     if (!ns) this.data[kind].set(namespace, (ns = new Map()));
+    if (kind === 'Service') {
+      this.unindexIps(ns.get(name) as ServiceRecord | undefined);
+      this.indexIps(spec as ServiceRecord);
+    }
     (ns as Map<string, unknown>).set(name, spec);
     return undefined;
   }
@@ -121,6 +127,7 @@ export class ResourceStore {
   /** Replaces every object of a kind (a re-list); returns the problems of the new set. */
   reset(kind: IndexedKind, objs: readonly unknown[]): InvalidResource[] {
     this.data[kind].clear();
+    if (kind === 'Service') this.servicesByIp.clear();
     for (const k of [...this.invalidByKey.keys()]) if (k.startsWith(`${kind}/`)) this.invalidByKey.delete(k);
     const problems: InvalidResource[] = [];
     for (const o of objs) {
@@ -144,6 +151,14 @@ export class ResourceStore {
     const out: SpecByKind[K][] = [];
     for (const ns of this.data[kind].values()) for (const v of ns.values()) out.push(v as SpecByKind[K]);
     return out;
+  }
+
+  /** The Services holding a cluster IP, in the order of all('Service') (two only while the API reassigns it). */
+  servicesWithIp(ip: string): ServiceRecord[] {
+    const held = this.servicesByIp.get(ip);
+    if (!held) return [];
+    if (held.size === 1) return [...held.values()];
+    return this.all('Service').filter((s) => s.clusterIPs.includes(ip));
   }
 
   /** Every object that could not be used (for a route kind, with the object itself). */
@@ -171,8 +186,24 @@ export class ResourceStore {
     return n;
   }
 
+  private indexIps(svc: ServiceRecord): void {
+    for (const ip of svc.clusterIPs) {
+      let held = this.servicesByIp.get(ip);
+      if (!held) this.servicesByIp.set(ip, (held = new Map()));
+      held.set(`${svc.namespace}/${svc.name}`, svc);
+    }
+  }
+
+  private unindexIps(svc: ServiceRecord | undefined): void {
+    for (const ip of svc?.clusterIPs ?? []) {
+      const held = this.servicesByIp.get(ip);
+      if (held?.delete(`${svc!.namespace}/${svc!.name}`) && held.size === 0) this.servicesByIp.delete(ip);
+    }
+  }
+
   private remove(kind: IndexedKind, namespace: string, name: string): boolean {
     const ns = this.data[kind].get(namespace);
+    if (kind === 'Service') this.unindexIps(ns?.get(name) as ServiceRecord | undefined);
     if (!ns?.delete(name)) return false;
     if (ns.size === 0) this.data[kind].delete(namespace);
     return true;

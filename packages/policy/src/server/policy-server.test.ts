@@ -17,7 +17,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PolicyIndex } from '../index/policy-index.js';
 import { createPolicyMetrics } from '../metrics.js';
 import { TEST_CLUSTER } from '../testing.js';
-import { createInboundHandlers, createOutboundHandlers, parseServiceAuthority } from './policy-server.js';
+import {
+  createInboundHandlers,
+  createOutboundHandlers,
+  INBOUND_SERVICE,
+  OUTBOUND_SERVICE,
+  parseServiceAuthority,
+} from './policy-server.js';
 
 const index = new PolicyIndex(TEST_CLUSTER);
 const registry = new Registry();
@@ -54,8 +60,8 @@ beforeAll(async () => {
   });
   server = new Server();
   inboundHandlers = createInboundHandlers({ index, logger, metrics });
-  server.addService(inbound.InboundServerPoliciesService, inboundHandlers);
-  server.addService(outbound.OutboundPoliciesService, createOutboundHandlers({ index, logger, metrics }));
+  server.addService(INBOUND_SERVICE, inboundHandlers);
+  server.addService(OUTBOUND_SERVICE, createOutboundHandlers({ index, logger, metrics }));
   const port = await new Promise<number>((resolve, reject) =>
     server.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
   );

@@ -4,13 +4,14 @@
 // while the client applies back-pressure, newer policies replace the one waiting to be written.
 import {
   status,
+  type MethodDefinition,
   type sendUnaryData,
+  type ServiceDefinition,
   type ServerUnaryCall,
   type ServerWritableStream,
   type StatusObject,
 } from '@grpc/grpc-js';
-import type { inbound, outbound } from '@minimesh/proto';
-import { fromTcpAddress, onStreamEnd } from '@minimesh/proto';
+import { fromTcpAddress, inbound, onStreamEnd, outbound } from '@minimesh/proto';
 import type { Logger } from '@minimesh/runtime';
 import { PolicyError } from '../errors.js';
 import type { PolicyIndex, PolicyListener, Subscription } from '../index/policy-index.js';
@@ -57,6 +58,47 @@ function notFound(message: string): PolicyError {
   return new PolicyError('MINIMESH_POLICY_NOT_FOUND', message);
 }
 
+/**
+ * A translation made once per answer: the index hands every listener of a watch (every client of a
+ * Service, every stream of a port) the same answer object, so they share its message, and with
+ * encodeOnce its bytes. The answers are never changed once made (a change is a new answer).
+ */
+function perAnswer<M extends object, P>(translate: (m: M) => P): (m: M) => P {
+  const made = new WeakMap<M, P>();
+  return (m) => {
+    let p = made.get(m);
+    if (p === undefined) made.set(m, (p = translate(m)));
+    return p;
+  };
+}
+
+/**
+ * A service definition whose response messages are encoded once per message object: the same message
+ * written to many streams (perAnswer) is one protobuf encoding. grpc-js copies the bytes into each
+ * frame, so sharing them is safe.
+ */
+export function encodeOnce<D extends ServiceDefinition>(definition: D): D {
+  const out: Record<string, MethodDefinition<unknown, unknown>> = {};
+  for (const [name, method] of Object.entries(definition) as Array<[string, MethodDefinition<unknown, unknown>]>) {
+    const encoded = new WeakMap<object, Buffer>();
+    const encode = method.responseSerialize;
+    out[name] = {
+      ...method,
+      responseSerialize: (value: unknown) => {
+        if (typeof value !== 'object' || value === null) return encode(value);
+        let bytes = encoded.get(value);
+        if (bytes === undefined) encoded.set(value, (bytes = encode(value)));
+        return bytes;
+      },
+    };
+  }
+  return out as D;
+}
+
+/** The services as policy.ts registers them. */
+export const INBOUND_SERVICE = encodeOnce(inbound.InboundServerPoliciesService);
+export const OUTBOUND_SERVICE = encodeOnce(outbound.OutboundPoliciesService);
+
 /** Writes whole snapshots; under back-pressure only the newest waiting one is kept. */
 class LatestWriter<T> {
   private waiting: T | undefined;
@@ -101,6 +143,8 @@ function serveWatch<M, P>(opts: {
   call: ServerWritableStream<unknown, P>;
   method: string;
   log: Logger;
+  /** The stream's fields for its debug lines, made only when debug is on (a child logger per stream cost a tenth of opening it). */
+  context: () => Record<string, unknown>;
   metrics: PolicyMetrics;
   open: Set<() => void>;
   subscribe: (l: PolicyListener<M>) => Subscription<M> | undefined;
@@ -108,13 +152,16 @@ function serveWatch<M, P>(opts: {
   notFound: () => PolicyError;
 }): void {
   const { call, method, metrics } = opts;
+  const debug = (msg: string, fields: Record<string, unknown> = {}) => {
+    if (opts.log.isLevelEnabled('debug')) opts.log.debug({ ...opts.context(), ...fields }, msg);
+  };
   const writer = new LatestWriter<P>(call, () => metrics.updatesSent.inc({ method }));
   metrics.openStreams.inc({ method });
   // The index calls back only on later changes, after everything below is set up.
   const sub = opts.subscribe({
     update: (m) => writer.write(opts.translate(m)),
     end: (reason) => {
-      opts.log.debug({ reason }, 'target gone: ending the stream');
+      debug('target gone: ending the stream', { reason });
       endStream();
     },
   });
@@ -127,7 +174,7 @@ function serveWatch<M, P>(opts: {
     writer.close();
     opts.open.delete(endStream);
     metrics.openStreams.dec({ method });
-    opts.log.debug('stream closed');
+    debug('stream closed');
   });
   if (!sub) {
     release();
@@ -137,7 +184,7 @@ function serveWatch<M, P>(opts: {
   }
   metrics.requests.inc({ method, code: 'OK' });
   opts.open.add(endStream);
-  opts.log.debug('stream opened');
+  debug('stream opened');
   writer.write(opts.translate(sub.current));
 }
 
@@ -146,7 +193,7 @@ export function createInboundHandlers(opts: PolicyServerOptions): inbound.Inboun
   const log = opts.logger;
   const networks = index.cluster.networks;
   const open = new Set<() => void>();
-  const translate = (s: InboundServer) => toProtoServer(s, networks);
+  const translate = perAnswer((s: InboundServer) => toProtoServer(s, networks));
 
   return {
     getPort(call: ServerUnaryCall<inbound.PortSpec, inbound.Server>, callback: sendUnaryData<inbound.Server>): void {
@@ -183,7 +230,8 @@ export function createInboundHandlers(opts: PolicyServerOptions): inbound.Inboun
       serveWatch<InboundServer, inbound.Server>({
         call,
         method: 'WatchPort',
-        log: log.child({ method: 'WatchPort', workload: `${ref.namespace}/${ref.name}`, port }),
+        log,
+        context: () => ({ method: 'WatchPort', workload: `${ref.namespace}/${ref.name}`, port }),
         metrics,
         open,
         subscribe: (l) => index.watchInbound(ref.kind, ref.namespace, ref.name, port, l),
@@ -213,7 +261,7 @@ export function createOutboundHandlers(opts: PolicyServerOptions): outbound.Outb
   const domain = index.cluster.clusterDomain;
   const open = new Set<() => void>();
   const allowL5dRequestHeaders = opts.allowL5dRequestHeaders ?? false;
-  const translate = (p: OutboundPolicy) => toProtoOutbound(p, { allowL5dRequestHeaders });
+  const translate = perAnswer((p: OutboundPolicy) => toProtoOutbound(p, { allowL5dRequestHeaders }));
   const translateEgress = (a: EgressAnswer, dst: { ip: string; port: number }) =>
     a.kind === 'egress' ? toProtoEgress(a.policy, dst, { allowL5dRequestHeaders }) : toFallbackPolicy(dst);
 
@@ -286,7 +334,8 @@ export function createOutboundHandlers(opts: PolicyServerOptions): outbound.Outb
         serveWatch<EgressAnswer, outbound.OutboundPolicy>({
           call,
           method: 'Watch',
-          log: log.child({ method: 'Watch', addr: `${target.ip}:${target.port}`, from: sourceNamespace }),
+          log,
+          context: () => ({ method: 'Watch', addr: `${target.ip}:${target.port}`, from: sourceNamespace }),
           metrics,
           open,
           subscribe: (l) => index.watchEgress(target.ip, target.port, sourceNamespace, l),
@@ -312,7 +361,8 @@ export function createOutboundHandlers(opts: PolicyServerOptions): outbound.Outb
       serveWatch<OutboundPolicy, outbound.OutboundPolicy>({
         call,
         method: 'Watch',
-        log: log.child({
+        log,
+        context: () => ({
           method: 'Watch',
           service: `${target.namespace}/${target.name}:${target.port}`,
           from: sourceNamespace,

@@ -259,7 +259,7 @@ describe('RouteStatusWriter', () => {
   it('an index change while leading makes a pass soon after (debounced)', async () => {
     const leader = { now: true };
     const api = createFakeKubeClient();
-    const index = new PolicyIndex(TEST_CLUSTER, { onChange: () => writer.notify() });
+    const index = new PolicyIndex(TEST_CLUSTER, { onChange: (kind) => writer.indexChanged(kind) });
     const writer = new RouteStatusWriter({ api, index, logger, isLeader: () => leader.now, debounceMs: 5 });
     index.apply('Service', SERVICE);
     api.put(ROUTES, {
@@ -271,6 +271,49 @@ describe('RouteStatusWriter', () => {
     index.apply('GatewayHTTPRoute', api.object(ROUTES, 'shop', 'n'));
     await new Promise((r) => setTimeout(r, 100));
     expect(api.calls.filter((c) => c.startsWith('PATCH'))).toEqual([`PATCH ${ROUTES}/n/status`]);
+    await writer.stop();
+  });
+
+  it('pod and authorization changes make no pass (statuses do not depend on them); a Service change does', async () => {
+    const api = createFakeKubeClient();
+    const index = new PolicyIndex(TEST_CLUSTER, { onChange: (kind) => writer.indexChanged(kind) });
+    const writer = new RouteStatusWriter({ api, index, logger, isLeader: () => true, debounceMs: 1 });
+    let passes = 0;
+    const pass = writer.pass.bind(writer);
+    writer.pass = () => {
+      passes++;
+      return pass();
+    };
+    const settle = () => new Promise((r) => setTimeout(r, 30));
+    const pod = (name: string) => ({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name, namespace: 'shop', labels: { app: 'web' } },
+      spec: { containers: [{ name: 'app', ports: [{ name: 'http', containerPort: 8080 }] }] },
+    });
+    index.apply('Pod', pod('web-1'));
+    index.apply('Pod', pod('web-2'));
+    index.delete('Pod', 'shop', 'web-1');
+    index.reset('Pod', [pod('web-3')]);
+    index.apply('AuthorizationPolicy', {
+      apiVersion: 'policy.minimesh.io/v1alpha1',
+      kind: 'AuthorizationPolicy',
+      metadata: { name: 'ap', namespace: 'shop' },
+      spec: { targetRef: { kind: 'Namespace', name: 'shop' }, requiredAuthenticationRefs: [] },
+    });
+    await settle();
+    expect(passes).toBe(0);
+    index.apply('Service', SERVICE);
+    await settle();
+    expect(passes).toBe(1);
+    index.apply('Server', {
+      apiVersion: 'policy.minimesh.io/v1beta3',
+      kind: 'Server',
+      metadata: { name: 'web', namespace: 'shop' },
+      spec: { podSelector: { matchLabels: { app: 'web' } }, port: 'http' },
+    });
+    await settle();
+    expect(passes).toBe(2);
     await writer.stop();
   });
 });

@@ -8,10 +8,23 @@
 import type { KubeClient } from '@minimesh/kube';
 import type { Logger } from '@minimesh/runtime';
 import type { PolicyIndex } from '../index/policy-index.js';
-import { ROUTE_KINDS } from '../index/store.js';
+import { ROUTE_KINDS, type IndexedKind } from '../index/store.js';
 import type { PolicyMetrics } from '../metrics.js';
 import { egressStatusPath, egressStatusUpdates } from './egress-status.js';
 import { routeStatusUpdates, statusPath, type RouteStatusUpdate } from './route-status.js';
+
+/**
+ * The kinds route and EgressNetwork statuses are computed from (route-status.ts, egress-status.ts and
+ * the verdicts of index/route-attachment.ts read routes, Services, Servers and EgressNetworks only). A
+ * change to any other kind (a pod above all) cannot change a status: it makes no pass. Every pod event
+ * used to make one, over every route of the cluster (docs/policy.md, "At scale").
+ */
+export const STATUS_INPUT_KINDS: ReadonlySet<IndexedKind> = new Set<IndexedKind>([
+  ...ROUTE_KINDS,
+  'Service',
+  'Server',
+  'EgressNetwork',
+]);
 
 export interface RouteStatusWriterOptions {
   api: KubeClient;
@@ -47,6 +60,11 @@ export class RouteStatusWriter {
     this.resync = setInterval(() => this.notify(0), every);
     this.resync.unref();
     this.notify(0);
+  }
+
+  /** The index changed objects of `kind`: a pass soon when statuses are computed from that kind. */
+  indexChanged(kind: IndexedKind): void {
+    if (STATUS_INPUT_KINDS.has(kind)) this.notify();
   }
 
   /** Something changed (or leadership came): run a pass soon. */
