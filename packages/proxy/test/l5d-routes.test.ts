@@ -7,7 +7,8 @@
 //                pod canary-1).
 // Each client's proxy must cut /slow/delay/3000 with 504 at the route's timeout while /plain/delay/1500
 // answers 200; send /retry/fail/1/<key> (503 from the app once) again and answer 200 from the second
-// attempt, while /plain/fail/1/<key> answers the app's 503 and /retry/fail/9/<key> stops after 3 attempts;
+// attempt, while /plain/fail/1/<key> answers the app's 503 and /retry/fail/9/<key> stops after 3 attempts
+// (counted in Linkerd's outbound_http_route_retry_* metrics);
 // and spread 200 requests to /split about 80/20 (the canary's share inside the binomial 99.9 % interval
 // around 20 %: 22 to 58; an ignored weight gives about 100, a swapped one about 160). The servers have
 // minimesh-proxy sidecars (mTLS and HTTP/2 between the proxies). Runs when the linkerd2-proxy binary is
@@ -189,8 +190,18 @@ describe.skipIf(why !== undefined)(
           .split('\n')
           .filter((l) => l.startsWith('outbound_http_route_retry_') && l.includes('route_name="web-retry"'));
         console.log(`${kind} retry metrics:\n${lines.join('\n')}`);
-        const sent = lines.find((l) => l.startsWith('outbound_http_route_retry_requests_total{'));
-        expect(Number(sent?.split(' ').pop())).toBeGreaterThanOrEqual(3);
+        // Linkerd's retry metrics, on both proxies: 3 retries sent (1 for the first key, 2 for the last),
+        // 1 of them answered 200, 1 request stopped at the limit.
+        const value = (name: string) =>
+          Number(
+            lines
+              .find((l) => l.startsWith(`${name}{`))
+              ?.split(' ')
+              .pop(),
+          );
+        expect(value('outbound_http_route_retry_requests_total')).toBe(3);
+        expect(value('outbound_http_route_retry_successes_total')).toBe(1);
+        expect(value('outbound_http_route_retry_limit_exceeded_total')).toBe(1);
       }, 30_000);
 
       it(`weighted backends: ${SPLIT_N} requests to /split, about 80/20 over web and web-canary`, async () => {
