@@ -2,8 +2,9 @@
 // real rules and minimesh's real control plane (identity, destination, policy) on the local cluster:
 //   minimesh-proxy outbound → linkerd2-proxy inbound → app
 //   linkerd2-proxy outbound → minimesh-proxy inbound → app
-// HTTP/1.1 (Host preserved), HTTP/2 and gRPC, all answered 200/OK over mTLS on both sides, with the client's
-// identity seen by the inbound side. Runs when the linkerd2-proxy binary is given
+// HTTP/1.1 (Host preserved), HTTP/2, gRPC and WebSocket (an HTTP/1.1 Upgrade; text and binary messages
+// both ways, then the close handshake), all over mTLS on both sides, with the client's identity seen by
+// the inbound side. Runs when the linkerd2-proxy binary is given
 // (MINIMESH_PEER_LINKERD2_PROXY, or /opt/minimesh-peers/linkerd2-proxy); otherwise it says why it is skipped.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { existsSync } from 'node:fs';
@@ -28,6 +29,16 @@ function agent<T = unknown>(pod: string, op: string, body: unknown): Promise<T> 
 
 type H1 = { status: number; headers: Record<string, string>; body: string; error?: string };
 type H2 = { headers: Record<string, string>; trailers: Record<string, string>; body: string; error?: string };
+/** The client agent's `websocket` op (apps/pod-agent.mjs, the `ws` package on both ends). */
+type Ws = {
+  status?: number;
+  headers?: Record<string, string>;
+  messages: string[];
+  binaryBytes: number;
+  binaryOk: boolean;
+  closeCode?: number;
+  error?: string;
+};
 
 describe.skipIf(why !== undefined)(`interop with linkerd2-proxy${why ? ` (skipped: ${why})` : ` (${PEER})`}`, () => {
   beforeAll(async () => {
@@ -126,6 +137,47 @@ describe.skipIf(why !== undefined)(`interop with linkerd2-proxy${why ? ` (skippe
       });
       expect(stream.body.length).toBe(21);
       expect(stream.trailers['grpc-status']).toBe('0');
+    });
+
+    it('WebSocket: 101 through both proxies, text and binary both ways, closed cleanly, the client identity at the app', async () => {
+      const host = mesh.fqdn(svc);
+      const r = await agent<Ws>(client, 'websocket', {
+        ip: ips[svc],
+        port: 80,
+        host,
+        messages: 3,
+        binaryBytes: 256 * 1024,
+      });
+      console.log(
+        `WebSocket ${client} → ${server}: ${r.error ?? r.status}, ${r.messages?.length ?? 0} text messages, ` +
+          `${r.binaryBytes} binary bytes back (${r.binaryOk ? 'unchanged' : 'CHANGED'}), close ${r.closeCode}`,
+      );
+      expect(r.error).toBeUndefined();
+      expect(r.status).toBe(101);
+      expect(r.headers?.['x-app']).toBe(server);
+      // The server's greeting says what it saw of the handshake: the Upgrade, the Host, and the identity
+      // the inbound proxy took from the mTLS connection.
+      const hello = JSON.parse(r.messages[0]!) as {
+        hello: string;
+        headers: Record<string, string>;
+        httpVersion: string;
+      };
+      expect(hello.hello).toBe(server);
+      expect(hello.httpVersion).toBe('1.1');
+      expect(hello.headers.upgrade).toBe('websocket');
+      expect(hello.headers.host).toBe(host);
+      expect(hello.headers['l5d-client-id']).toBe(clientId());
+      // Client → server echoed; server → client (srv:1) answered and acknowledged.
+      expect([...r.messages.slice(1)].sort()).toEqual([
+        'echo:cli:1',
+        'echo:cli:2',
+        'echo:cli:3',
+        'got:back:srv:1',
+        'srv:1',
+      ]);
+      expect(r.binaryBytes).toBe(256 * 1024);
+      expect(r.binaryOk).toBe(true);
+      expect(r.closeCode).toBe(1000);
     });
 
     it('mTLS on both sides: the inbound proxy counts the requests as TLS from the client identity', () => {

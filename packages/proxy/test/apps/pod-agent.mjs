@@ -1,38 +1,79 @@
 // Runs inside a test pod's network namespace (ip netns exec ...).
 //   server <name> [status]: HTTP/1 echo + Upgrade echo on 8080 (answering `status`, default 200: a
 //                  failing endpoint for failure accrual), HTTP/2 + gRPC-framed echo on 8081,
-//                  a server-speaks-first banner on 25, a TCP echo on 9000.
+//                  a server-speaks-first banner on 25, a TCP echo on 9000. On 8080, a path holding
+//                  /delay/<ms> answers after that long, one holding /fail/<n>/<key> answers 503 to the
+//                  first n requests for that key (the JSON's `attempt` counts them), and an Upgrade to
+//                  /websocket is a real WebSocket (the `ws` package): it greets with what it saw of the
+//                  handshake, sends `srv:1`, echoes text as `echo:<text>` (`back:<x>` as `got:back:<x>`)
+//                  and binary unchanged. Other Upgrades get the raw `echo:` tunnel.
 //   impostor <certfile> <keyfile>: a TLS server on 8443 presenting the given certificate.
 //   client <unix socket>: a control API over a unix socket (reachable from the host across namespaces)
-//                  that makes requests from inside the pod: POST /h1 /h2 /ws /tcp /tls /fetch with JSON bodies.
+//                  that makes requests from inside the pod: POST /h1 /h2 /ws /websocket /tcp /tls /fetch with
+//                  JSON bodies.
 import { createServer as h1Server, request as h1Request, Agent } from 'node:http';
 import { createServer as h2Server, connect as h2Connect } from 'node:http2';
 import { createServer as tcpServer, connect as tcpConnect } from 'node:net';
 import { createServer as tlsServer, connect as tlsConnect } from 'node:tls';
 import { readFileSync, chmodSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { WebSocket, WebSocketServer } from 'ws';
 
 const [mode, ...args] = process.argv.slice(2);
 
 if (mode === 'server') {
   const name = args[0];
   const status = Number(args[1] ?? 200);
+  /** Requests seen per /fail/<n>/<key> key. */
+  const attempts = new Map();
   const h1 = h1Server((req, res) => {
     const chunks = [];
     req.on('data', (c) => chunks.push(c));
     req.on('end', () => {
-      res.writeHead(status, { 'content-type': 'application/json', 'x-app': name });
-      res.end(
-        JSON.stringify({
-          app: name,
-          url: req.url,
-          headers: req.headers,
-          httpVersion: req.httpVersion,
-          body: Buffer.concat(chunks).toString(),
-        }),
-      );
+      const url = req.url ?? '/';
+      const fail = /\/fail\/(\d+)\/([^/?]+)/.exec(url);
+      const attempt = fail ? (attempts.get(fail[2]) ?? 0) + 1 : undefined;
+      if (fail) attempts.set(fail[2], attempt);
+      const code = fail && attempt <= Number(fail[1]) ? 503 : status;
+      const delay = Number(/\/delay\/(\d+)/.exec(url)?.[1] ?? 0);
+      const answer = () => {
+        res.writeHead(code, {
+          'content-type': 'application/json',
+          'x-app': name,
+          ...(attempt ? { 'x-attempt': String(attempt) } : {}),
+        });
+        res.end(
+          JSON.stringify({
+            app: name,
+            url,
+            headers: req.headers,
+            httpVersion: req.httpVersion,
+            body: Buffer.concat(chunks).toString(),
+            ...(attempt ? { attempt } : {}),
+          }),
+        );
+      };
+      if (delay > 0) setTimeout(answer, delay);
+      else answer();
     });
   });
-  h1.on('upgrade', (req, socket) => {
+  const wss = new WebSocketServer({ noServer: true });
+  wss.on('headers', (headers) => headers.push(`x-app: ${name}`));
+  h1.on('upgrade', (req, socket, head) => {
+    if ((req.url ?? '').startsWith('/websocket')) {
+      socket.on('error', () => {});
+      wss.handleUpgrade(req, socket, head, (ws) => {
+        ws.on('error', () => {});
+        ws.send(JSON.stringify({ hello: name, url: req.url, headers: req.headers, httpVersion: req.httpVersion }));
+        ws.send('srv:1');
+        ws.on('message', (data, isBinary) => {
+          if (isBinary) return ws.send(data, { binary: true });
+          const text = data.toString();
+          ws.send(text.startsWith('back:') ? `got:${text}` : `echo:${text}`);
+        });
+      });
+      return;
+    }
     socket.write(
       `HTTP/1.1 101 Switching Protocols\r\nupgrade: ${req.headers.upgrade}\r\nconnection: Upgrade\r\nx-app: ${name}\r\n\r\n`,
     );
@@ -88,14 +129,18 @@ if (mode === 'server') {
     if (!agents.has(key)) agents.set(key, new Agent({ keepAlive: true, maxSockets: 8 }));
     return agents.get(key);
   };
-  const h1once = ({ ip, port, host, path = '/', agentKey }) =>
+  // One HTTP/1.1 request; `ms`: from sending it to the end of the answer.
+  const h1once = ({ ip, port, host, path = '/', agentKey, timeoutMs = 5000 }) =>
     new Promise((resolve) => {
+      const t0 = performance.now();
       const req = h1Request(
-        { host: ip, port, path, headers: { host }, agent: agentKey ? agentFor(agentKey) : false, timeout: 5000 },
+        { host: ip, port, path, headers: { host }, agent: agentKey ? agentFor(agentKey) : false, timeout: timeoutMs },
         (res) => {
           let body = '';
           res.on('data', (c) => (body += c));
-          res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, body }));
+          res.on('end', () =>
+            resolve({ status: res.statusCode, headers: res.headers, body, ms: performance.now() - t0 }),
+          );
         },
       );
       req.on('error', (e) => resolve({ status: 0, error: e.message }));
@@ -160,6 +205,65 @@ if (mode === 'server') {
         });
         sock.on('error', (e) => resolve({ error: e.message }));
         sock.write(`GET /ws HTTP/1.1\r\nhost: ${o.host}\r\nupgrade: websocket\r\nconnection: Upgrade\r\n\r\n`);
+      });
+    },
+    // A WebSocket client (the `ws` package) to ws://ip:port/websocket with the Host `host`: the handshake's
+    // status and headers, every text message received (answering the server's `srv:*` with `back:srv:*`),
+    // `messages` text messages and one binary message of `binaryBytes` random bytes sent, whether that
+    // came back unchanged, and the close code once the client closed (1000) after everything was back.
+    websocket(o) {
+      return new Promise((resolve) => {
+        const n = o.messages ?? 3;
+        const big = randomBytes(o.binaryBytes ?? 65536);
+        const out = { messages: [], binaryBytes: 0, binaryOk: false };
+        const ws = new WebSocket(`ws://${o.ip}:${o.port}${o.path ?? '/websocket'}`, {
+          headers: { host: o.host },
+          handshakeTimeout: 5000,
+        });
+        const t = setTimeout(() => {
+          ws.terminate();
+          resolve({ ...out, error: 'timeout' });
+        }, o.timeoutMs ?? 10000);
+        const done = () =>
+          out.binaryBytes > 0 &&
+          out.messages.some((m) => m.startsWith('{')) &&
+          out.messages.filter((m) => m.startsWith('echo:')).length === n &&
+          out.messages.some((m) => m.startsWith('got:'));
+        ws.on('upgrade', (res) => {
+          out.status = res.statusCode;
+          out.headers = res.headers;
+        });
+        ws.on('unexpected-response', (_req, res) => {
+          clearTimeout(t);
+          let body = '';
+          res.on('data', (c) => (body += c));
+          res.on('end', () =>
+            resolve({ status: res.statusCode, headers: res.headers, body, error: 'unexpected response' }),
+          );
+        });
+        ws.on('error', (e) => {
+          clearTimeout(t);
+          resolve({ ...out, error: e.message });
+        });
+        ws.on('open', () => {
+          for (let i = 1; i <= n; i++) ws.send(`cli:${i}`);
+          ws.send(big);
+        });
+        ws.on('message', (data, isBinary) => {
+          if (isBinary) {
+            out.binaryBytes = data.length;
+            out.binaryOk = Buffer.compare(data, big) === 0;
+          } else {
+            const text = data.toString();
+            out.messages.push(text);
+            if (text.startsWith('srv:')) ws.send(`back:${text}`);
+          }
+          if (done()) ws.close(1000, 'done');
+        });
+        ws.on('close', (code, reason) => {
+          clearTimeout(t);
+          resolve({ ...out, closeCode: code, closeReason: reason.toString() });
+        });
       });
     },
     tcp(o) {
