@@ -1,7 +1,8 @@
 // An HTTP/1 exchange (a real caller and a real app on loopback) forwarded as the connect stage says: it
 // counts its request and response, tells an observer (tap) how the response goes, answers upstream
 // failures as proxy errors, enforces a route's request timeout, and counts what a stage refuses.
-import { Agent, createServer, request, type IncomingMessage } from 'node:http';
+import { createServer, request, type IncomingMessage } from 'node:http';
+import { H1Pool } from './h1-pool.js';
 import { createLogger } from '@minimesh/runtime';
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
@@ -35,11 +36,12 @@ async function proxy(handle: (ex: H1Exchange) => void) {
 }
 
 async function upstreamTo(answer: Parameters<typeof createServer>[1]): Promise<Connected> {
-  const agent = new Agent({ keepAlive: true });
-  afterTest(() => agent.destroy());
+  const pool = new H1Pool();
+  afterTest(() => pool.close());
   const port = await listen(createServer(answer));
+  const ep = plainEndpoint('127.0.0.1', port);
   return {
-    upstream: { kind: 'h1', endpoint: plainEndpoint('127.0.0.1', port), agent },
+    upstream: { kind: 'h1', endpoint: ep, agent: pool.endpoint(ep.key, ep.ip, ep.port) },
     labels: LABELS,
     authority: 'web:80',
     extra: { 'x-extra': 'added' },
@@ -73,11 +75,12 @@ describe('HTTP exchange', () => {
     const closed = createServer();
     const port = await listen(closed);
     closed.close();
-    const agent = new Agent();
-    afterTest(() => agent.destroy());
+    const pool = new H1Pool();
+    afterTest(() => pool.close());
+    const ep = plainEndpoint('127.0.0.1', port);
     const p = await proxy((ex) =>
       ex.forward({
-        upstream: { kind: 'h1', endpoint: plainEndpoint('127.0.0.1', port), agent },
+        upstream: { kind: 'h1', endpoint: ep, agent: pool.endpoint(ep.key, ep.ip, ep.port) },
         labels: LABELS,
         authority: '',
         extra: undefined,

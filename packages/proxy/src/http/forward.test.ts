@@ -1,15 +1,7 @@
 // The one forwarder's two halves against real HTTP/1 and HTTP/2 servers on loopback: each caller ×
 // upstream combination, trailers, a failure before the head (the sink's) and after it (the hooks'), and
 // release() handing an unread HTTP/1 response's connection back to the pool.
-import {
-  Agent,
-  type AgentOptions,
-  createServer,
-  request,
-  type IncomingHttpHeaders,
-  type IncomingMessage,
-  type ServerResponse,
-} from 'node:http';
+import { createServer, request, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import {
   connect as h2connect,
   createServer as createH2Server,
@@ -27,6 +19,7 @@ import {
   type ExchangeHooks,
   type UpstreamCall,
 } from './forward.js';
+import { H1Pool, type H1Endpoint } from './h1-pool.js';
 import { h1ToH1Request, h1ToH2Request, h2ToH1Request, h2ToH2Request } from './headers.js';
 import { afterTest, closedPort, listen, until } from '../../test/support/loopback.js';
 
@@ -137,10 +130,11 @@ function fetchH2(
 }
 
 /** A keep-alive pool, destroyed after the test. */
-function pool(opts: AgentOptions = { keepAlive: true }): Agent {
-  const a = new Agent(opts);
-  afterTest(() => a.destroy());
-  return a;
+/** The proxy's keep-alive pool to 127.0.0.1:`port`. */
+function pool(port: number): H1Endpoint {
+  const p = new H1Pool();
+  afterTest(() => p.close());
+  return p.endpoint(`127.0.0.1:${port}`, '127.0.0.1', port);
 }
 
 /** An HTTP/1 proxy: `send` forwards each request, its answer written at once (502 on an early failure). */
@@ -184,7 +178,7 @@ const settle = () => new Promise((resolve) => setTimeout(resolve, 20));
 describe('the forwarder', () => {
   it('HTTP/1 caller → HTTP/1 upstream: connection headers dropped, extra added, body and response intact', async () => {
     const app = await h1App();
-    const agent = pool();
+    const agent = pool(app.port);
     const { port, hooks } = await h1Proxy((req, sink) =>
       sendH1(
         { host: '127.0.0.1', port: app.port, agent },
@@ -225,7 +219,7 @@ describe('the forwarder', () => {
 
   it('HTTP/2 caller → HTTP/1 upstream (an upgraded request to the app): Host from :authority', async () => {
     const app = await h1App();
-    const agent = pool();
+    const agent = pool(app.port);
     const { port, hooks } = await h2Proxy((stream, headers, sink) =>
       sendH1(
         { host: '127.0.0.1', port: app.port, agent },
@@ -259,7 +253,7 @@ describe('the forwarder', () => {
 
   it('a failure before the head goes to the sink; the hooks hear nothing else', async () => {
     const deadPort = await closedPort();
-    const agent = pool({});
+    const agent = pool(deadPort);
     const { port, hooks } = await h1Proxy((req, sink) =>
       sendH1(
         { host: '127.0.0.1', port: deadPort, agent },
@@ -280,7 +274,7 @@ describe('the forwarder', () => {
       res.write('partial');
       setTimeout(() => res.socket?.destroy(), 20);
     });
-    const agent = pool({});
+    const agent = pool(app.port);
     const { port, hooks } = await h1Proxy((req, sink) =>
       sendH1(
         { host: '127.0.0.1', port: app.port, agent },
@@ -297,12 +291,13 @@ describe('the forwarder', () => {
 
   it('release() reads an unwanted HTTP/1 response to its end: the next request reuses the connection', async () => {
     const app = await h1App();
-    const target = { host: '127.0.0.1', port: app.port, agent: pool({ keepAlive: true, maxSockets: 1 }) };
+    const target = { host: '127.0.0.1', port: app.port, agent: pool(app.port) };
     const heads: UpstreamCall[] = [];
     const sink: CallSink = { onHead: (call) => heads.push(call), onError: (err) => expect.fail(err.message) };
     sendH1(target, 'GET', '/first', {}, undefined, sink);
     await until(() => heads.length === 1);
     heads[0]!.release();
+    await until(() => target.agent.idleCount === 1); // read to its end: the connection is idle again
     sendH1(target, 'GET', '/second', {}, undefined, sink);
     await until(() => heads.length === 2);
     heads[1]!.release();
@@ -320,7 +315,7 @@ describe('the forwarder', () => {
       if (!slow) return void res.writeHead(200, { connection: 'keep-alive' }).end('ok');
       setTimeout(() => res.writeHead(200, { connection: 'keep-alive' }).end('late'), 100);
     });
-    const target = { host: '127.0.0.1', port: app.port, agent: pool({ keepAlive: true, maxSockets: 1 }) };
+    const target = { host: '127.0.0.1', port: app.port, agent: pool(app.port) };
     const heads: UpstreamCall[] = [];
     const errors: string[] = [];
     const sink: CallSink = { onHead: (call) => heads.push(call), onError: (err) => errors.push(err.message) };

@@ -27,6 +27,7 @@ import {
 import { isStaleKeepAlive } from '@minimesh/runtime';
 import { cleanTrailers, h1ToH1Response, h1ToH2Response, h2ToH1Response, h2ToH2Response } from './headers.js';
 import { H2_REQUEST } from './h2-pool.js';
+import type { H1Endpoint } from './h1-pool.js';
 
 export interface ExchangeHooks {
   /** The response head is known (before any body byte is sent downstream). */
@@ -243,7 +244,8 @@ export class H2Call extends UpstreamCall {
 export interface H1Target {
   host: string;
   port: number;
-  agent: Agent;
+  /** The endpoint's keep-alive pool (h1-pool.ts); a Node http.Agent works too (tests compare them). */
+  agent: H1Endpoint | Agent;
 }
 
 /** Request half, HTTP/1 upstream. `body` undefined: the request has none (and may go again, see H1Call). */
@@ -256,7 +258,7 @@ export function sendH1(
   sink: CallSink,
 ): H1Call {
   const call = new H1Call(
-    { host: target.host, port: target.port, method, path, headers, agent: target.agent },
+    { host: target.host, port: target.port, method, path, headers, agent: target.agent as Agent },
     body === undefined,
     sink,
   );

@@ -1,7 +1,8 @@
 // The retry transport alone: a real HTTP/1 exchange (a caller on loopback), a real upstream app, the
 // stack below the route replaced by `route` (it picks the upstream, or rejects), and a policy stub that
 // retries 503 up to twice. The decision itself is tested in policy/retry-policy.test.ts.
-import { Agent, createServer, request, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, request, type IncomingMessage, type ServerResponse } from 'node:http';
+import { H1Pool } from './h1-pool.js';
 import { createLogger } from '@minimesh/runtime';
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
@@ -59,9 +60,10 @@ async function proxy(p: RetryPolicy, route: (attempt: RetryAttempt, ex: HttpExch
 
 /** Sends every attempt to the app at `port`. */
 function toApp(port: number) {
-  const agent = new Agent({ keepAlive: true });
-  afterTest(() => agent.destroy());
+  const pool = new H1Pool();
+  afterTest(() => pool.close());
   const ep = plainEndpoint('127.0.0.1', port);
+  const agent = pool.endpoint(ep.key, ep.ip, ep.port);
   return (attempt: RetryAttempt) =>
     attempt.forward({ upstream: { kind: 'h1', endpoint: ep, agent }, labels: {}, authority: '', extra: undefined });
 }

@@ -1,13 +1,13 @@
 // Where a request goes once an endpoint is picked: the connector's answer (transport/connector.ts), and
 // the connect stages' target, Connected: the upstream and how the request is counted.
-import type { Agent } from 'node:http';
 import type { ClientHttp2Session } from 'node:http2';
 import type { Socket } from 'node:net';
 import type { Labels } from '../metrics/metrics.js';
 import type { Endpoint } from '../targets.js';
+import type { H1Endpoint } from './h1-pool.js';
 import type { H2Pool } from './h2-pool.js';
 
-/** Where an HTTP exchange goes: a multiplexed HTTP/2 session, or an HTTP/1 keep-alive pool. */
+/** Where an HTTP exchange goes: a multiplexed HTTP/2 session, or an HTTP/1 keep-alive pool (h1-pool.ts). */
 export type HttpUpstream =
   | {
       readonly kind: 'h2';
@@ -17,7 +17,7 @@ export type HttpUpstream =
       readonly session: ClientHttp2Session;
       readonly pool: H2Pool;
     }
-  | { readonly kind: 'h1'; readonly endpoint: Endpoint; readonly agent: Agent };
+  | { readonly kind: 'h1'; readonly endpoint: Endpoint; readonly agent: H1Endpoint };
 
 /** Where an HTTP/1 Upgrade (WebSocket) goes: a raw connection of its own (mTLS when meshed). */
 export interface StreamUpstream {

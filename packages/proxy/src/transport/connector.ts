@@ -4,9 +4,9 @@
 // a plaintext HTTP/2 session. TCP gets a fresh connection (mTLS when meshed). An endpoint at one of this
 // pod's own IPs is the pod itself: plaintext, straight to the app (the proxy's own connections skip the
 // iptables redirect, so mTLS would land on the app, not on our inbound side; Linkerd does the same).
-import { Agent, type AgentOptions } from 'node:http';
 import { connect as netConnect, type Socket } from 'node:net';
 import type { ClientHttp2Session } from 'node:http2';
+import { H1Pool } from '../http/h1-pool.js';
 import { H2Pool } from '../http/h2-pool.js';
 import type { HttpUpstream } from '../http/upstream.js';
 import { armConnectTimeout, connectMtls } from '../tls/connect.js';
@@ -20,13 +20,8 @@ export class Connector {
   });
   private closed = false;
   readonly plainH2 = new H2Pool();
-  readonly agent = new Agent({
-    keepAlive: true,
-    maxSockets: Infinity,
-    maxFreeSockets: 1024,
-    scheduling: 'lifo',
-    noDelay: true,
-  } as AgentOptions);
+  /** HTTP/1 keep-alive connections to the app and to unmeshed endpoints, per endpoint. */
+  readonly h1 = new H1Pool();
 
   constructor(
     private readonly creds: TlsCredentials,
@@ -59,7 +54,7 @@ export class Connector {
       const session = this.meshedSession(ep, identity);
       return { kind: 'h2', endpoint: ep, identity, session, pool: this.meshed };
     }
-    if (protocol === 'http1') return { kind: 'h1', endpoint: ep, agent: this.agent };
+    if (protocol === 'http1') return { kind: 'h1', endpoint: ep, agent: this.h1.endpoint(ep.key, ep.ip, ep.port) };
     const session = this.plainH2.get(ep.key, () => this.tcp(ep));
     return { kind: 'h2', endpoint: ep, identity: undefined, session, pool: this.plainH2 };
   }
@@ -100,6 +95,6 @@ export class Connector {
     this.closed = true;
     this.meshed.close();
     this.plainH2.close();
-    this.agent.destroy();
+    this.h1.close();
   }
 }
