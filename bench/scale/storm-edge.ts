@@ -5,11 +5,7 @@
 // identity's admission control in a minute instead of a cluster run (docs/scale.md, "Fixes"):
 //   npx tsx bench/scale/storm-edge.ts [callers=500] [storms=3] [concurrency=<identity's default>] [settings=0]
 // A setting is identity's --certify-workers, optionally with its --listen-backlog after a colon (0:511 =
-// no worker threads, Node's default backlog) and its connection gate after another (off = each connection
-// to HTTP/2 as accepted; fifo64 / lifo64 = 64 connections to HTTP/2 per event-loop turn, oldest or newest
-// first, at most 100,000 waiting; adaptive64 = oldest first until the oldest has waited 200 ms, then newest
-// first; fifo64/256 = at most 256 waiting, the oldest closed past that); a
-// comma-separated list (e.g. 0,1 or 0:511,0:4096) runs one identity process per
+// no worker threads, Node's default backlog); a comma-separated list (e.g. 0,1 or 0:511,0:4096) runs one identity process per
 // setting, all started at once, and the storms alternate between them (0, 1, 1, 0, 0, 1, ...; `storms` each), so
 // that on a noisy machine the settings are compared within one run.
 // With BENCH_CPU_PROF=<dir>, identity's processes write a CPU profile there when they end.
@@ -26,7 +22,6 @@ import {
   startIdentityServer,
   DEFAULT_CERTIFY_CONCURRENCY,
   DEFAULT_LISTEN_BACKLOG,
-  type IdentityServerOptions,
 } from '@minimesh/identity';
 import { createLogger } from '@minimesh/runtime';
 import { startDriven } from '../lib/driven.js';
@@ -44,7 +39,6 @@ interface Pems {
   concurrency: number;
   workers: number;
   backlog: number;
-  gate: IdentityServerOptions['gate'];
 }
 
 async function child(): Promise<void> {
@@ -81,7 +75,6 @@ async function child(): Promise<void> {
     logger: createLogger({ name: 'identity', level: 'error' }),
     concurrency: pems.concurrency,
     listenBacklog: pems.backlog,
-    ...(pems.gate === undefined ? {} : { gate: pems.gate }),
   });
   process.send?.({ port: server.port });
   // Exit on the parent's kill, so that a profile asked with BENCH_CPU_PROF is written.
@@ -111,30 +104,21 @@ async function main(): Promise<void> {
   const callers = Number(process.argv[2] ?? 500);
   const storms = Number(process.argv[3] ?? 3);
   const concurrency = Number(process.argv[4] ?? DEFAULT_CERTIFY_CONCURRENCY);
-  const invalid = (): Error =>
-    new Error(
-      `settings: "${process.argv[5]}" is not valid: expected workers[:backlog[:gate]] (whole numbers, workers >= 0, backlog >= 1; gate off or fifo|lifo|adaptive<batch>[/<max waiting>]), comma-separated (e.g. 0,1 or 0:511,0:4096 or 0:4096:off,0:4096:fifo64)`,
-    );
   const settings = (process.argv[5] ?? '0').split(',').map((s) => {
-    const [w, b, g] = s.split(':');
-    let gate: IdentityServerOptions['gate'];
-    if (g === 'off') gate = false;
-    else if (g !== undefined) {
-      const m = /^(fifo|lifo|adaptive)(\d+)(?:\/(\d+))?$/.exec(g);
-      if (!m) throw invalid();
-      gate = { order: m[1] as 'fifo' | 'lifo' | 'adaptive', batch: Number(m[2]), maxWaiting: Number(m[3] ?? 100_000) };
-    }
-    return { name: s, workers: Number(w), backlog: b === undefined ? DEFAULT_LISTEN_BACKLOG : Number(b), gate };
+    const [w, b] = s.split(':');
+    return { name: s, workers: Number(w), backlog: b === undefined ? DEFAULT_LISTEN_BACKLOG : Number(b) };
   });
   if (
     settings.some((s) => !Number.isInteger(s.workers) || s.workers < 0 || !Number.isInteger(s.backlog) || s.backlog < 1)
   )
-    throw invalid();
+    throw new Error(
+      `settings: "${process.argv[5]}" is not valid: expected workers[:backlog] (whole numbers, workers >= 0, backlog >= 1), comma-separated (e.g. 0,1 or 0:511,0:4096)`,
+    );
   const root = await createRootCa();
   const ca = await createIntermediateCa(root);
   const issuerKeyPem = await privateKeyPem(ca.keys);
   const servers = await Promise.all(
-    settings.map(async ({ name, workers, backlog, gate }) => {
+    settings.map(async ({ name, workers, backlog }) => {
       const child = fork(fileURLToPath(import.meta.url), ['--child'], {
         execArgv: [
           '--import',
@@ -150,7 +134,6 @@ async function main(): Promise<void> {
         concurrency,
         workers,
         backlog,
-        gate,
       } satisfies Pems);
       const { port } = await new Promise<{ port: number }>((resolve) =>
         child.once('message', (m) => resolve(m as never)),
@@ -169,7 +152,7 @@ async function main(): Promise<void> {
   const list = Array.from({ length: callers }, (_, i) => ({ identity: id(i), token: `t-${i}` }));
   const load = (await import('node:os')).loadavg()[0]?.toFixed(1);
   console.log(
-    `storm-edge: ${callers} callers, concurrency ${concurrency}, settings (workers:backlog[:gate]) ${settings.map((s) => s.name).join(' / ')}, TokenReview ${REVIEW_MS} ms, load ${load}`,
+    `storm-edge: ${callers} callers, concurrency ${concurrency}, settings (workers:backlog) ${settings.map((s) => `${s.workers}:${s.backlog}`).join(' / ')}, TokenReview ${REVIEW_MS} ms, load ${load}`,
   );
   for (const server of servers) {
     gen.send({ cmd: 'storm', port: server.port, callers: list });

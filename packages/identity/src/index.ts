@@ -58,10 +58,3 @@ export {
   type IdentityServerOptions,
 } from './server/identity-server.js';
 export { createCertifyQueue, type CertifyQueue, type CertifyQueueOptions } from './server/certify-queue.js';
-export {
-  createConnectionGate,
-  type ConnectionGate,
-  type ConnectionGateOptions,
-  type ConnectionGateStats,
-  type GateOrder,
-} from './server/connection-gate.js';

@@ -8,7 +8,6 @@ import type { Certifier } from '../certifier.js';
 import { isIdentityError, type IdentityErrorCode } from '../errors.js';
 import type { CertifyResult, IdentityMetrics } from '../metrics.js';
 import { createCertifyQueue, type CertifyQueue } from './certify-queue.js';
-import { createConnectionGate, type GateOrder } from './connection-gate.js';
 import { addLazyReflection } from './reflection.js';
 
 export const IDENTITY_SERVICE_NAME = 'io.linkerd.proxy.identity.Identity';
@@ -52,12 +51,6 @@ export interface IdentityServerOptions {
    * storm overflowed: every SYN past it is dropped and the caller's 1 s connect timeout fires first.
    */
   listenBacklog?: number;
-  /**
-   * Between accept and HTTP/2 (./connection-gate.ts): connections handed to HTTP/2 per event-loop turn,
-   * connections waiting with their first bytes at most, and which goes first. false: each connection
-   * straight to HTTP/2 as it is accepted.
-   */
-  gate?: false | { batch: number; maxWaiting: number; order: GateOrder };
 }
 
 /** The listen backlog by default (net.core.somaxconn's default since Linux 5.4). */
@@ -155,12 +148,7 @@ export async function startIdentityServer(opts: IdentityServerOptions & { addr: 
   // Our own listener, so that its backlog is ours to set (grpc-js listens with Node's 511), handing
   // each connection to the gRPC server.
   const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
-  const gate = opts.gate
-    ? createConnectionGate({ ...opts.gate, handOver: (socket) => injector.injectConnection(socket) })
-    : undefined;
-  const listener: NetServer = createServer({ noDelay: true }, (socket) =>
-    gate ? gate.admit(socket) : injector.injectConnection(socket),
-  );
+  const listener: NetServer = createServer({ noDelay: true }, (socket) => injector.injectConnection(socket));
   const { host, port: wanted } = parseListenAddr('addr', opts.addr);
   const port = await new Promise<number>((resolve, reject) => {
     listener.once('error', reject);
@@ -177,7 +165,6 @@ export async function startIdentityServer(opts: IdentityServerOptions & { addr: 
     close: () =>
       new Promise<void>((resolve) => {
         listener.close();
-        gate?.close();
         const timer = setTimeout(() => {
           injector.destroy();
           server.forceShutdown();
