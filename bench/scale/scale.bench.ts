@@ -771,8 +771,18 @@ function newScaleRun(id: string): ScaleRun {
 async function applyCrdFile(admin: KubeClient, path: string): Promise<void> {
   const { parseAllDocuments } = await import('yaml');
   for (const doc of parseAllDocuments(readFileSync(path, 'utf8'))) {
-    const crd = doc.toJS() as KubeObject | null;
+    const crd = doc.toJS() as (KubeObject & { spec?: { group?: string } }) | null;
     if (!crd || crd.kind !== 'CustomResourceDefinition') continue;
+    // The Gateway API's CRDs are the ecosystem's, not Linkerd's: when the cluster has them (minimesh's
+    // chart and tests install v1.6.3, whose TCPRoute and TLSRoute store v1), Linkerd's older copies
+    // cannot replace them (a stored version may not leave spec.versions), and it reads the newer ones.
+    if (
+      crd.spec?.group === 'gateway.networking.k8s.io' &&
+      (await admin.get(`/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${crd.metadata.name}`))
+    ) {
+      phase(`Linkerd's CRDs: ${crd.metadata.name} is in the cluster already, kept as it is`);
+      continue;
+    }
     await admin.request(
       'PATCH',
       `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${crd.metadata.name}?fieldManager=bench-scale&force=true`,
