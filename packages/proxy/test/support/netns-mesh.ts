@@ -21,7 +21,6 @@ import {
 } from '@minimesh/local-cluster';
 import { policyCrds } from '@minimesh/policy';
 import { createKeyAndCsr } from '../../src/identity/csr.js';
-import { addonPath } from '../../src/native/index.js';
 import { createTestPki, type TestPki } from './pki.js';
 import type { PolicyContext } from './policy-server.js';
 
@@ -467,9 +466,6 @@ export class NetnsMesh {
   /** The environment of a minimesh-proxy in `pod`, reaching the control plane at the pod's loopback. */
   minimeshEnv(name: string, extra: Record<string, string> = {}): Record<string, string> {
     const pod = this.pod(name);
-    // Without it the proxy runs, but resets every redirected inbound connection (no original destination).
-    if (!existsSync(addonPath()))
-      throw new Error(`${addonPath()} is missing: build the SO_ORIGINAL_DST addon first (npm run setup)`);
     return {
       MINIMESH_PROXY_LOG: 'warn',
       MINIMESH_PROXY_LOG_FORMAT: 'json',
