@@ -115,6 +115,8 @@ interface Row {
   from: number;
   to: number;
   failures: LoadFailure[];
+  /** When requests failed: what, in which step, the load and the CPU around them (the assertion's message). */
+  explain: string;
 }
 const rows: Row[] = [];
 /** Set-up steps between the measured windows (bringing the install to what a case needs). */
@@ -322,6 +324,7 @@ async function measure(id: string, round: number, fault: string, inject: () => P
     from,
     to,
     failures: w.failures,
+    explain: '',
   };
   rows.push(row);
   say(
@@ -332,14 +335,22 @@ async function measure(id: string, round: number, fault: string, inject: () => P
   if (cpu) say(`  cpu: ${cpu.meanBusy(from, to)}% busy on average`);
   for (const f of w.failures) art.append('failures.jsonl', `${JSON.stringify({ case: id, round, ...f })}\n`);
   if (w.failures.length > 0) {
-    for (const line of summarize(w.failures, from)) say(`  failed: ${line}`);
+    // Said in the report and kept for the assertion, whose message is what a CI log shows of a failure.
+    const explain: string[] = [`${row.failed} of ${row.sent} failed (${row.note})`];
+    const tell = (line: string) => {
+      say(line);
+      explain.push(line);
+    };
+    for (const line of summarize(w.failures, from)) tell(`  failed: ${line}`);
     for (const f of w.failures.slice(0, 10))
       say(`  e.g. ${JSON.stringify({ ...f, sent: rel(f.sent, from), at: rel(f.at, from) })}`);
+    tell(`  timeline: ${timeline.map((s) => `${rel(s.at, from)} ${s.what}`).join('; ')}`);
     const first = Math.min(...w.failures.map((f) => f.sent));
     const last = Math.max(...w.failures.map((f) => f.at));
-    say(`  load around the failures:\n    ${load.ticksBetween(first - 3000, last + 3000, from).join('\n    ')}`);
-    if (cpu) say(`  cpu around the failures:\n    ${cpu.between(first - 5000, last + 1000, from).join('\n    ')}`);
+    tell(`  load around the failures:\n    ${load.ticksBetween(first - 3000, last + 3000, from).join('\n    ')}`);
+    if (cpu) tell(`  cpu around the failures:\n    ${cpu.between(first - 5000, last + 1000, from).join('\n    ')}`);
     say(`  diagnostics:\n${await diagnostics(`${id}-r${round}`)}`);
+    row.explain = explain.join('\n');
   }
   return row;
 }
@@ -653,7 +664,7 @@ const CASES: FaultCase[] = [
       const after = await userObjectUids();
       expect(after).toEqual(before);
       row.note += `; all ${CRDS.length} CRDs and ${CRDS.length} user objects kept (same uids)`;
-      expect(row.failures).toEqual([]);
+      expect(row.failures, row.explain).toEqual([]);
     },
   },
   {
@@ -669,7 +680,7 @@ const CASES: FaultCase[] = [
         const [next] = await readyPods(m, 'destination', { controlPlane: true, timeoutMs: READY_MS });
         return `${pod.metadata.name} deleted, ${next?.metadata.name} ready`;
       });
-      expect(row.failures).toEqual([]);
+      expect(row.failures, row.explain).toEqual([]);
     },
   },
   {
@@ -733,7 +744,7 @@ const CASES: FaultCase[] = [
       });
       say(`client proxy: ${errors} renewal(s) failed while identity was down, then renewed`);
       expect(errors).toBeGreaterThan(0);
-      expect(row.failures).toEqual([]);
+      expect(row.failures, row.explain).toEqual([]);
     },
   },
   {
@@ -773,7 +784,7 @@ const CASES: FaultCase[] = [
         mark('every proxy renewed');
         return `identity reloaded the issuer without a restart; every proxy renewed from it`;
       });
-      expect(row.failures).toEqual([]);
+      expect(row.failures, row.explain).toEqual([]);
     },
   },
   {
@@ -853,7 +864,7 @@ const CASES: FaultCase[] = [
           return `4 steps of docs/certificates.md; every proxy now trusts only the new root`;
         },
       );
-      expect(row.failures).toEqual([]);
+      expect(row.failures, row.explain).toEqual([]);
     },
   },
   {
@@ -866,7 +877,7 @@ const CASES: FaultCase[] = [
         mark('kube-apiserver stopping');
         return driver.restartApiServer();
       });
-      expect(row.failures).toEqual([]);
+      expect(row.failures, row.explain).toEqual([]);
     },
   },
   {
@@ -905,7 +916,7 @@ const CASES: FaultCase[] = [
       const late = row.failures.filter((f) => f.sent >= learned);
       const afterKill = row.failures.filter((f) => f.sent > killedAt).length;
       row.note += `; in flight (sent before the first failure came back): ${row.failed - late.length}, of which ${afterKill} sent in the ms between the kill and the reset reaching the client; sent after: ${late.length}`;
-      expect(late).toEqual([]);
+      expect(late, row.explain).toEqual([]);
     },
   },
 ];

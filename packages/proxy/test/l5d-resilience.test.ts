@@ -113,12 +113,13 @@ describe.skipIf(why !== undefined)(
       const counts = new Map<string, number>();
       for (const r of rs) counts.set(outcome(r), (counts.get(outcome(r)) ?? 0) + 1);
       const failed = rs.filter((r) => r.status !== 200).length;
-      console.log(`linkerd2-proxy failure accrual: ${JSON.stringify(Object.fromEntries(counts))}`);
+      const seen = `outcomes of the 300: ${JSON.stringify(Object.fromEntries(counts))}`;
+      console.log(`linkerd2-proxy failure accrual: ${seen}`);
       // Without accrual the balancer would send about 100 of them to the failing pod.
-      expect(failed).toBeLessThanOrEqual(10);
-      expect(rs.filter((r) => r.headers?.['x-app'] === 'bad').length).toBe(failed);
-      expect(counts.get('200 good-1') ?? 0).toBeGreaterThan(50);
-      expect(counts.get('200 good-2') ?? 0).toBeGreaterThan(50);
+      expect(failed, seen).toBeLessThanOrEqual(10);
+      expect(rs.filter((r) => r.headers?.['x-app'] === 'bad').length, seen).toBe(failed);
+      expect(counts.get('200 good-1') ?? 0, seen).toBeGreaterThan(50);
+      expect(counts.get('200 good-2') ?? 0, seen).toBeGreaterThan(50);
     }, 120_000);
 
     it(`rate limit: ${LIMIT_RPS} rps per identity; of a burst of 40 about that many pass, the rest 429, counted`, async () => {
@@ -134,13 +135,12 @@ describe.skipIf(why !== undefined)(
       const seconds = (performance.now() - t0) / 1000;
       const ok = rs.filter((r) => r.status === 200).length;
       const limited = rs.filter((r) => r.status === 429).length;
-      console.log(
-        `linkerd2-proxy rate limit: ${ok} admitted, ${limited} refused (429) of 40 in ${seconds.toFixed(2)} s`,
-      );
-      expect(ok + limited).toBe(40);
-      expect(ok).toBeGreaterThanOrEqual(1);
-      expect(ok).toBeLessThanOrEqual(LIMIT_RPS + Math.ceil(LIMIT_RPS * seconds) + 1);
-      expect(limited).toBeGreaterThan(20);
+      const seen = `${ok} admitted, ${limited} refused (429) of 40 in ${seconds.toFixed(2)} s; outcomes ${JSON.stringify(rs.map(outcome))}`;
+      console.log(`linkerd2-proxy rate limit: ${seen}`);
+      expect(ok + limited, seen).toBe(40);
+      expect(ok, seen).toBeGreaterThanOrEqual(1);
+      expect(ok, seen).toBeLessThanOrEqual(LIMIT_RPS + Math.ceil(LIMIT_RPS * seconds) + 1);
+      expect(limited, seen).toBeGreaterThan(20);
       const text = mesh.podFetch('limited', 'http://127.0.0.1:4191/metrics').body;
       const lines = text
         .split('\n')
