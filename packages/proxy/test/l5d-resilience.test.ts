@@ -96,6 +96,10 @@ describe.skipIf(why !== undefined)(
           env: await mesh.linkerdEnv(pod, '8080', { LINKERD2_PROXY_LOG: 'warn,linkerd=info' }),
         });
       for (const pod of MESHED) await mesh.waitReady(pod, `proxy-${pod}`, 60_000);
+      // Every app answers (in its own namespace, not through a proxy) before the tests: a good endpoint
+      // whose app was still starting would fail its first requests and be ejected as the bad one is.
+      for (const pod of [...WEB, 'limited'])
+        await waitFor(`the app in ${pod} to answer`, () => mesh.podFetch(pod, 'http://127.0.0.1:8080/').status > 0);
     }, 300_000);
 
     afterAll(async () => {
@@ -118,8 +122,12 @@ describe.skipIf(why !== undefined)(
       // Without accrual the balancer would send about 100 of them to the failing pod.
       expect(failed, seen).toBeLessThanOrEqual(10);
       expect(rs.filter((r) => r.headers?.['x-app'] === 'bad').length, seen).toBe(failed);
-      expect(counts.get('200 good-1') ?? 0, seen).toBeGreaterThan(50);
-      expect(counts.get('200 good-2') ?? 0, seen).toBeGreaterThan(50);
+      // Both good endpoints stayed in the balancer (an ejected one would get none). How evenly the
+      // peak-EWMA balancer spreads the rest is its own business: a latency spike on one endpoint (a busy
+      // machine) sends most to the other for a while.
+      expect(counts.get('200 good-1') ?? 0, seen).toBeGreaterThanOrEqual(30);
+      expect(counts.get('200 good-2') ?? 0, seen).toBeGreaterThanOrEqual(30);
+      expect((counts.get('200 good-1') ?? 0) + (counts.get('200 good-2') ?? 0), seen).toBe(300 - failed);
     }, 120_000);
 
     it(`rate limit: ${LIMIT_RPS} rps per identity; of a burst of 40 about that many pass, the rest 429, counted`, async () => {
