@@ -24,6 +24,7 @@ import {
   mountNamespaceHolders,
   pidsWithArg,
   removeCgroupTree,
+  removeSystemCgroup,
   removeCreatedMountpoints,
   restoreSysctls,
 } from './host.js';
@@ -497,6 +498,8 @@ export async function down(log: Log = () => {}): Promise<void> {
     log(`removing ${NODE_NETNS}`);
     await destroyNetns(NODE_NETNS);
   }
+  const busy = await removeSystemCgroup();
+  if (busy) log(`cgroup still busy: ${busy}`);
   const restored = restoreSysctls();
   if (restored === undefined) log('another instance runs a kubelet: it restores the host sysctls when it stops');
   for (const change of restored ?? []) log(`restored ${change}`);

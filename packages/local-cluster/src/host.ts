@@ -14,6 +14,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { join } from 'node:path';
+import { cgroupHierarchies, systemCgroupDir, weighPodTree } from './cgroups.js';
 import { CGROUP_ROOT, clusterName, type StatePaths } from './paths.js';
 import { pidAlive } from './procs.js';
 
@@ -79,18 +80,6 @@ export function removeCreatedMountpoints(p: StatePaths): void {
   }
 }
 
-/** Every cgroup v1 hierarchy mounted under /sys/fs/cgroup (cpu, memory, pids, name=systemd...). */
-export function cgroupHierarchies(): string[] {
-  const out: string[] = [];
-  for (const line of readFileSync('/proc/self/mountinfo', 'utf8').split('\n')) {
-    const [pre, post] = line.split(' - ');
-    if (!pre || !post || !post.startsWith('cgroup ')) continue;
-    const mountPoint = pre.split(' ')[4];
-    if (mountPoint) out.push(mountPoint);
-  }
-  return out;
-}
-
 /** kubelet refuses a cgroupRoot that does not exist in every hierarchy: make it. */
 export function ensureCgroupRoot(): void {
   for (const h of cgroupHierarchies()) {
@@ -105,6 +94,7 @@ export function ensureCgroupRoot(): void {
       if (readFileSync(file, 'utf8').trim() === '') writeFileSync(file, readFileSync(join(cpuset, f), 'utf8'));
     }
   }
+  weighPodTree();
 }
 
 /** Every directory of the cgroup tree under the cgroup root, in every hierarchy, deepest first. */
@@ -175,6 +165,39 @@ export async function removeCgroupTree(timeoutMs = 5000): Promise<string[]> {
     if (!removed) left.push(dir);
   }
   return left;
+}
+
+/**
+ * Removes the node programs' cgroup (src/cgroups.ts) once they are stopped: SIGKILLs what is left in
+ * it (a shim that outlived containerd), then removes the directory. Returns it when it stays busy.
+ */
+export async function removeSystemCgroup(timeoutMs = 5000): Promise<string | undefined> {
+  const dir = systemCgroupDir();
+  if (!dir) return undefined;
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    let pids: number[] = [];
+    try {
+      pids = readFileSync(join(dir, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean).map(Number).filter(pidAlive);
+    } catch {
+      return undefined; // gone
+    }
+    try {
+      rmdirSync(dir);
+      return undefined;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    }
+    if (Date.now() > deadline) return dir;
+    for (const pid of pids) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        /* gone */
+      }
+    }
+    await sleep(50);
+  }
 }
 
 /** The host-wide sysctls kubelet sets at start (setupKernelTunables), so `down` can put them back. */

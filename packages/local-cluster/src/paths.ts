@@ -51,6 +51,8 @@ export const API_SERVER = `https://127.0.0.1:${API_PORT}`;
 export const SA_ISSUER = 'https://kubernetes.default.svc.cluster.local';
 /** kubelet's cgroupRoot, made in every cgroup v1 hierarchy before kubelet starts and removed by `down`. */
 export const CGROUP_ROOT = `/minimesh-${NAME}`;
+/** The cgroup of the node's own programs (etcd ... kubelet, containerd), beside CGROUP_ROOT (src/cgroups.ts). */
+export const SYSTEM_CGROUP = `/minimesh-${NAME}-system`;
 
 /** The images every node needs before pods can run (the sandbox and the cluster DNS). */
 export const PAUSE_IMAGE = 'registry.k8s.io/pause:3.10';

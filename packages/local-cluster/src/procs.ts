@@ -3,6 +3,7 @@
 import { spawn, execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, openSync, closeSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { systemCgroupProcs } from './cgroups.js';
 import type { StatePaths } from './paths.js';
 
 export function pidAlive(pid: number): boolean {
@@ -62,7 +63,11 @@ export function startDetached(
     ...(opts.netns ? [`--net=/var/run/netns/${opts.netns}`] : []),
   ];
   const [file, argv] = ns.length > 0 ? ['nsenter', [...ns, '--', cmd, ...args]] : [cmd, args];
-  const child = spawn(file, argv, { detached: true, stdio: ['ignore', log, log], env: opts.env ?? process.env });
+  // The node's programs run in a cgroup of their own (cgroups.ts): the shell joins it, then becomes the
+  // program, so it and everything it starts are in it from the first instruction.
+  const procs = systemCgroupProcs();
+  const [f, a] = procs ? ['sh', ['-c', 'echo $$ > "$0" && exec "$@"', procs, file, ...argv]] : [file, argv];
+  const child = spawn(f, a, { detached: true, stdio: ['ignore', log, log], env: opts.env ?? process.env });
   closeSync(log);
   if (child.pid === undefined) throw new Error(`start ${name}: spawn ${file} failed`);
   child.unref();

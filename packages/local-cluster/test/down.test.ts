@@ -16,6 +16,7 @@ import {
   PRIVATE_TMPFS,
   SAVED_SYSCTLS,
 } from '../src/host.js';
+import { systemCgroupDir } from '../src/cgroups.js';
 import { eventually, fixture, uniqueName } from './helpers.js';
 
 const alive = (pid: number) =>
@@ -66,6 +67,7 @@ describe('cluster down', () => {
     // etcd, kube-apiserver, controllers, containerd, kubelet, kube-proxy, bridges, shims, pause and app processes.
     expect(pids.size).toBeGreaterThan(15);
     expect(cgroupDirs().length).toBeGreaterThan(0);
+    expect(systemCgroupDir()).toBeDefined();
     expect(mountNamespaceHolders().length).toBe(1);
     const saved = JSON.parse(readFileSync(SAVED_SYSCTLS, 'utf8')) as Record<string, string>;
     expect(Object.keys(saved)).toContain('kernel/panic');
@@ -77,6 +79,7 @@ describe('cluster down', () => {
     expect(pidsWithArg(info.containerdSocket).filter(alive)).toEqual([]);
     expect(mountNamespaceHolders()).toEqual([]);
     expect(cgroupDirs()).toEqual([]);
+    expect(systemCgroupDir()).toBeUndefined();
     expect(
       readFileSync('/proc/self/mountinfo', 'utf8')
         .split('\n')
