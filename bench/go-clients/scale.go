@@ -23,7 +23,7 @@
 //	                   received a Server whose protocol is that kind
 //	{"cmd":"views"}  → {"views":{authority:[{"ips":["ip:port",...],"streams":K}]}}: the distinct views of
 //	                   each Service's Get streams (one entry when every stream agrees)
-//	{"cmd":"stats"}  → {"stats":{...}}: streams open, errors and reopenings by kind
+//	{"cmd":"stats"}  → {"stats":{...}}: streams open, errors (by gRPC code, with the first message of each) and reopenings by kind
 //	{"cmd":"close"}  → {"closed":true}
 //	{"cmd":"exit"}
 package main
@@ -83,6 +83,23 @@ type streamStats struct {
 	Errors  int `json:"errors"`
 	Reopens int `json:"reopens"`
 	Gone    int `json:"gone"`
+	// Why streams ended, by gRPC code ("Unavailable": 12), and the first message seen of each code.
+	ErrorCodes    map[string]int    `json:"errorCodes,omitempty"`
+	ErrorExamples map[string]string `json:"errorExamples,omitempty"`
+}
+
+// failed counts one ended stream under its gRPC code (the caller holds s.mu).
+func (st *streamStats) failed(err error) {
+	st.Errors++
+	code := status.Code(err).String()
+	if st.ErrorCodes == nil {
+		st.ErrorCodes = map[string]int{}
+		st.ErrorExamples = map[string]string{}
+	}
+	st.ErrorCodes[code]++
+	if _, ok := st.ErrorExamples[code]; !ok && err != nil {
+		st.ErrorExamples[code] = err.Error()
+	}
 }
 
 type getStream struct {
@@ -211,7 +228,7 @@ func (s *scaleState) keep(ctx context.Context, stats *streamStats, goneOnNotFoun
 			s.mu.Unlock()
 			return
 		}
-		stats.Errors++
+		stats.failed(err)
 		s.mu.Unlock()
 		select {
 		case <-ctx.Done():
