@@ -119,10 +119,10 @@ export function cgroupDirs(): string[] {
   return out;
 }
 
-/** Processes in the node's cgroup tree: every container and pod sandbox. */
-export function cgroupPids(): number[] {
+/** Processes in the node's cgroup tree (every container and pod sandbox), or in the cgroups `dirs`. */
+export function cgroupPids(dirs: readonly string[] = cgroupDirs()): number[] {
   const pids = new Set<number>();
-  for (const dir of cgroupDirs()) {
+  for (const dir of dirs) {
     try {
       for (const s of readFileSync(join(dir, 'cgroup.procs'), 'utf8').split('\n')) {
         const pid = Number(s);
@@ -136,10 +136,24 @@ export function cgroupPids(): number[] {
 }
 
 /** SIGKILLs every process in the node's cgroups, then removes the cgroup directories bottom-up. */
-export async function removeCgroupTree(timeoutMs = 5000): Promise<string[]> {
+export function removeCgroupTree(timeoutMs = 5000): Promise<string[]> {
+  return removeCgroups(cgroupDirs, timeoutMs);
+}
+
+/**
+ * Removes the node programs' cgroup (src/cgroups.ts) once they are stopped, after SIGKILLing what is
+ * left in it (a shim that outlived containerd). Returns it when it stays busy.
+ */
+export async function removeSystemCgroup(timeoutMs = 5000): Promise<string | undefined> {
+  const dir = systemCgroupDir();
+  return dir ? (await removeCgroups(() => [dir], timeoutMs))[0] : undefined;
+}
+
+/** SIGKILLs every process in the cgroups `dirs()` lists (deepest first), then removes them; returns those left. */
+async function removeCgroups(dirs: () => string[], timeoutMs: number): Promise<string[]> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const pids = cgroupPids().filter(pidAlive);
+    const pids = cgroupPids(dirs()).filter(pidAlive);
     if (pids.length === 0 || Date.now() > deadline) break;
     for (const pid of pids) {
       try {
@@ -151,7 +165,7 @@ export async function removeCgroupTree(timeoutMs = 5000): Promise<string[]> {
     await sleep(50);
   }
   const left: string[] = [];
-  for (const dir of cgroupDirs()) {
+  for (const dir of dirs()) {
     let removed = false;
     for (let i = 0; i < 20 && !removed; i++) {
       try {
@@ -165,39 +179,6 @@ export async function removeCgroupTree(timeoutMs = 5000): Promise<string[]> {
     if (!removed) left.push(dir);
   }
   return left;
-}
-
-/**
- * Removes the node programs' cgroup (src/cgroups.ts) once they are stopped: SIGKILLs what is left in
- * it (a shim that outlived containerd), then removes the directory. Returns it when it stays busy.
- */
-export async function removeSystemCgroup(timeoutMs = 5000): Promise<string | undefined> {
-  const dir = systemCgroupDir();
-  if (!dir) return undefined;
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    let pids: number[] = [];
-    try {
-      pids = readFileSync(join(dir, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean).map(Number).filter(pidAlive);
-    } catch {
-      return undefined; // gone
-    }
-    try {
-      rmdirSync(dir);
-      return undefined;
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    }
-    if (Date.now() > deadline) return dir;
-    for (const pid of pids) {
-      try {
-        process.kill(pid, 'SIGKILL');
-      } catch {
-        /* gone */
-      }
-    }
-    await sleep(50);
-  }
 }
 
 /** The host-wide sysctls kubelet sets at start (setupKernelTunables), so `down` can put them back. */

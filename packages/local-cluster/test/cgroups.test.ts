@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ensureCluster } from '../src/index.js';
 import { cpuCgroupOf, cpuHierarchy, podTreeShares } from '../src/cgroups.js';
+import { cgroupPids } from '../src/host.js';
 import { CGROUP_ROOT, SYSTEM_CGROUP } from '../src/paths.js';
 import { pidAlive } from '../src/procs.js';
 
@@ -25,21 +26,8 @@ describe.skipIf(cpuHierarchy() === undefined)('the node cgroups (cgroup v1)', ()
     expect(Number(readFileSync(join(cpu, CGROUP_ROOT, 'cpu.shares'), 'utf8'))).toBe(podTreeShares());
     expect(podTreeShares()).toBeGreaterThanOrEqual(1024);
     // The pods (CoreDNS at least) run below the cgroupRoot, in kubelet's kubepods tree.
-    const inPods = walkProcs(join(cpu, CGROUP_ROOT));
+    const inPods = cgroupPids().filter(pidAlive);
     expect(inPods.length).toBeGreaterThan(0);
     for (const pid of inPods) expect(cpuCgroupOf(pid)).toMatch(new RegExp(`^${CGROUP_ROOT}/kubepods`));
   }, 300_000);
 });
-
-/** The pids of every cgroup below `dir`. */
-function walkProcs(dir: string): number[] {
-  const out: number[] = [];
-  for (const e of readdirSync(dir, { withFileTypes: true })) {
-    if (!e.isDirectory()) continue;
-    const sub = join(dir, e.name);
-    for (const s of readFileSync(join(sub, 'cgroup.procs'), 'utf8').split('\n'))
-      if (Number(s) > 0 && pidAlive(Number(s))) out.push(Number(s));
-    out.push(...walkProcs(sub));
-  }
-  return out;
-}
