@@ -27,15 +27,18 @@ afterEach(async () => {
   for (const e of electors.splice(0)) await e.stop({ release: false });
 });
 
-function elector(api: KubeClient, identity: string, events: string[]) {
+function elector(
+  api: KubeClient,
+  identity: string,
+  events: string[],
+  timings = { leaseDurationMs: 1000, renewDeadlineMs: 400, retryPeriodMs: 50 }, // leases count whole seconds
+) {
   const e = new LeaseElector({
     api,
     namespace: 'minimesh',
     name: 'lease',
     identity,
-    leaseDurationMs: 1000, // leases count whole seconds
-    renewDeadlineMs: 400,
-    retryPeriodMs: 50,
+    ...timings,
     logger,
     onStartedLeading: () => events.push(`${identity} leads`),
     onStoppedLeading: () => events.push(`${identity} stops`),
@@ -85,10 +88,39 @@ describe('LeaseElector', () => {
     const lastRenewal = Date.parse(fake.lease?.spec.renewTime);
     await until(() => b.isLeader);
     const took = Date.now() - lastRenewal;
-    expect(took).toBeGreaterThanOrEqual(1000); // b counts the lease duration (1 s) from when it saw that renewal ...
-    expect(took).toBeLessThan(1000 + 800); // ... and not much longer (a retry period to see it, one to act, slack)
+    // b dates that renewal to its read before it (at most a retry period, 50 ms, back) and counts the
+    // lease duration (1 s) from there ...
+    expect(took).toBeGreaterThanOrEqual(1000 - 50);
+    expect(took).toBeLessThan(1000 + 800); // ... and acts when it runs out (slack for a loaded machine)
     expect(fake.lease?.spec).toMatchObject({ holderIdentity: 'b', leaseTransitions: 1, leaseDurationSeconds: 1 });
     expect(events).toEqual(['a leads', 'a stops', 'b leads']);
+  });
+
+  it('an unreleased lease changes hands within its duration of the last renewal, not a retry period or two later', async () => {
+    // Long retry periods make the difference visible: counted from when b first saw the renewal and
+    // looked at again only every retry period (client-go's way), the takeover lands 2.0-3.0 s after
+    // the last renewal; dated to b's read before it and looked at when it runs out, 1.5-2.0 s.
+    const timings = { leaseDurationMs: 2000, renewDeadlineMs: 1000, retryPeriodMs: 500 };
+    const fake = fakeLeaseApi();
+    const events: string[] = [];
+    const a = elector(fake.api, 'a', events, timings);
+    a.start();
+    await until(() => a.isLeader);
+    // b reads half a retry period after each of a's renewals: the phase at which seeing a renewal late
+    // and looking again only every retry period costs the most (2.25 s against 1.75 s).
+    const renewed = fake.lease?.spec.renewTime;
+    await until(() => fake.lease?.spec.renewTime !== renewed);
+    await new Promise((r) => setTimeout(r, 250));
+    const b = elector(fake.api, 'b', events, timings);
+    b.start();
+    await new Promise((r) => setTimeout(r, 1200)); // b has read a few of a's renewals
+    await a.stop({ release: false });
+    const lastRenewal = Date.parse(fake.lease?.spec.renewTime);
+    await until(() => b.isLeader, 5000);
+    const took = Date.now() - lastRenewal;
+    expect(took).toBeGreaterThanOrEqual(2000 - 500); // never sooner than a retry period before the duration
+    expect(took).toBeLessThan(2000 + 150); // within the duration, plus a request and a timer's slack
+    expect(fake.lease?.spec).toMatchObject({ holderIdentity: 'b', leaseTransitions: 1 });
   });
 
   it('release on stop hands over at once', async () => {

@@ -1,7 +1,16 @@
 // Leader election with a coordination.k8s.io/v1 Lease, the way client-go's leaderelection does it:
 // candidates try every retryPeriod; a lease is taken over only after its holder has not renewed it
-// for leaseDuration (measured on our own clock from when we last saw it change); the leader renews
-// every retryPeriod and steps down when it could not renew within renewDeadline; stop() releases it.
+// for leaseDuration (measured on our own clock, never the holder's); the leader renews every
+// retryPeriod and steps down when it could not renew within renewDeadline; stop() releases it.
+//
+// Where this differs from client-go: client-go counts the duration from when it first saw a renewal,
+// up to a retry period after the renewal happened, and then looks again only every retry period, so an
+// unreleased lease changes hands between duration and duration + 2 retry periods after its last
+// renewal (30-34 s with the defaults). Here a renewal seen between two reads is dated to the first of
+// them (it happened after that read saw the old value; at most a retry period back, and never more than
+// leaseDuration - renewDeadline - retryPeriod, so a holder that is alive but cut off has stepped down
+// first), and the candidate reads again exactly when that lease runs out: the takeover lands within
+// the lease duration of the last renewal plus one request.
 import type { Logger } from '@minimesh/runtime';
 import type { KubeClient } from './client.js';
 
@@ -46,6 +55,10 @@ export class LeaseElector {
   private stopped = false;
   private timer: NodeJS.Timeout | undefined;
   private observed: { holder: string; renewTime: string; at: number } | undefined;
+  /** When the last read of the lease was sent (a change seen by the next read happened after it). */
+  private lastReadSentAt: number | undefined;
+  /** Set by a round that saw another holder's lease: when it runs out on our clock. */
+  private expiresAt: number | undefined;
   private lastRenew = 0;
   private lastLeader = '';
   private running: Promise<void> = Promise.resolve();
@@ -86,7 +99,10 @@ export class LeaseElector {
   private tick(): void {
     if (this.stopped) return;
     this.running = this.round().finally(() => {
-      if (!this.stopped) this.timer = setTimeout(() => this.tick(), this.opts.retryPeriodMs);
+      if (this.stopped) return;
+      // A candidate waiting on another holder's lease reads it again the moment it runs out.
+      const untilExpiry = this.expiresAt === undefined ? Infinity : Math.max(0, this.expiresAt - Date.now());
+      this.timer = setTimeout(() => this.tick(), Math.min(this.opts.retryPeriodMs, untilExpiry));
     });
   }
 
@@ -124,6 +140,10 @@ export class LeaseElector {
     const now = new Date();
     const durationSeconds = Math.max(1, Math.round(this.opts.leaseDurationMs / 1000));
     const timeoutMs = Math.max(1000, Math.min(this.opts.renewDeadlineMs, 10_000));
+    this.expiresAt = undefined;
+    const readSentAt = Date.now();
+    const previousReadSentAt = this.lastReadSentAt;
+    this.lastReadSentAt = readSentAt;
     const got = await api.request<Lease>('GET', `${this.path}/${name}`, undefined, { timeoutMs });
     if (got.status === 404) {
       const lease: Lease = {
@@ -158,13 +178,16 @@ export class LeaseElector {
     const spec = lease.spec ?? {};
     const holder = spec.holderIdentity ?? '';
     const renewTime = spec.renewTime ?? '';
+    const leaseMs = (spec.leaseDurationSeconds ?? durationSeconds) * 1000;
     if (!this.observed || this.observed.holder !== holder || this.observed.renewTime !== renewTime) {
-      this.observed = { holder, renewTime, at: Date.now() };
+      this.observed = { holder, renewTime, at: this.renewalSeenAt(previousReadSentAt, leaseMs) };
     }
     this.noteLeader(holder);
     const heldByOther = holder !== '' && holder !== identity;
-    const leaseMs = (spec.leaseDurationSeconds ?? durationSeconds) * 1000;
-    if (heldByOther && this.observed.at + leaseMs > Date.now()) return false;
+    if (heldByOther && this.observed.at + leaseMs > Date.now()) {
+      this.expiresAt = this.observed.at + leaseMs;
+      return false;
+    }
     const next: Lease = {
       ...lease,
       spec: {
@@ -188,6 +211,23 @@ export class LeaseElector {
         'could not update the lease',
       );
     return false;
+  }
+
+  /**
+   * When a renewal just seen is taken to have happened, on our clock: after the previous read (which
+   * saw the old value), if that read was recent; never earlier than a retry period back, nor than the
+   * margin between the lease duration and the holder's renew deadline allows; now when there was no
+   * previous read to bound it (the first read of a lease, or a read long ago).
+   */
+  private renewalSeenAt(previousReadSentAt: number | undefined, leaseMs: number): number {
+    const now = Date.now();
+    if (previousReadSentAt === undefined) return now;
+    const allowance = Math.min(
+      now - previousReadSentAt,
+      this.opts.retryPeriodMs,
+      Math.max(0, leaseMs - this.opts.renewDeadlineMs - this.opts.retryPeriodMs),
+    );
+    return now - Math.max(0, allowance);
   }
 
   private noteLeader(holder: string): void {
