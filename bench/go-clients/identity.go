@@ -5,11 +5,13 @@
 //	                                                     (ms since the epoch, the bench's clock)
 //	{"cmd":"run","port":P,"callers":[...],"seconds":S}   → {"count":N,"errors":E,"latencies":[ms...]}
 //	{"cmd":"storm","port":P,"callers":[...]}             → {"ms":M,"errors":E,"failed":F,"latencies":[ms...],
-//	                                                        "reasons":{"<gRPC code>: <message>":count}}:
-//	                                                       every caller (one per pod, its own connection)
-//	                                                       certifies at once, as proxies do when every pod
-//	                                                       restarts; a failed Certify is retried after 100 ms,
-//	                                                       as long as 120 s; M: until the last succeeded
+//	                                                        "reasons":{"<gRPC code>: <message>":count},
+//	                                                        "attempts":A,"model":"linkerd2-proxy"}:
+//	                                                       every caller (one per pod) certifies at once, as
+//	                                                       proxies do when every pod restarts, each attempt
+//	                                                       on its own new connection and retried as
+//	                                                       linkerd2-proxy retries (stormAttempt), for as
+//	                                                       long as 120 s; M: until the last succeeded
 //	{"cmd":"exit"}
 package main
 
@@ -22,8 +24,10 @@ import (
 	"crypto/x509/pkix"
 	"fmt"
 	"math"
+	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/linkerd/linkerd2-proxy-api/go/identity"
@@ -172,34 +176,99 @@ func run(c certifyCommand) {
 	send(map[string]any{"count": count, "errors": errors, "latencies": latencies})
 }
 
-// storm certifies every caller once, all at once, retrying failures; see the command list above.
-func storm(c certifyCommand) {
-	clients, err := connect(c.Port, c.Callers)
+// How linkerd2-proxy (commit 29637b64f6ce, read 2026-11-29) gets its certificate, which the storm's
+// callers copy: its identity client is a control-plane client with the outbound connect settings
+// (linkerd/app/src/env/identity.rs): a connect timeout of 1 s around TCP and TLS
+// (DEFAULT_OUTBOUND_CONNECT_TIMEOUT; the HTTP/2 handshake after it has none), reconnects backed off
+// exponentially from 100 ms to 60 s with 10 % jitter (DEFAULT_OUTBOUND_CONNECT_BACKOFF), and a request
+// waits at most 3 s in its queue for a connection (DEFAULT_OUTBOUND_HTTP_FAILFAST_TIMEOUT); the Certify
+// itself has no deadline. Each attempt builds a new client ("clients are instantiated on-demand rather
+// than held", linkerd/proxy/identity-client/src/certify.rs), and after a failed one the proxy sleeps
+// LINKERD2_PROXY_IDENTITY_MIN_REFRESH (10 s by default) before the next.
+const (
+	stormConnectTimeout = time.Second
+	stormFailfast       = 3 * time.Second
+	stormRetryAfter     = 10 * time.Second
+	stormDeadline       = 120 * time.Second
+)
+
+var errFailfast = fmt.Errorf("failfast: no connection within %v", stormFailfast)
+
+// stormAttempt is one Certify as linkerd2-proxy makes it (above): a new connection, given up when no
+// TCP connection was made within the failfast time, otherwise waited for until the storm's deadline.
+func stormAttempt(port int, req *identity.CertifyRequest, deadline time.Time) error {
+	var connected atomic.Bool
+	dialer := &net.Dialer{Timeout: stormConnectTimeout}
+	conn, err := grpc.NewClient(fmt.Sprintf("127.0.0.1:%d", port),
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
+			c, err := dialer.DialContext(ctx, "tcp", addr)
+			if err == nil {
+				connected.Store(true)
+			}
+			return c, err
+		}),
+		grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff: backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 2, Jitter: 0.1, MaxDelay: 60 * time.Second},
+			// grpc-go counts the server's HTTP/2 preface in its connect deadline; linkerd2-proxy's 1 s is
+			// the dialer's above, and its handshake has none: wait as long as the storm lasts.
+			MinConnectTimeout: time.Until(deadline),
+		}))
 	if err != nil {
-		send(map[string]any{"ms": nil, "errors": 1, "failed": len(c.Callers), "latencies": []float64{}, "error": err.Error()})
-		return
+		return err
 	}
-	defer closeAll(clients)
+	defer conn.Close()
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	failfast := time.AfterFunc(stormFailfast, func() {
+		if !connected.Load() {
+			cancel()
+		}
+	})
+	defer failfast.Stop()
+	res, err := identity.NewIdentityClient(conn).Certify(ctx, req, grpc.WaitForReady(true))
+	if err != nil && !connected.Load() && ctx.Err() != nil && time.Now().Before(deadline) {
+		return errFailfast
+	}
+	if err == nil && len(res.GetLeafCertificate()) == 0 {
+		err = fmt.Errorf("no leaf certificate in the answer")
+	}
+	return err
+}
+
+// storm certifies every caller once, all at once, as linkerd2-proxy does it; see the command list above.
+func storm(c certifyCommand) {
+	reqs := make([]*identity.CertifyRequest, 0, len(c.Callers))
+	for _, cl := range c.Callers {
+		der, err := csr(cl.Identity)
+		if err != nil {
+			send(map[string]any{"ms": nil, "errors": 1, "failed": len(c.Callers), "latencies": []float64{}, "error": err.Error()})
+			return
+		}
+		reqs = append(reqs, &identity.CertifyRequest{Identity: cl.Identity, Token: []byte(cl.Token), CertificateSigningRequest: der})
+	}
 	var (
 		mu        sync.Mutex
-		latencies = make([]float64, 0, len(clients))
+		latencies = make([]float64, 0, len(reqs))
 		errors    int
+		attempts  int
 		failed    int
 		reasons   = map[string]int{}
 		wg        sync.WaitGroup
 		start     = make(chan struct{})
 	)
 	t0 := time.Now()
-	deadline := t0.Add(120 * time.Second)
-	for _, cl := range clients {
+	deadline := t0.Add(stormDeadline)
+	for _, req := range reqs {
 		wg.Add(1)
-		go func(cl *client) {
+		go func(req *identity.CertifyRequest) {
 			defer wg.Done()
 			<-start
 			for {
 				t := time.Now()
-				err := cl.certify()
+				err := stormAttempt(c.Port, req, deadline)
 				mu.Lock()
+				attempts++
 				if err == nil {
 					latencies = append(latencies, float64(time.Since(t).Nanoseconds())/1e6)
 					mu.Unlock()
@@ -209,20 +278,22 @@ func storm(c certifyCommand) {
 				if len(reasons) < 20 || reasons[reason(err)] > 0 {
 					reasons[reason(err)]++
 				}
-				if time.Now().After(deadline) {
+				if time.Now().Add(stormRetryAfter).After(deadline) {
 					failed++
 					mu.Unlock()
 					return
 				}
 				mu.Unlock()
-				time.Sleep(100 * time.Millisecond)
+				time.Sleep(stormRetryAfter)
 			}
-		}(cl)
+		}(req)
 	}
 	t0 = time.Now()
+	deadline = t0.Add(stormDeadline)
 	close(start)
 	wg.Wait()
-	send(map[string]any{"ms": float64(time.Since(t0).Nanoseconds()) / 1e6, "errors": errors, "failed": failed, "latencies": latencies, "reasons": reasons})
+	send(map[string]any{"ms": float64(time.Since(t0).Nanoseconds()) / 1e6, "errors": errors, "failed": failed, "attempts": attempts,
+		"latencies": latencies, "reasons": reasons, "model": "linkerd2-proxy"})
 }
 
 // reason is an error's gRPC code and message, with what varies between calls (numbers) left out, so

@@ -415,6 +415,8 @@ async function measureSubject(subject: Subject, ctx: Ctx): Promise<SizeResult> {
         failed: number;
         latencies: number[];
         reasons: Record<string, number>;
+        attempts: number;
+        model: string;
       }>(gen, {
         cmd: 'storm',
         port: id.grpcPort,
@@ -431,6 +433,8 @@ async function measureSubject(subject: Subject, ctx: Ctx): Promise<SizeResult> {
       f['identity.stormP99Ms'] = round(percentile(lat, 99));
       raw.stormCallers = callers.length;
       raw.stormErrorReasons = storm.reasons;
+      raw.stormAttempts = storm.attempts;
+      raw.stormClientModel = storm.model;
       gen.send({ cmd: 'exit' });
     }
   } finally {

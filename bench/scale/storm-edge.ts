@@ -1,7 +1,7 @@
 // The restart storm without a cluster: identity's gRPC edge and certifier (as shipped, in a child process
 // of its own), its TokenReview answered by a stand-in after BENCH_REVIEW_MS (default 5 ms), and the Go
-// storm client of the scale bench (../go-clients identity-certify storm: one connection per caller, a
-// 1 s connect timeout as linkerd2-proxy's, a failure retried after 100 ms). For trying a change to
+// storm client of the scale bench (../go-clients identity-certify storm: a new connection per attempt, and
+// linkerd2-proxy's timeouts, backoff and 10 s between failed attempts). For trying a change to
 // identity's admission control in a minute instead of a cluster run (docs/scale.md, "Fixes"):
 //   npx tsx bench/scale/storm-edge.ts [callers=500] [storms=3] [concurrency=<identity's default>] [settings=0]
 // A setting is identity's --certify-workers, optionally with its --listen-backlog after a colon (0:511 =
