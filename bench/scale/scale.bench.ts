@@ -105,9 +105,31 @@ function metricSum(text: string, name: string, match: string[] = []): number {
   return sum;
 }
 
-async function apiWatches(admin: KubeClient): Promise<number> {
-  const text = await admin.request<string>('GET', '/metrics');
-  return metricSum(String(text), 'apiserver_longrunning_requests', ['verb="WATCH"']);
+/**
+ * The API server's open watches (all clients: the count is the server's), in all and per resource
+ * (`group/resource`), so that a delta around a program's start says which resources it watched.
+ */
+async function apiWatches(admin: KubeClient): Promise<{ total: number; byResource: Record<string, number> }> {
+  const text = String(await admin.request<string>('GET', '/metrics'));
+  const byResource: Record<string, number> = {};
+  for (const line of text.split('\n')) {
+    if (!line.startsWith('apiserver_longrunning_requests{') || !line.includes('verb="WATCH"')) continue;
+    const group = /[{,]group="([^"]*)"/.exec(line)?.[1] ?? '';
+    const resource = /[{,]resource="([^"]*)"/.exec(line)?.[1] ?? '?';
+    const key = `${group || 'core'}/${resource}`;
+    byResource[key] = (byResource[key] ?? 0) + Number(line.slice(line.lastIndexOf(' ') + 1));
+  }
+  return { total: metricSum(text, 'apiserver_longrunning_requests', ['verb="WATCH"']), byResource };
+}
+
+/** Per resource, what changed between two readings of apiWatches (zeros left out). */
+function watchDelta(before: Record<string, number>, after: Record<string, number>): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const k of new Set([...Object.keys(before), ...Object.keys(after)])) {
+    const d = (after[k] ?? 0) - (before[k] ?? 0);
+    if (d !== 0) out[k] = d;
+  }
+  return out;
 }
 
 interface ServiceRef {
@@ -232,7 +254,11 @@ async function measureSubject(subject: Subject, ctx: Ctx): Promise<SizeResult> {
       running[c] = s;
       await sleep(2000);
       f[`${c}.readyMs`] = round(s.readyMs, 0);
-      f[`${c}.watches`] = (await apiWatches(admin)) - w0;
+      const w1 = await apiWatches(admin);
+      f[`${c}.watches`] = w1.total - w0.total;
+      // which resources: every client's watches are in the server's count, so one that another client
+      // reopened during the start shows here too
+      raw[`${c}.watchesByResource`] = watchDelta(w0.byResource, w1.byResource);
       f[`${c}.apiCpuStartS`] = round(apiCpu() - a0);
       const st = procStat(s.pid);
       f[`${c}.cpuStartS`] = round(st.cpu);
