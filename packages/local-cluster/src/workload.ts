@@ -268,6 +268,35 @@ export async function applyWorkload(spec: WorkloadSpec, opts: ApplyOptions = {})
     for (const o of deploymentObjects(d, s.policyGroups, { labels: s.podLabels, sidecars: s.sidecars }))
       await create(admin, o);
   });
+  // A policy group the existing workload was made without (Linkerd's, in a run with Linkerd's controllers
+  // after one without them): its objects for the namespaces and Deployments that were already there.
+  const kept = layout.namespaces.filter((n) => existing.namespaces.includes(n));
+  for (const group of s.policyGroups) {
+    const lacking: string[] = [];
+    await pool(kept, opts.concurrency ?? 8, async (ns) => {
+      const mesh = namespaceObjects(ns, [group])[1]!;
+      const got = await admin.request('GET', `${collectionPath(mesh)}/${mesh.metadata.name}`).then(
+        () => true,
+        (err: unknown) => {
+          if (err instanceof KubeApiError && err.status === 404) return false;
+          throw err;
+        },
+      );
+      if (!got) lacking.push(ns);
+    });
+    if (lacking.length === 0) continue;
+    const deps = layout.deployments.filter(
+      (d) => lacking.includes(d.namespace) && existing.deployments.has(`${d.namespace}/${d.name}`),
+    );
+    log(`creating the ${group} objects of ${lacking.length} existing namespace(s) and ${deps.length} Deployment(s)`);
+    const ofGroup = (o: KubeObject) => String(o.apiVersion).startsWith(`${group}/`);
+    await pool(lacking, opts.concurrency ?? 8, async (ns) => {
+      for (const o of namespaceObjects(ns, [group]).filter(ofGroup)) await create(admin, o);
+    });
+    await pool(deps, opts.concurrency ?? 8, async (d) => {
+      for (const o of deploymentObjects(d, [group]).filter(ofGroup)) await create(admin, o);
+    });
+  }
   for (const [key, replicas] of existing.deployments) {
     const d = want.get(key);
     const [namespace, name] = key.split('/') as [string, string];
