@@ -21,10 +21,9 @@ export {
   meshConfigSchema,
   parseMeshConfig,
   defaultMeshConfig,
-  DEFAULT_INBOUND_POLICIES,
-  type DefaultInboundPolicy,
   type MeshConfig,
 } from './mesh-config.js';
+export { DEFAULT_INBOUND_POLICIES, type DefaultInboundPolicy } from './inbound-policies.js';
 export {
   parseIp,
   formatIp,

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { ConfigError } from './errors.js';
 import { parseCidrList, parsePortRanges } from './parse.js';
 import { MINIMESH_VERSION } from './version.js';
+import { DEFAULT_INBOUND_POLICIES } from './inbound-policies.js';
 
 const port = z.number().int().min(1).max(65535);
 const portList = z.string().superRefine((value, ctx) => {
@@ -38,16 +39,6 @@ const quantity = z
   .regex(/^\d+(\.\d+)?(m|Ki|Mi|Gi|Ti|k|M|G|T)?$/, 'a Kubernetes quantity such as 100m, 20Mi or 1')
   .or(z.literal(''));
 
-/** Linkerd's default inbound policies (the policy controller's DEFAULT_POLICIES). */
-export const DEFAULT_INBOUND_POLICIES = [
-  'all-unauthenticated',
-  'all-authenticated',
-  'cluster-unauthenticated',
-  'cluster-authenticated',
-  'deny',
-  'audit',
-] as const;
-export type DefaultInboundPolicy = (typeof DEFAULT_INBOUND_POLICIES)[number];
 
 export const meshConfigSchema = z
   .object({
