@@ -17,12 +17,7 @@ export {
   type LogLevel,
   type LogFormat,
 } from './parse.js';
-export {
-  meshConfigSchema,
-  parseMeshConfig,
-  defaultMeshConfig,
-  type MeshConfig,
-} from './mesh-config.js';
+export { meshConfigSchema, parseMeshConfig, defaultMeshConfig, type MeshConfig } from './mesh-config.js';
 export { DEFAULT_INBOUND_POLICIES, type DefaultInboundPolicy } from './inbound-policies.js';
 export {
   parseIp,

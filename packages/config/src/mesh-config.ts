@@ -39,7 +39,6 @@ const quantity = z
   .regex(/^\d+(\.\d+)?(m|Ki|Mi|Gi|Ti|k|M|G|T)?$/, 'a Kubernetes quantity such as 100m, 20Mi or 1')
   .or(z.literal(''));
 
-
 export const meshConfigSchema = z
   .object({
     /** Namespace of the control plane. */
