@@ -256,9 +256,10 @@ func storm(c certifyCommand) {
 		reasons   = map[string]int{}
 		wg        sync.WaitGroup
 		start     = make(chan struct{})
+		// set just before the start, so the CSRs and goroutines above do not count
+		t0       time.Time
+		deadline time.Time
 	)
-	t0 := time.Now()
-	deadline := t0.Add(stormDeadline)
 	for _, req := range reqs {
 		wg.Add(1)
 		go func(req *identity.CertifyRequest) {

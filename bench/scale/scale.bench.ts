@@ -94,17 +94,6 @@ for (const s of SIZES)
       `BENCH_SCALE_SIZES: ${process.env.BENCH_SCALE_SIZES} is not valid: expected pod counts of at least 10`,
     );
 
-/** Sum of a Prometheus metric's samples whose labels contain every `match`. */
-function metricSum(text: string, name: string, match: string[] = []): number {
-  let sum = 0;
-  for (const line of text.split('\n')) {
-    if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
-    if (!match.every((m) => line.includes(m))) continue;
-    sum += Number(line.slice(line.lastIndexOf(' ') + 1));
-  }
-  return sum;
-}
-
 /**
  * The API server's open watches (all clients: the count is the server's), in all and per resource
  * (`group/resource`), so that a delta around a program's start says which resources it watched.
@@ -119,7 +108,7 @@ async function apiWatches(admin: KubeClient): Promise<{ total: number; byResourc
     const key = `${group || 'core'}/${resource}`;
     byResource[key] = (byResource[key] ?? 0) + Number(line.slice(line.lastIndexOf(' ') + 1));
   }
-  return { total: metricSum(text, 'apiserver_longrunning_requests', ['verb="WATCH"']), byResource };
+  return { total: Object.values(byResource).reduce((a, b) => a + b, 0), byResource };
 }
 
 /** Per resource, what changed between two readings of apiWatches (zeros left out). */

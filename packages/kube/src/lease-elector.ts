@@ -141,9 +141,8 @@ export class LeaseElector {
     const durationSeconds = Math.max(1, Math.round(this.opts.leaseDurationMs / 1000));
     const timeoutMs = Math.max(1000, Math.min(this.opts.renewDeadlineMs, 10_000));
     this.expiresAt = undefined;
-    const readSentAt = Date.now();
     const previousReadSentAt = this.lastReadSentAt;
-    this.lastReadSentAt = readSentAt;
+    this.lastReadSentAt = now.getTime();
     const got = await api.request<Lease>('GET', `${this.path}/${name}`, undefined, { timeoutMs });
     if (got.status === 404) {
       const lease: Lease = {
@@ -227,7 +226,7 @@ export class LeaseElector {
       this.opts.retryPeriodMs,
       Math.max(0, leaseMs - this.opts.renewDeadlineMs - this.opts.retryPeriodMs),
     );
-    return now - Math.max(0, allowance);
+    return now - Math.max(0, allowance); // Date.now() can step back
   }
 
   private noteLeader(holder: string): void {
