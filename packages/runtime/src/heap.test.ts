@@ -3,10 +3,13 @@
 import { execFile } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 
-const script = (tune: boolean) => `
-  const { getHeapSpaceStatistics } = await import('node:v8');
+const script = (tune: boolean, capMb = 1, frozenFirst = false) => `
+  const { getHeapSpaceStatistics, setFlagsFromString } = await import('node:v8');
+  // What the proxy's heap-start.ts does before its modules load: no young-generation growth at all.
+  // (Spelled in two parts: this script is in execArgv, where the flag's name would read as set by hand.)
+  if (${frozenFirst}) setFlagsFromString('--semi-space-' + 'growth-factor=1');
   const { tuneHeap } = await import(${JSON.stringify(new URL('./heap.ts', import.meta.url).pathname)});
-  if (${tune}) tuneHeap({ maxSemiSpaceMb: 1, heapGrowingPercent: 30 });
+  if (${tune}) tuneHeap({ maxSemiSpaceMb: ${capMb}, heapGrowingPercent: 30 });
   let keep = [];
   for (let round = 0; round < 400; round++) {
     // ~1 MB of objects that survive a little while, then die: what a busy server allocates
@@ -18,10 +21,12 @@ const script = (tune: boolean) => `
   const ns = getHeapSpaceStatistics().find((s) => s.space_name === 'new_space').space_size;
   console.log(Math.round(ns / 1048576));`;
 
-const run = (tune: boolean, flags: string[] = []): Promise<number> =>
+const run = (tune: boolean, flags: string[] = [], capMb = 1, frozenFirst = false): Promise<number> =>
   new Promise((resolve, reject) =>
-    execFile(process.execPath, [...flags, '--import', 'tsx', '--input-type=module', '-e', script(tune)], (err, out) =>
-      err ? reject(err) : resolve(Number(String(out).trim())),
+    execFile(
+      process.execPath,
+      [...flags, '--import', 'tsx', '--input-type=module', '-e', script(tune, capMb, frozenFirst)],
+      (err, out) => (err ? reject(err) : resolve(Number(String(out).trim()))),
     ),
   );
 
@@ -32,6 +37,15 @@ describe('tuneHeap', () => {
     expect(tuned).toBeLessThanOrEqual(4);
     expect(untuned).toBeGreaterThan(tuned);
     console.log(`new space: ${tuned} MiB tuned, ${untuned} MiB untuned`);
+  }, 60_000);
+
+  it('lets a young generation frozen before it grow up to the cap', async () => {
+    // Frozen at its size at start (4 MiB of new space here) by the program, then tuned with a 4 MiB cap:
+    // the first check must let it grow (one that assumed "not capped" kept the freeze: 4 MiB at the end).
+    const [frozenOnly, frozenThenTuned] = await Promise.all([run(false, [], 4, true), run(true, [], 4, true)]);
+    console.log(`new space: ${frozenOnly} MiB frozen, ${frozenThenTuned} MiB frozen then tuned to 2 × 4 MiB`);
+    expect(frozenThenTuned).toBeGreaterThan(frozenOnly);
+    expect(frozenThenTuned).toBeLessThanOrEqual(16);
   }, 60_000);
 
   it('leaves an explicit --max-semi-space-size alone', async () => {

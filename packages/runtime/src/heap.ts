@@ -38,11 +38,14 @@ export function tuneHeap(limits: HeapLimits): HeapTuning {
     !explicitlyConfigured('--heap-growing-percent')
   )
     setFlagsFromString(`--heap-growing-percent=${Math.round(limits.heapGrowingPercent)}`);
-  let capped = false;
   const mb = limits.maxSemiSpaceMb;
   if (mb === undefined || !(mb > 0) || explicitlyConfigured('--max-semi-space-size', '--semi-space-growth-factor'))
-    return { capped, stop: () => undefined };
+    return { capped: false, stop: () => undefined };
   const limit = 2 * mb * 1024 * 1024;
+  // Unknown until the first check, which sets the factor either way: the program may have frozen the
+  // young generation before it got here (the proxy's heap-start.ts sets the factor to 1 while its modules
+  // load), and a first check that assumed "not capped" would leave that freeze in place below the cap.
+  let capped: boolean | undefined;
   const check = (): void => {
     const atCap = newSpaceBytes() >= limit;
     if (atCap === capped) return;
@@ -54,7 +57,7 @@ export function tuneHeap(limits: HeapLimits): HeapTuning {
   check();
   return {
     get capped() {
-      return capped;
+      return capped === true;
     },
     stop: () => observer.disconnect(),
   };
