@@ -1,6 +1,8 @@
 // Load generator (its own process, so it does not share an event loop with what it measures).
 //   open <ip> <port> <host> <rps> <seconds> <connections>: open loop at a fixed rate; latency measured from
-//     the request's scheduled start (no coordinated omission); prints JSON {p50,p99,p999,sent,ok,errors}.
+//     the request's scheduled start (no coordinated omission); prints JSON {p50,p99,p999,sent,ok,errors,cpu,
+//     maxPer100ms}: maxPer100ms[i] is the largest latency of the requests scheduled in the i-th 100 ms, to
+//     show where in the run the tail sits.
 //   closed <ip> <port> <host> <seconds> <connections>: saturated closed loop; prints JSON {rps,ok,errors,cpu}.
 //   probe <ip> <port> <host> <path>: one GET; prints JSON {status,ms} (status 0: the request failed).
 // <host> is the Host header (the service name); <ip> what the socket dials (a ClusterIP, a pod IP).
@@ -50,6 +52,9 @@ if (mode === 'probe') {
   const total = rps * seconds;
   const start = performance.now();
   const inflight = [];
+  // Where in the run the tail sits: the largest latency of the requests scheduled in each 100 ms.
+  const BIN_MS = 100;
+  const binMax = [];
   await new Promise((resolve) => {
     const tick = () => {
       const now = performance.now();
@@ -59,7 +64,10 @@ if (mode === 'probe') {
         sent++;
         inflight.push(
           once(agent).then((good) => {
-            lat.push(performance.now() - scheduled);
+            const ms = performance.now() - scheduled;
+            lat.push(ms);
+            const bin = Math.floor((scheduled - start) / BIN_MS);
+            if (!(binMax[bin] >= ms)) binMax[bin] = ms;
             if (good) ok++;
             else errors++;
           }),
@@ -75,7 +83,16 @@ if (mode === 'probe') {
   const ru = process.resourceUsage();
   const cpu = (ru.userCPUTime + ru.systemCPUTime) / 1e6 / ((performance.now() - start) / 1000);
   process.stdout.write(
-    JSON.stringify({ p50: pct(lat, 50), p99: pct(lat, 99), p999: pct(lat, 99.9), sent, ok, errors, cpu }) + '\n',
+    JSON.stringify({
+      p50: pct(lat, 50),
+      p99: pct(lat, 99),
+      p999: pct(lat, 99.9),
+      sent,
+      ok,
+      errors,
+      cpu,
+      maxPer100ms: Array.from(binMax, (v) => Math.round((v ?? 0) * 10) / 10),
+    }) + '\n',
   );
   agent.destroy();
 } else {
