@@ -18,6 +18,8 @@ export interface Phase {
   ok: number;
   errors: number;
   cpu: number;
+  /** The largest latency of the requests scheduled in each 100 ms (runs from 2026-11-29 13:00 on). */
+  maxPer100ms?: number[];
 }
 export interface Sat {
   rps: number;
@@ -48,6 +50,8 @@ export interface PairRun {
   readyMs: { client: number; server: number };
   idle: { client: Mem; server: Mem };
   loaded: { client: Mem; server: Mem };
+  /** The warm-up at the open loop's load, right after start (runs from 2026-11-29 14:00 on). */
+  warm?: Phase;
   open: Phase;
   /** CPU seconds per 1,000 requests of the open-loop phase (= cores per 1,000 rps); client = the outbound proxy, server = the inbound one. */
   cpuPer1k: { client: number; server: number };
@@ -78,7 +82,16 @@ export interface BenchFile {
   cpus: number;
   cpuModel: string;
   loadavg: number[];
-  config: { rate: number; conns: number; seconds: number; satConns: number; satSeconds: number; runs: number };
+  config: {
+    rate: number;
+    conns: number;
+    seconds: number;
+    satConns: number;
+    satSeconds: number;
+    /** Absent: runs before 2026-11-29 14:00, warmed up 1 s at 200 rps. */
+    warmupSeconds?: number;
+    runs: number;
+  };
   peer: { path: string } | { reason: string };
   /** The policy controller ran (every minimesh proxy then had its inbound and outbound policies). */
   policyController?: boolean;
@@ -134,6 +147,8 @@ export function renderTable(file: BenchFile): string {
     digits: number;
     unit: string;
     goalOk?: (r: number) => boolean;
+    /** A minimesh / linkerd2 ratio also without a goal. */
+    ratio?: boolean;
   }> = [
     {
       label: `added latency p50 (${c.rate} rps, ${c.conns} conns)`,
@@ -150,6 +165,25 @@ export function renderTable(file: BenchFile): string {
       unit: ' ms',
       goal: `≤ ${GOALS.p99}x`,
       goalOk: (x) => x <= GOALS.p99,
+    },
+    {
+      // The whole p99, not less the direct path's: its ratio stays defined when the peer adds less than
+      // the direct path's own run-to-run noise (then the added ratio above has no positive denominator).
+      label: '  latency p99 through the pair',
+      values: (k) => per(file, k, (p) => p.open.p99),
+      digits: 2,
+      unit: ' ms',
+      goal: '',
+      ratio: true,
+    },
+    {
+      label: `  added latency p99, cold: the first ${c.warmupSeconds ?? 1} s after start`,
+      values: (k) =>
+        per(file, k, (p, r) => (p.warm ? p.warm.p99 - r.direct.open.p99 : NaN)).filter((x) => !Number.isNaN(x)),
+      digits: 2,
+      unit: ' ms',
+      goal: '',
+      ratio: true,
     },
     {
       label: 'CPU per 1k rps, outbound proxy',
@@ -267,7 +301,7 @@ export function renderTable(file: BenchFile): string {
     for (const k of own) cells.push(fmt(stat(row.values(k)), row.digits, row.unit));
     if (peerMeasured) {
       cells.push(fmt(stat(row.values('linkerd2')), row.digits, row.unit));
-      const s = row.goal ? ratio(row.values('minimesh'), row.values('linkerd2')) : undefined;
+      const s = row.goal || row.ratio ? ratio(row.values('minimesh'), row.values('linkerd2')) : undefined;
       const verdict = s && row.goalOk ? (row.goalOk(s.med) ? ' met' : ' **not met**') : '';
       const noRatio =
         row.goal && row.values('linkerd2').some((v) => v <= 0) && row.values('minimesh').some((v) => v > 0)
