@@ -301,10 +301,11 @@ export function renderTable(file: BenchFile): string {
     for (const k of own) cells.push(fmt(stat(row.values(k)), row.digits, row.unit));
     if (peerMeasured) {
       cells.push(fmt(stat(row.values('linkerd2')), row.digits, row.unit));
-      const s = row.goal || row.ratio ? ratio(row.values('minimesh'), row.values('linkerd2')) : undefined;
+      const wantsRatio = row.goal !== '' || row.ratio === true;
+      const s = wantsRatio ? ratio(row.values('minimesh'), row.values('linkerd2')) : undefined;
       const verdict = s && row.goalOk ? (row.goalOk(s.med) ? ' met' : ' **not met**') : '';
       const noRatio =
-        row.goal && row.values('linkerd2').some((v) => v <= 0) && row.values('minimesh').some((v) => v > 0)
+        wantsRatio && row.values('linkerd2').some((v) => v <= 0) && row.values('minimesh').some((v) => v > 0)
           ? 'no run with a positive peer figure'
           : '';
       cells.push(s ? `${fmt(s, 2, 'x')}${s.of}${verdict}` : noRatio);
