@@ -18,15 +18,17 @@
 //   no-outbound-policy the outbound proxy without a policy controller (no OutboundPolicy at all).
 //
 //   npm run bench -w @minimesh/proxy [-- --linkerd2-proxy <binary>] [--runs 3] [--seconds 10] [--out <file>]
-//     [--warmup-seconds 5]
+//     [--warmup-seconds 5] [--syscalls]
 //     [--variants tap-enabled,tap-observed,route-timeout,route-retry,no-outbound-policy | none]
 //
 // The peer comes from --linkerd2-proxy, MINIMESH_BENCH_LINKERD2_PROXY, or /opt/minimesh-peers/linkerd2-proxy;
-// without it its columns say "not measured". Raw per-run numbers go to a JSON file (default
+// without it its columns say "not measured". --syscalls also counts each proxy's system calls and context
+// switches during the open loop (perf stat on the kernel's tracepoints; syscalls.ts). Raw per-run numbers go to a JSON file (default
 // bench/proxy/last-run.json); the table is made from that file (table.ts). As root; it uses the local
 // cluster (on a shared machine: flock /tmp/minimesh-cluster.lock).
 import { spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { countFrom, syscallCountingUnavailable } from './syscalls.js';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -76,6 +78,8 @@ const { values: args } = parseArgs({
     'proxy-node-args': { type: 'string', default: process.env.BENCH_PROXY_NODE_ARGS ?? '' },
     /** Variants of the minimesh pair (comma-separated), or "none". */
     variants: { type: 'string', default: process.env.BENCH_VARIANTS ?? VARIANTS.join(',') },
+    /** Count each proxy's system calls and context switches during the open loop (needs perf; syscalls.ts). */
+    syscalls: { type: 'boolean', default: false },
     help: { type: 'boolean', default: false },
   },
 });
@@ -99,6 +103,10 @@ for (const v of variants)
 if (variants.length > 0 && args['skip-minimesh'])
   throw new Error('--variants: the variants are measured against the minimesh pair, which --skip-minimesh leaves out');
 const nodeArgs = args['proxy-node-args']!.split(' ').filter(Boolean);
+if (args.syscalls) {
+  const why = syscallCountingUnavailable();
+  if (why) throw new Error(`--syscalls: ${why}`);
+}
 const SECONDS = Number(args.seconds);
 const SAT_SECONDS = Number(args['sat-seconds']);
 /**
@@ -159,9 +167,10 @@ if (!peer)
     : 'not measured: no linkerd2-proxy binary (--linkerd2-proxy, MINIMESH_BENCH_LINKERD2_PROXY or /opt/minimesh-peers/linkerd2-proxy)';
 else if (!policy.argv) peerReason = `not measured: linkerd2-proxy needs a policy server, and ${policy.reason}`;
 
-function procStat(pid: number): { cpu: number } {
+/** CPU seconds of a process so far (user + kernel), and the kernel's part (utime, stime of /proc/<pid>/stat). */
+function procStat(pid: number): { cpu: number; sys: number } {
   const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return { cpu: (Number(f[11]) + Number(f[12])) / 100 };
+  return { cpu: (Number(f[11]) + Number(f[12])) / 100, sys: Number(f[12]) / 100 };
 }
 
 /**
@@ -374,13 +383,16 @@ async function measurePair(pair: Pair, clusterIp: string, tapCert?: TapCert): Pr
         : undefined;
     // Scraping resets the event-loop delay histograms; GC is counted from here.
     const before = minimesh ? { client: scrape(cName), server: scrape(sName) } : undefined;
-    const cpu0 = { client: procStat(client.pid).cpu, server: procStat(server.pid).cpu };
+    const cpu0 = { client: procStat(client.pid), server: procStat(server.pid) };
     const readerCpu0 = reader ? procStat(reader.pid).cpu : 0;
+    const counting = args.syscalls ? { client: countFrom(client.pid), server: countFrom(server.pid) } : undefined;
     const open = await loadgen(cName, ['open', clusterIp, 80, host, RATE, SECONDS, CONNS]);
-    const cpu1 = { client: procStat(client.pid).cpu, server: procStat(server.pid).cpu };
+    const cpu1 = { client: procStat(client.pid), server: procStat(server.pid) };
+    const counted = counting ? { client: await counting.client(), server: await counting.server() } : undefined;
     // CPU seconds per 1,000 requests sent (= cores per 1,000 rps): right also when the pair fell behind the
     // schedule and the phase took longer than SECONDS (then fewer than RATE requests a second went through).
     const per1k = (cpu: number) => cpu / (open.sent / 1000);
+    const perRequest = (n: number) => n / open.sent;
     const readerCpuPer1k = reader ? per1k(procStat(reader.pid).cpu - readerCpu0) : undefined;
     const loaded = { client: memMb(client.pid), server: memMb(server.pid) };
     const runtime = before
@@ -413,9 +425,21 @@ async function measurePair(pair: Pair, clusterIp: string, tapCert?: TapCert): Pr
       warm,
       open,
       cpuPer1k: {
-        client: per1k(cpu1.client - cpu0.client),
-        server: per1k(cpu1.server - cpu0.server),
+        client: per1k(cpu1.client.cpu - cpu0.client.cpu),
+        server: per1k(cpu1.server.cpu - cpu0.server.cpu),
       },
+      kernelCpuPer1k: {
+        client: per1k(cpu1.client.sys - cpu0.client.sys),
+        server: per1k(cpu1.server.sys - cpu0.server.sys),
+      },
+      ...(counted
+        ? {
+            perRequest: {
+              client: { syscalls: perRequest(counted.client.syscalls), switches: perRequest(counted.client.switches) },
+              server: { syscalls: perRequest(counted.server.syscalls), switches: perRequest(counted.server.switches) },
+            },
+          }
+        : {}),
       sat,
       satCpu: {
         client: (procStat(client.pid).cpu - c0.client) / satSecs,

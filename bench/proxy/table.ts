@@ -46,6 +46,10 @@ interface Runtime {
   heapMb?: Record<string, number>;
   externalMb?: number;
 }
+interface PerRequest {
+  syscalls: number;
+  switches: number;
+}
 export interface PairRun {
   readyMs: { client: number; server: number };
   idle: { client: Mem; server: Mem };
@@ -55,6 +59,10 @@ export interface PairRun {
   open: Phase;
   /** CPU seconds per 1,000 requests of the open-loop phase (= cores per 1,000 rps); client = the outbound proxy, server = the inbound one. */
   cpuPer1k: { client: number; server: number };
+  /** The kernel's part of cpuPer1k (stime; runs from 2026-11-29 16:30 on). */
+  kernelCpuPer1k?: { client: number; server: number };
+  /** --syscalls: system calls and context switches per request sent, during the open loop. */
+  perRequest?: { client: PerRequest; server: PerRequest };
   sat: Sat;
   satCpu: { client: number; server: number };
   /** minimesh only: event-loop delay during the open-loop phase, GC so far. */
@@ -149,6 +157,8 @@ export function renderTable(file: BenchFile): string {
     goalOk?: (r: number) => boolean;
     /** A minimesh / linkerd2 ratio also without a goal. */
     ratio?: boolean;
+    /** Left out when no pair has a value (figures older runs did not record, or --syscalls not given). */
+    optional?: boolean;
   }> = [
     {
       label: `added latency p50 (${c.rate} rps, ${c.conns} conns)`,
@@ -201,6 +211,28 @@ export function renderTable(file: BenchFile): string {
       goal: `≤ ${GOALS.cpu}x`,
       goalOk: (x) => x <= GOALS.cpu,
     },
+    ...(['client', 'server'] as const).map((side) => ({
+      label: `  CPU per 1k rps in the kernel, ${side === 'client' ? 'outbound' : 'inbound'} proxy`,
+      values: (k: PairKind) => per(file, k, (p) => p.kernelCpuPer1k?.[side] ?? NaN).filter((x) => !Number.isNaN(x)),
+      digits: 3,
+      unit: ' core',
+      goal: '',
+      ratio: true,
+      optional: true,
+    })),
+    ...(['client', 'server'] as const).flatMap((side) =>
+      (['syscalls', 'switches'] as const).map((what) => ({
+        label: `  ${what === 'syscalls' ? 'system calls' : 'context switches'} per request, ${
+          side === 'client' ? 'outbound' : 'inbound'
+        } proxy`,
+        values: (k: PairKind) => per(file, k, (p) => p.perRequest?.[side][what] ?? NaN).filter((x) => !Number.isNaN(x)),
+        digits: 2,
+        unit: '',
+        goal: '',
+        ratio: true,
+        optional: true,
+      })),
+    ),
     {
       label: `saturated throughput through the pair (${c.satConns} conns)`,
       values: (k) => per(file, k, (p) => p.sat.rps),
@@ -297,6 +329,7 @@ export function renderTable(file: BenchFile): string {
       : undefined;
   };
   for (const row of rows) {
+    if (row.optional && kinds.every((k) => row.values(k).length === 0)) continue;
     const cells = [row.label];
     for (const k of own) cells.push(fmt(stat(row.values(k)), row.digits, row.unit));
     if (peerMeasured) {
