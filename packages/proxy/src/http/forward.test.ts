@@ -10,7 +10,9 @@ import {
   type ServerHttp2Stream,
 } from 'node:http2';
 import { describe, expect, it } from 'vitest';
+import { PassThrough, Readable } from 'node:stream';
 import {
+  copyBodyToH1,
   sendH1,
   sendH2,
   writeResponseH1,
@@ -333,5 +335,67 @@ describe('the forwarder', () => {
     expect(heads.length).toBe(1);
     // The cancel's own failure is reported once (an exchange that ended ignores it), and that is all.
     expect(errors).toEqual(['socket hang up']);
+  });
+});
+
+describe('copyBodyToH1', () => {
+  it('a body larger than the buffers reaches a caller that reads late, whole, the source paused meanwhile', async () => {
+    const chunk = Buffer.alloc(64 * 1024, 'x');
+    const chunks = 64; // 4 MiB
+    let pauses = 0;
+    const server = createServer((_req, res) => {
+      const src = new Readable({ read() {} });
+      src.on('pause', () => pauses++);
+      for (let i = 0; i < chunks; i++) src.push(chunk);
+      src.push(null);
+      res.writeHead(200);
+      copyBodyToH1(src, res);
+    });
+    const port = await listen(server);
+    const received = await new Promise<number>((resolve, reject) => {
+      const req = request({ host: '127.0.0.1', port }, (res) => {
+        res.pause();
+        setTimeout(() => {
+          let n = 0;
+          res.on('data', (c: Buffer) => (n += c.length));
+          res.on('end', () => resolve(n));
+          res.resume();
+        }, 300);
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    expect(received).toBe(chunks * chunk.length);
+    expect(pauses).toBeGreaterThan(0);
+  });
+
+  it('a caller that went away: the rest of the body is dropped, not written to the destroyed response', async () => {
+    const src = new PassThrough();
+    const resErrors: string[] = [];
+    let srcEnded = false;
+    src.on('end', () => (srcEnded = true));
+    let responseClosed = false;
+    const server = createServer((_req, res) => {
+      res.on('error', (err: NodeJS.ErrnoException) => resErrors.push(err.code ?? err.message));
+      res.on('close', () => (responseClosed = true));
+      res.writeHead(200);
+      res.flushHeaders();
+      copyBodyToH1(src, res);
+    });
+    const port = await listen(server);
+    await new Promise<void>((resolve, reject) => {
+      const req = request({ host: '127.0.0.1', port }, () => {
+        req.destroy();
+        resolve();
+      });
+      req.on('error', (err: NodeJS.ErrnoException) => (err.code === 'ECONNRESET' ? undefined : reject(err)));
+      req.end();
+    });
+    await until(() => responseClosed);
+    src.write('after the caller left');
+    src.end('and the end');
+    await until(() => srcEnded);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(resErrors).toEqual([]);
   });
 });

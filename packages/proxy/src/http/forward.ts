@@ -312,6 +312,26 @@ export function copyBodyToH2(src: Readable, dst: ServerHttp2Stream): void {
   });
 }
 
+/**
+ * Copies a response body to an HTTP/1 caller, with backpressure: what pipe() did here, without the
+ * listeners pipe() puts on both streams (data, end, drain, error, close, finish, unpipe) and takes off
+ * again for every response. A caller that went away ends the exchange (its `close` cancels the call),
+ * so what still arrives is dropped instead of written to a destroyed response.
+ */
+export function copyBodyToH1(src: Readable, dst: ServerResponse): void {
+  const resume = () => src.resume();
+  src.on('data', (chunk: Buffer) => {
+    if (dst.destroyed) return;
+    if (!dst.write(chunk)) {
+      src.pause();
+      dst.once('drain', resume);
+    }
+  });
+  src.once('end', () => {
+    if (!dst.destroyed) dst.end();
+  });
+}
+
 /** Response half, to an HTTP/1 caller. */
 export function writeResponseH1(res: ServerResponse, call: UpstreamCall, hooks: ExchangeHooks): void {
   call.respondedTo = hooks;
@@ -334,7 +354,7 @@ export function writeResponseH1(res: ServerResponse, call: UpstreamCall, hooks: 
     body = h2.stream;
   }
   res.writeHead(status, headers);
-  body.pipe(res);
+  copyBodyToH1(body, res);
   body.on('end', call.bodyEnded);
 }
 
