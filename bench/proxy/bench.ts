@@ -23,12 +23,11 @@
 //
 // The peer comes from --linkerd2-proxy, MINIMESH_BENCH_LINKERD2_PROXY, or /opt/minimesh-peers/linkerd2-proxy;
 // without it its columns say "not measured". --syscalls also counts each proxy's system calls and context
-// switches during the open loop (perf stat on the kernel's tracepoints; syscalls.ts). Raw per-run numbers go to a JSON file (default
-// bench/proxy/last-run.json); the table is made from that file (table.ts). As root; it uses the local
-// cluster (on a shared machine: flock /tmp/minimesh-cluster.lock).
+// switches during the open loop (perf stat on the kernel's tracepoints; syscalls.ts). Raw per-run numbers
+// go to a JSON file (default bench/proxy/last-run.json); the table is made from that file (table.ts). As
+// root; it uses the local cluster (on a shared machine: flock /tmp/minimesh-cluster.lock).
 import { spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { countFrom, syscallCountingUnavailable } from './syscalls.js';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -48,6 +47,7 @@ import {
   type Sat,
   type Variant,
 } from './table.js';
+import { countFrom, syscallCountingUnavailable } from './syscalls.js';
 
 /** A variant's check failed (its route is not in force): the pair is not measured in that run. */
 class CheckFailed extends Error {

@@ -11,10 +11,11 @@ export interface Counts {
 }
 
 const EVENTS = ['raw_syscalls:sys_enter', 'context-switches'];
+const EVENT_LIST = EVENTS.join(',');
 
 /** Why counting cannot run on this machine, or undefined when it can (perf present, tracepoints readable). */
 export function syscallCountingUnavailable(): string | undefined {
-  const r = spawnSync('perf', ['stat', '-x,', '-e', EVENTS.join(','), 'true'], { encoding: 'utf8' });
+  const r = spawnSync('perf', ['stat', '-x,', '-e', EVENT_LIST, 'true'], { encoding: 'utf8' });
   if (r.error)
     return `perf is not installed (${(r.error as NodeJS.ErrnoException).code}; Debian: apt-get install linux-perf)`;
   const counts = parse(r.stderr);
@@ -24,7 +25,7 @@ export function syscallCountingUnavailable(): string | undefined {
 
 /** Starts counting for `pid`; the returned function stops and gives the counts (rejects with perf's words). */
 export function countFrom(pid: number): () => Promise<Counts> {
-  const child: ChildProcess = spawn('perf', ['stat', '-x,', '-e', EVENTS.join(','), '-p', String(pid)], {
+  const child: ChildProcess = spawn('perf', ['stat', '-x,', '-e', EVENT_LIST, '-p', String(pid)], {
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let err = '';
@@ -40,7 +41,7 @@ export function countFrom(pid: number): () => Promise<Counts> {
 }
 
 /** perf stat -x, lines: "<count>,<unit>,<event>,..."; undefined unless both events were counted. */
-export function parse(stderr: string): Counts | undefined {
+function parse(stderr: string): Counts | undefined {
   const by = new Map<string, number>();
   for (const line of stderr.split('\n')) {
     const [count, , event] = line.split(',');
