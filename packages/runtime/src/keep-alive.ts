@@ -4,9 +4,11 @@
 // response byte. Such a request reached nobody, so a client may send it again on another connection
 // when it still has the body (Go's net/http and hyper do the same); a fresh connection that fails is
 // a real failure.
-import type { ClientRequest } from 'node:http';
 
-/** True when `err` is the keep-alive race on `req`: a reused connection closed under it. */
-export function isStaleKeepAlive(req: ClientRequest, err: NodeJS.ErrnoException): boolean {
+/**
+ * True when `err` is the keep-alive race on `req` (a ClientRequest, or the proxy's own HTTP/1 connection):
+ * a reused connection closed under it.
+ */
+export function isStaleKeepAlive(req: { readonly reusedSocket: boolean }, err: NodeJS.ErrnoException): boolean {
   return req.reusedSocket && (err.code === 'ECONNRESET' || err.code === 'EPIPE');
 }

@@ -392,8 +392,7 @@ export class H1Exchange extends HttpExchange {
   ): UpstreamCall | undefined {
     const req = this.req;
     if (up.kind === 'h1') {
-      const target = { host: up.endpoint.ip, port: up.endpoint.port, agent: up.agent };
-      return sendH1(target, req.method, req.url, h1ToH1Request(req.headers, extra), body, sink);
+      return sendH1(up.agent, req.method, req.url, h1ToH1Request(req.headers, extra), body, sink);
     }
     // Over HTTP/2 (between proxies): marked, so the far side restores HTTP/1.
     const headers: OutgoingHttpHeaders = h1ToH2Request(
@@ -503,8 +502,7 @@ export class H2Exchange extends HttpExchange {
     sink: CallSink,
   ): UpstreamCall | undefined {
     if (up.kind === 'h2') return sendH2(up.session, h2ToH2Request(this.headers, extra), body, sink);
-    const target = { host: up.endpoint.ip, port: up.endpoint.port, agent: up.agent };
-    return sendH1(target, this.method, this.path, h2ToH1Request(this.headers, extra), body, sink);
+    return sendH1(up.agent, this.method, this.path, h2ToH1Request(this.headers, extra), body, sink);
   }
 
   respondFrom(call: UpstreamCall): void {

@@ -182,14 +182,7 @@ describe('the forwarder', () => {
     const app = await h1App();
     const agent = pool(app.port);
     const { port, hooks } = await h1Proxy((req, sink) =>
-      sendH1(
-        { host: '127.0.0.1', port: app.port, agent },
-        req.method,
-        req.url,
-        h1ToH1Request(req.headers, { 'x-extra': 'added' }),
-        req,
-        sink,
-      ),
+      sendH1(agent, req.method, req.url, h1ToH1Request(req.headers, { 'x-extra': 'added' }), req, sink),
     );
     const r = await fetchH1(port, {
       method: 'POST',
@@ -223,14 +216,7 @@ describe('the forwarder', () => {
     const app = await h1App();
     const agent = pool(app.port);
     const { port, hooks } = await h2Proxy((stream, headers, sink) =>
-      sendH1(
-        { host: '127.0.0.1', port: app.port, agent },
-        String(headers[':method']),
-        String(headers[':path']),
-        h2ToH1Request(headers),
-        stream,
-        sink,
-      ),
+      sendH1(agent, String(headers[':method']), String(headers[':path']), h2ToH1Request(headers), stream, sink),
     );
     const r = await fetchH2(port, { ':authority': 'web.shop.svc.cluster.local:80' }, 'body');
     expect(r.headers[':status']).toBe(201);
@@ -257,14 +243,7 @@ describe('the forwarder', () => {
     const deadPort = await closedPort();
     const agent = pool(deadPort);
     const { port, hooks } = await h1Proxy((req, sink) =>
-      sendH1(
-        { host: '127.0.0.1', port: deadPort, agent },
-        req.method,
-        req.url,
-        h1ToH1Request(req.headers, {}),
-        undefined,
-        sink,
-      ),
+      sendH1(agent, req.method, req.url, h1ToH1Request(req.headers, {}), undefined, sink),
     );
     expect((await fetchH1(port)).status).toBe(502);
     expect(hooks.events).toEqual(['error ECONNREFUSED']);
@@ -278,14 +257,7 @@ describe('the forwarder', () => {
     });
     const agent = pool(app.port);
     const { port, hooks } = await h1Proxy((req, sink) =>
-      sendH1(
-        { host: '127.0.0.1', port: app.port, agent },
-        req.method,
-        req.url,
-        h1ToH1Request(req.headers, {}),
-        undefined,
-        sink,
-      ),
+      sendH1(agent, req.method, req.url, h1ToH1Request(req.headers, {}), undefined, sink),
     );
     await expect(fetchH1(port)).rejects.toThrow();
     expect(hooks.events).toEqual(['response 200', 'end failed']);
@@ -293,13 +265,13 @@ describe('the forwarder', () => {
 
   it('release() reads an unwanted HTTP/1 response to its end: the next request reuses the connection', async () => {
     const app = await h1App();
-    const target = { host: '127.0.0.1', port: app.port, agent: pool(app.port) };
+    const target = pool(app.port);
     const heads: UpstreamCall[] = [];
     const sink: CallSink = { onHead: (call) => heads.push(call), onError: (err) => expect.fail(err.message) };
     sendH1(target, 'GET', '/first', {}, undefined, sink);
     await until(() => heads.length === 1);
     heads[0]!.release();
-    await until(() => target.agent.idleCount === 1); // read to its end: the connection is idle again
+    await until(() => target.idleCount === 1); // read to its end: the connection is idle again
     sendH1(target, 'GET', '/second', {}, undefined, sink);
     await until(() => heads.length === 2);
     heads[1]!.release();
@@ -317,7 +289,7 @@ describe('the forwarder', () => {
       if (!slow) return void res.writeHead(200, { connection: 'keep-alive' }).end('ok');
       setTimeout(() => res.writeHead(200, { connection: 'keep-alive' }).end('late'), 100);
     });
-    const target = { host: '127.0.0.1', port: app.port, agent: pool(app.port) };
+    const target = pool(app.port);
     const heads: UpstreamCall[] = [];
     const errors: string[] = [];
     const sink: CallSink = { onHead: (call) => heads.push(call), onError: (err) => errors.push(err.message) };
@@ -328,7 +300,7 @@ describe('the forwarder', () => {
     slow = true;
     const call = sendH1(target, 'GET', '/slow', {}, undefined, sink);
     await until(() => app.seen.length === 2);
-    expect(call.req.reusedSocket).toBe(true);
+    expect(call.conn.reusedSocket).toBe(true);
     call.cancel();
     await new Promise((r) => setTimeout(r, 300));
     expect(app.seen.map((s) => s.url)).toEqual(['/warm', '/slow']);

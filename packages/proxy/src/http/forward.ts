@@ -7,16 +7,8 @@
 // A plain exchange (exchange.ts) joins the halves at once; the retry transport (retry.ts) holds a call's
 // response head between them until its policy decides. Errors before the response head go to the sink
 // (the caller answers in the caller's protocol); errors after it abort the downstream.
-import {
-  request as h1request,
-  type Agent,
-  type ClientRequest,
-  type IncomingMessage,
-  type OutgoingHttpHeaders,
-  type RequestOptions,
-  type ServerResponse,
-} from 'node:http';
-import type { Readable, Writable } from 'node:stream';
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import { Writable, type Readable } from 'node:stream';
 import {
   constants as h2c,
   type ClientHttp2Session,
@@ -27,6 +19,7 @@ import {
 import { isStaleKeepAlive } from '@minimesh/runtime';
 import { cleanTrailers, h1ToH1Response, h1ToH2Response, h2ToH1Response, h2ToH2Response } from './headers.js';
 import { H2_REQUEST } from './h2-pool.js';
+import type { H1Connection, H1Response, ResponseSink } from './h1-client.js';
 import type { H1Endpoint } from './h1-pool.js';
 
 export interface ExchangeHooks {
@@ -124,63 +117,74 @@ export abstract class UpstreamCall {
 /** How many times a bodiless request goes again after a kept-alive app connection turned out closed. */
 const MAX_STALE_RETRIES = 3;
 
-/** A request on an HTTP/1 keep-alive pool. */
-export class H1Call extends UpstreamCall {
+/** A request on an HTTP/1 keep-alive pool (h1-pool.ts), on one of its connections (h1-client.ts). */
+export class H1Call extends UpstreamCall implements ResponseSink {
   readonly kind = 'h1';
-  req: ClientRequest;
-  res: IncomingMessage | undefined;
+  conn: H1Connection;
+  res: H1Response | undefined;
+  private body: Writable | undefined;
   private retries = 0;
   private cancelled = false;
 
+  /** Throws, sending nothing, when the request head would not be valid HTTP/1 (h1-client.ts). */
   constructor(
-    private readonly options: RequestOptions,
+    private readonly endpoint: H1Endpoint,
+    private readonly method: string,
+    private readonly path: string,
+    private readonly headers: OutgoingHttpHeaders,
     private readonly bodiless: boolean,
     protected readonly sink: CallSink,
   ) {
     super();
-    this.req = h1request(options, this.onUpstreamResponse);
-    this.req.on('error', this.onUpstreamError);
+    this.conn = endpoint.acquire();
+    try {
+      this.body = this.conn.send(method, path, headers, bodiless, this);
+    } catch (err) {
+      // Nothing was written: the connection is as it was (a new one is closed, an idle one freed).
+      this.conn.abort();
+      throw err;
+    }
   }
 
-  private readonly onUpstreamResponse = (res: IncomingMessage): void => {
+  onResponse(res: H1Response): void {
     this.res = res;
-    this.status = res.statusCode ?? 502;
+    this.status = res.statusCode;
     this.answered = true;
     this.sink.onHead(this);
-  };
+  }
 
   /**
    * The keep-alive race (isStaleKeepAlive, @minimesh/runtime): an app that closes an idle connection (a
    * graceful shutdown, its keep-alive timeout) just as the proxy picks it from the pool fails the request
    * before any response byte. A request without a body loses nothing by going again on another
    * connection (whichever the pool gives: a new one if none is idle); one with a body was consumed and
-   * never goes twice. Checked in the error handler only: the hot path allocates nothing for it.
+   * never goes twice. Checked on failure only: the hot path allocates nothing for it.
    */
-  private readonly onUpstreamError = (err: NodeJS.ErrnoException): void => {
+  onFailure(err: NodeJS.ErrnoException): void {
     if (this.finished) return;
     if (
       this.bodiless &&
       !this.answered &&
       !this.cancelled &&
-      isStaleKeepAlive(this.req, err) &&
+      isStaleKeepAlive(this.conn, err) &&
       this.retries++ < MAX_STALE_RETRIES
     ) {
-      this.req = h1request(this.options, this.onUpstreamResponse);
-      this.req.on('error', this.onUpstreamError);
-      this.req.end();
+      this.conn = this.endpoint.acquire();
+      this.conn.send(this.method, this.path, this.headers, true, this);
       return;
     }
     this.fail(err);
-  };
+  }
 
   get requestSide(): Writable {
-    return this.req;
+    // A bodiless request has none: what is written to it goes nowhere.
+    return (this.body ??= new Writable({ write: (_c, _e, done) => done() }));
   }
 
   cancel(): void {
-    // Marked before the destroy: its ECONNRESET on a reused socket is not the keep-alive race (no retry).
+    // Marked before the close: its ECONNRESET on a reused connection is not the keep-alive race (no retry).
     this.cancelled = true;
-    this.req.destroy();
+    this.conn.abort();
   }
 
   release(): void {
@@ -241,29 +245,17 @@ export class H2Call extends UpstreamCall {
   }
 }
 
-export interface H1Target {
-  host: string;
-  port: number;
-  /** The endpoint's keep-alive pool (h1-pool.ts); a Node http.Agent works too (tests compare them). */
-  agent: H1Endpoint | Agent;
-}
-
 /** Request half, HTTP/1 upstream. `body` undefined: the request has none (and may go again, see H1Call). */
 export function sendH1(
-  target: H1Target,
+  endpoint: H1Endpoint,
   method: string | undefined,
   path: string | undefined,
   headers: OutgoingHttpHeaders,
   body: BodySource | undefined,
   sink: CallSink,
 ): H1Call {
-  const call = new H1Call(
-    { host: target.host, port: target.port, method, path, headers, agent: target.agent as Agent },
-    body === undefined,
-    sink,
-  );
-  if (body === undefined) call.req.end();
-  else body.pipe(call.req);
+  const call = new H1Call(endpoint, method ?? 'GET', path ?? '/', headers, body === undefined, sink);
+  if (body !== undefined) body.pipe(call.requestSide);
   return call;
 }
 
@@ -339,7 +331,7 @@ export function writeResponseH1(res: ServerResponse, call: UpstreamCall, hooks: 
   let headers: OutgoingHttpHeaders;
   let body: Readable;
   if (call instanceof H1Call) {
-    const ur = call.res as IncomingMessage;
+    const ur = call.res as H1Response;
     status = call.status;
     hooks.onResponse(status, undefined);
     headers = h1ToH1Response(ur.headers);
@@ -362,7 +354,7 @@ export function writeResponseH1(res: ServerResponse, call: UpstreamCall, hooks: 
 export function writeResponseH2(stream: ServerHttp2Stream, call: UpstreamCall, hooks: ExchangeHooks): void {
   call.respondedTo = hooks;
   if (call instanceof H1Call) {
-    const ur = call.res as IncomingMessage;
+    const ur = call.res as H1Response;
     hooks.onResponse(call.status, undefined);
     if (stream.destroyed) return void ur.resume();
     const head = h1ToH2Response(call.status, ur.headers);

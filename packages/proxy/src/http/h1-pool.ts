@@ -1,35 +1,28 @@
 // The HTTP/1 keep-alive pool: the connections the proxy sends HTTP/1 on (the inbound proxy to its app,
-// either proxy to an unmeshed endpoint), one free list per endpoint, handed to Node's ClientRequest as
-// its `agent`. It does what http.Agent did for us and no more: Agent.addRequest copies its options into
-// a prototype-less object per request, works out a TLS server name from the Host header, resets the
-// socket's async ids and sets TCP keep-alive again on every reuse, and keeps its busy sockets in arrays
-// it searches on each release (about 6 % of the inbound proxy's busy time in a CPU profile, 2026-11-28).
-// Here a request takes the most recently freed connection of its endpoint (last in, first out, as the
-// Agent was set up) or opens one; a response read to its end gives the connection back.
+// either proxy to an unmeshed endpoint), one free list per endpoint, each connection an H1Connection
+// (h1-client.ts: the request written and the response parsed on Node's llhttp binding). It began as the
+// replacement of http.Agent (whose addRequest copied its options into a prototype-less object per
+// request, worked out a TLS server name from the Host header, reset the socket's async ids and set TCP
+// keep-alive again on every reuse: about 6 % of the inbound proxy's busy time, 2026-11-28). A request
+// takes the most recently freed connection of its endpoint (last in, first out) or opens one; a response
+// parsed to its end, its request sent, gives the connection back.
 //
 // Kept from the Agent: no cap on connections (a request never waits for one), at most 1,024 idle ones
 // per endpoint, TCP_NODELAY, TCP keep-alive probes after 1 s idle, idle connections not holding the
-// process open, `req.reusedSocket` (what the keep-alive race is recognised by: H1Call), an upgraded
-// connection leaving the pool, connect errors reaching the request unchanged (the exchange maps them).
-// Added: an idle connection is not reused after CLIENT_IDLE_TIMEOUT_MS (the hour the proxy's own
-// servers keep a client's, docs/reliability.md), nor within a second of the idle timeout a server
-// announced (`Keep-Alive: timeout=N`), which the Agent honoured only when given a timeout of its own;
-// such a connection is closed by the pool, which knows it is unused, instead of racing the server's close.
-import { connect, type Socket } from 'node:net';
-import type { Agent, ClientRequest, IncomingMessage } from 'node:http';
+// process open, `reusedSocket` (what the keep-alive race is recognised by: H1Call), connect errors
+// reaching the request unchanged (the exchange maps them). Added: an idle connection is not reused after
+// CLIENT_IDLE_TIMEOUT_MS (the hour the proxy's own servers keep a client's, docs/reliability.md), nor
+// within a second of the idle timeout a server announced (`Keep-Alive: timeout=N`), which the Agent
+// honoured only when given a timeout of its own; such a connection is closed by the pool, which knows it
+// is unused, instead of racing the server's close. An Upgrade (WebSocket) never comes here: it gets a
+// raw connection of its own (upgrade.ts).
 import { CLIENT_IDLE_TIMEOUT_MS } from './handoff.js';
+import { H1Connection, type ConnectionOwner } from './h1-client.js';
 
 /** At most this many idle connections per endpoint (the Agent's maxFreeSockets here). */
 export const MAX_IDLE_PER_ENDPOINT = 1024;
 /** A server's announced keep-alive timeout is cut by this much (Node's agent does the same). */
 const SERVER_HINT_MARGIN_MS = 1000;
-
-/** The pool's state on each of its connections. */
-const kDeadline = Symbol('h1-pool idle deadline');
-type PoolSocket = Socket & {
-  [kDeadline]: number;
-  _httpMessage?: (ClientRequest & { res?: IncomingMessage | null }) | null;
-};
 
 export interface H1PoolOptions {
   /** How long a connection may sit idle and still be reused. */
@@ -54,7 +47,7 @@ export class H1Pool {
     this.sweeper.unref();
   }
 
-  /** The endpoint's pool, as the `agent` of a ClientRequest to `ip:port` (`key`: the endpoint's key). */
+  /** The pool of the endpoint at `ip:port` (`key`: the endpoint's key). */
   endpoint(key: string, ip: string, port: number): H1Endpoint {
     let e = this.endpoints.get(key);
     if (e === undefined) {
@@ -100,22 +93,11 @@ export class H1Pool {
   }
 }
 
-/**
- * One endpoint's connections, in the shape ClientRequest wants of an agent: `addRequest(req)` gives the
- * request a socket (`req.onSocket`), and the request emits 'free' on the socket once its response has
- * been read to the end on a connection both sides keep alive.
- */
-export class H1Endpoint {
-  // What ClientRequest reads of its agent: a keep-alive pool (so it sends Connection: keep-alive and
-  // keeps the connection), plain http, port 80 as the default its Host header leaves out.
-  readonly keepAlive = true;
-  readonly maxSockets = Infinity;
-  readonly protocol = 'http:';
-  readonly defaultPort = 80;
-  readonly options = {};
+/** One endpoint's connections: `acquire()` gives a request one (idle, or new); its end gives it back. */
+export class H1Endpoint implements ConnectionOwner {
   /** Idle connections, the most recently freed last. */
-  private readonly idle: PoolSocket[] = [];
-  private readonly open = new Set<PoolSocket>();
+  private readonly idle: H1Connection[] = [];
+  private readonly open = new Set<H1Connection>();
   detached = false;
 
   constructor(
@@ -133,12 +115,8 @@ export class H1Endpoint {
     return this.open.size;
   }
 
-  /** This, as the type ClientRequest's options want. */
-  get agent(): Agent {
-    return this as unknown as Agent;
-  }
-
-  addRequest(req: ClientRequest): void {
+  /** A connection for one request: the most recently freed idle one still usable, or a new one. */
+  acquire(): H1Connection {
     if (this.detached) {
       this.detached = false;
       this.pool.reattach(this);
@@ -146,95 +124,62 @@ export class H1Endpoint {
     const idle = this.idle;
     if (idle.length > 0) {
       const now = Date.now();
-      let s: PoolSocket | undefined;
-      while ((s = idle.pop()) !== undefined) {
-        if (s.destroyed) continue;
-        if (s[kDeadline] <= now) {
-          s.destroy();
+      let c: H1Connection | undefined;
+      while ((c = idle.pop()) !== undefined) {
+        if (c.destroyed) continue;
+        if (c.deadline <= now) {
+          c.abort();
           continue;
         }
-        req.reusedSocket = true;
-        s.ref();
-        req.onSocket(s);
-        return;
+        c.reusedSocket = true;
+        c.socket.ref();
+        return c;
       }
     }
-    req.onSocket(this.connect());
+    const c = new H1Connection(this.ip, this.port, this);
+    this.open.add(c);
+    return c;
   }
 
-  private connect(): PoolSocket {
-    const s = connect({
-      host: this.ip,
-      port: this.port,
-      noDelay: true,
-      keepAlive: true,
-      keepAliveInitialDelay: 1000,
-    }) as PoolSocket;
-    s[kDeadline] = Infinity;
-    this.open.add(s);
-    const onFree = () => this.free(s);
-    const onClose = () => this.forget(s);
-    const onRemove = () => {
-      // An upgraded (101) connection belongs to whoever took it now.
-      this.open.delete(s);
-      s.removeListener('free', onFree);
-      s.removeListener('close', onClose);
-      s.removeListener('agentRemove', onRemove);
-      s.removeListener('error', destroyOnError);
-    };
-    s.on('free', onFree);
-    s.on('close', onClose);
-    s.on('agentRemove', onRemove);
-    // The request listens while it owns the socket; an idle one that fails is closed (and forgotten).
-    s.on('error', destroyOnError);
-    return s;
-  }
-
-  /** The request on `s` is over and both sides keep the connection: idle again, or closed. */
-  private free(s: PoolSocket): void {
-    const req = s._httpMessage;
-    if (!req || !req.shouldKeepAlive || !s.writable || this.pool.closed || this.idle.length >= this.pool.maxIdle) {
-      s.destroy();
+  /** The exchange on `c` is over and both sides keep the connection: idle again, or closed. */
+  release(c: H1Connection, keepAliveHint: string | undefined): void {
+    if (c.destroyed) return;
+    if (!c.socket.writable || this.pool.closed || this.idle.length >= this.pool.maxIdle) {
+      c.abort();
       return;
     }
     const now = Date.now();
     let deadline = now + this.pool.idleTimeoutMs;
-    const hint = req.res?.headers['keep-alive'];
-    if (hint !== undefined) {
-      const announced = serverIdleTimeoutMs(String(hint));
+    if (keepAliveHint !== undefined) {
+      const announced = serverIdleTimeoutMs(String(keepAliveHint));
       if (announced !== undefined) {
         const usable = announced - SERVER_HINT_MARGIN_MS;
         if (usable <= 0) {
-          s.destroy();
+          c.abort();
           return;
         }
         if (now + usable < deadline) deadline = now + usable;
       }
     }
-    s._httpMessage = null;
-    s[kDeadline] = deadline;
-    s.unref();
-    this.idle.push(s);
+    c.deadline = deadline;
+    c.socket.unref();
+    this.idle.push(c);
   }
 
-  private forget(s: PoolSocket): void {
-    this.open.delete(s);
-    const i = this.idle.indexOf(s);
+  forget(c: H1Connection): void {
+    this.open.delete(c);
+    const i = this.idle.indexOf(c);
     if (i !== -1) this.idle.splice(i, 1);
   }
 
   closeExpired(now: number): void {
     // Oldest first: they are at the bottom of the stack.
-    for (const s of this.idle.slice()) if (s[kDeadline] <= now) s.destroy();
+    for (const c of this.idle.slice()) if (c.deadline <= now) c.abort();
   }
 
   destroyAll(): void {
-    for (const s of [...this.open]) s.destroy();
+    for (const c of [...this.open]) c.abort();
   }
-}
-
-function destroyOnError(this: Socket): void {
-  this.destroy();
 }
 
 /** The idle timeout a server announced in `Keep-Alive: timeout=N[, max=M]`, in ms; undefined without one. */
