@@ -179,6 +179,25 @@ describe('the HTTP/1 client on llhttp', () => {
     await until(() => h.o.released === 1);
   });
 
+  it("a chunked body's trailers do not become the next response's headers, which may come in pieces", async () => {
+    let n = 0;
+    const { port } = await rawServer('', (s) => {
+      if (n++ === 0) {
+        s.write('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X-Trailer\r\n\r\n');
+        s.write('2\r\nok\r\n0\r\nX-Trailer: t\r\n\r\n');
+        return;
+      }
+      s.write('HTTP/1.1 201 Created\r\nX-First: 1\r\n');
+      setTimeout(() => s.write('X-Second: 2\r\nContent-Length: 0\r\n\r\n'), 30);
+    });
+    const { conn, o } = connection(port);
+    expect(await exchange(conn)).toMatchObject({ status: 200, body: 'ok' });
+    await until(() => o.released === 1);
+    const second = await exchange(conn);
+    expect(second.status).toBe(201);
+    expect(second.headers).toEqual({ 'x-first': '1', 'x-second': '2', 'content-length': '0' });
+  });
+
   it('a body without a length ends with the connection, which is then not reused', async () => {
     const { port } = await rawServer('HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nuntil the end', (s) => s.end());
     const { conn, o } = connection(port);

@@ -386,6 +386,8 @@ export class H1Connection {
   };
 
   private readonly onMessageComplete = (): void => {
+    // Trailers come as headers at the end of a chunked body; they are not forwarded (as before).
+    if (this.partial.length > 0) this.partial = [];
     const res = this.res;
     if (res === undefined) return; // a skipped 1xx
     this.res = undefined;
