@@ -5,7 +5,8 @@
 import { createServer, request, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createServer as createTcpServer, type Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { H1Connection, headersOf, requestHeadOf, type ConnectionOwner, type H1Response } from './h1-client.js';
+import { H1Connection, requestHeadOf, type ConnectionOwner, type H1Response } from './h1-client.js';
+import { headersOf } from './h1-wire.js';
 import { afterTest, listen, until } from '../../test/support/loopback.js';
 
 /** An owner that writes down what the connection told it. */

@@ -14,31 +14,10 @@
 // and values checked before anything is written (ERR_INVALID_HTTP_TOKEN, ERR_INVALID_CHAR), and the
 // errors as Node reports them (ECONNRESET "socket hang up" before the head, "aborted" after it; HPE_*
 // from the parser), so the keep-alive race and the error catalogue read them as before.
-import { createRequire } from 'node:module';
 import { connect, type Socket } from 'node:net';
 import { Readable, Writable } from 'node:stream';
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
-
-/** The part of Node's llhttp binding used here. */
-interface LlhttpParser {
-  initialize(type: number, resource: object, maxHeaderSize: number, lenient: number): void;
-  execute(data: Buffer): number | Error;
-  finish(): number | Error | undefined;
-  consume(handle: unknown): void;
-  unconsume(): void;
-  close(): void;
-  [callback: number]: unknown;
-}
-interface LlhttpBinding {
-  new (): LlhttpParser;
-  readonly RESPONSE: number;
-  readonly kOnHeaders: number;
-  readonly kOnHeadersComplete: number;
-  readonly kOnBody: number;
-  readonly kOnMessageComplete: number;
-  readonly kOnExecute: number;
-}
-const { HTTPParser } = createRequire(import.meta.url)('_http_common') as { HTTPParser: LlhttpBinding };
+import { HTTPParser, INVALID_PATH, TOKEN, headersOf, headerLine, invalid, type LlhttpParser } from './h1-wire.js';
 
 /** The connection's owner (the endpoint's pool): told when it may be reused and when it is gone. */
 export interface ConnectionOwner {
@@ -121,17 +100,6 @@ function ignore(): void {}
 // Methods whose requests carry no body by default: Node sends no Content-Length for them when there is
 // none (for the others, a bodiless request gets `Content-Length: 0`).
 const BODYLESS_BY_DEFAULT = new Set(['GET', 'HEAD', 'DELETE', 'OPTIONS', 'TRACE', 'CONNECT']);
-// What node:http checks (checkIsHttpToken, checkInvalidHeaderChar, INVALID_PATH_REGEX).
-const TOKEN = /^[\^_`a-zA-Z\-0-9!#$%&'*+.|~]+$/;
-const INVALID_VALUE = /[^\t\x20-\x7e\x80-\xff]/;
-const INVALID_PATH = /[^\u0021-\u00ff]/;
-
-function invalid(code: string, message: string): NodeJS.ErrnoException {
-  const err: NodeJS.ErrnoException = new TypeError(message);
-  err.code = code;
-  return err;
-}
-
 /**
  * The request head, as node:http writes it for a keep-alive agent; throws (before anything is sent) on a
  * method, path, header name or value that would not be one line of HTTP.
@@ -174,48 +142,6 @@ export function requestHeadOf(
     chunked = true;
   }
   return { head: head + '\r\n', chunked };
-}
-
-function headerLine(name: string, value: string): string {
-  if (INVALID_VALUE.test(value)) throw invalid('ERR_INVALID_CHAR', `Invalid character in header content ["${name}"]`);
-  return `${name}: ${value}\r\n`;
-}
-
-// Response headers whose repeats Node drops (IncomingMessage's matchKnownFields): the first one counts.
-const SINGLE = new Set([
-  'content-type',
-  'content-length',
-  'user-agent',
-  'referer',
-  'host',
-  'authorization',
-  'proxy-authorization',
-  'if-modified-since',
-  'if-unmodified-since',
-  'from',
-  'location',
-  'max-forwards',
-  'retry-after',
-  'etag',
-  'last-modified',
-  'server',
-  'age',
-  'expires',
-]);
-
-/** Raw `[name, value, ...]` → the header object node:http gives (lower-case names, repeats joined). */
-export function headersOf(raw: readonly string[]): IncomingHttpHeaders {
-  const out: Record<string, string | string[]> = {};
-  for (let i = 0; i < raw.length; i += 2) {
-    const name = (raw[i] as string).toLowerCase();
-    const value = raw[i + 1] as string;
-    const had = out[name];
-    if (had === undefined) out[name] = name === 'set-cookie' ? [value] : value;
-    else if (name === 'set-cookie') (had as string[]).push(value);
-    else if (SINGLE.has(name)) continue;
-    else out[name] = `${had as string}${name === 'cookie' ? '; ' : ', '}${value}`;
-  }
-  return out as IncomingHttpHeaders;
 }
 
 function connReset(message: string): NodeJS.ErrnoException {

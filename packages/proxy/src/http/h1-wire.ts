@@ -1,0 +1,115 @@
+// HTTP/1 on the wire, what the proxy's HTTP/1 client (h1-client.ts) and server (h1-server.ts) share:
+// Node's own parser, llhttp, as node:http uses it (`HTTPParser` of `_http_common`); the header object
+// node:http builds from what it parses, by the same rules; header lines checked as node:http checks them
+// before anything is written.
+import { createRequire } from 'node:module';
+import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
+import type { Readable } from 'node:stream';
+
+/** The part of Node's llhttp binding used here. */
+export interface LlhttpParser {
+  initialize(type: number, resource: object, maxHeaderSize: number, lenient: number): void;
+  execute(data: Buffer): number | Error;
+  finish(): number | Error | undefined;
+  consume(handle: unknown): void;
+  unconsume(): void;
+  close(): void;
+  [callback: number]: unknown;
+}
+interface LlhttpBinding {
+  readonly REQUEST: number;
+  new (): LlhttpParser;
+  readonly RESPONSE: number;
+  readonly kOnMessageBegin: number;
+  readonly kOnHeaders: number;
+  readonly kOnHeadersComplete: number;
+  readonly kOnBody: number;
+  readonly kOnMessageComplete: number;
+  readonly kOnExecute: number;
+}
+export const { HTTPParser, methods } = createRequire(import.meta.url)('_http_common') as {
+  HTTPParser: LlhttpBinding;
+  /** Method names by llhttp's method number. */
+  methods: readonly string[];
+};
+
+// Headers whose repeats Node drops (IncomingMessage's matchKnownFields, requests and responses alike): the
+// first one counts.
+const SINGLE = new Set([
+  'content-type',
+  'content-length',
+  'user-agent',
+  'referer',
+  'host',
+  'authorization',
+  'proxy-authorization',
+  'if-modified-since',
+  'if-unmodified-since',
+  'from',
+  'location',
+  'max-forwards',
+  'retry-after',
+  'etag',
+  'last-modified',
+  'server',
+  'age',
+  'expires',
+]);
+
+/** Raw `[name, value, ...]` → the header object node:http gives (lower-case names, repeats joined). */
+export function headersOf(raw: readonly string[]): IncomingHttpHeaders {
+  const out: Record<string, string | string[]> = {};
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = (raw[i] as string).toLowerCase();
+    const value = raw[i + 1] as string;
+    const had = out[name];
+    if (had === undefined) out[name] = name === 'set-cookie' ? [value] : value;
+    else if (name === 'set-cookie') (had as string[]).push(value);
+    else if (SINGLE.has(name)) continue;
+    else out[name] = `${had as string}${name === 'cookie' ? '; ' : ', '}${value}`;
+  }
+  return out as IncomingHttpHeaders;
+}
+
+// What node:http checks (checkIsHttpToken, checkInvalidHeaderChar, INVALID_PATH_REGEX).
+export const TOKEN = /^[\^_`a-zA-Z\-0-9!#$%&'*+.|~]+$/;
+export const INVALID_VALUE = /[^\t\x20-\x7e\x80-\xff]/;
+export const INVALID_PATH = /[^\u0021-\u00ff]/;
+
+export function invalid(code: string, message: string): NodeJS.ErrnoException {
+  const err: NodeJS.ErrnoException = new TypeError(message);
+  err.code = code;
+  return err;
+}
+
+/** One header line; throws (ERR_INVALID_CHAR) on a value that would not stay one line. */
+export function headerLine(name: string, value: string): string {
+  if (INVALID_VALUE.test(value)) throw invalid('ERR_INVALID_CHAR', `Invalid character in header content ["${name}"]`);
+  return `${name}: ${value}\r\n`;
+}
+
+/**
+ * An HTTP/1 request as the stack reads it, whichever server parsed it: the proxy's own (h1-server.ts) or
+ * node:http's (IncomingMessage: the tests' servers, the admin server). The body is the stream itself.
+ */
+export type H1Incoming = Readable & {
+  readonly method?: string | undefined;
+  url?: string | undefined;
+  readonly headers: IncomingHttpHeaders;
+  readonly rawHeaders: string[];
+  readonly httpVersion: string;
+  readonly socket: { readonly remoteAddress?: string | undefined; readonly remotePort?: number | undefined };
+};
+
+/** The answer to an HTTP/1 request, as the stack writes it: the proxy's H1Reply or node:http's ServerResponse. */
+export interface H1Answer {
+  readonly headersSent: boolean;
+  readonly destroyed: boolean;
+  readonly writableFinished: boolean;
+  writeHead(status: number, headers?: OutgoingHttpHeaders): { end(chunk?: string | Buffer): unknown };
+  write(chunk: string | Buffer): boolean;
+  end(chunk?: string | Buffer): unknown;
+  destroy(err?: Error): unknown;
+  on(event: 'close', listener: () => void): unknown;
+  once(event: 'close' | 'drain', listener: () => void): unknown;
+}
