@@ -3,11 +3,11 @@
 // trailers-only response), an Upgrade's error response or a TCP reset; a route's answer (a redirect, an
 // injected failure); a request Node's HTTP/1 parser refused. (The tap server's gRPC statuses and the admin
 // server's pages are those servers' own API, not answers to proxied traffic.)
-import type { ServerResponse } from 'node:http';
 import type { ServerHttp2Stream } from 'node:http2';
 import type { Socket } from 'node:net';
 import { TLSSocket } from 'node:tls';
 import { ProxyError, RouteAnswer, type ProxyErrorCode } from './errors.js';
+import type { H1Answer } from './http/h1-wire.js';
 
 export const ERROR_HEADER = 'x-minimesh-proxy-error';
 
@@ -137,7 +137,7 @@ export function isGrpc(contentType: string | string[] | undefined): boolean {
 }
 
 /** Answers an HTTP/1 request with the error (or cuts the response when its head already left). */
-export function respondH1(res: ServerResponse, err: unknown): void {
+export function respondH1(res: H1Answer, err: unknown): void {
   if (res.headersSent) return void res.destroy();
   if (err instanceof RouteAnswer) return answerH1(res, err.status, err.message, undefined);
   const r = toHttpErrorResponse(err);
@@ -169,7 +169,7 @@ export function respondUpgrade(socket: Socket, err: unknown): void {
 }
 
 /** A route's own answer to an HTTP/1 caller (a redirect, an injected failure): `status`, and why. */
-export function answerH1(res: ServerResponse, status: number, message: string, location: string | undefined): void {
+export function answerH1(res: H1Answer, status: number, message: string, location: string | undefined): void {
   const headers: Record<string, string> = { 'content-type': 'text/plain', [ERROR_HEADER]: message };
   if (location) headers.location = location;
   res.writeHead(status, headers).end(`${message}\n`);

@@ -3,8 +3,8 @@
 // to answer in the caller's protocol (respond.ts), how to go to an upstream (the one forwarder,
 // forward.ts), and it is its own metrics, load and timeout hook, so a request costs one object rather
 // than a handful of closures.
-import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
-import type { Readable, Writable } from 'node:stream';
+import type { OutgoingHttpHeaders } from 'node:http';
+import type { Readable } from 'node:stream';
 import { constants as http2constants, type IncomingHttpHeaders as H2Headers, type ServerHttp2Stream } from 'node:http2';
 import type { Logger } from '@minimesh/runtime';
 import type { CompiledBackend } from '@minimesh/policy/client';
@@ -33,8 +33,19 @@ import {
   ORIG_PROTO_HTTP11,
 } from './headers.js';
 import type { Connected, HttpUpstream } from './upstream.js';
+import type { H1Answer, H1Incoming } from './h1-wire.js';
 
 /** What every exchange of one stack reports to. */
+/**
+ * Where a response goes, as the taps (which count what is written) and the retries (which watch it close)
+ * see it: an HTTP/1 answer (h1-server.ts) or an HTTP/2 stream.
+ */
+export interface Downstream {
+  write(chunk: never, ...rest: never[]): boolean;
+  end(...rest: never[]): unknown;
+  once(event: 'close', listener: () => void): unknown;
+}
+
 export interface ExchangeSink {
   readonly direction: Direction;
   readonly metrics: ProxyMetrics;
@@ -94,7 +105,7 @@ export abstract class HttpExchange implements ExchangeHooks, CallSink, HttpReque
   abstract readonly path: string;
   abstract readonly scheme: 'http' | 'https';
   abstract readonly peer: { ip: string; port: number };
-  abstract readonly downstream: Writable;
+  abstract readonly downstream: Downstream;
   private labels: Labels | undefined;
   private upstream: HttpUpstream | undefined;
   private t0 = 0;
@@ -305,8 +316,8 @@ export class H1Exchange extends HttpExchange {
   readonly grpc = false;
 
   constructor(
-    readonly req: IncomingMessage,
-    readonly res: ServerResponse,
+    readonly req: H1Incoming,
+    readonly res: H1Answer,
     sink: ExchangeSink,
   ) {
     super(sink);
@@ -336,7 +347,7 @@ export class H1Exchange extends HttpExchange {
     return { ip: this.req.socket.remoteAddress ?? '', port: this.req.socket.remotePort ?? 0 };
   }
 
-  get downstream(): Writable {
+  get downstream(): Downstream {
     return this.res;
   }
 
@@ -452,7 +463,7 @@ export class H2Exchange extends HttpExchange {
     return { ip: s?.remoteAddress ?? '', port: s?.remotePort ?? 0 };
   }
 
-  get downstream(): Writable {
+  get downstream(): Downstream {
     return this.stream;
   }
 

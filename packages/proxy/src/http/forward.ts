@@ -7,7 +7,7 @@
 // A plain exchange (exchange.ts) joins the halves at once; the retry transport (retry.ts) holds a call's
 // response head between them until its policy decides. Errors before the response head go to the sink
 // (the caller answers in the caller's protocol); errors after it abort the downstream.
-import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { OutgoingHttpHeaders } from 'node:http';
 import { Writable, type Readable } from 'node:stream';
 import {
   constants as h2c,
@@ -21,6 +21,7 @@ import { cleanTrailers, h1ToH1Response, h1ToH2Response, h2ToH1Response, h2ToH2Re
 import { H2_REQUEST } from './h2-pool.js';
 import type { H1Connection, H1Response, ResponseSink } from './h1-client.js';
 import type { H1Endpoint } from './h1-pool.js';
+import type { H1Answer, H1Incoming } from './h1-wire.js';
 
 export interface ExchangeHooks {
   /** The response head is known (before any body byte is sent downstream). */
@@ -57,7 +58,7 @@ export function grpcStatusOf(h: H2Headers | undefined): number | undefined {
 const NO_BODY = new Set(['GET', 'HEAD', 'DELETE', 'OPTIONS']);
 
 /** An HTTP/1 request that carries no body (a bodiless method without Content-Length or Transfer-Encoding). */
-export function hasNoBody(req: IncomingMessage): boolean {
+export function hasNoBody(req: H1Incoming): boolean {
   return (
     NO_BODY.has(req.method ?? 'GET') &&
     req.headers['content-length'] === undefined &&
@@ -310,7 +311,7 @@ export function copyBodyToH2(src: Readable, dst: ServerHttp2Stream): void {
  * again for every response. A caller that went away ends the exchange (its `close` cancels the call),
  * so what still arrives is dropped instead of written to a destroyed response.
  */
-export function copyBodyToH1(src: Readable, dst: ServerResponse): void {
+export function copyBodyToH1(src: Readable, dst: H1Answer): void {
   const resume = () => src.resume();
   src.on('data', (chunk: Buffer) => {
     if (dst.destroyed) return;
@@ -325,7 +326,7 @@ export function copyBodyToH1(src: Readable, dst: ServerResponse): void {
 }
 
 /** Response half, to an HTTP/1 caller. */
-export function writeResponseH1(res: ServerResponse, call: UpstreamCall, hooks: ExchangeHooks): void {
+export function writeResponseH1(res: H1Answer, call: UpstreamCall, hooks: ExchangeHooks): void {
   call.respondedTo = hooks;
   let status: number;
   let headers: OutgoingHttpHeaders;

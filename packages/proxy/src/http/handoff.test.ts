@@ -1,4 +1,4 @@
-// The handoff to Node's HTTP servers on real loopback connections: HTTP/2 detected with its preface
+// The handoff to the HTTP servers on real loopback connections: HTTP/2 detected with its preface
 // already read reaches the chain as an H2Exchange with the connection's target; a request whose host
 // disagrees with :authority, and an HTTP/1 request Node's parser refuses, are answered 400 and go nowhere.
 import { connect as h2connect } from 'node:http2';

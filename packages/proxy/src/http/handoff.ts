@@ -1,14 +1,8 @@
-// Hands a detected connection to Node's HTTP/1 or HTTP/2 server together with the proxy's target for
-// that connection (original destination, TLS state, peer identity), and turns what those servers parse
-// into requests for the stack: every request, whichever protocol, reaches `next(conn, request)` as an
+// Hands a detected connection to the proxy's HTTP/1 server (h1-server.ts) or Node's HTTP/2 server together
+// with the proxy's target for that connection (original destination, TLS state, peer identity), and turns
+// what those servers parse into requests for the stack: every request, whichever protocol, reaches `next(conn, request)` as an
 // exchange (HTTP/1 or HTTP/2) or an HTTP/1 Upgrade. The HTTP server stage (stack/http-server.ts) of both
 // directions is one of these.
-import {
-  createServer as createH1Server,
-  type IncomingMessage,
-  type Server as H1Server,
-  type ServerResponse,
-} from 'node:http';
 import {
   createServer as createH2Server,
   type Http2Server,
@@ -18,21 +12,17 @@ import {
 } from 'node:http2';
 import type { Duplex } from 'node:stream';
 import type { Socket } from 'node:net';
-import { prefixedDuplex, unshiftPrefix } from '../detect/socket-prefix.js';
+import { prefixedDuplex } from '../detect/socket-prefix.js';
 import type { Http } from '../targets.js';
 import { H1Exchange, H2Exchange, type ExchangeSink, type HttpExchange } from './exchange.js';
 import { UpgradeExchange } from './upgrade.js';
+import { H1Server, type H1Reply, type H1Request } from './h1-server.js';
 import { H2_SETTINGS, widenConnectionWindow } from './h2-pool.js';
 import { ProxyError } from '../errors.js';
 import { isGrpc, respondBadRequest, respondH2 } from '../respond.js';
 
 /** A request as the HTTP server hands it to the stack: an exchange, or an HTTP/1 Upgrade (WebSocket). */
 export type IncomingRequest = HttpExchange | UpgradeExchange;
-
-/** How often Node's HTTP/1 server checks its connections' header deadlines: a fraction of the timeout. */
-export function checkingIntervalFor(headersTimeoutMs: number): number {
-  return Math.max(25, Math.min(1000, Math.floor(headersTimeoutMs / 4)));
-}
 
 /**
  * How long an HTTP/1 client connection may sit idle between requests before the proxy closes it: an
@@ -48,11 +38,8 @@ export const CLIENT_IDLE_TIMEOUT_MS = 3_600_000;
 
 export class HttpHandoff<C> {
   /**
-   * HTTP/1, fed connections that detection handed over. `headersTimeout` is the slowloris bound: a
-   * request whose headers are not complete in time gets 408 and the connection is closed. Node checks
-   * it on a timer that `listen()` starts, and this server never listens (it only receives
-   * 'connection' events): the constructor starts that timer itself (see below), or no header
-   * deadline is ever enforced and a client sending a byte every few seconds holds the connection forever.
+   * HTTP/1, fed connections that detection handed over. `headersTimeoutMs` is the slowloris bound: a
+   * request whose headers are not complete in time gets 408 and the connection is closed.
    */
   readonly h1: H1Server;
   /** Plaintext HTTP/2 (and h2 on a stream we already decrypted). */
@@ -72,32 +59,32 @@ export class HttpHandoff<C> {
     /** Idle time between two requests on an HTTP/1 client connection before the proxy closes it. */
     idleTimeoutMs = CLIENT_IDLE_TIMEOUT_MS,
   ) {
-    this.h1 = createH1Server({
-      keepAlive: true,
-      keepAliveTimeout: idleTimeoutMs,
-      requestTimeout: 0,
-      headersTimeout: headersTimeoutMs,
-      connectionsCheckingInterval: checkingIntervalFor(headersTimeoutMs),
-    });
-    // Node's http.Server starts its connection checks (headersTimeout, requestTimeout) on 'listening';
-    // the interval is unref'd and cleared by close(). test/hostile.test.ts fails without this line.
-    this.h1.emit('listening');
+    this.h1 = new H1Server(
+      {
+        request: (req: H1Request, res: H1Reply) => {
+          const conn = this.bySocket.get(req.socket);
+          if (conn === undefined) {
+            this.sink.log.warn(
+              `${this.sink.direction} HTTP/1 request on a connection the proxy no longer tracks: reset`,
+            );
+            return void res.destroy();
+          }
+          next(conn, new H1Exchange(req, res, sink));
+        },
+        upgrade: (req: H1Request, socket: Socket, head: Buffer) => {
+          const conn = this.bySocket.get(socket);
+          if (conn === undefined) return void socket.destroy();
+          next(conn, new UpgradeExchange(req, socket, head, sink));
+        },
+        // A request that could not be read: 400, 431 or 408 (respond.ts); one behind an answer in progress
+        // only closes the connection.
+        clientError: (err: NodeJS.ErrnoException, socket: Socket, busy: boolean) =>
+          busy ? void socket.destroy() : respondBadRequest(err, socket),
+      },
+      { headersTimeoutMs, idleTimeoutMs },
+    );
     this.h2.on('session', (s: Http2Session) => this.adopt(s, this.pending));
     this.h2.on('stream', (stream: ServerHttp2Stream, headers: H2Headers) => this.stream(stream, headers));
-    this.h1.on('request', (req: IncomingMessage, res: ServerResponse) => {
-      const conn = this.bySocket.get(req.socket);
-      if (conn === undefined) {
-        this.sink.log.warn(`${this.sink.direction} HTTP/1 request on a connection the proxy no longer tracks: reset`);
-        return void res.destroy();
-      }
-      next(conn, new H1Exchange(req, res, sink));
-    });
-    this.h1.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => {
-      const conn = this.bySocket.get(socket);
-      if (conn === undefined) return void socket.destroy();
-      next(conn, new UpgradeExchange(req, socket, head, sink));
-    });
-    this.h1.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => respondBadRequest(err, socket));
   }
 
   /** A stream of a server-side session, from h2 or another server (the inbound mTLS one). */
@@ -131,9 +118,7 @@ export class HttpHandoff<C> {
     const { socket, prefix, parent } = target;
     if (target.protocol === 'http1') {
       this.bySocket.set(socket, parent);
-      unshiftPrefix(socket, prefix);
-      this.h1.emit('connection', socket);
-      socket.resume();
+      this.h1.serve(socket, prefix);
       return;
     }
     const d: Duplex = prefixedDuplex(socket, prefix);

@@ -152,7 +152,7 @@ export function cleanTrailers(trailers: H2Headers | IncomingHttpHeaders): Outgoi
  * (WebSocket) upstream before relaying raw bytes; `omit` drops the headers it matches, `extra` adds.
  */
 export function requestHead(
-  req: IncomingMessage,
+  req: Pick<IncomingMessage, 'method' | 'url' | 'httpVersion' | 'rawHeaders'>,
   omit?: (lowerCaseName: string) => boolean,
   extra?: Record<string, string>,
 ): Buffer {

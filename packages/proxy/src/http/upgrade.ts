@@ -2,7 +2,6 @@
 // its socket. It takes the same stages as an exchange (discover, balance, authorize, ...); the connect
 // stage gives it a raw connection of its own, to which forward() replays the request head and then
 // relays bytes both ways (tcp/relay.ts). Errors are answered with an HTTP/1 error response (respond.ts).
-import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import { toConnectError } from '../errors.js';
 import { trackSocket } from '../metrics/metrics.js';
@@ -11,6 +10,7 @@ import { relay } from '../tcp/relay.js';
 import type { ExchangeSink, HttpRequest } from './exchange.js';
 import { requestHead } from './headers.js';
 import type { Connected, StreamUpstream } from './upstream.js';
+import type { H1Incoming } from './h1-wire.js';
 
 export class UpgradeExchange implements HttpRequest {
   readonly protocol = 'http1';
@@ -23,7 +23,7 @@ export class UpgradeExchange implements HttpRequest {
   private omit: ((lowerCaseName: string) => boolean) | undefined;
 
   constructor(
-    readonly req: IncomingMessage,
+    readonly req: H1Incoming,
     readonly socket: Socket,
     /** Bytes after the request head that arrived with it. */
     readonly head: Buffer,
@@ -38,7 +38,7 @@ export class UpgradeExchange implements HttpRequest {
     return this.req.headers.host;
   }
 
-  get headers(): IncomingMessage['headers'] {
+  get headers(): H1Incoming['headers'] {
     return this.req.headers;
   }
 

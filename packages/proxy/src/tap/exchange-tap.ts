@@ -1,9 +1,9 @@
 // Where the tap layer meets an HTTP exchange: what a tap sees of a request (method, path, authority,
 // the peer that sent it, where it goes, the TLS and identity labels the stack already computed), and
 // the response bytes, counted only for a tapped request.
-import type { Writable } from 'node:stream';
 import type { TapView } from './match.js';
 import type { TapLayer, TappedRequest } from './tap.js';
+import type { Downstream } from '../http/exchange.js';
 
 /** What an exchange tells the tap layer (HttpExchange implements it). */
 export interface TapSubject {
@@ -15,7 +15,7 @@ export interface TapSubject {
   readonly peer: { ip: string; port: number };
   readonly headers: Record<string, string | string[] | undefined>;
   /** Where the response goes (an HTTP/1 ServerResponse or an HTTP/2 stream). */
-  readonly downstream: Writable;
+  readonly downstream: Downstream;
 }
 
 /** "10.0.0.1:80" / "[fd00::1]:80" → address; undefined for anything else. */
@@ -75,17 +75,17 @@ export function tapRequest(
 }
 
 /** Counts what is written downstream, for this one tapped response (the stream's own write and end). */
-function countBytes(w: Writable, req: TappedRequest): void {
+function countBytes(w: Downstream, req: TappedRequest): void {
   const size = (chunk: unknown) =>
     typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk instanceof Uint8Array ? chunk.length : 0;
   const write = w.write;
   const end = w.end;
-  w.write = function (this: Writable, chunk: unknown, ...rest: unknown[]) {
+  w.write = function (this: Downstream, chunk: unknown, ...rest: unknown[]) {
     req.bytes += size(chunk);
     return (write as (...a: unknown[]) => boolean).call(this, chunk, ...rest);
-  } as Writable['write'];
-  w.end = function (this: Writable, chunk?: unknown, ...rest: unknown[]) {
+  } as Downstream['write'];
+  w.end = function (this: Downstream, chunk?: unknown, ...rest: unknown[]) {
     if (chunk !== undefined && typeof chunk !== 'function') req.bytes += size(chunk);
-    return (end as (...a: unknown[]) => Writable).call(this, chunk, ...rest);
-  } as Writable['end'];
+    return (end as (...a: unknown[]) => unknown).call(this, chunk, ...rest);
+  } as Downstream['end'];
 }
