@@ -17,7 +17,7 @@
 import { connect, type Socket } from 'node:net';
 import { Readable, Writable } from 'node:stream';
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
-import { HTTPParser, INVALID_PATH, TOKEN, headersOf, headerLine, invalid, type LlhttpParser } from './h1-wire.js';
+import { INVALID_PATH, newParser, TOKEN, headersOf, headerLine, invalid, type LlhttpParser } from './h1-wire.js';
 
 /** The connection's owner (the endpoint's pool): told when it may be reused and when it is gone. */
 export interface ConnectionOwner {
@@ -196,14 +196,13 @@ export class H1Connection {
     this.hostDefault = `${host.includes(':') ? `[${host}]` : host}${port === 80 ? '' : `:${port}`}`;
     const s = connect({ host, port, ...CONNECT });
     this.socket = s;
-    const p = new HTTPParser();
-    p.initialize(HTTPParser.RESPONSE, {}, 0, 0);
-    p[HTTPParser.kOnHeaders] = this.onHeaders;
-    p[HTTPParser.kOnHeadersComplete] = this.onHeadersComplete;
-    p[HTTPParser.kOnBody] = this.onBody;
-    p[HTTPParser.kOnMessageComplete] = this.onMessageComplete;
-    p[HTTPParser.kOnExecute] = this.onExecute;
-    this.parser = p;
+    this.parser = newParser('response', 0, {
+      onHeaders: this.onHeaders,
+      onHeadersComplete: this.onHeadersComplete,
+      onBody: this.onBody,
+      onMessageComplete: this.onMessageComplete,
+      onExecute: this.onExecute,
+    });
     s.once('connect', this.onConnect);
     s.on('end', this.onEnd);
     s.on('error', this.onError);

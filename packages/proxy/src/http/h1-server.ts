@@ -15,7 +15,7 @@ import { EventEmitter } from 'node:events';
 import { STATUS_CODES, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http';
 import type { Socket } from 'node:net';
 import { Readable } from 'node:stream';
-import { HTTPParser, headerLine, headersOf, methods, type LlhttpParser } from './h1-wire.js';
+import { headerLine, headersOf, methods, newParser, type LlhttpParser } from './h1-wire.js';
 
 /** What the server hands its requests to. */
 export interface H1ServerHandlers {
@@ -259,14 +259,13 @@ export class H1ServerConnection {
     private readonly server: H1Server,
     private readonly handlers: H1ServerHandlers,
   ) {
-    const p = new HTTPParser();
-    p.initialize(HTTPParser.REQUEST, {}, server.maxHeaderSize, 0);
-    p[HTTPParser.kOnMessageBegin] = this.onMessageBegin;
-    p[HTTPParser.kOnHeaders] = this.onHeaders;
-    p[HTTPParser.kOnHeadersComplete] = this.onHeadersComplete;
-    p[HTTPParser.kOnBody] = this.onBody;
-    p[HTTPParser.kOnMessageComplete] = this.onMessageComplete;
-    this.parser = p;
+    this.parser = newParser('request', server.maxHeaderSize, {
+      onMessageBegin: this.onMessageBegin,
+      onHeaders: this.onHeaders,
+      onHeadersComplete: this.onHeadersComplete,
+      onBody: this.onBody,
+      onMessageComplete: this.onMessageComplete,
+    });
     socket.setNoDelay(true);
     socket.setKeepAlive(true);
     socket.on('data', this.onData);
@@ -368,7 +367,7 @@ export class H1ServerConnection {
     major: number,
     minor: number,
     raw: string[] | undefined,
-    method: number,
+    method: number | undefined,
     url: string | undefined,
     _status: number,
     _message: string,
@@ -388,7 +387,15 @@ export class H1ServerConnection {
       url = this.partialUrl;
       this.partialUrl = '';
     }
-    const req = new H1Request(this.socket, methods[method] ?? 'GET', url, headersOf(raw), raw, major, minor);
+    const req = new H1Request(
+      this.socket,
+      (method === undefined ? undefined : methods[method]) ?? 'GET',
+      url,
+      headersOf(raw),
+      raw,
+      major,
+      minor,
+    );
     if (upgrade) {
       this.upgrading = req;
       return 2; // no body: what follows the head is the upgraded protocol's

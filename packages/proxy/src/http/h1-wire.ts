@@ -27,11 +27,48 @@ interface LlhttpBinding {
   readonly kOnMessageComplete: number;
   readonly kOnExecute: number;
 }
-export const { HTTPParser, methods } = createRequire(import.meta.url)('_http_common') as {
+const { HTTPParser, methods: llhttpMethods } = createRequire(import.meta.url)('_http_common') as {
   HTTPParser: LlhttpBinding;
-  /** Method names by llhttp's method number. */
   methods: readonly string[];
 };
+/** Method names by llhttp's method number. */
+export const methods = llhttpMethods;
+
+/** What llhttp calls back with (Node's binding's callbacks, in the binding's argument order). */
+export interface ParserCallbacks {
+  onMessageBegin?: () => void;
+  /** Part of a head that came in more than one read, or a chunked body's trailers. */
+  onHeaders: (headers: string[], url: string) => void;
+  /** 1: no body follows (HEAD, 1xx); 2: an Upgrade, stop here; 0: go on. */
+  onHeadersComplete: (
+    major: number,
+    minor: number,
+    raw: string[] | undefined,
+    method: number | undefined,
+    url: string | undefined,
+    status: number,
+    message: string,
+    upgrade: boolean,
+    shouldKeepAlive: boolean,
+  ) => number;
+  onBody: (chunk: Buffer) => void;
+  onMessageComplete: () => void;
+  /** The result of a read the parser consumed by itself (`consume`). */
+  onExecute?: (ret: number | Error | undefined) => void;
+}
+
+/** A parser of requests or responses, calling `cb` back (strict: no lenient flags, as node:http by default). */
+export function newParser(type: 'request' | 'response', maxHeaderSize: number, cb: ParserCallbacks): LlhttpParser {
+  const p = new HTTPParser();
+  p.initialize(type === 'request' ? HTTPParser.REQUEST : HTTPParser.RESPONSE, {}, maxHeaderSize, 0);
+  if (cb.onMessageBegin) p[HTTPParser.kOnMessageBegin] = cb.onMessageBegin;
+  p[HTTPParser.kOnHeaders] = cb.onHeaders;
+  p[HTTPParser.kOnHeadersComplete] = cb.onHeadersComplete;
+  p[HTTPParser.kOnBody] = cb.onBody;
+  p[HTTPParser.kOnMessageComplete] = cb.onMessageComplete;
+  if (cb.onExecute) p[HTTPParser.kOnExecute] = cb.onExecute;
+  return p;
+}
 
 // Headers whose repeats Node drops (IncomingMessage's matchKnownFields, requests and responses alike): the
 // first one counts.
