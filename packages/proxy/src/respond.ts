@@ -1,7 +1,7 @@
 // The one module that writes the proxy's own answers on the wire, in the caller's protocol, whichever
 // stage gave them: a proxy error (errors.ts) as an HTTP status + x-minimesh-proxy-error, a gRPC status (a
 // trailers-only response), an Upgrade's error response or a TCP reset; a route's answer (a redirect, an
-// injected failure); a request Node's HTTP/1 parser refused. (The tap server's gRPC statuses and the admin
+// injected failure); a request the HTTP/1 server could not read. (The tap server's gRPC statuses and the admin
 // server's pages are those servers' own API, not answers to proxied traffic.)
 import type { ServerHttp2Stream } from 'node:http2';
 import type { Socket } from 'node:net';

@@ -1,7 +1,7 @@
-// An HTTP/1 Upgrade (WebSocket) as the stages see it: the request Node's HTTP/1 server let go of, with
-// its socket. It takes the same stages as an exchange (discover, balance, authorize, ...); the connect
-// stage gives it a raw connection of its own, to which forward() replays the request head and then
-// relays bytes both ways (tcp/relay.ts). Errors are answered with an HTTP/1 error response (respond.ts).
+// An HTTP/1 Upgrade (WebSocket) as the stages see it: the request the HTTP/1 server (h1-server.ts) let go
+// of, with its socket. It takes the same stages as an exchange (discover, balance, authorize, ...); the
+// connect stage gives it a raw connection of its own, to which forward() replays the request head and
+// then relays bytes both ways (tcp/relay.ts). Errors are answered with an HTTP/1 error response (respond.ts).
 import type { Socket } from 'node:net';
 import { toConnectError } from '../errors.js';
 import { trackSocket } from '../metrics/metrics.js';
