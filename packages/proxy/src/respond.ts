@@ -207,11 +207,10 @@ export function answerGrpc(stream: ServerHttp2Stream, grpcStatus: number, messag
  * A request Node's strict HTTP/1 parser refused (smuggling shapes: Content-Length with
  * Transfer-Encoding, obs-fold, a bare CR, a pseudo-header; or headers over the size limit), or one
  * whose headers did not arrive within the header read timeout: answer 400, 431 or 408 and close, as
- * Node does without a handler, instead of a silent reset. Nothing was forwarded. A socket in the
- * middle of a response is only closed.
+ * Node does without a handler, instead of a silent reset. Nothing was forwarded. A socket `busy` with
+ * answers to earlier requests (the HTTP/1 server knows) is only closed.
  */
-export function respondBadRequest(err: NodeJS.ErrnoException, socket: Socket): void {
-  const busy = (socket as Socket & { _httpMessage?: unknown })._httpMessage;
+export function respondBadRequest(err: NodeJS.ErrnoException, socket: Socket, busy: boolean): void {
   if (err.code === 'ECONNRESET' || !socket.writable || busy) return void socket.destroy();
   const status =
     err.code === 'HPE_HEADER_OVERFLOW'

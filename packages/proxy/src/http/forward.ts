@@ -8,7 +8,7 @@
 // response head between them until its policy decides. Errors before the response head go to the sink
 // (the caller answers in the caller's protocol); errors after it abort the downstream.
 import type { OutgoingHttpHeaders } from 'node:http';
-import { Writable, type Readable } from 'node:stream';
+import type { Readable, Writable } from 'node:stream';
 import {
   constants as h2c,
   type ClientHttp2Session,
@@ -86,8 +86,6 @@ export abstract class UpstreamCall {
   abstract cancel(): void;
   /** Lets go of a response nobody will read (a retried attempt): its connection stays usable where it can. */
   abstract release(): void;
-  /** The upstream side of the request, where its body goes. */
-  abstract readonly requestSide: Writable;
   /** The peer refused the stream (HTTP/2 REFUSED_STREAM): it did not process the request. */
   abstract refused(err: Error): boolean;
 
@@ -123,7 +121,8 @@ export class H1Call extends UpstreamCall implements ResponseSink {
   readonly kind = 'h1';
   conn: H1Connection;
   res: H1Response | undefined;
-  private body: Writable | undefined;
+  /** Where the request's body goes; undefined for a request without one. */
+  readonly body: Writable | undefined;
   private retries = 0;
   private cancelled = false;
 
@@ -177,11 +176,6 @@ export class H1Call extends UpstreamCall implements ResponseSink {
     this.fail(err);
   }
 
-  get requestSide(): Writable {
-    // A bodiless request has none: what is written to it goes nowhere.
-    return (this.body ??= new Writable({ write: (_c, _e, done) => done() }));
-  }
-
   cancel(): void {
     // Marked before the close: its ECONNRESET on a reused connection is not the keep-alive race (no retry).
     this.cancelled = true;
@@ -228,10 +222,6 @@ export class H2Call extends UpstreamCall {
     });
   }
 
-  get requestSide(): Writable {
-    return this.stream;
-  }
-
   cancel(): void {
     const s = this.stream;
     if (!s.destroyed && !s.closed) s.close(h2c.NGHTTP2_CANCEL);
@@ -256,7 +246,8 @@ export function sendH1(
   sink: CallSink,
 ): H1Call {
   const call = new H1Call(endpoint, method ?? 'GET', path ?? '/', headers, body === undefined, sink);
-  if (body !== undefined) body.pipe(call.requestSide);
+  // With a body the connection gave the call a stream for it (h1-client.ts).
+  if (body !== undefined) body.pipe(call.body as Writable);
   return call;
 }
 

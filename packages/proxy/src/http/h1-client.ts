@@ -17,7 +17,18 @@
 import { connect, type Socket } from 'node:net';
 import { Readable, Writable } from 'node:stream';
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
-import { INVALID_PATH, newParser, TOKEN, headersOf, headerLine, invalid, type LlhttpParser } from './h1-wire.js';
+import {
+  INVALID_PATH,
+  TOKEN,
+  codedError,
+  errorIfHeard,
+  framingName,
+  headerLine,
+  headersOf,
+  ignore,
+  newParser,
+  type LlhttpParser,
+} from './h1-wire.js';
 
 /** The connection's owner (the endpoint's pool): told when it may be reused and when it is gone. */
 export interface ConnectionOwner {
@@ -55,8 +66,7 @@ export class H1Response extends Readable {
   override _destroy(err: Error | null, done: (err?: Error | null) => void): void {
     // Given up before its end: the rest will not be read, so the connection cannot be reused.
     if (!this.complete) this.conn.abort();
-    // As node:http's IncomingMessage: an error is emitted only to a listener.
-    done(this.listenerCount('error') === 0 ? null : err);
+    done(errorIfHeard(this, err));
   }
 }
 
@@ -95,8 +105,6 @@ class RequestBody extends Writable {
   }
 }
 
-function ignore(): void {}
-
 // Methods whose requests carry no body by default: Node sends no Content-Length for them when there is
 // none (for the others, a bodiless request gets `Content-Length: 0`).
 const BODYLESS_BY_DEFAULT = new Set(['GET', 'HEAD', 'DELETE', 'OPTIONS', 'TRACE', 'CONNECT']);
@@ -111,8 +119,10 @@ export function requestHeadOf(
   hostDefault: string,
   bodiless: boolean,
 ): { head: string; chunked: boolean } {
-  if (!TOKEN.test(method)) throw invalid('ERR_INVALID_HTTP_TOKEN', `Method must be a valid HTTP token ["${method}"]`);
-  if (INVALID_PATH.test(path)) throw invalid('ERR_UNESCAPED_CHARACTERS', 'Request path contains unescaped characters');
+  if (!TOKEN.test(method))
+    throw codedError('ERR_INVALID_HTTP_TOKEN', `Method must be a valid HTTP token ["${method}"]`, TypeError);
+  if (INVALID_PATH.test(path))
+    throw codedError('ERR_UNESCAPED_CHARACTERS', 'Request path contains unescaped characters', TypeError);
   let head = `${method} ${path} HTTP/1.1\r\n`;
   let host = false;
   let length = false;
@@ -121,9 +131,8 @@ export function requestHeadOf(
     const v = headers[name];
     if (v === undefined) continue;
     if (!TOKEN.test(name))
-      throw invalid('ERR_INVALID_HTTP_TOKEN', `Header name must be a valid HTTP token ["${name}"]`);
-    // Only names of the lengths of host, content-length and transfer-encoding need a look.
-    const lower = name.length === 4 || name.length === 14 || name.length === 17 ? name.toLowerCase() : '';
+      throw codedError('ERR_INVALID_HTTP_TOKEN', `Header name must be a valid HTTP token ["${name}"]`, TypeError);
+    const lower = framingName(name);
     if (lower === 'host') host = true;
     else if (lower === 'content-length') length = true;
     else if (lower === 'transfer-encoding') te = true;
@@ -142,12 +151,6 @@ export function requestHeadOf(
     chunked = true;
   }
   return { head: head + '\r\n', chunked };
-}
-
-function connReset(message: string): NodeJS.ErrnoException {
-  const err: NodeJS.ErrnoException = new Error(message);
-  err.code = 'ECONNRESET';
-  return err;
 }
 
 /** The libuv stream under a socket, where reading is started and stopped (null once closed). */
@@ -289,7 +292,7 @@ export class H1Connection {
     const sink = this.sink;
     if (sink === undefined || upgrade) {
       // An answer nobody asked for, or a protocol switch the request did not ask for.
-      this.socket.destroy(Object.assign(new Error('unexpected HTTP/1 response'), { code: 'HPE_UNEXPECTED_RESPONSE' }));
+      this.socket.destroy(codedError('HPE_UNEXPECTED_RESPONSE', 'unexpected HTTP/1 response'));
       return 1;
     }
     // 100 Continue, 103 Early Hints, ...: the final answer follows.
@@ -359,7 +362,7 @@ export class H1Connection {
     const res = this.res;
     this.sink = undefined;
     this.res = undefined;
-    if (sink !== undefined) sink.onFailure(this.error ?? connReset('socket hang up'));
-    else if (res !== undefined && !res.destroyed) res.destroy(this.error ?? connReset('aborted'));
+    if (sink !== undefined) sink.onFailure(this.error ?? codedError('ECONNRESET', 'socket hang up'));
+    else if (res !== undefined && !res.destroyed) res.destroy(this.error ?? codedError('ECONNRESET', 'aborted'));
   };
 }

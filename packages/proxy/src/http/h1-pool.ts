@@ -151,7 +151,7 @@ export class H1Endpoint implements ConnectionOwner {
     const now = Date.now();
     let deadline = now + this.pool.idleTimeoutMs;
     if (keepAliveHint !== undefined) {
-      const announced = serverIdleTimeoutMs(String(keepAliveHint));
+      const announced = serverIdleTimeoutMs(keepAliveHint);
       if (announced !== undefined) {
         const usable = announced - SERVER_HINT_MARGIN_MS;
         if (usable <= 0) {

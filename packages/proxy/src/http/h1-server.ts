@@ -15,7 +15,17 @@ import { EventEmitter } from 'node:events';
 import { STATUS_CODES, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http';
 import type { Socket } from 'node:net';
 import { Readable } from 'node:stream';
-import { headerLine, headersOf, methods, newParser, type LlhttpParser } from './h1-wire.js';
+import {
+  codedError,
+  errorIfHeard,
+  framingName,
+  headerLine,
+  headersOf,
+  ignore,
+  methods,
+  newParser,
+  type LlhttpParser,
+} from './h1-wire.js';
 
 /** What the server hands its requests to. */
 export interface H1ServerHandlers {
@@ -33,12 +43,6 @@ export interface H1ServerOptions {
   idleTimeoutMs: number;
   /** The largest request head (node:http's default, 16 KiB). */
   maxHeaderSize?: number;
-}
-
-function connReset(message: string): NodeJS.ErrnoException {
-  const err: NodeJS.ErrnoException = new Error(message);
-  err.code = 'ECONNRESET';
-  return err;
 }
 
 /** A request as the stack reads it: node:http's IncomingMessage fields the proxy uses, the body as a stream. */
@@ -65,8 +69,7 @@ export class H1Request extends Readable {
   }
 
   override _destroy(err: Error | null, done: (err?: Error | null) => void): void {
-    // As node:http's IncomingMessage: an error is emitted only to a listener.
-    done(this.listenerCount('error') === 0 ? null : err);
+    done(errorIfHeard(this, err));
   }
 }
 
@@ -115,11 +118,8 @@ export class H1Reply extends EventEmitter {
   }
 
   writeHead(status: number, headers?: OutgoingHttpHeaders): this {
-    if (this.headersSent) {
-      const err: NodeJS.ErrnoException = new Error('Cannot write headers after they are sent to the client');
-      err.code = 'ERR_HTTP_HEADERS_SENT';
-      throw err;
-    }
+    if (this.headersSent)
+      throw codedError('ERR_HTTP_HEADERS_SENT', 'Cannot write headers after they are sent to the client');
     this.status = status;
     this.headers = headers;
     this.headersSent = true;
@@ -193,7 +193,7 @@ export class H1Reply extends EventEmitter {
       for (const name in headers) {
         const v = headers[name];
         if (v === undefined) continue;
-        const lower = name.toLowerCase();
+        const lower = framingName(name);
         if (lower === 'content-length') length = true;
         else if (lower === 'transfer-encoding') te = String(v);
         else if (lower === 'date') date = true;
@@ -348,10 +348,8 @@ export class H1ServerConnection {
   }
 
   /** Closes the connection if it is idle (a drain, the idle timeout). */
-  closeIfIdle(): boolean {
-    if (!this.idle) return false;
-    this.socket.destroy();
-    return true;
+  closeIfIdle(): void {
+    if (this.idle) this.socket.destroy();
   }
 
   private readonly onMessageBegin = (): void => {
@@ -435,9 +433,7 @@ export class H1ServerConnection {
   private readonly onHeadTimeout = (): void => {
     this.headTimer = undefined;
     if (!this.inHead || this.stopped) return;
-    const err: NodeJS.ErrnoException = new Error('request headers not received in time');
-    err.code = 'ERR_HTTP_REQUEST_TIMEOUT';
-    this.refuse(err);
+    this.refuse(codedError('ERR_HTTP_REQUEST_TIMEOUT', 'request headers not received in time'));
   };
 
   private readonly onDrain = (): void => {
@@ -456,7 +452,7 @@ export class H1ServerConnection {
     for (const r of this.replies.splice(0)) r.closed(false);
     const req = this.req;
     this.req = undefined;
-    if (req !== undefined && !req.complete && !req.destroyed) req.destroy(connReset('aborted'));
+    if (req !== undefined && !req.complete && !req.destroyed) req.destroy(codedError('ECONNRESET', 'aborted'));
   };
 
   private refuse(err: NodeJS.ErrnoException): void {
@@ -489,8 +485,6 @@ export class H1ServerConnection {
     (this.socket as unknown as { readableFlowing: boolean | null }).readableFlowing = null;
   }
 }
-
-function ignore(): void {}
 
 /** The server: the connections handed to it, their idle timeout, and what a drain closes. */
 export class H1Server {

@@ -113,15 +113,35 @@ export const TOKEN = /^[\^_`a-zA-Z\-0-9!#$%&'*+.|~]+$/;
 export const INVALID_VALUE = /[^\t\x20-\x7e\x80-\xff]/;
 export const INVALID_PATH = /[^\u0021-\u00ff]/;
 
-export function invalid(code: string, message: string): NodeJS.ErrnoException {
-  const err: NodeJS.ErrnoException = new TypeError(message);
+/** An error with Node's `code` (what the keep-alive race, respondBadRequest and the catalogue read). */
+export function codedError(code: string, message: string, type: ErrorConstructor = Error): NodeJS.ErrnoException {
+  const err: NodeJS.ErrnoException = new type(message);
   err.code = code;
   return err;
 }
 
+/** A listener for an error that reaches its owner another way (the connection's close). */
+export function ignore(): void {}
+
+/** What a body stream's _destroy passes on, as node:http's IncomingMessage: an error only to a listener. */
+export function errorIfHeard(stream: NodeJS.EventEmitter, err: Error | null): Error | null {
+  return stream.listenerCount('error') === 0 ? null : err;
+}
+
+/**
+ * A header name in lower case when it can be one that frames a message or its connection (host, date,
+ * connection, keep-alive, content-length, transfer-encoding: 4, 10, 14 or 17 letters), else ''. Every
+ * header of every message passes here: the others are not lowered at all.
+ */
+export function framingName(name: string): string {
+  const n = name.length;
+  return n === 4 || n === 10 || n === 14 || n === 17 ? name.toLowerCase() : '';
+}
+
 /** One header line; throws (ERR_INVALID_CHAR) on a value that would not stay one line. */
 export function headerLine(name: string, value: string): string {
-  if (INVALID_VALUE.test(value)) throw invalid('ERR_INVALID_CHAR', `Invalid character in header content ["${name}"]`);
+  if (INVALID_VALUE.test(value))
+    throw codedError('ERR_INVALID_CHAR', `Invalid character in header content ["${name}"]`, TypeError);
   return `${name}: ${value}\r\n`;
 }
 

@@ -78,8 +78,7 @@ export class HttpHandoff<C> {
         },
         // A request that could not be read: 400, 431 or 408 (respond.ts); one behind an answer in progress
         // only closes the connection.
-        clientError: (err: NodeJS.ErrnoException, socket: Socket, busy: boolean) =>
-          busy ? void socket.destroy() : respondBadRequest(err, socket),
+        clientError: respondBadRequest,
       },
       { headersTimeoutMs, idleTimeoutMs },
     );
