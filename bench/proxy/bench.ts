@@ -47,6 +47,7 @@ import {
   type Sat,
   type Variant,
 } from './table.js';
+import { proxyImageEnv } from './image-env.js';
 import { countFrom, syscallCountingUnavailable } from './syscalls.js';
 
 /** A variant's check failed (its route is not in force): the pair is not measured in that run. */
@@ -73,6 +74,11 @@ const { values: args } = parseArgs({
     proxy: { type: 'string', default: process.env.BENCH_PROXY_MAIN },
     /** Another build of the proxy (a dir with main.mjs, a bundle, or main.js, a dist/), measured as a third pair: before/after in one run. */
     'ab-dist': { type: 'string', default: process.env.BENCH_AB_DIST },
+    /**
+     * Environment for the --ab-dist pair only, "NAME=value NAME=value", over the image's (IMAGE_ENV): a
+     * runtime setting measured against the image's, e.g. "MALLOC_ARENA_MAX=0" for glibc's default.
+     */
+    'ab-env': { type: 'string', default: process.env.BENCH_AB_ENV ?? '' },
     'skip-minimesh': { type: 'boolean', default: false },
     /** Node flags for the minimesh proxies (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"); they then stop with SIGTERM. */
     'proxy-node-args': { type: 'string', default: process.env.BENCH_PROXY_NODE_ARGS ?? '' },
@@ -141,7 +147,19 @@ function abMain(dir: string): string {
   if (!entry) throw new Error(`--ab-dist: ${dir} has neither main.mjs (a bundle) nor main.js (a dist/)`);
   return entry;
 }
+/** `--ab-env`'s "NAME=value NAME=value" as an environment. */
+function abEnv(spec: string): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const item of spec.split(' ').filter(Boolean)) {
+    const eq = item.indexOf('=');
+    if (eq <= 0) throw new Error(`--ab-env: "${item}" is not NAME=value (expected e.g. "MALLOC_ARENA_MAX=2")`);
+    env[item.slice(0, eq)] = item.slice(eq + 1);
+  }
+  return env;
+}
 const ADDON = join(ROOT, 'packages/proxy/native/build/Release/original_dst.node');
+/** What the proxy image sets for the runtime (the Dockerfile's proxy stage: MALLOC_ARENA_MAX), for every minimesh pair. */
+const IMAGE_ENV = proxyImageEnv(ROOT);
 /** The route-retry variant's retry policy (Linkerd's retry.linkerd.io/* annotations, minimesh's group). */
 const RETRY_ANNOTATIONS = {
   'retry.minimesh.io/http': '5xx',
@@ -226,7 +244,9 @@ interface Pair {
 const tapSvcName = () => mesh.idOf('minimesh-tap');
 const pairs: Pair[] = [];
 if (!args['skip-minimesh']) pairs.push({ kind: 'minimesh', main: MINIMESH_MAIN });
-if (args['ab-dist']) pairs.push({ kind: 'minimesh-ab', main: abMain(args['ab-dist']) });
+if (args['ab-dist']) pairs.push({ kind: 'minimesh-ab', main: abMain(args['ab-dist']), env: abEnv(args['ab-env']!) });
+else if (args['ab-env'])
+  throw new Error('--ab-env: it sets the environment of the --ab-dist pair, and no --ab-dist is given');
 if (peer && policy.argv) pairs.push({ kind: 'linkerd2' });
 /** Variants that cannot run here, and why (the table says so). */
 const notMeasured: Partial<Record<Variant, string>> = {};
@@ -307,6 +327,7 @@ try {
       measured: pairs.flatMap((p) => ((VARIANTS as readonly string[]).includes(p.kind) ? [p.kind] : [])),
       notMeasured,
     },
+    env: { image: IMAGE_ENV, ...(args['ab-dist'] ? { ab: abEnv(args['ab-env']!) } : {}) },
     runs: [],
   };
 
@@ -459,7 +480,7 @@ async function startProxy(pair: Pair, pod: string): Promise<{ pid: number; ready
   const key = `proxy-${pod}`;
   const spawnAt = Date.now();
   const env = (): Record<string, string> => {
-    const e = mesh.minimeshEnv(pod, { MINIMESH_ORIGINAL_DST_ADDON: ADDON, ...pair.env });
+    const e = mesh.minimeshEnv(pod, { ...IMAGE_ENV, MINIMESH_ORIGINAL_DST_ADDON: ADDON, ...pair.env });
     if (pair.noOutboundPolicy && pod.endsWith('-c'))
       for (const k of Object.keys(e)) if (k.startsWith('MINIMESH_PROXY_POLICY_')) delete e[k];
     return e;

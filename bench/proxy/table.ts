@@ -104,6 +104,8 @@ export interface BenchFile {
   /** The policy controller ran (every minimesh proxy then had its inbound and outbound policies). */
   policyController?: boolean;
   variants?: { measured: string[]; notMeasured: Partial<Record<Variant, string>> };
+  /** The environment every minimesh proxy ran with (the image's), and the A/B pair's over it. Absent before 2026-11-29 23:00. */
+  env?: { image: Record<string, string>; ab?: Record<string, string> };
   runs: Run[];
 }
 
@@ -317,6 +319,17 @@ export function renderTable(file: BenchFile): string {
   out += `\nminimesh-proxy vs linkerd2-proxy, one run: ${file.date.slice(0, 16).replace('T', ' ')} UTC, commit ${file.commit}, `;
   out += `load average at start ${la}; ${file.cpus} × ${file.cpuModel}, node ${file.node}; `;
   out += `${c.runs} runs, medians (min–max); ${c.seconds} s open loop, ${c.satSeconds} s closed loop per pair and run.\n`;
+  const envText = (e: Record<string, string>) =>
+    Object.entries(e)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(' ') || 'nothing';
+  if (file.env) {
+    out += `minimesh's environment as its image sets it: ${envText(file.env.image)}`;
+    out +=
+      file.env.ab && Object.keys(file.env.ab).length > 0
+        ? `; minimesh-ab's over it: ${envText(file.env.ab)}.\n`
+        : '.\n';
+  }
   if (!peerMeasured) out += `linkerd2-proxy: ${notMeasured}\n`;
   out += `\n| ${header.join(' | ')} |\n|${header.map(() => '---').join('|')}|\n`;
   // A ratio is taken per run (same run, same moment), then its median and spread.
