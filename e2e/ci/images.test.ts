@@ -140,6 +140,17 @@ describe('the Dockerfile', () => {
     }
   });
 
+  it("runs the proxy with two malloc arenas (MALLOC_ARENA_MAX=2), as the proxy's bench measures it", () => {
+    // glibc's default is an arena per allocating thread, up to 8 per core: 4 MB more private memory per
+    // proxy under load (docs/proxy.md, "glibc's malloc arenas"). bench/proxy/image-env.ts reads this ENV.
+    const proxy = dockerfile
+      .replace(/^#.*$/gm, '')
+      .split(/^(?=FROM )/m)
+      .find((s) => /^FROM \S+ AS proxy\s*$/m.test(s));
+    expect(proxy, 'the proxy stage').toBeDefined();
+    expect(proxy!).toMatch(/^ENV (?:.* )?MALLOC_ARENA_MAX=2(?: |$)/m);
+  });
+
   it('pulls no frontend image and keeps its base an argument', () => {
     expect(dockerfile).not.toMatch(/^# *syntax=/m);
     expect(dockerfile).toMatch(/^ARG NODE_IMAGE=node:20-bookworm-slim$/m);
