@@ -47,7 +47,7 @@ import {
   type Sat,
   type Variant,
 } from './table.js';
-import { proxyImageEnv } from './image-env.js';
+import { assignments, proxyImageEnv } from './image-env.js';
 import { countFrom, syscallCountingUnavailable } from './syscalls.js';
 
 /** A variant's check failed (its route is not in force): the pair is not measured in that run. */
@@ -147,19 +147,11 @@ function abMain(dir: string): string {
   if (!entry) throw new Error(`--ab-dist: ${dir} has neither main.mjs (a bundle) nor main.js (a dist/)`);
   return entry;
 }
-/** `--ab-env`'s "NAME=value NAME=value" as an environment. */
-function abEnv(spec: string): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const item of spec.split(' ').filter(Boolean)) {
-    const eq = item.indexOf('=');
-    if (eq <= 0) throw new Error(`--ab-env: "${item}" is not NAME=value (expected e.g. "MALLOC_ARENA_MAX=2")`);
-    env[item.slice(0, eq)] = item.slice(eq + 1);
-  }
-  return env;
-}
 const ADDON = join(ROOT, 'packages/proxy/native/build/Release/original_dst.node');
 /** What the proxy image sets for the runtime (the Dockerfile's proxy stage: MALLOC_ARENA_MAX), for every minimesh pair. */
 const IMAGE_ENV = proxyImageEnv(ROOT);
+/** `--ab-env`: the A/B pair's environment over the image's. */
+const AB_ENV = assignments(args['ab-env']!, '--ab-env');
 /** The route-retry variant's retry policy (Linkerd's retry.linkerd.io/* annotations, minimesh's group). */
 const RETRY_ANNOTATIONS = {
   'retry.minimesh.io/http': '5xx',
@@ -244,8 +236,8 @@ interface Pair {
 const tapSvcName = () => mesh.idOf('minimesh-tap');
 const pairs: Pair[] = [];
 if (!args['skip-minimesh']) pairs.push({ kind: 'minimesh', main: MINIMESH_MAIN });
-if (args['ab-dist']) pairs.push({ kind: 'minimesh-ab', main: abMain(args['ab-dist']), env: abEnv(args['ab-env']!) });
-else if (args['ab-env'])
+if (args['ab-dist']) pairs.push({ kind: 'minimesh-ab', main: abMain(args['ab-dist']), env: AB_ENV });
+else if (Object.keys(AB_ENV).length > 0)
   throw new Error('--ab-env: it sets the environment of the --ab-dist pair, and no --ab-dist is given');
 if (peer && policy.argv) pairs.push({ kind: 'linkerd2' });
 /** Variants that cannot run here, and why (the table says so). */
@@ -327,7 +319,7 @@ try {
       measured: pairs.flatMap((p) => ((VARIANTS as readonly string[]).includes(p.kind) ? [p.kind] : [])),
       notMeasured,
     },
-    env: { image: IMAGE_ENV, ...(args['ab-dist'] ? { ab: abEnv(args['ab-env']!) } : {}) },
+    env: { image: IMAGE_ENV, ...(args['ab-dist'] ? { ab: AB_ENV } : {}) },
     runs: [],
   };
 

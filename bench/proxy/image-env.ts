@@ -13,13 +13,18 @@ export function dockerfileStageEnv(dockerfile: string, stage: string): Record<st
   if (body === undefined)
     throw new Error(`the Dockerfile has no stage "${stage}" (expected "FROM <base> AS ${stage}")`);
   const env: Record<string, string> = {};
-  for (const line of body.split('\n')) {
-    if (!line.startsWith('ENV ')) continue;
-    for (const item of line.slice(4).trim().split(/\s+/)) {
-      const eq = item.indexOf('=');
-      if (eq <= 0) throw new Error(`the Dockerfile's ${stage} stage: "${line}" is not in the form ENV NAME=value ...`);
-      env[item.slice(0, eq)] = item.slice(eq + 1);
-    }
+  for (const line of body.split('\n'))
+    if (line.startsWith('ENV ')) Object.assign(env, assignments(line.slice(4), `the Dockerfile's ${stage} stage`));
+  return env;
+}
+
+/** "NAME=value NAME=value" (space-separated) as an environment; `what` names the source in the error. */
+export function assignments(text: string, what: string): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const item of text.trim().split(/\s+/).filter(Boolean)) {
+    const eq = item.indexOf('=');
+    if (eq <= 0) throw new Error(`${what}: "${item}" is not NAME=value (expected e.g. "MALLOC_ARENA_MAX=2")`);
+    env[item.slice(0, eq)] = item.slice(eq + 1);
   }
   return env;
 }

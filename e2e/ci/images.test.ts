@@ -114,6 +114,12 @@ describe('scripts/images.sh', () => {
 
 describe('the Dockerfile', () => {
   const dockerfile = read('Dockerfile');
+  /** Its stages, comments left out: the base named in FROM, the stage's name, its instructions. */
+  const stages = dockerfile
+    .replace(/^#.*$/gm, '')
+    .split(/^(?=FROM )/m)
+    .filter((s) => s.startsWith('FROM '))
+    .map((s) => ({ from: s.split(/\s+/)[1]!, name: /^FROM \S+ AS ([\w-]+)/.exec(s)?.[1] ?? '', body: s }));
   it('has a final stage per program image and one for the fixtures', async () => {
     const targets = [...dockerfile.matchAll(/^FROM \S+ AS ([\w-]+)$/gm)].map((m) => m[1]);
     for (const ref of await refs('programs')) expect(targets).toContain(ref.split('/')[2]!.split(':')[0]);
@@ -121,11 +127,6 @@ describe('the Dockerfile', () => {
   });
 
   it('makes every image FROM the one Node base, itself FROM scratch: no shell to RUN, exec-form node entry points', async () => {
-    const stages = dockerfile
-      .replace(/^#.*$/gm, '')
-      .split(/^(?=FROM )/m)
-      .filter((s) => s.startsWith('FROM '))
-      .map((s) => ({ from: s.split(/\s+/)[1]!, name: /^FROM \S+ AS ([\w-]+)/.exec(s)?.[1] ?? '', body: s }));
     const base = stages.find((s) => s.name === 'node-base')!;
     expect(base.from).toBe('scratch');
     expect(base.body).not.toMatch(/^RUN /m);
@@ -143,12 +144,9 @@ describe('the Dockerfile', () => {
   it("runs the proxy with two malloc arenas (MALLOC_ARENA_MAX=2), as the proxy's bench measures it", () => {
     // glibc's default is an arena per allocating thread, up to 8 per core: 4 MB more private memory per
     // proxy under load (docs/proxy.md, "glibc's malloc arenas"). bench/proxy/image-env.ts reads this ENV.
-    const proxy = dockerfile
-      .replace(/^#.*$/gm, '')
-      .split(/^(?=FROM )/m)
-      .find((s) => /^FROM \S+ AS proxy\s*$/m.test(s));
+    const proxy = stages.find((s) => s.name === 'proxy');
     expect(proxy, 'the proxy stage').toBeDefined();
-    expect(proxy!).toMatch(/^ENV (?:.* )?MALLOC_ARENA_MAX=2(?: |$)/m);
+    expect(proxy!.body).toMatch(/^ENV (?:.* )?MALLOC_ARENA_MAX=2(?: |$)/m);
   });
 
   it('pulls no frontend image and keeps its base an argument', () => {

@@ -68,6 +68,12 @@ class DynamicTable {
   slot(i: number): number {
     return (this.next - 1 - i) & (this.names.length - 1);
   }
+  /** The entries, newest first, as [name, value] pairs. */
+  entries(): Array<[string, string]> {
+    const out: Array<[string, string]> = [];
+    for (let i = 0; i < this.length; i++) out.push([this.names[this.slot(i)]!, this.values[this.slot(i)]!]);
+    return out;
+  }
   /** Evicts the oldest entries until the size is at most `limit`; `onEvict` gets each entry's number. */
   evictTo(limit: number, onEvict?: (n: number, name: string, value: string) => void): void {
     const mask = this.names.length - 1;
@@ -125,10 +131,7 @@ export class HpackDecoder {
 
   /** The current dynamic table, newest first, as [name, value] pairs (for tests and diagnostics). */
   entries(): Array<[string, string]> {
-    const t = this.table;
-    const out: Array<[string, string]> = [];
-    for (let i = 0; i < t.length; i++) out.push([t.names[t.slot(i)]!, t.values[t.slot(i)]!]);
-    return out;
+    return this.table.entries();
   }
   /** The dynamic table's size (RFC 7541 4.1). */
   get tableSize(): number {
@@ -287,10 +290,7 @@ export class HpackEncoder {
 
   /** The current dynamic table, newest first, as [name, value] pairs (for tests and diagnostics). */
   entries(): Array<[string, string]> {
-    const t = this.table;
-    const out: Array<[string, string]> = [];
-    for (let i = 0; i < t.length; i++) out.push([t.names[t.slot(i)]!, t.values[t.slot(i)]!]);
-    return out;
+    return this.table.entries();
   }
 
   /**
