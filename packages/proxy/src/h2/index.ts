@@ -1,5 +1,11 @@
-// The HTTP/2 wire codec (RFC 9113 frames, RFC 7541 HPACK): the first layer of the proxy's own HTTP/2
-// engine. Nothing in the request path uses it yet.
+// The proxy's own HTTP/2 engine, in layers: the wire codec (frames.ts: RFC 9113 frames; hpack.ts and
+// huffman.ts: RFC 7541), header fields by RFC 9113's rules (fields.ts), the connection (session.ts),
+// its streams (stream.ts), the server role (server.ts) that serves the proxy's HTTP/2 callers and the
+// client role (client.ts) that carries its requests to HTTP/2 upstreams (peer proxies, HTTP/2 apps).
+export { serveHttp2, H2ServerSession, ServerStream, type H2ServerOptions, type RespondOptions } from './server.js';
+export { connectHttp2, H2ClientSession, ClientStream, type H2ClientOptions, type RequestOptions } from './client.js';
+export { H2Session, type H2SessionOptions } from './session.js';
+export { H2Stream } from './stream.js';
 export { HpackDecoder, HpackEncoder, HpackError, STATIC_TABLE, type HpackEncoderOptions } from './hpack.js';
 export { huffmanDecode, huffmanEncode, huffmanEncodeInto, huffmanLength } from './huffman.js';
 export {
