@@ -1,14 +1,14 @@
 // Graceful drain, shared by the inbound and outbound stacks: stop accepting, close idle HTTP/1
 // connections and send GOAWAY on HTTP/2 sessions, wait for the open sockets to finish (re-closing idle
 // HTTP/1 connections as requests complete) up to the grace period, then cut what is left.
-import type { Http2Session } from 'node:http2';
+import type { CallerSession } from './http/h2-engine.js';
 import type { Server, Socket } from 'node:net';
 
 export interface DrainParts {
   server: Server;
   /** The HTTP/1 server (h1-server.ts): its idle connections are closed. */
   h1: { closeIdleConnections(): void };
-  serverSessions: ReadonlySet<Http2Session>;
+  serverSessions: ReadonlySet<CallerSession>;
   sockets: ReadonlySet<Socket>;
   /** Releases what the stack holds beyond its sockets (upstream pools). */
   release: () => void;

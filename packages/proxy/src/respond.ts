@@ -3,7 +3,7 @@
 // trailers-only response), an Upgrade's error response or a TCP reset; a route's answer (a redirect, an
 // injected failure); a request the HTTP/1 server could not read. (The tap server's gRPC statuses and the admin
 // server's pages are those servers' own API, not answers to proxied traffic.)
-import type { ServerHttp2Stream } from 'node:http2';
+import type { CallerStream } from './http/h2-engine.js';
 import type { Socket } from 'node:net';
 import { TLSSocket } from 'node:tls';
 import { ProxyError, RouteAnswer, type ProxyErrorCode } from './errors.js';
@@ -145,7 +145,7 @@ export function respondH1(res: H1Answer, err: unknown): void {
 }
 
 /** Answers an HTTP/2 stream with the error: a gRPC status for gRPC, an HTTP status otherwise. */
-export function respondH2(stream: ServerHttp2Stream, grpc: boolean, err: unknown): void {
+export function respondH2(stream: CallerStream, grpc: boolean, err: unknown): void {
   if (stream.destroyed || stream.closed) return;
   if (stream.headersSent) return void stream.close(0x2 /* INTERNAL_ERROR */);
   if (err instanceof RouteAnswer)
@@ -176,12 +176,7 @@ export function answerH1(res: H1Answer, status: number, message: string, locatio
 }
 
 /** A route's own answer to an HTTP/2 caller. */
-export function answerH2(
-  stream: ServerHttp2Stream,
-  status: number,
-  message: string,
-  location: string | undefined,
-): void {
+export function answerH2(stream: CallerStream, status: number, message: string, location: string | undefined): void {
   if (stream.destroyed || stream.headersSent) return;
   const headers: Record<string, string | number> = { ':status': status, [ERROR_HEADER]: message };
   if (location) headers.location = location;
@@ -189,7 +184,7 @@ export function answerH2(
 }
 
 /** A gRPC route's own answer (an injected failure): a trailers-only response with that gRPC status. */
-export function answerGrpc(stream: ServerHttp2Stream, grpcStatus: number, message: string): void {
+export function answerGrpc(stream: CallerStream, grpcStatus: number, message: string): void {
   if (stream.destroyed || stream.headersSent) return;
   stream.respond(
     {

@@ -3,7 +3,7 @@
 // reconnects in the background, with backoff, without a request on the line, and for at least an
 // ejection time. A pod killed mid-stream then fails only the requests in flight on it, not the ones sent
 // until destination learns it is gone. Failure accrual (consecutive failures) belongs here too.
-import type { ClientHttp2Session } from 'node:http2';
+import type { UpstreamSession } from '../http/h2-engine.js';
 import { backoffDelay } from '@minimesh/runtime';
 import type { Endpoint } from '../targets.js';
 
@@ -18,7 +18,7 @@ const RECONNECT = { initialMs: 100, maxMs: 10_000 };
 export const MIN_EJECTION_MS = 3000;
 
 /** Opens the endpoint's connection again (its HTTP/2 session); undefined when it cannot be tried. */
-export type Reconnect = (ep: Endpoint) => ClientHttp2Session | undefined;
+export type Reconnect = (ep: Endpoint) => UpstreamSession | undefined;
 
 export class EndpointHealth {
   private closed = false;

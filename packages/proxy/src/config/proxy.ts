@@ -72,6 +72,11 @@ export interface ProxyConfig {
   tapSvcName: string | undefined;
   /** The policy controller and the inbound default policy (config/policy.ts). */
   policy: PolicyConfig;
+  /**
+   * The HTTP/2 server the proxy's callers reach (MINIMESH_PROXY_HTTP2_ENGINE): the proxy's own ('minimesh',
+   * the default; src/h2) or node:http2's ('node'), kept to compare the two and as a fallback.
+   */
+  h2Engine: 'minimesh' | 'node';
 }
 
 /** Names this package adds beside PROXY_ENV (kept here so PROXY_ENV stays the injector's contract). */
@@ -79,7 +84,19 @@ export const EXTRA_ENV = {
   clusterDomain: 'MINIMESH_PROXY_CLUSTER_DOMAIN',
   outboundDiscoveryIdle: 'MINIMESH_PROXY_OUTBOUND_DISCOVERY_IDLE_TIMEOUT',
   headerReadTimeout: 'MINIMESH_PROXY_HTTP1_HEADER_READ_TIMEOUT',
+  http2Engine: 'MINIMESH_PROXY_HTTP2_ENGINE',
 } as const;
+
+function h2Engine(env: Env): 'minimesh' | 'node' {
+  const v = optional(env, EXTRA_ENV.http2Engine) ?? 'minimesh';
+  if (v !== 'minimesh' && v !== 'node')
+    throw new ConfigError(
+      EXTRA_ENV.http2Engine,
+      v,
+      '"minimesh" (the proxy\'s own HTTP/2 server) or "node" (node:http2)',
+    );
+  return v;
+}
 
 /** An optional mesh identity name (DNS-like: lower-case labels separated by dots). */
 function identityName(env: Env, name: string): string | undefined {
@@ -196,6 +213,7 @@ export function parseProxyConfig(env: Env): ProxyConfig {
     shutdownGracePeriodMs: duration(env, E.shutdownGracePeriod, '2m'),
     tapSvcName: identityName(env, E.tapSvcName),
     policy: parsePolicyConfig(env, optional(env, E.destinationContext) ?? ''),
+    h2Engine: h2Engine(env),
   };
   const admin = optional(env, E.adminListenAddr) ?? '0.0.0.0:4191';
   listenAddr(env, E.adminListenAddr, '0.0.0.0:4191');

@@ -5,7 +5,7 @@
 // than a handful of closures.
 import type { OutgoingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
-import { constants as http2constants, type IncomingHttpHeaders as H2Headers, type ServerHttp2Stream } from 'node:http2';
+import { constants as http2constants, type IncomingHttpHeaders as H2Headers } from 'node:http2';
 import type { Logger } from '@minimesh/runtime';
 import type { CompiledBackend } from '@minimesh/policy/client';
 import { ProxyError, RouteAnswer, toConnectError, unwrapCause } from '../errors.js';
@@ -34,6 +34,7 @@ import {
 } from './headers.js';
 import type { Connected, HttpUpstream } from './upstream.js';
 import type { H1Answer, H1Incoming } from './h1-wire.js';
+import type { CallerStream } from './h2-engine.js';
 
 /** What every exchange of one stack reports to. */
 /**
@@ -434,7 +435,7 @@ export class H2Exchange extends HttpExchange {
   readonly grpc: boolean;
 
   constructor(
-    readonly stream: ServerHttp2Stream,
+    readonly stream: CallerStream,
     readonly headers: H2Headers,
     sink: ExchangeSink,
   ) {

@@ -9,19 +9,14 @@
 // (the caller answers in the caller's protocol); errors after it abort the downstream.
 import type { OutgoingHttpHeaders } from 'node:http';
 import type { Readable, Writable } from 'node:stream';
-import {
-  constants as h2c,
-  type ClientHttp2Session,
-  type ClientHttp2Stream,
-  type IncomingHttpHeaders as H2Headers,
-  type ServerHttp2Stream,
-} from 'node:http2';
+import { constants as h2c, type IncomingHttpHeaders as H2Headers } from 'node:http2';
 import { isStaleKeepAlive } from '@minimesh/runtime';
 import { cleanTrailers, h1ToH1Response, h1ToH2Response, h2ToH1Response, h2ToH2Response } from './headers.js';
 import { H2_REQUEST } from './h2-pool.js';
 import type { H1Connection, H1Response, ResponseSink } from './h1-client.js';
 import type { H1Endpoint } from './h1-pool.js';
 import type { H1Answer, H1Incoming } from './h1-wire.js';
+import type { CallerStream, UpstreamSession, UpstreamStream } from './h2-engine.js';
 
 export interface ExchangeHooks {
   /** The response head is known (before any body byte is sent downstream). */
@@ -202,7 +197,7 @@ export class H2Call extends UpstreamCall {
   trailers: H2Headers | undefined;
 
   constructor(
-    readonly stream: ClientHttp2Stream,
+    readonly stream: UpstreamStream,
     protected readonly sink: CallSink,
   ) {
     super();
@@ -253,12 +248,12 @@ export function sendH1(
 
 /** Request half, HTTP/2 upstream (between meshed proxies, or an HTTP/2 app). Undefined: it could not start. */
 export function sendH2(
-  session: ClientHttp2Session,
+  session: UpstreamSession,
   headers: OutgoingHttpHeaders,
   body: BodySource | undefined,
   sink: CallSink,
 ): H2Call | undefined {
-  let stream: ClientHttp2Stream;
+  let stream: UpstreamStream;
   try {
     stream = session.request(headers, body === undefined ? H2_REQUEST.end : H2_REQUEST.body);
   } catch (err) {
@@ -276,7 +271,7 @@ export function sendH2(
  * while that write is still in flight, and Node then builds an ERR_STREAM_DESTROYED (a stack trace
  * and all) for every response when the write completes: about 8 % of the inbound proxy's CPU.
  */
-export function copyBodyToH2(src: Readable, dst: ServerHttp2Stream): void {
+export function copyBodyToH2(src: Readable, dst: CallerStream): void {
   let inflight = 0;
   let ended = false;
   const written = () => {
@@ -343,7 +338,7 @@ export function writeResponseH1(res: H1Answer, call: UpstreamCall, hooks: Exchan
 }
 
 /** Response half, to an HTTP/2 caller: trailers intact when the upstream speaks HTTP/2. */
-export function writeResponseH2(stream: ServerHttp2Stream, call: UpstreamCall, hooks: ExchangeHooks): void {
+export function writeResponseH2(stream: CallerStream, call: UpstreamCall, hooks: ExchangeHooks): void {
   call.respondedTo = hooks;
   if (call instanceof H1Call) {
     const ur = call.res as H1Response;

@@ -1,4 +1,5 @@
-// Hands a detected connection to the proxy's HTTP/1 server (h1-server.ts) or Node's HTTP/2 server together
+// Hands a detected connection to the proxy's HTTP/1 server (h1-server.ts) or its HTTP/2 server (src/h2;
+// node:http2's with MINIMESH_PROXY_HTTP2_ENGINE=node) together
 // with the proxy's target for that connection (original destination, TLS state, peer identity), and turns
 // what those servers parse into requests for the stack: every request, whichever protocol, reaches `next(conn, request)` as an
 // exchange (HTTP/1 or HTTP/2) or an HTTP/1 Upgrade. The HTTP server stage (stack/http-server.ts) of both
@@ -8,7 +9,6 @@ import {
   type Http2Server,
   type Http2Session,
   type IncomingHttpHeaders as H2Headers,
-  type ServerHttp2Stream,
 } from 'node:http2';
 import type { Duplex } from 'node:stream';
 import type { Socket } from 'node:net';
@@ -18,6 +18,8 @@ import { H1Exchange, H2Exchange, type ExchangeSink, type HttpExchange } from './
 import { UpgradeExchange } from './upgrade.js';
 import { H1Server, type H1Reply, type H1Request } from './h1-server.js';
 import { H2_SETTINGS, widenConnectionWindow } from './h2-pool.js';
+import type { H2Engine, CallerSession, CallerStream } from './h2-engine.js';
+import { serveHttp2 } from '../h2/index.js';
 import { ProxyError } from '../errors.js';
 import { isGrpc, respondBadRequest, respondH2 } from '../respond.js';
 
@@ -42,12 +44,13 @@ export class HttpHandoff<C> {
    * request whose headers are not complete in time gets 408 and the connection is closed.
    */
   readonly h1: H1Server;
-  /** Plaintext HTTP/2 (and h2 on a stream we already decrypted). */
-  readonly h2: Http2Server = createH2Server({ peerMaxConcurrentStreams: 10_000, settings: H2_SETTINGS });
+  /** Plaintext HTTP/2 (and h2 on a stream we already decrypted) when node:http2 is the engine. */
+  private nodeH2: Http2Server | undefined;
   /** Server-side HTTP/2 sessions: sent GOAWAY on drain so peers stop opening streams here. */
-  readonly sessions = new Set<Http2Session>();
+  readonly sessions = new Set<CallerSession>();
   private readonly bySocket = new WeakMap<object, C>();
-  private readonly bySession = new WeakMap<Http2Session, C>();
+  private readonly bySession = new WeakMap<object, C>();
+  private readonly onStream = (stream: CallerStream, headers: H2Headers): void => this.stream(stream, headers);
   /** Set only while h2 handles a 'connection' event, which creates the session synchronously. */
   private pending: C | undefined;
 
@@ -58,6 +61,8 @@ export class HttpHandoff<C> {
     headersTimeoutMs = 30_000,
     /** Idle time between two requests on an HTTP/1 client connection before the proxy closes it. */
     idleTimeoutMs = CLIENT_IDLE_TIMEOUT_MS,
+    /** The HTTP/2 server's engine (the inbound TLS stage serves ALPN h2 with the same one). */
+    readonly h2Engine: H2Engine = 'minimesh',
   ) {
     this.h1 = new H1Server(
       {
@@ -82,16 +87,31 @@ export class HttpHandoff<C> {
       },
       { headersTimeoutMs, idleTimeoutMs },
     );
-    this.h2.on('session', (s: Http2Session) => this.adopt(s, this.pending));
-    this.h2.on('stream', (stream: ServerHttp2Stream, headers: H2Headers) => this.stream(stream, headers));
+  }
+
+  /** node:http2's server, made on first use. */
+  private get h2(): Http2Server {
+    if (this.nodeH2 === undefined) {
+      this.nodeH2 = createH2Server({ peerMaxConcurrentStreams: 10_000, settings: H2_SETTINGS });
+      this.nodeH2.on('session', (s: Http2Session) => this.adopt(s, this.pending));
+      this.nodeH2.on('stream', this.onStream);
+    }
+    return this.nodeH2;
+  }
+
+  /** HTTP/2 on `socket` with the proxy's engine (`prefix`: bytes already read of it), for connection `conn`. */
+  serveH2(socket: Socket, prefix: Buffer | undefined, conn: C | undefined): void {
+    const session = serveHttp2(socket, {}, this.onStream);
+    this.adopt(session, conn);
+    if (prefix !== undefined && prefix.length > 0) session.receive(prefix);
   }
 
   /** A stream of a server-side session, from h2 or another server (the inbound mTLS one). */
-  stream(stream: ServerHttp2Stream, headers: H2Headers): void {
+  stream(stream: CallerStream, headers: H2Headers): void {
     // A stream whose connection is reset (the peer killed) emits 'error': without a listener that is an
     // uncaught exception, which ends the proxy. The exchange sees the stream close and cleans up.
     stream.on('error', ignoreStreamError);
-    const conn = this.bySession.get(stream.session as Http2Session);
+    const conn = stream.session === undefined ? undefined : this.bySession.get(stream.session);
     if (conn === undefined) return void stream.close(0x2);
     const disagreement = hostDisagreement(headers);
     if (disagreement !== undefined) {
@@ -104,10 +124,11 @@ export class HttpHandoff<C> {
   }
 
   /** Every server-side HTTP/2 session, from h2 or another server (the inbound mTLS one), goes through here. */
-  adopt(session: Http2Session, conn: C | undefined): void {
+  adopt(session: CallerSession, conn: C | undefined): void {
     this.sessions.add(session);
     session.once('close', () => this.sessions.delete(session));
-    session.once('connect', () => widenConnectionWindow(session));
+    // node:http2 opens with the default connection window; the proxy's engine opens with its own.
+    if (isNodeSession(session)) session.once('connect', () => widenConnectionWindow(session));
     if (conn !== undefined) this.bySession.set(session, conn);
     session.on('error', () => undefined);
   }
@@ -120,11 +141,16 @@ export class HttpHandoff<C> {
       this.h1.serve(socket, prefix);
       return;
     }
+    if (this.h2Engine === 'minimesh') return this.serveH2(socket, prefix, parent);
     const d: Duplex = prefixedDuplex(socket, prefix);
     this.pending = parent;
     this.h2.emit('connection', d);
     this.pending = undefined;
   }
+}
+
+function isNodeSession(s: CallerSession): s is Http2Session {
+  return typeof (s as Partial<Http2Session>).setLocalWindowSize === 'function';
 }
 
 function ignoreStreamError(): void {

@@ -1,6 +1,6 @@
 // Where a request goes once an endpoint is picked: the connector's answer (transport/connector.ts), and
 // the connect stages' target, Connected: the upstream and how the request is counted.
-import type { ClientHttp2Session } from 'node:http2';
+import type { UpstreamSession } from './h2-engine.js';
 import type { Socket } from 'node:net';
 import type { Labels } from '../metrics/metrics.js';
 import type { Endpoint } from '../targets.js';
@@ -14,7 +14,7 @@ export type HttpUpstream =
       readonly endpoint: Endpoint;
       /** The identity the peer must prove over mTLS; undefined for plaintext. */
       readonly identity: string | undefined;
-      readonly session: ClientHttp2Session;
+      readonly session: UpstreamSession;
       readonly pool: H2Pool;
     }
   | { readonly kind: 'h1'; readonly endpoint: Endpoint; readonly agent: H1Endpoint };

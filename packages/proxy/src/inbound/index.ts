@@ -57,7 +57,7 @@ export function createInboundStack(opts: InboundStackOptions): InboundStack {
   const { config, creds, metrics, authz } = opts;
   const log = opts.logger.child({ component: 'inbound' });
   const sink: ExchangeSink = { direction: 'inbound', metrics, log };
-  const connector = new Connector(creds, config.inboundConnectTimeoutMs);
+  const connector = new Connector(creds, config.inboundConnectTimeoutMs, undefined, undefined, config.h2Engine);
   const app = new AppEndpoints();
   const labels = new InboundLabels();
   const sockets = new Set<Socket>();
@@ -66,7 +66,7 @@ export function createInboundStack(opts: InboundStackOptions): InboundStack {
     portInRanges(port, config.opaquePorts) || (authz !== undefined && policyIsOpaque(authz, port));
 
   const http = stack(
-    pushHttpServer<InboundConn>({ sink, headerReadTimeoutMs: config.headerReadTimeoutMs }),
+    pushHttpServer<InboundConn>({ sink, headerReadTimeoutMs: config.headerReadTimeoutMs, h2Engine: config.h2Engine }),
     pushAuthorize(authz),
     pushRateLimit(authz),
     pushRoute(),

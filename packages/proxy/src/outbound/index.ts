@@ -69,6 +69,7 @@ export function createOutboundStack(opts: OutboundStackOptions): OutboundStack {
     config.outboundConnectTimeoutMs,
     (ep) => health.broken(ep),
     new Set(config.inboundIps),
+    config.h2Engine,
   );
   const health = new EndpointHealth((ep) => connector.reconnect(ep));
   const accrual = new FailureAccrual({
@@ -85,7 +86,7 @@ export function createOutboundStack(opts: OutboundStackOptions): OutboundStack {
   const egress = { policies: opts.policies, waitMs: Math.max(500, config.outboundConnectTimeoutMs) };
 
   const http = stack(
-    pushHttpServer<Accept>({ sink, headerReadTimeoutMs: config.headerReadTimeoutMs }),
+    pushHttpServer<Accept>({ sink, headerReadTimeoutMs: config.headerReadTimeoutMs, h2Engine: config.h2Engine }),
     pushDiscover(discovery),
     pushEgress(egress),
     pushRoute({ policies: opts.policies, log, discovery }),

@@ -2,7 +2,7 @@
 // our identity (TLS 1.3, a client certificate requested but optional, its identity learned from the DNS
 // SAN after the chain is verified against the trust anchors).
 import type { Socket } from 'node:net';
-import type { TLSSocket } from 'node:tls';
+import { createServer as createTlsServer, type Server as TlsServer, type TLSSocket } from 'node:tls';
 import { createSecureServer, type Http2Session } from 'node:http2';
 import type { Logger } from '@minimesh/runtime';
 import { peek } from '../detect/detect.js';
@@ -51,7 +51,8 @@ export interface TlsTerminatorOptions {
 
 /**
  * Terminates mTLS for our identity: TLS 1.3, a client certificate requested but optional. HTTP/2 (ALPN
- * h2) is served straight from the TLS server's sessions; other connections come back decrypted.
+ * h2) goes to the HTTP server's engine (the proxy's own; with node:http2, straight from its TLS server's
+ * sessions); other connections come back decrypted.
  */
 export function createTlsTerminator(opts: TlsTerminatorOptions): {
   terminate(accepted: InboundAccept, prefix: Buffer): void;
@@ -61,11 +62,6 @@ export function createTlsTerminator(opts: TlsTerminatorOptions): {
   const byPeer = new Map<string, InboundAccept>();
   // The target of each terminated connection, made once its handshake named the client.
   const conns = new WeakMap<TLSSocket, InboundConn>();
-  const server = createSecureServer({
-    ...mtlsServerOptions(creds),
-    peerMaxConcurrentStreams: 10_000,
-    settings: H2_SETTINGS,
-  });
   const identify = (t: TLSSocket): InboundConn | undefined => {
     let conn = conns.get(t);
     if (conn !== undefined) return conn;
@@ -82,17 +78,35 @@ export function createTlsTerminator(opts: TlsTerminatorOptions): {
     opts.onIdentified(conn, t);
     return conn;
   };
-  server.on('session', (s: Http2Session) => http.adopt(s, identify(s.socket as TLSSocket)));
-  server.on('stream', (stream, headers) => http.stream(stream, headers));
+  let server: TlsServer;
+  if (http.h2Engine === 'minimesh') {
+    // ALPN as node:http2's secure server offers it: h2 only; a client without it is served decrypted.
+    server = createTlsServer({ ...mtlsServerOptions(creds), ALPNProtocols: ['h2'] });
+    server.on('secureConnection', (t: TLSSocket) => {
+      const conn = identify(t);
+      if (!conn) return void t.destroy();
+      if (t.alpnProtocol === 'h2') http.serveH2(t, undefined, conn);
+      else opts.onDecrypted(conn, t);
+    });
+  } else {
+    const h2 = createSecureServer({
+      ...mtlsServerOptions(creds),
+      peerMaxConcurrentStreams: 10_000,
+      settings: H2_SETTINGS,
+    });
+    h2.on('session', (s: Http2Session) => http.adopt(s, identify(s.socket as TLSSocket)));
+    h2.on('stream', (stream, headers) => http.stream(stream, headers));
+    h2.on('unknownProtocol', (t: TLSSocket) => {
+      const conn = identify(t);
+      if (!conn) return void t.destroy();
+      opts.onDecrypted(conn, t);
+    });
+    server = h2;
+  }
   server.on('tlsClientError', (err: Error, t: TLSSocket) => {
     metrics.error('inbound', 'MINIMESH_PROXY_TLS_FAILED');
     opts.log.debug({ err: err.message }, 'inbound TLS handshake failed');
     t.destroy();
-  });
-  server.on('unknownProtocol', (t: TLSSocket) => {
-    const conn = identify(t);
-    if (!conn) return void t.destroy();
-    opts.onDecrypted(conn, t);
   });
   return {
     terminate(accepted, prefix) {

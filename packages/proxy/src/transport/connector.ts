@@ -5,7 +5,7 @@
 // pod's own IPs is the pod itself: plaintext, straight to the app (the proxy's own connections skip the
 // iptables redirect, so mTLS would land on the app, not on our inbound side; Linkerd does the same).
 import { connect as netConnect, type Socket } from 'node:net';
-import type { ClientHttp2Session } from 'node:http2';
+import type { H2Engine, UpstreamSession } from '../http/h2-engine.js';
 import { H1Pool } from '../http/h1-pool.js';
 import { H2Pool } from '../http/h2-pool.js';
 import type { HttpUpstream } from '../http/upstream.js';
@@ -15,11 +15,9 @@ import type { Endpoint } from '../targets.js';
 
 export class Connector {
   /** Sessions to meshed endpoints; one that breaks is reported (`onBroken`: endpoint health takes it out of balancing). */
-  readonly meshed = new H2Pool(60_000, (ep) => {
-    if (!this.closed) this.onBroken?.(ep as Endpoint);
-  });
+  readonly meshed: H2Pool;
   private closed = false;
-  readonly plainH2 = new H2Pool();
+  readonly plainH2: H2Pool;
   /** HTTP/1 keep-alive connections to the app and to unmeshed endpoints, per endpoint. */
   readonly h1 = new H1Pool();
 
@@ -30,7 +28,18 @@ export class Connector {
     private readonly onBroken?: (ep: Endpoint) => void,
     /** This pod's own IPs, canonical text (config's inboundIps). */
     private readonly localIps: ReadonlySet<string> = new Set(),
-  ) {}
+    /** The HTTP/2 engine of its sessions. */
+    engine: H2Engine = 'minimesh',
+  ) {
+    this.meshed = new H2Pool(
+      60_000,
+      (ep) => {
+        if (!this.closed) this.onBroken?.(ep as Endpoint);
+      },
+      engine,
+    );
+    this.plainH2 = new H2Pool(60_000, undefined, engine);
+  }
 
   /** True when `ep` is this pod itself (one of its own IPs). */
   isLocal(ep: Endpoint): boolean {
@@ -59,7 +68,7 @@ export class Connector {
     return { kind: 'h2', endpoint: ep, identity: undefined, session, pool: this.plainH2 };
   }
 
-  private meshedSession(ep: Endpoint, identity: string): ClientHttp2Session {
+  private meshedSession(ep: Endpoint, identity: string): UpstreamSession {
     // The endpoint rides along (only balanced ones: they have a load estimate to mark not ready).
     return this.meshed.get(
       `${ep.key}#${identity}`,
@@ -72,7 +81,7 @@ export class Connector {
    * The endpoint's HTTP/2 session, opened again if it broke (endpoint health's background reconnect,
    * balance/endpoint-health.ts); undefined when the connector is closed or cannot originate mTLS to it.
    */
-  reconnect(ep: Endpoint): ClientHttp2Session | undefined {
+  reconnect(ep: Endpoint): UpstreamSession | undefined {
     const identity = this.closed ? undefined : this.meshIdentity(ep);
     return identity === undefined ? undefined : this.meshedSession(ep, identity);
   }

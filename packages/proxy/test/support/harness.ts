@@ -45,6 +45,10 @@ export function proxyEnv(o: HarnessProxyOptions): Record<string, string> {
     MINIMESH_PROXY_ADMIN_LISTEN_ADDR: '127.0.0.1:0',
     MINIMESH_PROXY_CONTROL_LISTEN_ADDR: '127.0.0.1:0',
     MINIMESH_PROXY_LOG: process.env.MM_PX_LOG ?? 'silent',
+    // The suites run on the proxy's own HTTP/2 engine; MINIMESH_PROXY_HTTP2_ENGINE=node runs them on node:http2.
+    ...(process.env.MINIMESH_PROXY_HTTP2_ENGINE
+      ? { MINIMESH_PROXY_HTTP2_ENGINE: process.env.MINIMESH_PROXY_HTTP2_ENGINE }
+      : {}),
     ...o.env,
   };
 }
