@@ -83,6 +83,8 @@ export abstract class H2Session extends EventEmitter {
   private outBytes = 0;
   private flushQueued = false;
   private reading = false;
+  /** The last DATA frame queued (its END_STREAM may still be set), until the flush. */
+  private lastData: { stream: H2Stream; head: Buffer; payload: Buffer } | undefined;
   /** Write callbacks held until the socket drains. */
   private drainWaiters: Array<() => void> = [];
   /** Streams with DATA waiting for window. */
@@ -352,18 +354,23 @@ export abstract class H2Session extends EventEmitter {
 
   // ---- output
 
-  /** Queues frame bytes for this turn's write. */
+  /**
+   * Queues frame bytes for this turn's write: at the end of the socket read that made them, else once
+   * the I/O callbacks of this turn of the event loop have run (setImmediate), so a response's HEADERS,
+   * DATA and END_STREAM, made in a chain of callbacks and ticks, leave in one write (one TLS record).
+   */
   queue(bytes: Buffer): void {
     this.out.push(bytes);
     this.outBytes += bytes.length;
     if (!this.reading && !this.flushQueued) {
       this.flushQueued = true;
-      process.nextTick(flushLater, this);
+      setImmediate(flushLater, this);
     }
   }
 
   flush(): void {
     this.flushQueued = false;
+    this.lastData = undefined;
     if (this.outBytes === 0) return;
     const out = this.out;
     const bytes = this.outBytes;
@@ -395,8 +402,14 @@ export abstract class H2Session extends EventEmitter {
     this.queue(headersFrames(stream.id, block, endStream, this.peerMaxFrameSize));
   }
 
-  /** An empty DATA frame with END_STREAM. */
+  /** END_STREAM: on the stream's last DATA frame if it is still queued, else an empty DATA frame. */
   sendEndStream(stream: H2Stream): void {
+    const last = this.lastData;
+    if (last !== undefined && last.stream === stream && this.out[this.out.length - 1] === last.payload) {
+      last.head[4] = last.head[4]! | Flag.END_STREAM;
+      this.lastData = undefined;
+      return;
+    }
     const b = Buffer.allocUnsafe(FRAME_HEADER_LENGTH);
     writeFrameHeader(b, 0, 0, FrameType.DATA, Flag.END_STREAM, stream.id);
     this.queue(b);
@@ -413,8 +426,10 @@ export abstract class H2Session extends EventEmitter {
       }
       const head = Buffer.allocUnsafe(FRAME_HEADER_LENGTH);
       writeFrameHeader(head, 0, n, FrameType.DATA, 0, stream.id);
+      const payload = off === 0 && n === chunk.length ? chunk : chunk.subarray(off, off + n);
       this.queue(head);
-      this.queue(off === 0 && n === chunk.length ? chunk : chunk.subarray(off, off + n));
+      this.queue(payload);
+      this.lastData = { stream, head, payload };
       this.connSendWindow -= n;
       stream.sendWindow -= n;
       off += n;

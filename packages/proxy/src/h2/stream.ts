@@ -8,7 +8,23 @@ import { Duplex } from 'node:stream';
 import type { IncomingHttpHeaders as H2Headers, OutgoingHttpHeaders } from 'node:http2';
 import { ErrorCode } from './frames.js';
 import { toFieldList } from './fields.js';
-import type { H2Session } from './session.js';
+import type { Socket } from 'node:net';
+
+/** What a stream asks of its connection (session.ts is one); the stream knows no more of it. */
+export interface StreamConnection {
+  readonly socket: Socket;
+  /** The peer's SETTINGS_INITIAL_WINDOW_SIZE: a new stream's send window. */
+  readonly peerInitialWindow: number;
+  /** Give a stream's receive window back once this much was read. */
+  readonly windowUpdateThreshold: number;
+  sendHeaders(stream: H2Stream, fields: string[], endStream: boolean): void;
+  sendData(stream: H2Stream, chunk: Buffer, off: number, cb: (err?: Error | null) => void): void;
+  sendEndStream(stream: H2Stream): void;
+  streamWindowUpdate(streamId: number, n: number): void;
+  resetStream(stream: H2Stream, code: number, notify?: boolean, err?: Error): void;
+  /** The stream closed on the wire: the connection lets go of it. */
+  forget(stream: H2Stream, code: number): void;
+}
 
 /** Names of the error codes, as node:http2 words them in its errors (NGHTTP2_CANCEL, ...). */
 const CODE_NAMES = Object.fromEntries(Object.entries(ErrorCode).map(([k, v]) => [v, `NGHTTP2_${k}`]));
@@ -53,7 +69,7 @@ export abstract class H2Stream extends Duplex {
   received = 0;
 
   constructor(
-    readonly session: H2Session,
+    readonly session: StreamConnection,
     /** The stream id (0 for a client's stream not opened yet). */
     public id: number,
   ) {
