@@ -246,6 +246,39 @@ describe('h2 server engine', () => {
     expect(goaway.payload.readUInt32BE(4)).toBe(ErrorCode.ENHANCE_YOUR_CALM);
   });
 
+  it('ends a header block continued past twice the header-list limit (CONTINUATION flood)', async () => {
+    const port = await listen(echo, { maxHeaderListSize: 1024 });
+    const raw = await rawClient(port);
+    const enc = new HpackEncoder();
+    const first = headersFrames(1, enc.encode(get('/')), false);
+    first[4] = first[4]! & ~Flag.END_HEADERS;
+    const cont = Buffer.alloc(9 + 512);
+    cont.writeUIntBE(512, 0, 3);
+    cont[3] = FrameType.CONTINUATION;
+    cont.writeUInt32BE(1, 5);
+    raw.socket.write(Buffer.concat([first, ...Array.from({ length: 8 }, () => cont)]));
+    await raw.closed;
+    const goaway = raw.frames.find((f) => f.type === FrameType.GOAWAY)!;
+    expect(goaway.payload.readUInt32BE(4)).toBe(ErrorCode.ENHANCE_YOUR_CALM);
+  });
+
+  it('drops a peer that floods PINGs and does not read the answers', async () => {
+    const port = await listen(echo, { maxQueuedBytes: 256 << 10 });
+    const raw = await rawClient(port);
+    raw.socket.pause(); // reads nothing: the answers pile up in the kernel, then in the server's socket
+    const ping = Buffer.alloc(17);
+    ping.writeUIntBE(8, 0, 3);
+    ping[3] = FrameType.PING;
+    const batch = Buffer.concat(Array.from({ length: 4096 }, () => ping));
+    let closed = false;
+    void raw.closed.then(() => (closed = true));
+    for (let i = 0; i < 2000 && !closed; i++) {
+      if (!raw.socket.write(batch)) await Promise.race([once(raw.socket, 'drain').catch(() => undefined), raw.closed]);
+    }
+    await raw.closed;
+    expect(closed).toBe(true);
+  });
+
   it('a connection error (DATA on stream 0) is answered with GOAWAY PROTOCOL_ERROR and the connection ends', async () => {
     const port = await listen(echo);
     const raw = await rawClient(port);

@@ -42,10 +42,9 @@ export interface H2SessionOptions {
   maxHeaderListSize?: number;
   /** Streams the peer may reset in a burst, refilled at a tenth of that per second (default 1,000). */
   resetBurst?: number;
+  /** Bytes queued to a socket the peer does not read past which the connection is dropped (default 16 MiB). */
+  maxQueuedBytes?: number;
 }
-
-/** Bytes queued to a socket the peer does not read past which the connection is dropped (a flood). */
-const MAX_QUEUED = 16 << 20;
 
 export abstract class H2Session extends EventEmitter {
   readonly streams = new Map<number, H2Stream>();
@@ -92,6 +91,8 @@ export abstract class H2Session extends EventEmitter {
   private resetTokens: number;
   private resetRefilled = Date.now();
   private readonly resetBurst: number;
+  /** A peer that asks for answers (PING, SETTINGS) and does not read them is a flood past this. */
+  private readonly maxQueuedBytes: number;
   /** The server role (the client preface comes first; the peer opens the streams). */
   private readonly isServer: boolean;
 
@@ -108,6 +109,7 @@ export abstract class H2Session extends EventEmitter {
     this.maxHeaderListSize = opts.maxHeaderListSize ?? 64 << 10;
     this.windowUpdateThreshold = this.streamWindow >> 1;
     this.resetBurst = this.resetTokens = opts.resetBurst ?? 1_000;
+    this.maxQueuedBytes = opts.maxQueuedBytes ?? 16 << 20;
     this.isServer = expectPreface;
     this.reader = new FrameReader((f) => this.onFrame(f), { preface: expectPreface });
     // Frames are coalesced per turn already: Nagle would only hold the last one back (node:http2 does the same).
@@ -379,7 +381,7 @@ export abstract class H2Session extends EventEmitter {
     const s = this.socket;
     if (s.destroyed || !s.writable) return;
     s.write(out.length === 1 ? out[0]! : Buffer.concat(out, bytes));
-    if (s.writableLength > MAX_QUEUED) {
+    if (s.writableLength > this.maxQueuedBytes) {
       this.destroy(new FrameError('ENHANCE_YOUR_CALM', 'the peer does not read what it asks for'));
     }
   }
