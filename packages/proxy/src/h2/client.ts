@@ -254,7 +254,7 @@ export class H2ClientSession extends H2Session {
  */
 function responseHeaders(fields: readonly string[]): H2Headers | undefined {
   if (fields[0] !== ':status' || !/^[1-5][0-9][0-9]$/.test(fields[1] ?? '')) return undefined;
-  const rest = trailerHeaders(fields.slice(2));
+  const rest = trailerHeaders(fields, 2);
   if (rest.error !== undefined) return undefined;
   const h = rest.headers;
   (h as Record<string, unknown>)[':status'] = Number(fields[1]);

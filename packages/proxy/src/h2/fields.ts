@@ -65,10 +65,13 @@ export function requestHeaders(fields: readonly string[]): Checked {
   return { headers: h };
 }
 
-/** Trailer fields as an object, or why they are malformed (no pseudo-header in trailers, RFC 9113 8.1). */
-export function trailerHeaders(fields: readonly string[]): Checked {
+/**
+ * Trailer fields (or a response's fields after `:status`, from `from`) as an object, or why they are
+ * malformed (no pseudo-header, no connection-specific field, RFC 9113 8.1-8.2).
+ */
+export function trailerHeaders(fields: readonly string[], from = 0): Checked {
   const h: H2Headers = Object.create(null) as H2Headers;
-  for (let i = 0; i < fields.length; i += 2) {
+  for (let i = from; i < fields.length; i += 2) {
     const name = fields[i]!;
     const value = fields[i + 1]!;
     if (name.charCodeAt(0) === 58) return { error: `pseudo-header ${name} in trailers` };
