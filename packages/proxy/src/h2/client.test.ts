@@ -139,6 +139,35 @@ describe('h2 client engine', () => {
     expect(req.rstCode).toBe(ErrorCode.REFUSED_STREAM);
   });
 
+  it('a response cut short by CANCEL fails; CANCEL after a whole response leaves it whole', async () => {
+    // The own server's close(CANCEL) sends RST_STREAM alone (node:http2's would end the stream first).
+    const own = createNetServer((sock) =>
+      serveHttp2(sock, {}, (st, h) => {
+        st.respond({ ':status': 200 });
+        if (h[':path'] === '/cut') st.write('part');
+        else st.end('whole'); // then CANCEL stops the request body still coming
+        setTimeout(() => st.close(c.NGHTTP2_CANCEL), 20);
+      }),
+    );
+    own.listen(0, '127.0.0.1');
+    await once(own, 'listening');
+    closers.push(() => own.close());
+    const s = session((own.address() as { port: number }).port);
+    const cut = s.request({ ':path': '/cut', ':method': 'POST' });
+    cut.write('x');
+    const [err] = (await once(cut, 'error')) as [Error];
+    expect(err.message).toMatch(/CANCEL/);
+    const whole = s.request({ ':path': '/whole', ':method': 'POST' });
+    whole.on('error', () => undefined);
+    whole.write('x');
+    await once(whole, 'response');
+    await new Promise((r) => setTimeout(r, 60));
+    expect(whole.rstCode).toBe(c.NGHTTP2_CANCEL);
+    const chunks: Buffer[] = [];
+    for await (const ch of whole) chunks.push(ch as Buffer);
+    expect(Buffer.concat(chunks).toString()).toBe('whole');
+  });
+
   it("waits for a slot beyond the server's SETTINGS_MAX_CONCURRENT_STREAMS rather than being refused", async () => {
     let open = 0;
     let most = 0;

@@ -20,6 +20,7 @@ export interface RequestOptions {
 export class ClientStream extends H2Stream {
   /** The final response head came. */
   responded = false;
+  protected override readonly cancelFails = true;
   /** Writes made before the stream could open (the peer's concurrency limit), run once it opens. */
   private deferred: Array<() => void> | undefined;
 

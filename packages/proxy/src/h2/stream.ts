@@ -212,10 +212,11 @@ export abstract class H2Stream extends Duplex {
     this.rstCode = code;
     this.pending = undefined;
     this.finalCb = undefined;
-    if (code !== ErrorCode.NO_ERROR || !this.readable || this.readableEnded) {
-      this.destroy(
-        err ?? (byPeer && code !== ErrorCode.NO_ERROR && code !== ErrorCode.CANCEL ? streamError(code) : undefined),
-      );
+    // CANCEL after the peer's END_STREAM only stops our side (what we still send): the reader keeps what came.
+    const whole = code === ErrorCode.NO_ERROR || (code === ErrorCode.CANCEL && this.remoteEnded);
+    if (!whole || !this.readable || this.readableEnded) {
+      const failed = byPeer && !whole && (code !== ErrorCode.CANCEL || this.cancelFails);
+      this.destroy(err ?? (failed ? streamError(code) : undefined));
       return;
     }
     this.once('end', () => this.destroy());
@@ -226,6 +227,11 @@ export abstract class H2Stream extends Duplex {
 
   /** A server drains a request body nobody read once the stream is done; a client keeps the response for its reader. */
   protected readonly drainUnread: boolean = false;
+  /**
+   * The peer's CANCEL before its END_STREAM is an error: for a client, a response cut short (it would
+   * otherwise never end); a server takes it as the caller going away, as node:http2 does.
+   */
+  protected readonly cancelFails: boolean = false;
 
   /** The connection went away with the stream open: closed as if cancelled, so its other side is let go of too. */
   sessionGone(_err: Error | undefined): void {
