@@ -178,14 +178,12 @@ export class H2ClientSession extends H2Session {
     this.touch();
     if (s.responded) return super.onStreamHeaders(stream, flags, fields, malformed);
     const head = malformed === undefined ? responseHeaders(fields) : undefined;
-    if (head === undefined)
-      return this.resetStream(stream, ErrorCode.PROTOCOL_ERROR, true, streamError(ErrorCode.PROTOCOL_ERROR));
+    if (head === undefined) return this.rejectMalformed(stream);
     const status = head[':status'] as unknown as number;
     const endStream = (flags & Flag.END_STREAM) !== 0;
     if (status < 200) {
       // Informational (1xx): more heads follow; one may not end the stream.
-      if (endStream)
-        return this.resetStream(stream, ErrorCode.PROTOCOL_ERROR, true, streamError(ErrorCode.PROTOCOL_ERROR));
+      if (endStream) return this.rejectMalformed(stream);
       s.emit('headers', head, flags);
       return;
     }
@@ -194,14 +192,6 @@ export class H2ClientSession extends H2Session {
     if (cl !== undefined && /^[0-9]+$/.test(cl)) s.contentLength = Number(cl);
     s.emit('response', head, flags);
     if (endStream && !s.closed) s.onEnd();
-  }
-
-  protected onStreamTrailers(stream: H2Stream, fields: string[], flags: number): void {
-    const checked = trailerHeaders(fields);
-    if (checked.error !== undefined)
-      return this.resetStream(stream, ErrorCode.PROTOCOL_ERROR, true, streamError(ErrorCode.PROTOCOL_ERROR));
-    stream.onTrailers(checked.headers, flags);
-    if (!stream.closed) stream.onEnd();
   }
 
   protected override onGoaway(lastStreamId: number, code: number): void {

@@ -10,12 +10,18 @@ const CONNECTION_SPECIFIC = new Set(['connection', 'keep-alive', 'proxy-connecti
 /** What a field list turned into: the headers, or why the message is malformed (a stream error). */
 export type Checked = { headers: H2Headers; error?: undefined } | { headers?: undefined; error: string };
 
-/** A value with NUL, CR or LF, or with whitespace at either end (RFC 9113 8.2.1). */
-function badValue(v: string): boolean {
+/** A value with NUL, CR or LF: what would split or smuggle a header on an HTTP/1 hop. */
+function hasForbiddenChar(v: string): boolean {
   for (let i = 0; i < v.length; i++) {
     const c = v.charCodeAt(i);
     if (c === 0 || c === 10 || c === 13) return true;
   }
+  return false;
+}
+
+/** A value with NUL, CR or LF, or with whitespace at either end (RFC 9113 8.2.1). */
+function badValue(v: string): boolean {
+  if (hasForbiddenChar(v)) return true;
   const first = v.charCodeAt(0);
   const last = v.charCodeAt(v.length - 1);
   return first === 32 || first === 9 || last === 32 || last === 9;
@@ -139,11 +145,8 @@ function hasUpper(s: string): boolean {
 }
 
 function checkedValue(name: string, v: string): string {
-  for (let i = 0; i < v.length; i++) {
-    const c = v.charCodeAt(i);
-    if (c === 0 || c === 10 || c === 13)
-      throw new HeaderError('ERR_INVALID_CHAR', `invalid character in the value of header ${name}`);
-  }
+  if (hasForbiddenChar(v))
+    throw new HeaderError('ERR_INVALID_CHAR', `invalid character in the value of header ${name}`);
   return v;
 }
 

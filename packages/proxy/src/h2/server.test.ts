@@ -14,6 +14,8 @@ import {
   rstStreamFrame,
   settingsFrame,
   type Frame,
+  frame,
+  pingFrame,
 } from './frames.js';
 import { HpackEncoder } from './hpack.js';
 import { serveHttp2, type H2ServerOptions, type ServerStream } from './server.js';
@@ -252,10 +254,7 @@ describe('h2 server engine', () => {
     const enc = new HpackEncoder();
     const first = headersFrames(1, enc.encode(get('/')), false);
     first[4] = first[4]! & ~Flag.END_HEADERS;
-    const cont = Buffer.alloc(9 + 512);
-    cont.writeUIntBE(512, 0, 3);
-    cont[3] = FrameType.CONTINUATION;
-    cont.writeUInt32BE(1, 5);
+    const cont = frame(FrameType.CONTINUATION, 0, 1, Buffer.alloc(512));
     raw.socket.write(Buffer.concat([first, ...Array.from({ length: 8 }, () => cont)]));
     await raw.closed;
     const goaway = raw.frames.find((f) => f.type === FrameType.GOAWAY)!;
@@ -266,9 +265,7 @@ describe('h2 server engine', () => {
     const port = await listen(echo, { maxQueuedBytes: 256 << 10 });
     const raw = await rawClient(port);
     raw.socket.pause(); // reads nothing: the answers pile up in the kernel, then in the server's socket
-    const ping = Buffer.alloc(17);
-    ping.writeUIntBE(8, 0, 3);
-    ping[3] = FrameType.PING;
+    const ping = pingFrame(Buffer.alloc(8));
     const batch = Buffer.concat(Array.from({ length: 4096 }, () => ping));
     let closed = false;
     void raw.closed.then(() => (closed = true));
@@ -282,10 +279,7 @@ describe('h2 server engine', () => {
   it('a connection error (DATA on stream 0) is answered with GOAWAY PROTOCOL_ERROR and the connection ends', async () => {
     const port = await listen(echo);
     const raw = await rawClient(port);
-    const bad = Buffer.alloc(9 + 1);
-    bad.writeUIntBE(1, 0, 3);
-    bad[3] = FrameType.DATA;
-    raw.socket.write(bad);
+    raw.socket.write(frame(FrameType.DATA, 0, 0, Buffer.alloc(1)));
     await raw.closed;
     const goaway = raw.frames.find((f) => f.type === FrameType.GOAWAY)!;
     expect(goaway.payload.readUInt32BE(4)).toBe(ErrorCode.PROTOCOL_ERROR);

@@ -7,7 +7,7 @@
 import type { Socket } from 'node:net';
 import type { IncomingHttpHeaders as H2Headers, OutgoingHttpHeaders } from 'node:http2';
 import { ErrorCode, Flag, FrameError, rstStreamFrame } from './frames.js';
-import { headerListSize, HeaderError, httpDate, requestHeaders, toFieldList, trailerHeaders } from './fields.js';
+import { headerListSize, HeaderError, httpDate, requestHeaders, toFieldList } from './fields.js';
 import { H2Session, type H2SessionOptions } from './session.js';
 import { H2Stream } from './stream.js';
 
@@ -100,13 +100,6 @@ export class H2ServerSession extends H2Session {
     stream.endAfterHeaders = endStream;
     this.onStream(stream, headers);
     if (endStream && !stream.closed) stream.onEnd();
-  }
-
-  protected onStreamTrailers(stream: H2Stream, fields: string[], flags: number): void {
-    const checked = trailerHeaders(fields);
-    if (checked.error !== undefined) return this.resetStream(stream, ErrorCode.PROTOCOL_ERROR);
-    stream.onTrailers(checked.headers, flags);
-    if (!stream.closed) stream.onEnd();
   }
 }
 

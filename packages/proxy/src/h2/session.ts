@@ -14,6 +14,7 @@ import {
   FrameReader,
   FrameType,
   Setting,
+  frame,
   goawayFrame,
   headersFrames,
   parseSettings,
@@ -26,7 +27,8 @@ import {
   type Frame,
 } from './frames.js';
 import { HpackDecoder, HpackEncoder, HpackError } from './hpack.js';
-import type { H2Stream } from './stream.js';
+import { streamError, type H2Stream } from './stream.js';
+import { trailerHeaders } from './fields.js';
 
 const MAX_WINDOW = 2 ** 31 - 1;
 const DEFAULT_WINDOW = 65_535;
@@ -244,8 +246,27 @@ export abstract class H2Session extends EventEmitter {
     fields: string[],
     malformed: string | undefined,
   ): void;
-  /** Trailers on an open stream. */
-  protected abstract onStreamTrailers(stream: H2Stream, fields: string[], flags: number): void;
+  /** Trailers on an open stream: checked (no pseudo-header, no connection-specific field), then they end it. */
+  protected onStreamTrailers(stream: H2Stream, fields: string[], flags: number): void {
+    const checked = trailerHeaders(fields);
+    if (checked.error !== undefined) return this.rejectMalformed(stream);
+    stream.onTrailers(checked.headers, flags);
+    if (!stream.closed) stream.onEnd();
+  }
+
+  /**
+   * A malformed message from the peer on `stream` (RFC 9113 8.1.1): RST_STREAM PROTOCOL_ERROR. A client's
+   * stream fails with it (its response is unusable); a server's request stream is dropped silently, its
+   * caller having been told.
+   */
+  protected rejectMalformed(stream: H2Stream): void {
+    this.resetStream(
+      stream,
+      ErrorCode.PROTOCOL_ERROR,
+      true,
+      this.isServer ? undefined : streamError(ErrorCode.PROTOCOL_ERROR),
+    );
+  }
 
   private onDataFrame(f: Frame): void {
     if (f.streamId === 0) throw new FrameError('PROTOCOL_ERROR', 'DATA on stream 0');
@@ -412,9 +433,7 @@ export abstract class H2Session extends EventEmitter {
       this.lastData = undefined;
       return;
     }
-    const b = Buffer.allocUnsafe(FRAME_HEADER_LENGTH);
-    writeFrameHeader(b, 0, 0, FrameType.DATA, Flag.END_STREAM, stream.id);
-    this.queue(b);
+    this.queue(frame(FrameType.DATA, Flag.END_STREAM, stream.id));
   }
 
   /** DATA from `chunk[off..]` within both windows; what does not fit waits for WINDOW_UPDATE. */

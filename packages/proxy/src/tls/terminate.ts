@@ -78,15 +78,21 @@ export function createTlsTerminator(opts: TlsTerminatorOptions): {
     opts.onIdentified(conn, t);
     return conn;
   };
+  // A terminated connection without ALPN h2: detection goes on on the decrypted stream.
+  const decrypted = (t: TLSSocket): void => {
+    const conn = identify(t);
+    if (!conn) return void t.destroy();
+    opts.onDecrypted(conn, t);
+  };
   let server: TlsServer;
   if (http.h2Engine === 'minimesh') {
     // ALPN as node:http2's secure server offers it: h2 only; a client without it is served decrypted.
     server = createTlsServer({ ...mtlsServerOptions(creds), ALPNProtocols: ['h2'] });
     server.on('secureConnection', (t: TLSSocket) => {
+      if (t.alpnProtocol !== 'h2') return decrypted(t);
       const conn = identify(t);
       if (!conn) return void t.destroy();
-      if (t.alpnProtocol === 'h2') http.serveH2(t, undefined, conn);
-      else opts.onDecrypted(conn, t);
+      http.serveH2(t, undefined, conn);
     });
   } else {
     const h2 = createSecureServer({
@@ -96,11 +102,7 @@ export function createTlsTerminator(opts: TlsTerminatorOptions): {
     });
     h2.on('session', (s: Http2Session) => http.adopt(s, identify(s.socket as TLSSocket)));
     h2.on('stream', (stream, headers) => http.stream(stream, headers));
-    h2.on('unknownProtocol', (t: TLSSocket) => {
-      const conn = identify(t);
-      if (!conn) return void t.destroy();
-      opts.onDecrypted(conn, t);
-    });
+    h2.on('unknownProtocol', decrypted);
     server = h2;
   }
   server.on('tlsClientError', (err: Error, t: TLSSocket) => {
