@@ -10,8 +10,10 @@ import {
   Flag,
   FrameReader,
   FrameType,
+  dataFrame,
   headersFrames,
   rstStreamFrame,
+  settingsAckFrame,
   settingsFrame,
   type Frame,
   frame,
@@ -202,6 +204,25 @@ describe('h2 server engine', () => {
     stream!.resume();
     await until(() => read >= 4 << 20, 5000);
     req.close();
+  });
+
+  it('resets a stream whose peer sends past its window (FLOW_CONTROL_ERROR), counting from the SETTINGS ack', async () => {
+    // A 32 KiB stream window: until the client acknowledges it, the default 64 KiB may be in force for it.
+    const port = await listen((s, h) => (h[':path'] === '/echo' ? echo(s, h) : s.pause()), { streamWindow: 32 << 10 });
+    const raw = await rawClient(port);
+    const enc = new HpackEncoder();
+    const post = (id: number) => headersFrames(id, enc.encode([':method', 'POST', ...get('/').slice(2)]), false);
+    const body = (id: number) => [0, 1, 2].map(() => dataFrame(id, Buffer.alloc(16 << 10)));
+    // 48 KiB on stream 1 before the ack: within the default window, not a violation.
+    raw.socket.write(Buffer.concat([post(1), ...body(1), settingsAckFrame()]));
+    // 48 KiB on stream 3 after it: past the 32 KiB the client acknowledged, with nothing read.
+    raw.socket.write(Buffer.concat([post(3), ...body(3)]));
+    raw.socket.write(headersFrames(5, enc.encode(get('/echo')), true));
+    await until(() => raw.frames.some((f) => f.type === FrameType.HEADERS && f.streamId === 5));
+    const resets = raw.frames.filter((f) => f.type === FrameType.RST_STREAM);
+    expect(resets.map((f) => [f.streamId, f.payload.readUInt32BE(0)])).toEqual([[3, ErrorCode.FLOW_CONTROL_ERROR]]);
+    expect(raw.frames.some((f) => f.type === FrameType.GOAWAY)).toBe(false);
+    raw.socket.destroy();
   });
 
   it('refuses streams beyond the concurrent streams it advertised', async () => {

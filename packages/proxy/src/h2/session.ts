@@ -77,6 +77,8 @@ export abstract class H2Session extends EventEmitter {
   private connUnacked = 0;
   /** The first frame must be SETTINGS (RFC 9113 3.4). */
   private settingsSeen = false;
+  /** The peer acknowledged our SETTINGS: our stream window is in force (before, the default may be). */
+  private settingsAcked = false;
   /** A header block continued in CONTINUATION frames. */
   private continued: { streamId: number; flags: number; parts: Buffer[]; length: number } | undefined;
   /** Frames waiting for the end of this turn, and whether a flush is queued. */
@@ -121,6 +123,14 @@ export abstract class H2Session extends EventEmitter {
     socket.on('end', () => this.end());
     socket.on('error', (err: Error) => this.destroy(err));
     socket.on('close', () => this.destroy());
+  }
+
+  /**
+   * How much DATA the peer may send on one stream before we give some back: our advertised window, or
+   * the protocol's default while the peer has not acknowledged a smaller one of ours (RFC 9113 6.9.2).
+   */
+  get streamRecvWindow(): number {
+    return this.settingsAcked ? this.streamWindow : Math.max(this.streamWindow, DEFAULT_WINDOW);
   }
 
   /** Our SETTINGS and the connection window beyond the default: the first frames we send. */
@@ -290,7 +300,10 @@ export abstract class H2Session extends EventEmitter {
 
   private onSettings(f: Frame): void {
     if (f.streamId !== 0) throw new FrameError('PROTOCOL_ERROR', 'SETTINGS on a stream');
-    if (f.flags & Flag.ACK) return;
+    if (f.flags & Flag.ACK) {
+      this.settingsAcked = true;
+      return;
+    }
     for (const [id, value] of parseSettings(f.payload)) {
       switch (id) {
         case Setting.HEADER_TABLE_SIZE:

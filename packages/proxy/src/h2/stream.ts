@@ -17,6 +17,8 @@ export interface StreamConnection {
   readonly peerInitialWindow: number;
   /** Give a stream's receive window back once this much was read. */
   readonly windowUpdateThreshold: number;
+  /** DATA a peer may have sent on one stream and not been given back (our SETTINGS_INITIAL_WINDOW_SIZE). */
+  readonly streamRecvWindow: number;
   sendHeaders(stream: H2Stream, fields: string[], endStream: boolean): void;
   sendData(stream: H2Stream, chunk: Buffer, off: number, cb: (err?: Error | null) => void): void;
   sendEndStream(stream: H2Stream): void;
@@ -81,6 +83,11 @@ export abstract class H2Stream extends Duplex {
 
   /** DATA came (`wireLength` with padding): buffered for the reader; its window is given back as it is read. */
   onData(payload: Buffer, wireLength: number): void {
+    // What the peer sent and we have not given back is held + unacked: more than our window is a peer that
+    // ignores flow control (RFC 9113 6.9.1), and only this stream is reset (the connection window held).
+    if (this.held + this.unacked + wireLength > this.session.streamRecvWindow) {
+      return this.session.resetStream(this, ErrorCode.FLOW_CONTROL_ERROR);
+    }
     const padding = wireLength - payload.length;
     this.received += payload.length;
     if (this.contentLength >= 0 && this.received > this.contentLength) {
