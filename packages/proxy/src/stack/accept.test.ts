@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { ProxyMetrics, toLabels } from '../metrics/metrics.js';
 import type { Accept } from '../targets.js';
 import { pushAccept } from './accept.js';
-import { dial, listen, until } from '../../test/support/loopback.js';
+import { dial, listen, tcpTimer, until } from '../../test/support/loopback.js';
 
 const log = createLogger({ name: 'test', level: 'silent' });
 describe('accept', () => {
@@ -39,6 +39,19 @@ describe('accept', () => {
     c.destroy();
     await until(() => sockets.size === 0);
     expect(sockets.size).toBe(0);
+  });
+
+  it('turns TCP keepalive on for what it accepts (probes after 10 s idle)', async () => {
+    const seen: Accept[] = [];
+    const server = pushAccept({ direction: 'inbound', log, sockets: new Set(), originalDst: () => undefined })(
+      (a) => void seen.push(a),
+    );
+    const port = await listen(server);
+    const c = dial(port);
+    await until(() => seen.length > 0);
+    // Probing within the minute (ss words it "keepalive,9.9…,0"; the kernel's own default would be 2 h).
+    expect(tcpTimer(port, c.localPort!)).toMatch(/^keepalive,[0-9.]+(sec|ms),0$/);
+    expect(tcpTimer(c.localPort!, port)).toBe(''); // the test's own client: no keepalive, no timer
   });
 
   it('without an original destination (not redirected) the Accept says so', async () => {

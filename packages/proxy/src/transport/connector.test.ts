@@ -4,6 +4,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { discovered } from '../../test/support/stages.js';
 import type { TlsCredentials } from '../tls/credentials.js';
 import { Connector } from './connector.js';
+import { createServer } from 'node:net';
+import { once } from 'node:events';
+import { listen, tcpTimer } from '../../test/support/loopback.js';
 
 const ID = 'web.shop.serviceaccount.identity.minimesh.cluster.local';
 // meshIdentity only asks whether we hold a certificate (a TLS context); nothing here connects.
@@ -36,6 +39,16 @@ describe('Connector', () => {
       expect(c.meshIdentity(ep)).toBeUndefined();
       expect(c.http(ep, 'http1')).toMatchObject({ kind: 'h1', endpoint: ep });
     }
+  });
+
+  it('dials with TCP keepalive on (probes after 10 s idle)', async () => {
+    const port = await listen(createServer());
+    const c = connector(['127.0.0.1']);
+    const s = c.stream(discovered('127.0.0.1', port, ID));
+    await once(s, 'connect');
+    // Probing within the minute (ss words it "keepalive,9.9…,0"; the kernel's own default would be 2 h).
+    expect(tcpTimer(s.localPort!, port)).toMatch(/^keepalive,[0-9.]+(sec|ms),0$/);
+    s.destroy();
   });
 
   it('without a certificate nothing is meshed', () => {

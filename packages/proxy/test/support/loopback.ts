@@ -3,6 +3,7 @@
 import { connect, createServer, type AddressInfo, type Server as TcpServer, type Socket } from 'node:net';
 import type { Server as H1Server } from 'node:http';
 import type { Http2Server } from 'node:http2';
+import { execFileSync } from 'node:child_process';
 import { afterEach } from 'vitest';
 
 const cleanups: Array<() => void> = [];
@@ -64,4 +65,17 @@ export function ending(client: Socket): Promise<string> {
     client.on('error', (err: NodeJS.ErrnoException) => r(err.code ?? 'error'));
     client.on('close', () => r('close'));
   });
+}
+
+/**
+ * The kernel's timer on the established loopback connection from local port `from` to port `to`, as
+ * `ss -o` shows it ("keepalive,9.9sec,0" when SO_KEEPALIVE is on; "" without a timer).
+ */
+export function tcpTimer(from: number, to: number): string {
+  const out = execFileSync('ss', ['-tnoH', 'state', 'established', `( sport = :${from} and dport = :${to} )`], {
+    encoding: 'utf8',
+  });
+  const lines = out.trim().split('\n').filter(Boolean);
+  if (lines.length !== 1) throw new Error(`ss: expected one connection ${from} → ${to}, got: ${out}`);
+  return /timer:\(([^)]*)\)/.exec(lines[0]!)?.[1] ?? '';
 }
