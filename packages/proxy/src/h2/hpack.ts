@@ -26,11 +26,17 @@ export const STATIC_TABLE: ReadonlyArray<readonly [string, string]> = [
 const STATIC_COUNT = 61;
 const SNAME = STATIC_TABLE.map((e) => e[0]);
 const SVALUE = STATIC_TABLE.map((e) => e[1]);
-/** name + '\0' + value -> lowest static index; name -> lowest static index. */
-const STATIC_FULL = new Map<string, number>();
+/**
+ * name -> value -> lowest static index; name -> lowest static index. Two levels, not one map of
+ * name + value: a key made per field is a new string to flatten and hash on every lookup (the encoder
+ * spent most of its time there, 2026-11-30).
+ */
+const STATIC_FULL = new Map<string, Map<string, number>>();
 const STATIC_NAME = new Map<string, number>();
 for (let i = STATIC_COUNT; i >= 1; i--) {
-  STATIC_FULL.set(SNAME[i] + '\0' + SVALUE[i], i);
+  let byValue = STATIC_FULL.get(SNAME[i]!);
+  if (byValue === undefined) STATIC_FULL.set(SNAME[i]!, (byValue = new Map()));
+  byValue.set(SVALUE[i]!, i);
   STATIC_NAME.set(SNAME[i]!, i);
 }
 
@@ -263,15 +269,18 @@ export interface HpackEncoderOptions {
 export class HpackEncoder {
   private readonly table: DynamicTable;
   private readonly huffman: boolean;
-  /** name + '\0' + value -> entry number; name -> newest entry number (entries of the dynamic table). */
-  private readonly full = new Map<string, number>();
+  /** name -> value -> entry number; name -> newest entry number (entries of the dynamic table). */
+  private readonly full = new Map<string, Map<string, number>>();
   private readonly names = new Map<string, number>();
   /** The smallest and the last table size set since the last block, or -1 if none (RFC 7541 4.2). */
   private minUpdate = -1;
   private lastUpdate = -1;
   private readonly onEvict = (n: number, name: string, value: string): void => {
-    const key = name + '\0' + value;
-    if (this.full.get(key) === n) this.full.delete(key);
+    const byValue = this.full.get(name);
+    if (byValue !== undefined && byValue.get(value) === n) {
+      byValue.delete(value);
+      if (byValue.size === 0) this.full.delete(name);
+    }
     if (this.names.get(name) === n) this.names.delete(name);
   };
 
@@ -317,14 +326,13 @@ export class HpackEncoder {
         never = true;
         ni++;
       }
-      const key = name + '\0' + value;
       if (!never) {
-        const s = STATIC_FULL.get(key);
+        const s = STATIC_FULL.get(name)?.get(value);
         if (s !== undefined) {
           off = writeInt(out, off, s, 7, 0x80);
           continue;
         }
-        const d = this.full.get(key);
+        const d = this.full.get(name)?.get(value);
         if (d !== undefined) {
           off = writeInt(out, off, STATIC_COUNT + t.next - d, 7, 0x80);
           continue;
@@ -344,7 +352,9 @@ export class HpackEncoder {
       if (index) {
         const n = t.add(name, value, this.onEvict);
         if (n >= 0) {
-          this.full.set(key, n);
+          let byValue = this.full.get(name);
+          if (byValue === undefined) this.full.set(name, (byValue = new Map()));
+          byValue.set(value, n);
           this.names.set(name, n);
         }
       }
