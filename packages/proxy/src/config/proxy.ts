@@ -76,8 +76,11 @@ export interface ProxyConfig {
    * The HTTP/2 server the proxy's callers reach (MINIMESH_PROXY_HTTP2_ENGINE): the proxy's own ('minimesh',
    * the default; src/h2) or node:http2's ('node'), kept to compare the two and as a fallback.
    */
-  h2Engine: 'minimesh' | 'node';
+  h2Engine: H2Engine;
 }
+
+/** Which HTTP/2 engine serves the proxy's callers and carries its requests to HTTP/2 upstreams. */
+export type H2Engine = 'minimesh' | 'node';
 
 /** Names this package adds beside PROXY_ENV (kept here so PROXY_ENV stays the injector's contract). */
 export const EXTRA_ENV = {
@@ -87,7 +90,7 @@ export const EXTRA_ENV = {
   http2Engine: 'MINIMESH_PROXY_HTTP2_ENGINE',
 } as const;
 
-function h2Engine(env: Env): 'minimesh' | 'node' {
+function h2Engine(env: Env): H2Engine {
   const v = optional(env, EXTRA_ENV.http2Engine) ?? 'minimesh';
   if (v !== 'minimesh' && v !== 'node')
     throw new ConfigError(

@@ -6,8 +6,7 @@ import type { EventEmitter } from 'node:events';
 import type { Duplex } from 'node:stream';
 import type { OutgoingHttpHeaders } from 'node:http2';
 
-/** Which HTTP/2 engine serves the proxy's callers and carries its requests to HTTP/2 upstreams. */
-export type H2Engine = 'minimesh' | 'node';
+export type { H2Engine } from '../config/proxy.js';
 
 /** A caller's request stream (server side): read the request, respond(), write the response. */
 export interface CallerStream extends Duplex {
