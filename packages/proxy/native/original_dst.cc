@@ -1,7 +1,10 @@
-// SO_ORIGINAL_DST reader: the address a connection was sent to before iptables REDIRECTed it.
-// Node has no getsockopt, so the proxy calls this with the socket's fd (socket._handle.fd).
+// The socket options Node does not offer, for the proxy's sockets (called with socket._handle.fd):
+// SO_ORIGINAL_DST, the address a connection was sent to before iptables REDIRECTed it (the addon's
+// first job, hence its name), and TCP_USER_TIMEOUT, how long sent data may stay unacknowledged before
+// the kernel gives the connection up.
 //
 //   getOriginalDst(fd) -> { address, port, family }   (throws an Error whose .code is the errno name)
+//   setTcpUserTimeout(fd, ms) / getTcpUserTimeout(fd) -> ms          (throw the same way)
 //
 // IPv4 sockets are asked at SOL_IP/SO_ORIGINAL_DST, IPv6 sockets at SOL_IPV6/IP6T_SO_ORIGINAL_DST
 // (both option number 80); an IPv6 socket carrying an IPv4-mapped connection is asked the IPv4 way.
@@ -12,6 +15,7 @@
 #include <cstring>
 #include <linux/netfilter_ipv4.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 
 #ifndef IP6T_SO_ORIGINAL_DST
@@ -74,8 +78,37 @@ Napi::Value GetOriginalDst(const Napi::CallbackInfo& info) {
   return out;
 }
 
+Napi::Value SetTcpUserTimeout(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 2 || !info[0].IsNumber() || !info[1].IsNumber()) {
+    Napi::TypeError::New(env, "setTcpUserTimeout(fd, ms): fd and ms must be numbers").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  int fd = info[0].As<Napi::Number>().Int32Value();
+  unsigned int ms = info[1].As<Napi::Number>().Uint32Value();
+  if (setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ms, sizeof(ms)) != 0)
+    return Fail(env, "setsockopt(IPPROTO_TCP, TCP_USER_TIMEOUT)", errno);
+  return env.Undefined();
+}
+
+Napi::Value GetTcpUserTimeout(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsNumber()) {
+    Napi::TypeError::New(env, "getTcpUserTimeout(fd): fd must be a number").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  int fd = info[0].As<Napi::Number>().Int32Value();
+  unsigned int ms = 0;
+  socklen_t len = sizeof(ms);
+  if (getsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ms, &len) != 0)
+    return Fail(env, "getsockopt(IPPROTO_TCP, TCP_USER_TIMEOUT)", errno);
+  return Napi::Number::New(env, ms);
+}
+
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("getOriginalDst", Napi::Function::New(env, GetOriginalDst, "getOriginalDst"));
+  exports.Set("setTcpUserTimeout", Napi::Function::New(env, SetTcpUserTimeout, "setTcpUserTimeout"));
+  exports.Set("getTcpUserTimeout", Napi::Function::New(env, GetTcpUserTimeout, "getTcpUserTimeout"));
   return exports;
 }
 

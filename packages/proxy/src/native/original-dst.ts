@@ -14,6 +14,8 @@ export interface OriginalDst {
 
 interface Addon {
   getOriginalDst(fd: number): OriginalDst;
+  setTcpUserTimeout(fd: number, ms: number): void;
+  getTcpUserTimeout(fd: number): number;
 }
 
 /** Environment variable that points at a prebuilt original_dst.node (e.g. inside an image). */
@@ -50,6 +52,36 @@ export function requireAddon(): void {
   loadAddon();
 }
 
+/** The socket's file descriptor, or undefined (closed, still connecting, or not a TCP socket). */
+function fdOf(socket: Socket): number | undefined {
+  const fd = (socket as unknown as { _handle?: { fd?: unknown } })._handle?.fd;
+  return typeof fd === 'number' && fd >= 0 ? fd : undefined;
+}
+
+/**
+ * TCP_USER_TIMEOUT on a connected socket: sent data unacknowledged for `ms` ends the connection (ETIMEDOUT),
+ * where the kernel would otherwise retransmit for about 15 minutes. Best effort: false, nothing set, when
+ * the socket has no descriptor or the addon is not built (the proxy checked the addon at start).
+ */
+export function setTcpUserTimeout(socket: Socket, ms: number): boolean {
+  const fd = fdOf(socket);
+  if (fd === undefined) return false;
+  try {
+    loadAddon().setTcpUserTimeout(fd, ms);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The socket's TCP_USER_TIMEOUT in ms, as the kernel has it (0: the kernel's default). Throws like the addon. */
+export function getTcpUserTimeout(socket: Socket): number {
+  const fd = fdOf(socket);
+  if (fd === undefined)
+    throw new OriginalDstError('MINIMESH_PROXY_ORIGINAL_DST_FAILED', 'the socket has no file descriptor');
+  return loadAddon().getTcpUserTimeout(fd);
+}
+
 function unmap(address: string): string {
   return address.startsWith('::ffff:') && address.includes('.') ? address.slice(7) : address;
 }
@@ -62,8 +94,8 @@ function unmap(address: string): string {
 export function getOriginalDst(socket: Socket): OriginalDst {
   const lib = loadAddon();
   const context = `original destination of ${socket.remoteAddress ?? '?'}:${socket.remotePort ?? '?'} → ${socket.localAddress ?? '?'}:${socket.localPort ?? '?'}`;
-  const fd = (socket as unknown as { _handle?: { fd?: unknown } })._handle?.fd;
-  if (typeof fd !== 'number' || fd < 0) {
+  const fd = fdOf(socket);
+  if (fd === undefined) {
     throw new OriginalDstError(
       'MINIMESH_PROXY_ORIGINAL_DST_FAILED',
       `${context}: the socket has no file descriptor (closed, or not a TCP socket)`,

@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { ProxyMetrics, toLabels } from '../metrics/metrics.js';
 import type { Accept } from '../targets.js';
 import { pushAccept } from './accept.js';
+import { getTcpUserTimeout } from '../native/index.js';
 import { dial, listen, tcpTimer, until } from '../../test/support/loopback.js';
 
 const log = createLogger({ name: 'test', level: 'silent' });
@@ -41,7 +42,7 @@ describe('accept', () => {
     expect(sockets.size).toBe(0);
   });
 
-  it('turns TCP keepalive on for what it accepts (probes after 10 s idle)', async () => {
+  it('finds dead peers on what it accepts: TCP keepalive after 10 s idle, TCP_USER_TIMEOUT 30 s', async () => {
     const seen: Accept[] = [];
     const server = pushAccept({ direction: 'inbound', log, sockets: new Set(), originalDst: () => undefined })(
       (a) => void seen.push(a),
@@ -52,6 +53,9 @@ describe('accept', () => {
     // Probing within the minute (ss words it "keepalive,9.9…,0"; the kernel's own default would be 2 h).
     expect(tcpTimer(port, c.localPort!)).toMatch(/^keepalive,[0-9.]+(sec|ms),0$/);
     expect(tcpTimer(c.localPort!, port)).toBe(''); // the test's own client: no keepalive, no timer
+    // Sent data unacknowledged for 30 s ends it, as the kernel has it (the test's client: the default, 0).
+    expect(getTcpUserTimeout(seen[0]!.socket)).toBe(30_000);
+    expect(getTcpUserTimeout(c)).toBe(0);
   });
 
   it('without an original destination (not redirected) the Accept says so', async () => {

@@ -7,7 +7,7 @@ import type { Logger } from '@minimesh/runtime';
 import type { Handler, Layer } from '../layers.js';
 import { trackSocket, type Labels, type ProxyMetrics } from '../metrics/metrics.js';
 import { getOriginalDst } from '../native/index.js';
-import { TCP_KEEPALIVE } from '../tcp/keepalive.js';
+import { setUserTimeout, TCP_KEEPALIVE } from '../tcp/liveness.js';
 import { toAddr, type Accept, type Addr, type Direction } from '../targets.js';
 
 /** How the original destination is learned (tests and the loopback bench pass their own). */
@@ -40,6 +40,7 @@ export function pushAccept(opts: AcceptOptions): Layer<Handler<Accept>, Server> 
   return (next) =>
     createServer({ noDelay: true, ...TCP_KEEPALIVE }, (socket) => {
       socket.setNoDelay(true);
+      setUserTimeout(socket);
       const o = origDst(socket);
       const orig: Addr | undefined = o ? toAddr(o.ip, o.port) : undefined;
       socket.on('error', () => undefined);

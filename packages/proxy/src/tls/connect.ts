@@ -3,7 +3,7 @@
 import { connect as netConnect, type Socket } from 'node:net';
 import { connect as tlsConnect, type TLSSocket } from 'node:tls';
 import { ProxyError } from '../errors.js';
-import { TCP_KEEPALIVE } from '../tcp/keepalive.js';
+import { setUserTimeout, TCP_KEEPALIVE } from '../tcp/liveness.js';
 import { checkPeerIdentity, type TlsCredentials } from './credentials.js';
 
 export function connectMtls(
@@ -20,6 +20,7 @@ export function connectMtls(
   // Our own TCP socket with TCP_NODELAY: multiplexed HTTP/2 writes small frames while earlier data is
   // still unacknowledged, and Nagle + delayed ACK would hold them for tens of milliseconds.
   const tcp = netConnect({ host: ip, port, noDelay: true, ...TCP_KEEPALIVE });
+  setUserTimeout(tcp);
   const socket = tlsConnect({
     socket: tcp,
     host: ip,

@@ -7,6 +7,7 @@ import { Connector } from './connector.js';
 import { createServer } from 'node:net';
 import { once } from 'node:events';
 import { listen, tcpTimer } from '../../test/support/loopback.js';
+import { getTcpUserTimeout } from '../native/index.js';
 
 const ID = 'web.shop.serviceaccount.identity.minimesh.cluster.local';
 // meshIdentity only asks whether we hold a certificate (a TLS context); nothing here connects.
@@ -41,13 +42,14 @@ describe('Connector', () => {
     }
   });
 
-  it('dials with TCP keepalive on (probes after 10 s idle)', async () => {
+  it('dials with TCP keepalive (10 s idle) and TCP_USER_TIMEOUT (30 s)', async () => {
     const port = await listen(createServer());
     const c = connector(['127.0.0.1']);
     const s = c.stream(discovered('127.0.0.1', port, ID));
     await once(s, 'connect');
     // Probing within the minute (ss words it "keepalive,9.9…,0"; the kernel's own default would be 2 h).
     expect(tcpTimer(s.localPort!, port)).toMatch(/^keepalive,[0-9.]+(sec|ms),0$/);
+    expect(getTcpUserTimeout(s)).toBe(30_000);
     s.destroy();
   });
 

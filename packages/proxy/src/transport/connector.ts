@@ -12,7 +12,7 @@ import type { HttpUpstream } from '../http/upstream.js';
 import { armConnectTimeout, connectMtls } from '../tls/connect.js';
 import type { TlsCredentials } from '../tls/credentials.js';
 import type { Endpoint } from '../targets.js';
-import { TCP_KEEPALIVE } from '../tcp/keepalive.js';
+import { setUserTimeout, TCP_KEEPALIVE } from '../tcp/liveness.js';
 
 export class Connector {
   /** Sessions to meshed endpoints; one that breaks is reported (`onBroken`: endpoint health takes it out of balancing). */
@@ -97,6 +97,7 @@ export class Connector {
 
   private tcp(ep: Endpoint): Socket {
     const s = netConnect({ host: ep.ip, port: ep.port, noDelay: true, ...TCP_KEEPALIVE });
+    setUserTimeout(s);
     armConnectTimeout(s, this.timeoutMs, ep.key);
     return s;
   }
