@@ -1,7 +1,14 @@
 import { once } from 'node:events';
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { AddonMissingError, getOriginalDst, NotRedirectedError, OriginalDstError } from './index.js';
+import {
+  AddonMissingError,
+  getOriginalDst,
+  getTcpUserTimeout,
+  NotRedirectedError,
+  OriginalDstError,
+  setTcpUserTimeout,
+} from './index.js';
 
 async function acceptOne(host: string): Promise<{ server: Server; client: Socket; accepted: Socket }> {
   const server = createServer();
@@ -67,5 +74,25 @@ describe('getOriginalDst', () => {
     expect(caught).not.toBeInstanceOf(AddonMissingError); // a fresh module instance, so the cache was not reused
     expect((caught as Error).message).toContain('/nonexistent/original_dst.node');
     expect((caught as Error).message).toContain('run `npm run setup`');
+  });
+
+  it('sets TCP_USER_TIMEOUT and reads it back; a closed socket or a missing addon is false, not an error', async () => {
+    const c = await acceptOne('127.0.0.1');
+    open.push(c);
+    expect(getTcpUserTimeout(c.accepted)).toBe(0);
+    expect(setTcpUserTimeout(c.accepted, 30_000)).toBe(true);
+    expect(getTcpUserTimeout(c.accepted)).toBe(30_000);
+    c.client.destroy();
+    c.accepted.destroy();
+    expect(setTcpUserTimeout(c.accepted, 30_000)).toBe(false);
+
+    process.env.MINIMESH_ORIGINAL_DST_ADDON = '/nonexistent/original_dst.node';
+    vi.resetModules();
+    const fresh = await import('./index.js');
+    const d = await acceptOne('127.0.0.1');
+    open.push(d);
+    expect(fresh.setTcpUserTimeout(d.accepted, 30_000)).toBe(false);
+    expect(fresh.setTcpUserTimeout(d.accepted, 30_000)).toBe(false);
+    expect(getTcpUserTimeout(d.accepted)).toBe(0);
   });
 });

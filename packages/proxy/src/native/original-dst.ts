@@ -25,6 +25,8 @@ export const ADDON_PATH_ENV = 'MINIMESH_ORIGINAL_DST_ADDON';
 const DEFAULT_ADDON_PATH = fileURLToPath(new URL('../../native/build/Release/original_dst.node', import.meta.url));
 
 let addon: Addon | undefined;
+/** Loading the addon failed once (setTcpUserTimeout stops trying; getOriginalDst keeps its error). */
+let addonMissing = false;
 
 export function addonPath(): string {
   return process.env[ADDON_PATH_ENV] || DEFAULT_ADDON_PATH;
@@ -65,12 +67,19 @@ function fdOf(socket: Socket): number | undefined {
  */
 export function setTcpUserTimeout(socket: Socket, ms: number): boolean {
   const fd = fdOf(socket);
-  if (fd === undefined) return false;
+  if (fd === undefined || addonMissing) return false;
+  let lib: Addon;
   try {
-    loadAddon().setTcpUserTimeout(fd, ms);
+    lib = loadAddon();
+  } catch {
+    addonMissing = true; // not looked for again on every connection
+    return false;
+  }
+  try {
+    lib.setTcpUserTimeout(fd, ms);
     return true;
   } catch {
-    return false;
+    return false; // e.g. the socket closed in between (EBADF)
   }
 }
 
