@@ -34,12 +34,21 @@ Napi::Value Fail(Napi::Env env, const char* what, int err) {
   return env.Undefined();
 }
 
+// True when the first `count` arguments are numbers; otherwise a TypeError naming the call (`usage`) is
+// thrown to JavaScript and the caller returns undefined.
+bool NumberArgs(const Napi::CallbackInfo& info, size_t count, const char* usage) {
+  for (size_t i = 0; i < count; i++) {
+    if (info.Length() <= i || !info[i].IsNumber()) {
+      Napi::TypeError::New(info.Env(), std::string(usage) + ": arguments must be numbers").ThrowAsJavaScriptException();
+      return false;
+    }
+  }
+  return true;
+}
+
 Napi::Value GetOriginalDst(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  if (info.Length() < 1 || !info[0].IsNumber()) {
-    Napi::TypeError::New(env, "getOriginalDst(fd): fd must be a number").ThrowAsJavaScriptException();
-    return env.Undefined();
-  }
+  if (!NumberArgs(info, 1, "getOriginalDst(fd)")) return env.Undefined();
   int fd = info[0].As<Napi::Number>().Int32Value();
 
   // Which family is the socket, and is an IPv6 socket carrying an IPv4-mapped connection?
@@ -80,10 +89,7 @@ Napi::Value GetOriginalDst(const Napi::CallbackInfo& info) {
 
 Napi::Value SetTcpUserTimeout(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  if (info.Length() < 2 || !info[0].IsNumber() || !info[1].IsNumber()) {
-    Napi::TypeError::New(env, "setTcpUserTimeout(fd, ms): fd and ms must be numbers").ThrowAsJavaScriptException();
-    return env.Undefined();
-  }
+  if (!NumberArgs(info, 2, "setTcpUserTimeout(fd, ms)")) return env.Undefined();
   int fd = info[0].As<Napi::Number>().Int32Value();
   unsigned int ms = info[1].As<Napi::Number>().Uint32Value();
   if (setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ms, sizeof(ms)) != 0)
@@ -93,10 +99,7 @@ Napi::Value SetTcpUserTimeout(const Napi::CallbackInfo& info) {
 
 Napi::Value GetTcpUserTimeout(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  if (info.Length() < 1 || !info[0].IsNumber()) {
-    Napi::TypeError::New(env, "getTcpUserTimeout(fd): fd must be a number").ThrowAsJavaScriptException();
-    return env.Undefined();
-  }
+  if (!NumberArgs(info, 1, "getTcpUserTimeout(fd)")) return env.Undefined();
   int fd = info[0].As<Napi::Number>().Int32Value();
   unsigned int ms = 0;
   socklen_t len = sizeof(ms);
