@@ -267,7 +267,6 @@ export class H1ServerConnection {
       onMessageComplete: this.onMessageComplete,
     });
     socket.setNoDelay(true);
-    socket.setKeepAlive(true);
     socket.on('data', this.onData);
     socket.on('end', this.onEnd);
     socket.on('error', ignore);

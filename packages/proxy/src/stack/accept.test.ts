@@ -1,7 +1,7 @@
 // The accept stage on a real listener with a fake next stage: each connection becomes an Accept with its
 // original destination, is kept for the drain while open and counted when asked; what the chain throws
 // closes the connection.
-import { type Socket } from 'node:net';
+import { createServer, type Socket } from 'node:net';
 import { createLogger } from '@minimesh/runtime';
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
@@ -56,6 +56,13 @@ describe('accept', () => {
     // Sent data unacknowledged for 30 s ends it, as the kernel has it (the test's client: the default, 0).
     expect(getTcpUserTimeout(seen[0]!.socket)).toBe(30_000);
     expect(getTcpUserTimeout(c)).toBe(0);
+    // A connection another listener hands over (proxy.ts's extra outbound addresses) gets the same.
+    const extra = createServer((s) => server.emit('connection', s));
+    const extraPort = await listen(extra);
+    const e = dial(extraPort);
+    await until(() => seen.length > 1);
+    expect(tcpTimer(extraPort, e.localPort!)).toMatch(/^keepalive,[0-9.]+(sec|ms),0$/);
+    expect(getTcpUserTimeout(seen[1]!.socket)).toBe(30_000);
   });
 
   it('without an original destination (not redirected) the Accept says so', async () => {

@@ -7,7 +7,7 @@ import type { Logger } from '@minimesh/runtime';
 import type { Handler, Layer } from '../layers.js';
 import { trackSocket, type Labels, type ProxyMetrics } from '../metrics/metrics.js';
 import { getOriginalDst } from '../native/index.js';
-import { setUserTimeout, TCP_KEEPALIVE } from '../tcp/liveness.js';
+import { tuneAccepted } from '../tcp/liveness.js';
 import { toAddr, type Accept, type Addr, type Direction } from '../targets.js';
 
 /** How the original destination is learned (tests and the loopback bench pass their own). */
@@ -38,9 +38,8 @@ export function pushAccept(opts: AcceptOptions): Layer<Handler<Accept>, Server> 
   const { direction, sockets, count } = opts;
   const origDst = opts.originalDst ?? originalDst;
   return (next) =>
-    createServer({ noDelay: true, ...TCP_KEEPALIVE }, (socket) => {
-      socket.setNoDelay(true);
-      setUserTimeout(socket);
+    createServer((socket) => {
+      tuneAccepted(socket);
       const o = origDst(socket);
       const orig: Addr | undefined = o ? toAddr(o.ip, o.port) : undefined;
       socket.on('error', () => undefined);

@@ -1,9 +1,9 @@
 // Originating mTLS (the outbound tls stage): TLS 1.3 to the endpoint, SNI = its identity, chain verified against the trust anchors
 // (in the SecureContext) and the leaf required to name exactly that identity; our leaf presented.
-import { connect as netConnect, type Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import { connect as tlsConnect, type TLSSocket } from 'node:tls';
 import { ProxyError } from '../errors.js';
-import { setUserTimeout, TCP_KEEPALIVE } from '../tcp/liveness.js';
+import { dialTcp } from '../tcp/liveness.js';
 import { checkPeerIdentity, type TlsCredentials } from './credentials.js';
 
 export function connectMtls(
@@ -17,10 +17,9 @@ export function connectMtls(
   const context = creds.context;
   if (!context)
     throw new ProxyError('MINIMESH_PROXY_NOT_READY', `endpoint ${ip}:${port}: no certificate yet to originate mTLS`);
-  // Our own TCP socket with TCP_NODELAY: multiplexed HTTP/2 writes small frames while earlier data is
-  // still unacknowledged, and Nagle + delayed ACK would hold them for tens of milliseconds.
-  const tcp = netConnect({ host: ip, port, noDelay: true, ...TCP_KEEPALIVE });
-  setUserTimeout(tcp);
+  // Our own TCP socket (dialTcp) with TCP_NODELAY: multiplexed HTTP/2 writes small frames while earlier
+  // data is still unacknowledged, and Nagle + delayed ACK would hold them for tens of milliseconds.
+  const tcp = dialTcp(ip, port);
   const socket = tlsConnect({
     socket: tcp,
     host: ip,

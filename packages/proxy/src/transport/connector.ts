@@ -4,7 +4,7 @@
 // a plaintext HTTP/2 session. TCP gets a fresh connection (mTLS when meshed). An endpoint at one of this
 // pod's own IPs is the pod itself: plaintext, straight to the app (the proxy's own connections skip the
 // iptables redirect, so mTLS would land on the app, not on our inbound side; Linkerd does the same).
-import { connect as netConnect, type Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import type { H2Engine, UpstreamSession } from '../http/h2-engine.js';
 import { H1Pool } from '../http/h1-pool.js';
 import { H2Pool } from '../http/h2-pool.js';
@@ -12,7 +12,7 @@ import type { HttpUpstream } from '../http/upstream.js';
 import { armConnectTimeout, connectMtls } from '../tls/connect.js';
 import type { TlsCredentials } from '../tls/credentials.js';
 import type { Endpoint } from '../targets.js';
-import { setUserTimeout, TCP_KEEPALIVE } from '../tcp/liveness.js';
+import { dialTcp } from '../tcp/liveness.js';
 
 export class Connector {
   /** Sessions to meshed endpoints; one that breaks is reported (`onBroken`: endpoint health takes it out of balancing). */
@@ -96,8 +96,7 @@ export class Connector {
   }
 
   private tcp(ep: Endpoint): Socket {
-    const s = netConnect({ host: ep.ip, port: ep.port, noDelay: true, ...TCP_KEEPALIVE });
-    setUserTimeout(s);
+    const s = dialTcp(ep.ip, ep.port);
     armConnectTimeout(s, this.timeoutMs, ep.key);
     return s;
   }
