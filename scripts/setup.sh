@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything minimesh needs on a fresh Debian machine, and nothing twice:
 #   Debian packages (iptables with both backends, iproute2, openssl, curl, util-linux, chromium), npm packages,
-#   and the native SO_ORIGINAL_DST addon (npm 11 blocks dependency install scripts, so we build it here).
+#   and the proxy's native addon (SO_ORIGINAL_DST and TCP_USER_TIMEOUT; npm 11 blocks dependency install
+#   scripts, so we build it here).
 # Safe to run repeatedly; every step checks before it acts.
 # One line per stage on stderr (scripts/stage.sh): what it does and, the first time, about how long it
 # takes on a 2-core machine; the build output goes to a log file under ~/.cache/minimesh/logs, shown
@@ -59,7 +60,7 @@ else
   stage_note "npm packages" "up to date"
 fi
 
-# The SO_ORIGINAL_DST addon (packages/proxy/native), built once per source change.
+# The proxy's native addon (packages/proxy/native: SO_ORIGINAL_DST, TCP_USER_TIMEOUT), built once per source change.
 build_addon() {
   # Use the headers that came with this node when it has them (no download needed, works offline).
   local gyp_args=() node_prefix
@@ -70,9 +71,9 @@ build_addon() {
 if [ -f packages/proxy/native/binding.gyp ]; then
   addon=packages/proxy/native/build/Release/original_dst.node
   if [ ! -f "$addon" ] || [ -n "$(find packages/proxy/native -maxdepth 1 -newer "$addon" -name '*.c*' -o -maxdepth 1 -newer "$addon" -name 'binding.gyp')" ]; then
-    stage "SO_ORIGINAL_DST addon" "building (node-gyp, ~30 s)" build_addon
+    stage "proxy native addon" "building (node-gyp, ~30 s)" build_addon
   else
-    stage_note "SO_ORIGINAL_DST addon" "up to date"
+    stage_note "proxy native addon" "up to date"
   fi
 fi
 # The local cluster's Kubernetes binaries (kube-apiserver ... kubelet, kube-proxy, kubectl), built once
