@@ -332,7 +332,15 @@ try {
       if (step === 'direct') {
         const ip = mesh.pod('direct-s').ip;
         run.direct = {
-          open: await loadgen('direct-c', ['open', ip, APP_PORT, `${ip}:${APP_PORT}`, RATE, SECONDS, CONNS]),
+          // The same warm-up as every pair's, so the generator is as warm here as there.
+          open: (
+            await warmThenOpen(
+              'direct-c',
+              ['open', ip, APP_PORT, `${ip}:${APP_PORT}`, RATE, SECONDS, CONNS],
+              WARMUP_SECONDS,
+              () => undefined,
+            )
+          ).open,
           sat: await loadgen<Sat>('direct-c', ['closed', ip, APP_PORT, `${ip}:${APP_PORT}`, SAT_SECONDS, SAT_CONNS]),
         };
       } else {
@@ -385,21 +393,29 @@ async function measurePair(pair: Pair, clusterIp: string, tapCert?: TapCert): Pr
       reader = { pid: child.pid!, log: () => child.log?.() ?? '' };
     }
     // Warm-up (first connections, discovery, the multiplexed mTLS session, V8's optimizing compiler),
-    // outside the measured windows; its latency is the cold-start figure.
-    const warm = await loadgen(cName, ['open', clusterIp, 80, host, RATE, WARMUP_SECONDS, CONNS]);
-    const route =
-      pair.kind === 'route-timeout' || pair.kind === 'route-retry'
-        ? {
-            ...(await checkRoute(cName, clusterIp, host, pair.kind === 'route-retry')),
-            ...(restored ? { restored } : {}),
-          }
-        : undefined;
-    // Scraping resets the event-loop delay histograms; GC is counted from here.
-    const before = minimesh ? { client: scrape(cName), server: scrape(sName) } : undefined;
-    const cpu0 = { client: procStat(client.pid), server: procStat(server.pid) };
-    const readerCpu0 = reader ? procStat(reader.pid).cpu : 0;
-    const counting = args.syscalls ? { client: countFrom(client.pid), server: countFrom(server.pid) } : undefined;
-    const open = await loadgen(cName, ['open', clusterIp, 80, host, RATE, SECONDS, CONNS]);
+    // outside the measured windows; its latency is the cold-start figure. Then the measured open loop in
+    // the same generator process, on the same connections.
+    const { warm, open, between } = await warmThenOpen(
+      cName,
+      ['open', clusterIp, 80, host, RATE, SECONDS, CONNS],
+      WARMUP_SECONDS,
+      async () => {
+        const route =
+          pair.kind === 'route-timeout' || pair.kind === 'route-retry'
+            ? {
+                ...(await checkRoute(cName, clusterIp, host, pair.kind === 'route-retry')),
+                ...(restored ? { restored } : {}),
+              }
+            : undefined;
+        // Scraping resets the event-loop delay histograms; GC is counted from here.
+        const before = minimesh ? { client: scrape(cName), server: scrape(sName) } : undefined;
+        const cpu0 = { client: procStat(client.pid), server: procStat(server.pid) };
+        const readerCpu0 = reader ? procStat(reader.pid).cpu : 0;
+        const counting = args.syscalls ? { client: countFrom(client.pid), server: countFrom(server.pid) } : undefined;
+        return { route, before, cpu0, readerCpu0, counting };
+      },
+    );
+    const { route, before, cpu0, readerCpu0, counting } = between;
     const cpu1 = { client: procStat(client.pid), server: procStat(server.pid) };
     const counted = counting ? { client: await counting.client(), server: await counting.server() } : undefined;
     // CPU seconds per 1,000 requests sent (= cores per 1,000 rps): right also when the pair fell behind the
@@ -424,9 +440,9 @@ async function measurePair(pair: Pair, clusterIp: string, tapCert?: TapCert): Pr
       const r = JSON.parse(line) as { events: number; byTarget: Record<string, number>; errors: string[] };
       if (r.errors.length > 0) throw new Error(`tap reader: ${r.errors.join('; ')}`);
       if (!(r.events > 0)) throw new Error(`tap reader read no events: ${out.slice(-1000)}`);
-      // Requests both proxies forwarded while the reader observed: warm-up, open and closed loops
-      // (each loop first sends one request per connection to warm them).
-      const requests = warm.sent + CONNS + open.sent + CONNS + sat.ok + sat.errors + SAT_CONNS;
+      // Requests both proxies forwarded while the reader observed: warm-up and open loop (one generator,
+      // which first sends one request per connection to warm them) and the closed loop (the same).
+      const requests = CONNS + warm.sent + open.sent + sat.ok + sat.errors + SAT_CONNS;
       tap = { events: r.events, requests, readerCpuPer1k: readerCpuPer1k! };
     }
     return {
@@ -681,6 +697,41 @@ function during(before: Scrape, after: Scrape): NonNullable<PairRun['runtime']>[
     heapMb: after.heapMb,
     externalMb: after.externalMb,
   };
+}
+
+/**
+ * The open loop after a warm-up in one generator process (loadgen.mjs with a warm-up): the warm-up's
+ * result, then `between` (counters read, a route checked) while the connections wait, then the measured
+ * loop. One process, so the measured loop starts with a warm generator on connections already open.
+ */
+async function warmThenOpen<B>(
+  pod: string,
+  argv: Array<string | number>,
+  warmupSeconds: number,
+  between: () => Promise<B> | B,
+): Promise<{ warm: Phase; open: Phase; between: B }> {
+  const key = `loadgen-${pod}`;
+  const child = mesh.start(
+    key,
+    [process.execPath, join(here, 'loadgen.mjs'), ...argv.map(String), String(warmupSeconds)],
+    {
+      pod,
+    },
+  );
+  const exited = new Promise<number | null>((r) => child.once('exit', r));
+  const fail = (what: string) => new Error(`load generator in ${pod} ${what}: ${mesh.logOf(key).slice(-1000)}`);
+  const warmLine = await waitLine(child, '{"phase":"warm"', (warmupSeconds + 60) * 1000).catch(() => {
+    throw fail('gave no warm-up result');
+  });
+  const b = await between();
+  child.kill('SIGUSR2');
+  const code = await exited;
+  const openLine = mesh
+    .logOf(key)
+    .split('\n')
+    .find((l) => l.startsWith('{"phase":"open"'));
+  if (code !== 0 || !openLine) throw fail(`failed (${code})`);
+  return { warm: JSON.parse(warmLine) as Phase, open: JSON.parse(openLine) as Phase, between: b };
 }
 
 async function loadgen<T = Phase>(pod: string, argv: Array<string | number>): Promise<T> {
