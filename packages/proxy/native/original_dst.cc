@@ -5,6 +5,7 @@
 //
 //   getOriginalDst(fd) -> { address, port, family }   (throws an Error whose .code is the errno name)
 //   setTcpUserTimeout(fd, ms) / getTcpUserTimeout(fd) -> ms          (throw the same way)
+//   stopLoopIdleTime() -> boolean                                    (see StopLoopIdleTime below)
 //
 // IPv4 sockets are asked at SOL_IP/SO_ORIGINAL_DST, IPv6 sockets at SOL_IPV6/IP6T_SO_ORIGINAL_DST
 // (both option number 80); an IPv6 socket carrying an IPv4-mapped connection is asked the IPv4 way.
@@ -17,6 +18,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <uv.h>
 
 #ifndef IP6T_SO_ORIGINAL_DST
 #define IP6T_SO_ORIGINAL_DST 80
@@ -108,10 +110,32 @@ Napi::Value GetTcpUserTimeout(const Napi::CallbackInfo& info) {
   return Napi::Number::New(env, ms);
 }
 
+// Node configures its event loop with UV_METRICS_IDLE_TIME (for performance.eventLoopUtilization()),
+// and with it libuv starts every poll with an epoll_pwait of timeout 0 before the one that waits: two
+// system calls per wake-up where one would do. The proxy reads no event-loop utilization, so it turns the
+// accounting off. libuv has no call for that: the option lives in the flags word that starts the private
+// struct uv_loop_t.internal_fields points at (libuv 1.39 onwards, where the option was added), and that
+// bit is cleared here. Returns true when it was set and is now cleared; false when it was not set, or
+// when this is not a libuv 1.x from 1.39 on (nothing is touched then).
+Napi::Value StopLoopIdleTime(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const unsigned int version = uv_version();
+  if ((version >> 16) != 1 || ((version >> 8) & 0xff) < 39) return Napi::Boolean::New(env, false);
+  uv_loop_t* loop = nullptr;
+  if (napi_get_uv_event_loop(env, &loop) != napi_ok || loop == nullptr || loop->internal_fields == nullptr)
+    return Napi::Boolean::New(env, false);
+  auto* flags = static_cast<unsigned int*>(loop->internal_fields);
+  const unsigned int bit = UV_METRICS_IDLE_TIME;
+  if ((*flags & bit) == 0) return Napi::Boolean::New(env, false);
+  *flags &= ~bit;
+  return Napi::Boolean::New(env, true);
+}
+
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("getOriginalDst", Napi::Function::New(env, GetOriginalDst, "getOriginalDst"));
   exports.Set("setTcpUserTimeout", Napi::Function::New(env, SetTcpUserTimeout, "setTcpUserTimeout"));
   exports.Set("getTcpUserTimeout", Napi::Function::New(env, GetTcpUserTimeout, "getTcpUserTimeout"));
+  exports.Set("stopLoopIdleTime", Napi::Function::New(env, StopLoopIdleTime, "stopLoopIdleTime"));
   return exports;
 }
 

@@ -6,6 +6,7 @@ import './heap-start.js';
 import { MINIMESH_VERSION, PROXY_ENV } from '@minimesh/config';
 import { defineProgram } from '@minimesh/runtime';
 import { parseProxyConfig } from './config/proxy.js';
+import { stopLoopIdleTime } from './native/index.js';
 import { startProxy } from './proxy.js';
 
 const USAGE = `minimesh-proxy   (configured by environment, MINIMESH_PROXY_*, as the injector writes it;
@@ -38,6 +39,8 @@ await defineProgram({
   // The drain is bounded by MINIMESH_PROXY_SHUTDOWN_GRACE_PERIOD itself; the skeleton must not cut it.
   shutdownTimeoutMs: 2 ** 31 - 1,
   async run({ config, logger, env, shutdown }) {
+    // One poll per wake-up instead of two (src/native/event-loop.ts): nothing here reads the loop's utilization.
+    if (stopLoopIdleTime()) logger.debug('event loop: idle-time accounting off, one poll per wake-up');
     const proxy = await startProxy(config, logger, {
       env,
       onShutdownRequest: () => shutdown('shutdown endpoint'),

@@ -1,50 +1,10 @@
 // getOriginalDst(socket): where a connection was going before iptables REDIRECTed it to the proxy.
 // Reads SO_ORIGINAL_DST (IPv4) or IP6T_SO_ORIGINAL_DST (IPv6) through our N-API addon
 // (packages/proxy/native, built by `npm run setup`) from the socket's file descriptor.
-import { createRequire } from 'node:module';
-import { fileURLToPath } from 'node:url';
 import type { Socket } from 'node:net';
-import { AddonMissingError, NotRedirectedError, OriginalDstError } from './errors.js';
-
-export interface OriginalDst {
-  address: string;
-  port: number;
-  family: 4 | 6;
-}
-
-interface Addon {
-  getOriginalDst(fd: number): OriginalDst;
-  setTcpUserTimeout(fd: number, ms: number): void;
-  getTcpUserTimeout(fd: number): number;
-}
-
-/** Environment variable that points at a prebuilt original_dst.node (e.g. inside an image). */
-export const ADDON_PATH_ENV = 'MINIMESH_ORIGINAL_DST_ADDON';
-
-// Same relative path from src/native/ (tsx, vitest) and dist/native/ (built).
-const DEFAULT_ADDON_PATH = fileURLToPath(new URL('../../native/build/Release/original_dst.node', import.meta.url));
-
-let addon: Addon | undefined;
-/** Loading the addon failed once (setTcpUserTimeout stops trying; getOriginalDst keeps its error). */
-let addonMissing = false;
-
-export function addonPath(): string {
-  return process.env[ADDON_PATH_ENV] || DEFAULT_ADDON_PATH;
-}
-
-function loadAddon(): Addon {
-  if (addon) return addon;
-  const path = addonPath();
-  try {
-    addon = createRequire(import.meta.url)(path) as Addon;
-  } catch (err) {
-    throw new AddonMissingError(
-      `original destination: the SO_ORIGINAL_DST addon could not be loaded from ${path}; run \`npm run setup\` to build it`,
-      { cause: err },
-    );
-  }
-  return addon;
-}
+import { loadAddon, tryAddon } from './addon.js';
+import { NotRedirectedError, OriginalDstError } from './errors.js';
+import type { OriginalDst } from './addon.js';
 
 /**
  * Loads the addon now: a proxy that will read SO_ORIGINAL_DST checks at start-up that it can, instead
@@ -67,14 +27,9 @@ function fdOf(socket: Socket): number | undefined {
  */
 export function setTcpUserTimeout(socket: Socket, ms: number): boolean {
   const fd = fdOf(socket);
-  if (fd === undefined || addonMissing) return false;
-  let lib: Addon;
-  try {
-    lib = loadAddon();
-  } catch {
-    addonMissing = true; // not looked for again on every connection
-    return false;
-  }
+  if (fd === undefined) return false;
+  const lib = tryAddon();
+  if (lib === undefined) return false;
   try {
     lib.setTcpUserTimeout(fd, ms);
     return true;
