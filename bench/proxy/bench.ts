@@ -4,7 +4,8 @@
 // plane (minimesh identity, destination and policy, on the local cluster's API server) and the same load
 // generator, against the same client → app path without proxies (the direct baseline, for "added").
 // HTTP/1.1 keep-alive, small bodies: after a warm-up at the same load (5 s; its latency is the cold-start
-// row), 1,000 rps open loop over 100 connections (latency from each request's scheduled start), then a
+// row), 1,000 rps open loop over 100 connections (latency from each request's scheduled start; one
+// generator process and the same connections for warm-up and loop, the direct path's too), then a
 // saturated closed loop over 32 connections. linkerd2-proxy runs with
 // LINKERD2_PROXY_CORES=1 (one thread: the fair match for one Node event loop). The minimesh proxy runs as it
 // ships in its image: the bundle of scripts/bundle.mjs (packages/proxy/bundle/main.mjs, made when missing
