@@ -1,6 +1,9 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { performance } from 'node:perf_hooks';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { stopLoopIdleTime } from './index.js';
 
 // This test file runs in its own process (vitest's forks pool), so turning the accounting off here
@@ -19,5 +22,25 @@ describe('stopLoopIdleTime', () => {
 
     // Already off: nothing to do.
     expect(stopLoopIdleTime()).toBe(false);
+  });
+
+  afterEach(() => {
+    delete process.env.MINIMESH_ORIGINAL_DST_ADDON;
+    vi.resetModules();
+  });
+
+  it('is false, not a TypeError, with an addon built before the call existed', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'mm-addon-'));
+    try {
+      // What an older original_dst.node exports: the socket options only.
+      const old = join(dir, 'old-addon.cjs');
+      writeFileSync(old, 'module.exports = { getOriginalDst() {}, setTcpUserTimeout() {}, getTcpUserTimeout() {} };');
+      process.env.MINIMESH_ORIGINAL_DST_ADDON = old;
+      vi.resetModules();
+      const fresh = await import('./index.js');
+      expect(fresh.stopLoopIdleTime()).toBe(false);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -10,8 +10,10 @@ import { tryAddon } from './addon.js';
 /**
  * Turns libuv's idle-time accounting off for this process's event loop. True when it was on and is now
  * off; false when it was off already, when this libuv's layout is not one the addon knows (nothing is
- * touched), or when the addon cannot be loaded.
+ * touched), or when the addon cannot be loaded or predates the call.
  */
 export function stopLoopIdleTime(): boolean {
-  return tryAddon()?.stopLoopIdleTime() ?? false;
+  const lib = tryAddon();
+  // An addon built before this call existed (a checkout not set up again) has no such function.
+  return typeof lib?.stopLoopIdleTime === 'function' ? lib.stopLoopIdleTime() : false;
 }
