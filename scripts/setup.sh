@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything minimesh needs on a fresh Debian machine, and nothing twice:
 #   Debian packages (iptables with both backends, iproute2, openssl, curl, util-linux, chromium), npm packages,
-#   and the proxy's native addon (SO_ORIGINAL_DST and TCP_USER_TIMEOUT; npm 11 blocks dependency install
-#   scripts, so we build it here).
+#   and the proxy's native addon (SO_ORIGINAL_DST, TCP_USER_TIMEOUT, the event loop's idle-time accounting
+#   off; npm 11 blocks dependency install scripts, so we build it here).
 # Safe to run repeatedly; every step checks before it acts.
 # One line per stage on stderr (scripts/stage.sh): what it does and, the first time, about how long it
 # takes on a 2-core machine; the build output goes to a log file under ~/.cache/minimesh/logs, shown
@@ -60,7 +60,8 @@ else
   stage_note "npm packages" "up to date"
 fi
 
-# The proxy's native addon (packages/proxy/native: SO_ORIGINAL_DST, TCP_USER_TIMEOUT), built once per source change.
+# The proxy's native addon (packages/proxy/native: SO_ORIGINAL_DST, TCP_USER_TIMEOUT, stopLoopIdleTime), built once per
+# source change.
 build_addon() {
   # Use the headers that came with this node when it has them (no download needed, works offline).
   local gyp_args=() node_prefix

@@ -711,39 +711,40 @@ async function warmThenOpen<B>(
   warmupSeconds: number,
   between: () => Promise<B> | B,
 ): Promise<{ warm: Phase; open: Phase; between: B }> {
-  const key = `loadgen-${pod}`;
-  const child = mesh.start(
-    key,
-    [process.execPath, join(here, 'loadgen.mjs'), ...argv.map(String), String(warmupSeconds)],
-    {
-      pod,
-    },
-  );
-  const exited = new Promise<number | null>((r) => child.once('exit', r));
-  const fail = (what: string) => new Error(`load generator in ${pod} ${what}: ${mesh.logOf(key).slice(-1000)}`);
-  const warmLine = await waitLine(child, '{"phase":"warm"', (warmupSeconds + 60) * 1000).catch(() => {
-    throw fail('gave no warm-up result');
+  const gen = startLoadgen(pod, [...argv, warmupSeconds]);
+  const warmLine = await waitLine(gen.child, '{"phase":"warm"', (warmupSeconds + 60) * 1000).catch(() => {
+    throw gen.fail('gave no warm-up result');
   });
   const b = await between();
-  child.kill('SIGUSR2');
-  const code = await exited;
-  const openLine = mesh
-    .logOf(key)
-    .split('\n')
-    .find((l) => l.startsWith('{"phase":"open"'));
-  if (code !== 0 || !openLine) throw fail(`failed (${code})`);
-  return { warm: JSON.parse(warmLine) as Phase, open: JSON.parse(openLine) as Phase, between: b };
+  gen.child.kill('SIGUSR2');
+  const open = await gen.finished<Phase>('{"phase":"open"');
+  return { warm: JSON.parse(warmLine) as Phase, open, between: b };
 }
 
-async function loadgen<T = Phase>(pod: string, argv: Array<string | number>): Promise<T> {
-  const child = mesh.start(`loadgen-${pod}`, [process.execPath, join(here, 'loadgen.mjs'), ...argv.map(String)], {
-    pod,
-  });
-  const code = await new Promise<number | null>((r) => child.once('exit', r));
-  const out = mesh.logOf(`loadgen-${pod}`);
-  const line = out.split('\n').find((l) => l.startsWith('{'));
-  if (code !== 0 || !line) throw new Error(`load generator in ${pod} failed (${code}): ${out.slice(-1000)}`);
-  return JSON.parse(line) as T;
+/** One load generator run to its end: its result line. */
+function loadgen<T>(pod: string, argv: Array<string | number>): Promise<T> {
+  return startLoadgen(pod, argv).finished<T>('{');
+}
+
+/** A load generator process in `pod`; `finished` waits for it to exit and returns its line starting with `prefix`. */
+function startLoadgen(pod: string, argv: Array<string | number>) {
+  const key = `loadgen-${pod}`;
+  const child = mesh.start(key, [process.execPath, join(here, 'loadgen.mjs'), ...argv.map(String)], { pod });
+  const exited = new Promise<number | null>((r) => child.once('exit', r));
+  const fail = (what: string) => new Error(`load generator in ${pod} ${what}: ${mesh.logOf(key).slice(-1000)}`);
+  return {
+    child,
+    fail,
+    async finished<T>(prefix: string): Promise<T> {
+      const code = await exited;
+      const line = mesh
+        .logOf(key)
+        .split('\n')
+        .find((l) => l.startsWith(prefix));
+      if (code !== 0 || !line) throw fail(`failed (${code})`);
+      return JSON.parse(line) as T;
+    },
+  };
 }
 
 function waitLine(child: ChildProcess, prefix: string, timeoutMs = 15_000): Promise<string> {

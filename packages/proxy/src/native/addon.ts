@@ -14,7 +14,8 @@ export interface Addon {
   getOriginalDst(fd: number): OriginalDst;
   setTcpUserTimeout(fd: number, ms: number): void;
   getTcpUserTimeout(fd: number): number;
-  stopLoopIdleTime(): boolean;
+  /** Absent from an addon built before it existed (a checkout not set up again). */
+  stopLoopIdleTime?(): boolean;
 }
 
 /** Environment variable that points at a prebuilt original_dst.node (e.g. inside an image). */

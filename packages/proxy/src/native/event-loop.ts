@@ -13,7 +13,5 @@ import { tryAddon } from './addon.js';
  * touched), or when the addon cannot be loaded or predates the call.
  */
 export function stopLoopIdleTime(): boolean {
-  const lib = tryAddon();
-  // An addon built before this call existed (a checkout not set up again) has no such function.
-  return typeof lib?.stopLoopIdleTime === 'function' ? lib.stopLoopIdleTime() : false;
+  return tryAddon()?.stopLoopIdleTime?.() ?? false;
 }

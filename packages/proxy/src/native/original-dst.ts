@@ -2,9 +2,8 @@
 // Reads SO_ORIGINAL_DST (IPv4) or IP6T_SO_ORIGINAL_DST (IPv6) through our N-API addon
 // (packages/proxy/native, built by `npm run setup`) from the socket's file descriptor.
 import type { Socket } from 'node:net';
-import { loadAddon, tryAddon } from './addon.js';
+import { loadAddon, tryAddon, type OriginalDst } from './addon.js';
 import { NotRedirectedError, OriginalDstError } from './errors.js';
-import type { OriginalDst } from './addon.js';
 
 /**
  * Loads the addon now: a proxy that will read SO_ORIGINAL_DST checks at start-up that it can, instead
