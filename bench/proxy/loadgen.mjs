@@ -9,6 +9,7 @@
 //   probe <ip> <port> <host> <path>: one GET; prints JSON {status,ms} (status 0: the request failed).
 // <host> is the Host header (the service name); <ip> what the socket dials (a ClusterIP, a pod IP).
 import { Agent, request } from 'node:http';
+import { dueCount, scheduledAt } from './schedule.mjs';
 
 const [mode, ip, portText, host, ...rest] = process.argv.slice(2);
 const port = Number(portText);
@@ -56,9 +57,9 @@ async function openLoop(agent, rps, seconds) {
   await new Promise((resolve) => {
     const tick = () => {
       const now = performance.now();
-      const due = Math.min(total, Math.floor(((now - start) / 1000) * rps));
+      const due = dueCount(now - start, rps, total);
       while (sent < due) {
-        const scheduled = start + (sent * 1000) / rps;
+        const scheduled = start + scheduledAt(sent, rps);
         sent++;
         inflight.push(
           once(agent).then((good) => {
