@@ -4,7 +4,7 @@
 // plane (minimesh identity, destination and policy, on the local cluster's API server) and the same load
 // generator, against the same client → app path without proxies (the direct baseline, for "added").
 // HTTP/1.1 keep-alive, small bodies: after a warm-up at the same load (5 s; its latency is the cold-start
-// row), 1,000 rps open loop over 100 connections (latency from each request's scheduled start; one
+// row), 1,000 rps open loop (--rate) over 100 connections (latency from each request's scheduled start; one
 // generator process and the same connections for warm-up and loop, the direct path's too), then a
 // saturated closed loop over 32 connections. linkerd2-proxy runs with
 // LINKERD2_PROXY_CORES=1 (one thread: the fair match for one Node event loop). The minimesh proxy runs as it
@@ -19,7 +19,7 @@
 //   no-outbound-policy the outbound proxy without a policy controller (no OutboundPolicy at all).
 //
 //   npm run bench -w @minimesh/proxy [-- --linkerd2-proxy <binary>] [--runs 3] [--seconds 10] [--out <file>]
-//     [--warmup-seconds 5] [--syscalls]
+//     [--warmup-seconds 5] [--rate 1000] [--syscalls]
 //     [--variants tap-enabled,tap-observed,route-timeout,route-retry,no-outbound-policy | none]
 //
 // The peer comes from --linkerd2-proxy, MINIMESH_BENCH_LINKERD2_PROXY, or /opt/minimesh-peers/linkerd2-proxy;
@@ -67,6 +67,8 @@ const { values: args } = parseArgs({
     'linkerd2-proxy': { type: 'string' },
     runs: { type: 'string', default: process.env.BENCH_RUNS ?? '3' },
     seconds: { type: 'string', default: process.env.BENCH_SECONDS ?? '10' },
+    /** The open loop's rate, requests a second (warm-up and measured loop); the goals are stated at 1,000. */
+    rate: { type: 'string', default: process.env.BENCH_RATE ?? '1000' },
     'sat-seconds': { type: 'string', default: process.env.BENCH_SAT_SECONDS ?? '5' },
     /** Each pair first serves the open loop's load this long, outside the measured windows (see WARMUP_SECONDS). */
     'warmup-seconds': { type: 'string', default: process.env.BENCH_WARMUP_SECONDS ?? '5' },
@@ -126,7 +128,9 @@ const SAT_SECONDS = Number(args['sat-seconds']);
 const WARMUP_SECONDS = Number(args['warmup-seconds']);
 if (!(WARMUP_SECONDS >= 1))
   throw new Error(`--warmup-seconds: "${args['warmup-seconds']}" is not a number of seconds, at least 1`);
-const RATE = 1000;
+const RATE = Number(args.rate);
+if (!(Number.isInteger(RATE) && RATE >= 1))
+  throw new Error(`--rate: "${args.rate}" is not a whole number of requests a second, at least 1`);
 const CONNS = 100;
 const SAT_CONNS = 32;
 const APP_PORT = 8080;
