@@ -99,6 +99,8 @@ export interface BenchFile {
     /** Absent: runs before 2026-11-29 14:00, warmed up 1 s at 200 rps. */
     warmupSeconds?: number;
     runs: number;
+    /** Where the proxies ran (bench.ts --pin); absent: runs before 2026-11-30 16:40, left to the kernel. */
+    pin?: 'none' | 'one-cpu' | 'split';
   };
   peer: { path: string } | { reason: string };
   /** The policy controller ran (every minimesh proxy then had its inbound and outbound policies). */
@@ -319,6 +321,9 @@ export function renderTable(file: BenchFile): string {
   out += `\nminimesh-proxy vs linkerd2-proxy, one run: ${file.date.slice(0, 16).replace('T', ' ')} UTC, commit ${file.commit}, `;
   out += `load average at start ${la}; ${file.cpus} × ${file.cpuModel}, node ${file.node}; `;
   out += `${c.runs} runs, medians (min–max); ${c.seconds} s open loop, ${c.satSeconds} s closed loop per pair and run.\n`;
+  if (c.pin === 'one-cpu')
+    out += 'Pinned (--pin one-cpu): every proxy on the last CPU, the load generator and the apps on CPU 0.\n';
+  else if (c.pin === 'split') out += 'Pinned (--pin split): outbound proxies on CPU 0, inbound proxies on CPU 1.\n';
   const envText = (e: Record<string, string>) =>
     Object.entries(e)
       .map(([k, v]) => `${k}=${v}`)
