@@ -37,6 +37,7 @@ import { policyCrds } from '@minimesh/policy';
 import { NetnsMesh, PROXY_UID, ROOT, findLinkerd2Proxy } from '../../packages/proxy/test/support/netns-mesh.js';
 import { policyServer } from '../../packages/proxy/test/support/policy-server.js';
 import {
+  PLACEMENTS,
   VARIANTS,
   renderTable,
   renderVariants,
@@ -44,6 +45,7 @@ import {
   type PairKind,
   type PairRun,
   type Phase,
+  type Placement,
   type Run,
   type Sat,
   type Variant,
@@ -134,18 +136,15 @@ const WARMUP_SECONDS = Number(args['warmup-seconds']);
 if (!(WARMUP_SECONDS >= 1))
   throw new Error(`--warmup-seconds: "${args['warmup-seconds']}" is not a number of seconds, at least 1`);
 /**
- * Placements (--pin), each process with all its threads by taskset (util-linux) as it starts:
- *   none     left to the kernel, as a real node does (the default, and the proxy README's table);
- *   one-cpu  every proxy on the last CPU, the load generator and the apps on CPU 0: a pair's two proxies
- *            share one CPU, as sidecars do on a busy node;
- *   split    outbound proxies on CPU 0, inbound proxies on CPU 1, the rest left to the kernel.
- * docs/proxy.md, "Where the kernel puts the proxies": pinned, both proxies spent 10–25 % less CPU per
- * request in three benches, and linkerd2-proxy's added p50 depends on the placement far more than ours.
+ * Placements (--pin; table.ts PLACEMENTS), each process with all its threads by taskset (util-linux) as it
+ * starts. none leaves them to the kernel, as a real node does (the default, and the proxy README's table);
+ * one-cpu has a pair's two proxies share one CPU, as sidecars do on a busy node. docs/proxy.md, "Where the
+ * kernel puts the proxies": pinned, both proxies spent 10–25 % less CPU per request in three benches, and
+ * linkerd2-proxy's added p50 depends on the placement far more than ours.
  */
-const PLACEMENTS = ['none', 'one-cpu', 'split'] as const;
-type Placement = (typeof PLACEMENTS)[number];
 const PIN = args.pin as Placement;
-if (!PLACEMENTS.includes(PIN)) throw new Error(`--pin: "${args.pin}" is not one of ${PLACEMENTS.join(', ')}`);
+if (!Object.hasOwn(PLACEMENTS, PIN))
+  throw new Error(`--pin: "${args.pin}" is not one of ${Object.keys(PLACEMENTS).join(', ')}`);
 if (PIN !== 'none') {
   if (cpus().length < 2)
     throw new Error(`--pin ${PIN}: it needs at least 2 CPUs, and this machine has ${cpus().length}`);
@@ -155,17 +154,9 @@ if (PIN !== 'none') {
 }
 /** `argv` started on the CPU --pin gives a process of this role (unchanged when it gives none). */
 function placed(role: 'outbound' | 'inbound' | 'load', argv: string[]): string[] {
-  const cpu =
-    PIN === 'one-cpu'
-      ? role === 'load'
-        ? 0
-        : cpus().length - 1
-      : PIN === 'split' && role !== 'load'
-        ? role === 'outbound'
-          ? 0
-          : 1
-        : undefined;
-  return cpu === undefined ? argv : ['taskset', '-c', String(cpu), ...argv];
+  const cpu = (PLACEMENTS[PIN].cpu as Partial<Record<typeof role, number | 'last'>>)[role];
+  if (cpu === undefined) return argv;
+  return ['taskset', '-c', String(cpu === 'last' ? cpus().length - 1 : cpu), ...argv];
 }
 const RATE = Number(args.rate);
 if (!(Number.isInteger(RATE) && RATE >= 1))

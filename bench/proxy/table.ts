@@ -9,6 +9,24 @@ export const VARIANTS = ['tap-enabled', 'tap-observed', 'route-timeout', 'route-
 export type Variant = (typeof VARIANTS)[number];
 export type PairKind = 'minimesh' | 'minimesh-ab' | 'linkerd2' | Variant;
 
+/**
+ * Where the bench runs the proxies (bench.ts --pin), each process with all its threads (taskset): what
+ * the table's header says of it, and the CPU each role gets ('last': the machine's last CPU; a role
+ * without one is left to the kernel). docs/proxy.md, "Where the kernel puts the proxies".
+ */
+export const PLACEMENTS = {
+  none: { says: undefined, cpu: {} },
+  'one-cpu': {
+    says: 'every proxy on the last CPU, the load generator and the apps on CPU 0',
+    cpu: { load: 0, outbound: 'last', inbound: 'last' },
+  },
+  split: { says: 'outbound proxies on CPU 0, inbound proxies on CPU 1', cpu: { outbound: 0, inbound: 1 } },
+} as const satisfies Record<
+  string,
+  { says: string | undefined; cpu: Partial<Record<'load' | 'outbound' | 'inbound', number | 'last'>> }
+>;
+export type Placement = keyof typeof PLACEMENTS;
+
 /** One load-generator phase as loadgen.mjs prints it. */
 export interface Phase {
   p50: number;
@@ -100,7 +118,7 @@ export interface BenchFile {
     warmupSeconds?: number;
     runs: number;
     /** Where the proxies ran (bench.ts --pin); absent: runs before 2026-11-30 16:40, left to the kernel. */
-    pin?: 'none' | 'one-cpu' | 'split';
+    pin?: Placement;
   };
   peer: { path: string } | { reason: string };
   /** The policy controller ran (every minimesh proxy then had its inbound and outbound policies). */
@@ -321,9 +339,8 @@ export function renderTable(file: BenchFile): string {
   out += `\nminimesh-proxy vs linkerd2-proxy, one run: ${file.date.slice(0, 16).replace('T', ' ')} UTC, commit ${file.commit}, `;
   out += `load average at start ${la}; ${file.cpus} × ${file.cpuModel}, node ${file.node}; `;
   out += `${c.runs} runs, medians (min–max); ${c.seconds} s open loop, ${c.satSeconds} s closed loop per pair and run.\n`;
-  if (c.pin === 'one-cpu')
-    out += 'Pinned (--pin one-cpu): every proxy on the last CPU, the load generator and the apps on CPU 0.\n';
-  else if (c.pin === 'split') out += 'Pinned (--pin split): outbound proxies on CPU 0, inbound proxies on CPU 1.\n';
+  const pinned = c.pin === undefined ? undefined : PLACEMENTS[c.pin].says;
+  if (pinned !== undefined) out += `Pinned (--pin ${c.pin}): ${pinned}.\n`;
   const envText = (e: Record<string, string>) =>
     Object.entries(e)
       .map(([k, v]) => `${k}=${v}`)
