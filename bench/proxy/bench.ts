@@ -46,6 +46,7 @@ import {
   type PairRun,
   type Phase,
   type Placement,
+  type PlacedRole,
   type Run,
   type Sat,
   type Variant,
@@ -138,9 +139,8 @@ if (!(WARMUP_SECONDS >= 1))
 /**
  * Placements (--pin; table.ts PLACEMENTS), each process with all its threads by taskset (util-linux) as it
  * starts. none leaves them to the kernel, as a real node does (the default, and the proxy README's table);
- * one-cpu has a pair's two proxies share one CPU, as sidecars do on a busy node. docs/proxy.md, "Where the
- * kernel puts the proxies": pinned, both proxies spent 10–25 % less CPU per request in three benches, and
- * linkerd2-proxy's added p50 depends on the placement far more than ours.
+ * one-cpu has a pair's two proxies share one CPU, as sidecars do on a busy node. What pinning changes:
+ * docs/proxy.md, "Where the kernel puts the proxies".
  */
 const PIN = args.pin as Placement;
 if (!Object.hasOwn(PLACEMENTS, PIN))
@@ -153,8 +153,8 @@ if (PIN !== 'none') {
     throw new Error(`--pin ${PIN}: taskset (util-linux) cannot run here: ${t.error?.message ?? t.stderr.trim()}`);
 }
 /** `argv` started on the CPU --pin gives a process of this role (unchanged when it gives none). */
-function placed(role: 'outbound' | 'inbound' | 'load', argv: string[]): string[] {
-  const cpu = (PLACEMENTS[PIN].cpu as Partial<Record<typeof role, number | 'last'>>)[role];
+function placed(role: PlacedRole, argv: string[]): string[] {
+  const cpu = PLACEMENTS[PIN].cpu[role];
   if (cpu === undefined) return argv;
   return ['taskset', '-c', String(cpu === 'last' ? cpus().length - 1 : cpu), ...argv];
 }
@@ -525,25 +525,17 @@ async function measurePair(pair: Pair, clusterIp: string, tapCert?: TapCert): Pr
 async function startProxy(pair: Pair, pod: string): Promise<{ pid: number; readyMs: number }> {
   const key = `proxy-${pod}`;
   const spawnAt = Date.now();
-  const env = (): Record<string, string> => {
+  const role = pod.endsWith('-c') ? 'outbound' : 'inbound';
+  const minimeshEnv = (): Record<string, string> => {
     const e = mesh.minimeshEnv(pod, { ...IMAGE_ENV, MINIMESH_ORIGINAL_DST_ADDON: ADDON, ...pair.env });
-    if (pair.noOutboundPolicy && pod.endsWith('-c'))
+    if (pair.noOutboundPolicy && role === 'outbound')
       for (const k of Object.keys(e)) if (k.startsWith('MINIMESH_PROXY_POLICY_')) delete e[k];
     return e;
   };
-  const role = pod.endsWith('-c') ? 'outbound' : 'inbound';
-  const child =
-    pair.kind === 'linkerd2'
-      ? mesh.start(key, placed(role, [peer!]), {
-          pod,
-          uid: PROXY_UID,
-          env: await mesh.linkerdEnv(pod, String(APP_PORT)),
-        })
-      : mesh.start(key, placed(role, [process.execPath, ...nodeArgs, pair.main!]), {
-          pod,
-          uid: PROXY_UID,
-          env: env(),
-        });
+  const linkerd = pair.kind === 'linkerd2';
+  const argv = linkerd ? [peer!] : [process.execPath, ...nodeArgs, pair.main!];
+  const env = linkerd ? await mesh.linkerdEnv(pod, String(APP_PORT)) : minimeshEnv();
+  const child = mesh.start(key, placed(role, argv), { pod, uid: PROXY_UID, env });
   const waiter = mesh.start(
     `ready-${pod}`,
     [process.execPath, join(here, 'wait-ready.mjs'), String(spawnAt), 'http://127.0.0.1:4191/ready'],

@@ -9,23 +9,25 @@ export const VARIANTS = ['tap-enabled', 'tap-observed', 'route-timeout', 'route-
 export type Variant = (typeof VARIANTS)[number];
 export type PairKind = 'minimesh' | 'minimesh-ab' | 'linkerd2' | Variant;
 
+export type Placement = 'none' | 'one-cpu' | 'split';
+/** The processes a placement puts on a CPU: the proxies by direction, and the load generator with the apps. */
+export type PlacedRole = 'load' | 'outbound' | 'inbound';
 /**
  * Where the bench runs the proxies (bench.ts --pin), each process with all its threads (taskset): what
  * the table's header says of it, and the CPU each role gets ('last': the machine's last CPU; a role
  * without one is left to the kernel). docs/proxy.md, "Where the kernel puts the proxies".
  */
-export const PLACEMENTS = {
+export const PLACEMENTS: Record<
+  Placement,
+  { says: string | undefined; cpu: Partial<Record<PlacedRole, number | 'last'>> }
+> = {
   none: { says: undefined, cpu: {} },
   'one-cpu': {
     says: 'every proxy on the last CPU, the load generator and the apps on CPU 0',
     cpu: { load: 0, outbound: 'last', inbound: 'last' },
   },
   split: { says: 'outbound proxies on CPU 0, inbound proxies on CPU 1', cpu: { outbound: 0, inbound: 1 } },
-} as const satisfies Record<
-  string,
-  { says: string | undefined; cpu: Partial<Record<'load' | 'outbound' | 'inbound', number | 'last'>> }
->;
-export type Placement = keyof typeof PLACEMENTS;
+};
 
 /** One load-generator phase as loadgen.mjs prints it. */
 export interface Phase {
