@@ -25,12 +25,28 @@ for (const dir of dirs) {
     `${dir.padEnd(28)} ${String(r.numPassedTests).padStart(4)} passed ${String(f).padStart(3)} failed` +
       (brokenSuites ? ` (${brokenSuites} suite(s) failed before their tests ran)` : ''),
   );
-  // Name what failed, so a red summary says which test without digging through the log above.
+  // Name what failed, and how, so a red summary says which test and why without digging through the
+  // log above (a CI page often keeps only the end of the log).
   for (const file of r.testResults ?? []) {
-    const names = file.assertionResults.filter((a) => a.status === 'failed').map((a) => a.fullName);
-    if (names.length === 0 && file.status === 'failed') names.push('(the file failed before its tests ran)');
-    for (const name of names) rows.push(`  ✗ ${relative(process.cwd(), file.name)} > ${name}`);
+    const failures = file.assertionResults
+      .filter((a) => a.status === 'failed')
+      .map((a) => ({ name: a.fullName, message: a.failureMessages?.[0] ?? '' }));
+    if (failures.length === 0 && file.status === 'failed')
+      failures.push({ name: '(the file failed before its tests ran)', message: file.message ?? '' });
+    for (const { name, message } of failures) {
+      rows.push(`  ✗ ${relative(process.cwd(), file.name)} > ${name}`);
+      rows.push(...excerpt(message));
+    }
   }
+}
+
+// The first lines of a failure message, without colour codes, indented under the test's name.
+function excerpt(message, maxLines = 12) {
+  // eslint-disable-next-line no-control-regex
+  const lines = message.replace(/\u001b\[[0-9;]*m/g, '').split('\n');
+  const kept = lines.slice(0, maxLines).map((l) => `      ${l}`);
+  if (lines.length > maxLines) kept.push(`      … (${lines.length - maxLines} more lines in the log above)`);
+  return message ? kept : [];
 }
 console.log('\n' + rows.join('\n'));
 console.log(`${passed} passed, ${failed} failed` + (skipped ? `, ${skipped} skipped` : ''));
