@@ -35,6 +35,7 @@ async function eventually<T>(
   what: string,
   fn: () => Promise<T | undefined> | T | undefined,
   timeoutMs: number,
+  detail: () => string = () => '',
 ): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
@@ -47,7 +48,7 @@ async function eventually<T>(
     }
     if (Date.now() > deadline)
       throw new Error(
-        `${what}: not true after ${timeoutMs} ms${last ? ` (last error: ${String(last)})` : ''}\ninjector log:\n${injectorLog.slice(-3000)}`,
+        `${what}: not true after ${timeoutMs} ms${last ? ` (last error: ${String(last)})` : ''}\n${detail()}\ninjector log:\n${injectorLog.slice(-3000)}`,
       );
     await sleep(200);
   }
@@ -171,13 +172,28 @@ afterAll(async () => {
 describe('injector with the real API server', () => {
   it('a pod created in an opted-in namespace is stored with minimesh-init and minimesh-proxy', async () => {
     // The API server learns about new webhook configurations through an informer: retry with fresh pods.
+    // Each attempt's outcome is kept, so a timeout says whether pods were refused (and why) or stored
+    // without the mesh.
+    const attempts: string[] = [];
     const created = await eventually(
       'a pod injected by the webhook',
       async () => {
-        const pod = await createPod(`web-${Date.now()}`);
-        return pod.spec.initContainers?.length ? pod : undefined;
+        const name = `web-${Date.now()}`;
+        const started = Date.now();
+        try {
+          const pod = await createPod(name);
+          const injected = Boolean(pod.spec.initContainers?.length);
+          attempts.push(
+            `${name}: stored ${injected ? 'injected' : 'without init containers'} in ${Date.now() - started} ms`,
+          );
+          return injected ? pod : undefined;
+        } catch (err) {
+          attempts.push(`${name}: refused in ${Date.now() - started} ms: ${String(err).slice(0, 300)}`);
+          throw err;
+        }
       },
-      30_000,
+      60_000,
+      () => `attempts (${attempts.length}):\n${attempts.slice(-6).join('\n')}`,
     );
     const stored = await adminClient().request('GET', `/api/v1/namespaces/${ns}/pods/${created.metadata.name}`);
     const init = stored.spec.initContainers as {
@@ -215,10 +231,10 @@ describe('injector with the real API server', () => {
         );
         return evs.length ? evs : undefined;
       },
-      10_000,
+      30_000,
     );
     expect(events[0]?.annotations?.[`${webhookName}/injected`]).toBe('true');
-  });
+  }, 120_000);
 
   it('a pod that says disabled is stored as it was sent, and the skip reason is audited', async () => {
     const pod = await createPod(`opted-out-${Date.now()}`, { 'minimesh.io/inject': 'disabled' });
@@ -237,7 +253,7 @@ describe('injector with the real API server', () => {
         );
         return evs.length ? evs : undefined;
       },
-      10_000,
+      30_000,
     );
     expect(events[0]?.annotations?.[`${webhookName}/skip-reason`]).toBe('injection-disabled');
   });
