@@ -53,6 +53,7 @@ import {
 } from './table.js';
 import { assignments, proxyImageEnv } from './image-env.js';
 import { countFrom, syscallCountingUnavailable } from './syscalls.js';
+import { memMb, procStat } from './proc.js';
 
 /** A variant's check failed (its route is not in force): the pair is not measured in that run. */
 class CheckFailed extends Error {
@@ -211,28 +212,6 @@ if (!peer)
     ? `not measured: ${peerArg} does not exist`
     : 'not measured: no linkerd2-proxy binary (--linkerd2-proxy, MINIMESH_BENCH_LINKERD2_PROXY or /opt/minimesh-peers/linkerd2-proxy)';
 else if (!policy.argv) peerReason = `not measured: linkerd2-proxy needs a policy server, and ${policy.reason}`;
-
-/** CPU seconds of a process so far (user + kernel), and the kernel's part (utime, stime of /proc/<pid>/stat). */
-function procStat(pid: number): { cpu: number; sys: number } {
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return { cpu: (Number(f[11]) + Number(f[12])) / 100, sys: Number(f[12]) / 100 };
-}
-
-/**
- * RSS, its anonymous part (/proc/<pid>/status RssAnon) and the private memory (USS: Private_Clean +
- * Private_Dirty of /proc/<pid>/smaps_rollup, the pages no other process maps). File-backed pages of the
- * node binary are shared by every proxy on a node (in RSS, not in USS); anonymous pages are each proxy's own.
- */
-function memMb(pid: number): { rss: number; anon: number; priv: number } {
-  const s = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const r = readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
-  const kb = (text: string, k: string) => Number(new RegExp(`^${k}:\\s+(\\d+) kB`, 'm').exec(text)?.[1] ?? 0) / 1024;
-  return {
-    rss: kb(s, 'VmRSS'),
-    anon: kb(s, 'RssAnon'),
-    priv: kb(r, 'Private_Clean') + kb(r, 'Private_Dirty') + kb(r, 'Private_Hugetlb'),
-  };
-}
 
 function commit(): string {
   const r = spawnSync('git', ['-C', ROOT, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' });
