@@ -12,6 +12,7 @@
 //
 //   npx tsx bench/proxy/floor.ts [--runs 5] [--seconds 10] [--warmup-seconds 5] [--sat-seconds 5]
 //     [--rate 1000] [--configs node,shipped,young-1mb,lite] [--out bench/proxy/floor-last-run.json]
+//   npx tsx bench/proxy/floor.ts --table <run file>   (the table of a run file made before)
 //
 // Loopback only, no cluster and no root needed. The proxy image's environment (MALLOC_ARENA_MAX) is set
 // for the floor processes as for the bench's minimesh pair.
@@ -48,6 +49,8 @@ const { values: args } = parseArgs({
     rate: { type: 'string', default: '1000' },
     configs: { type: 'string', default: Object.keys(CONFIGS).join(',') },
     out: { type: 'string', default: join(here, 'floor-last-run.json') },
+    /** Print the table of a run file made before, and measure nothing. */
+    table: { type: 'string' },
     help: { type: 'boolean', default: false },
   },
 });
@@ -294,19 +297,19 @@ function spread(xs: number[], digits: number): string {
   return xs.length > 1 ? `${f(median(xs))} (${f(Math.min(...xs))}–${f(Math.max(...xs))})` : f(xs[0]!);
 }
 
-export function renderFloor(file: { date: string; commit: string; load: number; runs: Run[] }): string {
+function renderFloor(file: { date: string; commit: string; load: number; runs: Run[] }): string {
   const rows: string[] = [
     `floor of a Node proxy pair, ${file.runs.length} run(s), ${file.date}, commit ${file.commit}, load ${file.load.toFixed(2)} at start`,
     '',
-    '| config | RSS loaded, out / in (MB) | USS loaded, out / in (MB) | RSS idle, out / in | added p50 (ms) | added p99 (ms) | CPU per 1k rps, out / in (core) | saturated (rps) |',
-    '|---|---|---|---|---|---|---|---|',
+    '| config | RSS loaded, out / in (MB) | of it anonymous, out / in | USS loaded, out / in (MB) | RSS idle, out / in | added p50 (ms) | added p99 (ms) | CPU per 1k rps, out / in (core) | saturated (rps) |',
+    '|---|---|---|---|---|---|---|---|---|',
   ];
   const names = [...new Set(file.runs.flatMap((r) => r.floor.map((f) => f.config)))];
   for (const name of names) {
     const fs = file.runs.flatMap((r) => r.floor.filter((f) => f.config === name).map((f) => ({ f, d: r.direct })));
     const col = (pick: (x: (typeof fs)[number]) => number, digits = 1) => spread(fs.map(pick), digits);
     rows.push(
-      `| ${name} | ${col((x) => x.f.loaded.outbound.rss)} / ${col((x) => x.f.loaded.inbound.rss)} | ${col((x) => x.f.loaded.outbound.priv)} / ${col((x) => x.f.loaded.inbound.priv)} | ${col((x) => x.f.idle.outbound.rss)} / ${col((x) => x.f.idle.inbound.rss)} | ${col((x) => x.f.open.p50 - x.d.open.p50, 2)} | ${col((x) => x.f.open.p99 - x.d.open.p99, 2)} | ${col((x) => x.f.cpuPer1k.outbound, 3)} / ${col((x) => x.f.cpuPer1k.inbound, 3)} | ${col((x) => x.f.sat.rps, 0)} |`,
+      `| ${name} | ${col((x) => x.f.loaded.outbound.rss)} / ${col((x) => x.f.loaded.inbound.rss)} | ${col((x) => x.f.loaded.outbound.anon)} / ${col((x) => x.f.loaded.inbound.anon)} | ${col((x) => x.f.loaded.outbound.priv)} / ${col((x) => x.f.loaded.inbound.priv)} | ${col((x) => x.f.idle.outbound.rss)} / ${col((x) => x.f.idle.inbound.rss)} | ${col((x) => x.f.open.p50 - x.d.open.p50, 2)} | ${col((x) => x.f.open.p99 - x.d.open.p99, 2)} | ${col((x) => x.f.cpuPer1k.outbound, 3)} / ${col((x) => x.f.cpuPer1k.inbound, 3)} | ${col((x) => x.f.sat.rps, 0)} |`,
     );
   }
   const d = file.runs.map((r) => r.direct);
@@ -326,6 +329,16 @@ export function renderFloor(file: { date: string; commit: string; load: number; 
   return rows.join('\n') + '\n';
 }
 
+if (args.table) {
+  let file: Parameters<typeof renderFloor>[0];
+  try {
+    file = JSON.parse(readFileSync(args.table, 'utf8')) as typeof file;
+  } catch (err) {
+    throw new Error(`--table: ${args.table} is not a run file of floor.ts: ${(err as Error).message}`);
+  }
+  process.stdout.write(renderFloor(file));
+  process.exit(0);
+}
 const dir = mkdtempSync(join(tmpdir(), 'mm-floor-'));
 const cleanup = async () => {
   await Promise.all([...children].map(stop));
