@@ -5,7 +5,7 @@
 //     and verified), each stream an HTTP/1.1 request on a keep-alive pool to the app.
 // What minimesh-proxy does between the same ends, and nothing more: no discovery, policy, identity
 // service, metrics, logging, retries or timeouts. Node's own http, http2 and tls, no library. It shows what
-// memory and CPU a Node proxy cannot go below, whatever its code (docs/proxy.md, "The floor of a Node
+// memory a Node proxy cannot go below, whatever its code (docs/proxy.md, "The floor of a Node
 // proxy"). Prints "port <n>" once it listens. 127.0.0.1 only.
 import { Agent, createServer, request } from 'node:http';
 import { connect, createSecureServer, constants } from 'node:http2';
