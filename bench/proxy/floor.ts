@@ -22,6 +22,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { makeTestCert } from '@minimesh/test-support/tls';
 import { proxyImageEnv } from './image-env.js';
 import { memMb, procStat } from './proc.js';
 import type { Phase, Sat } from './table.js';
@@ -193,70 +194,38 @@ async function closed(port: number): Promise<Sat> {
   return JSON.parse(await waitLine(gen, '{', (SAT_SECONDS + 60) * 1000)) as Sat;
 }
 
-/** Self-signed P-256 certificates for the two sides (each trusts the other's), by openssl. */
+/** Self-signed P-256 certificates for the two sides (each trusts the other's). */
 function certificates(dir: string) {
-  const make = (name: string) => {
-    const r = spawnSync(
-      'openssl',
-      [
-        'req',
-        '-x509',
-        '-newkey',
-        'ec',
-        '-pkeyopt',
-        'ec_paramgen_curve:prime256v1',
-        '-nodes',
-        '-keyout',
-        `${name}.key`,
-        '-out',
-        `${name}.crt`,
-        '-days',
-        '2',
-        '-subj',
-        `/CN=${name}`,
-        '-addext',
-        'subjectAltName=DNS:localhost,IP:127.0.0.1',
-      ],
-      { cwd: dir, encoding: 'utf8' },
-    );
-    if (r.status !== 0)
-      throw new Error(`openssl could not make the ${name} certificate: ${r.error?.message ?? r.stderr}`);
-    return { cert: join(dir, `${name}.crt`), key: join(dir, `${name}.key`) };
+  const make = (name: 'outbound' | 'inbound') => {
+    const c = makeTestCert({ dir, name, cn: name });
+    return { cert: c.certFile, key: c.keyFile };
   };
   return { outbound: make('outbound'), inbound: make('inbound') };
 }
+type Certs = ReturnType<typeof certificates>;
 
-async function measureFloor(
-  config: string,
-  appPort: number,
-  certs: ReturnType<typeof certificates>,
-): Promise<FloorRun> {
-  const flags = CONFIGS[config]!;
-  const proxy = join(here, 'floor-proxy.mjs');
-  const inbound = start([
+/** One side of the floor pair with these V8 flags, sending to `nextPort`; resolves once it listens. */
+async function startSide(flags: string[], role: 'outbound' | 'inbound', nextPort: number, certs: Certs) {
+  const peer = role === 'outbound' ? 'inbound' : 'outbound';
+  const child = start([
     ...flags,
-    proxy,
-    'inbound',
+    join(here, 'floor-proxy.mjs'),
+    role,
     '0',
-    String(appPort),
-    certs.inbound.cert,
-    certs.inbound.key,
-    certs.outbound.cert,
+    String(nextPort),
+    certs[role].cert,
+    certs[role].key,
+    certs[peer].cert,
   ]);
+  return { child, port: await portOf(child) };
+}
+
+async function measureFloor(config: string, appPort: number, certs: Certs): Promise<FloorRun> {
+  const flags = CONFIGS[config]!;
+  const { child: inbound, port: inPort } = await startSide(flags, 'inbound', appPort, certs);
   try {
-    const inPort = await portOf(inbound);
-    const outbound = start([
-      ...flags,
-      proxy,
-      'outbound',
-      '0',
-      String(inPort),
-      certs.outbound.cert,
-      certs.outbound.key,
-      certs.inbound.cert,
-    ]);
+    const { child: outbound, port: outPort } = await startSide(flags, 'outbound', inPort, certs);
     try {
-      const outPort = await portOf(outbound);
       await new Promise((r) => setTimeout(r, 1000));
       const idle = { outbound: memMb(outbound.pid!), inbound: memMb(inbound.pid!) };
       const {

@@ -9,6 +9,7 @@ import { connect } from 'node:tls';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { makeTestCert } from '@minimesh/test-support/tls';
 import { repoRoot } from '../src/tools.js';
 
 const bench = join(repoRoot, 'bench/proxy');
@@ -16,32 +17,10 @@ const dir = mkdtempSync(join(tmpdir(), 'mm-floor-test-'));
 const children: ChildProcess[] = [];
 const ports: Record<string, number> = {};
 
+/** A self-signed P-256 certificate in the test's directory: <name>.crt and <name>.key. */
 function cert(name: string) {
-  const r = spawnSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:prime256v1',
-      '-nodes',
-      '-keyout',
-      `${name}.key`,
-      '-out',
-      `${name}.crt`,
-      '-days',
-      '1',
-      '-subj',
-      `/CN=${name}`,
-      '-addext',
-      'subjectAltName=DNS:localhost,IP:127.0.0.1',
-    ],
-    { cwd: dir, encoding: 'utf8' },
-  );
-  if (r.status !== 0) throw new Error(`openssl: ${r.stderr}`);
-  return { cert: join(dir, `${name}.crt`), key: join(dir, `${name}.key`) };
+  const c = makeTestCert({ dir, name, cn: name });
+  return { cert: c.certFile, key: c.keyFile };
 }
 
 /** Starts `node <argv>` and resolves with the port from its "port <n>" line. */
