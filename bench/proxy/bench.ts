@@ -27,7 +27,7 @@
 // switches during the open loop (perf stat on the kernel's tracepoints; syscalls.ts). Raw per-run numbers
 // go to a JSON file (default bench/proxy/last-run.json); the table is made from that file (table.ts). As
 // root; it uses the local cluster (on a shared machine: flock /tmp/minimesh-cluster.lock).
-import { spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
@@ -54,6 +54,7 @@ import {
 import { assignments, proxyImageEnv } from './image-env.js';
 import { countFrom, syscallCountingUnavailable } from './syscalls.js';
 import { memMb, procStat } from './proc.js';
+import { waitLine } from './wait-line.js';
 
 /** A variant's check failed (its route is not in force): the pair is not measured in that run. */
 class CheckFailed extends Error {
@@ -764,26 +765,4 @@ function startLoadgen(pod: string, argv: Array<string | number>) {
       return JSON.parse(line) as T;
     },
   };
-}
-
-function waitLine(child: ChildProcess, prefix: string, timeoutMs = 15_000): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let buf = '';
-    const t = setTimeout(() => reject(new Error(`timed out waiting for "${prefix}"`)), timeoutMs);
-    const onData = (d: Buffer) => {
-      buf += d.toString();
-      const line = buf.split('\n').find((l) => l.startsWith(prefix));
-      if (line) {
-        clearTimeout(t);
-        resolve(line);
-      }
-    };
-    child.stdout!.on('data', onData);
-    child.once('exit', (code) => {
-      setTimeout(() => {
-        clearTimeout(t);
-        reject(new Error(`process exited (${code}) before "${prefix}": ${buf.slice(-500)}`));
-      }, 50);
-    });
-  });
 }

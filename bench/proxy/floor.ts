@@ -25,7 +25,8 @@ import { parseArgs } from 'node:util';
 import { makeTestCert } from '@minimesh/test-support/tls';
 import { proxyImageEnv } from './image-env.js';
 import { memMb, procStat } from './proc.js';
-import type { Phase, Sat } from './table.js';
+import { waitLine } from './wait-line.js';
+import { spread, type Phase, type Sat } from './table.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const here = join(ROOT, 'bench/proxy');
@@ -35,11 +36,12 @@ const here = join(ROOT, 'bench/proxy');
  * main.ts's heap limits: young generation capped at 2 × 4 MiB, old generation grown 30 % over live);
  * `young-1mb` and `lite` trade CPU for memory further than minimesh-proxy does.
  */
+const YOUNG_1MB = ['--max-semi-space-size=1', '--semi-space-growth-factor=1', '--heap-growing-percent=30'];
 const CONFIGS: Record<string, string[]> = {
   node: [],
   shipped: ['--max-semi-space-size=4', '--semi-space-growth-factor=1', '--heap-growing-percent=30'],
-  'young-1mb': ['--max-semi-space-size=1', '--semi-space-growth-factor=1', '--heap-growing-percent=30'],
-  lite: ['--lite-mode', '--max-semi-space-size=1', '--semi-space-growth-factor=1', '--heap-growing-percent=30'],
+  'young-1mb': YOUNG_1MB,
+  lite: ['--lite-mode', ...YOUNG_1MB],
 };
 
 const { values: args } = parseArgs({
@@ -127,41 +129,7 @@ async function stop(child: ChildProcess): Promise<void> {
   child.kill('SIGTERM');
   await exited;
 }
-/** The first line of the child's stdout starting with `prefix`. */
-function waitLine(child: ChildProcess & { log: () => string }, prefix: string, timeoutMs: number): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const find = () =>
-      child
-        .log()
-        .split('\n')
-        .find((l) => l.startsWith(prefix));
-    const timer = setTimeout(
-      () => done(new Error(`timed out after ${timeoutMs} ms waiting for "${prefix}"`)),
-      timeoutMs,
-    );
-    const onData = () => {
-      const line = find();
-      if (line !== undefined) done(undefined, line);
-    };
-    const onExit = (code: number | null) =>
-      setTimeout(() => {
-        const line = find();
-        done(line === undefined ? new Error(`exited (${code}) before "${prefix}"`) : undefined, line);
-      }, 50);
-    function done(err: Error | undefined, line?: string) {
-      clearTimeout(timer);
-      child.stdout!.off('data', onData);
-      child.off('exit', onExit);
-      if (err) reject(new Error(`${err.message}: ${child.log().slice(-800)}`));
-      else resolve(line!);
-    }
-    child.stdout!.on('data', onData);
-    child.once('exit', onExit);
-    onData();
-  });
-}
-const portOf = async (child: ChildProcess & { log: () => string }) =>
-  Number((await waitLine(child, 'port ', 10_000)).slice(5));
+const portOf = async (child: ChildProcess) => Number((await waitLine(child, 'port ', 10_000)).slice(5));
 
 /** The warm-up, then (after `between`) the measured open loop, in one generator process on the same connections. */
 async function warmThenOpen<B>(port: number, between: () => B): Promise<{ warm: Phase; open: Phase; between: B }> {
@@ -254,17 +222,6 @@ async function measureFloor(config: string, appPort: number, certs: Certs): Prom
   } finally {
     await stop(inbound);
   }
-}
-
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-};
-/** "median (min–max)" of the values, `digits` after the point. */
-function spread(xs: number[], digits: number): string {
-  const f = (x: number) => x.toFixed(digits);
-  return xs.length > 1 ? `${f(median(xs))} (${f(Math.min(...xs))}–${f(Math.max(...xs))})` : f(xs[0]!);
 }
 
 function renderFloor(file: { date: string; commit: string; load: number; runs: Run[] }): string {

@@ -161,6 +161,11 @@ function fmt(s: Stat | undefined, digits: number, unit = ''): string {
   return s.min === s.max ? `${f(s.med)}${unit}` : `${f(s.med)}${unit} (${f(s.min)}–${f(s.max)})`;
 }
 
+/** "median (min–max)" of the values, `digits` after the point (floor.ts's table too). */
+export function spread(xs: number[], digits: number, unit = ''): string {
+  return fmt(stat(xs), digits, unit);
+}
+
 /** Per-run values of `get` for a pair (runs where it was measured). */
 function per(file: BenchFile, kind: PairKind, get: (p: PairRun, r: Run) => number): number[] {
   return file.runs.flatMap((r) => (r.pairs[kind] ? [get(r.pairs[kind]!, r)] : []));

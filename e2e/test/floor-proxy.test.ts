@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeTestCert } from '@minimesh/test-support/tls';
+import { waitLine } from '../../bench/proxy/wait-line.js';
 import { repoRoot } from '../src/tools.js';
 
 const bench = join(repoRoot, 'bench/proxy');
@@ -24,19 +25,10 @@ function cert(name: string) {
 }
 
 /** Starts `node <argv>` and resolves with the port from its "port <n>" line. */
-function start(argv: string[]): Promise<number> {
+async function start(argv: string[]): Promise<number> {
   const child = spawn(process.execPath, argv, { stdio: ['ignore', 'pipe', 'pipe'] });
   children.push(child);
-  let out = '';
-  return new Promise((resolve, reject) => {
-    child.stdout.on('data', (d: Buffer) => {
-      out += d.toString();
-      const m = /^port (\d+)$/m.exec(out);
-      if (m) resolve(Number(m[1]));
-    });
-    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
-    child.once('exit', (code) => reject(new Error(`${argv.join(' ')} exited (${code}): ${out}`)));
-  });
+  return Number((await waitLine(child, 'port ', 10_000)).slice(5));
 }
 
 function get(port: number, path: string): Promise<{ status: number; body: string; headers: Record<string, unknown> }> {
