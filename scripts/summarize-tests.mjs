@@ -2,6 +2,7 @@
 // Exits non-zero when any test failed or when no test ran at all.
 import { readFileSync, existsSync, readdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
+import { stripVTControlCharacters } from 'node:util';
 
 const dirs = [...readdirSync('packages').map((d) => join('packages', d)), 'e2e'];
 let passed = 0,
@@ -42,11 +43,11 @@ for (const dir of dirs) {
 
 // The first lines of a failure message, without colour codes, indented under the test's name.
 function excerpt(message, maxLines = 12) {
-  // eslint-disable-next-line no-control-regex
-  const lines = message.replace(/\u001b\[[0-9;]*m/g, '').split('\n');
+  if (!message) return [];
+  const lines = stripVTControlCharacters(message).split('\n');
   const kept = lines.slice(0, maxLines).map((l) => `      ${l}`);
   if (lines.length > maxLines) kept.push(`      … (${lines.length - maxLines} more lines in the log above)`);
-  return message ? kept : [];
+  return kept;
 }
 console.log('\n' + rows.join('\n'));
 console.log(`${passed} passed, ${failed} failed` + (skipped ? `, ${skipped} skipped` : ''));
